@@ -1,0 +1,42 @@
+# iowall: `make limits` (set-up + the main job) and `make test` (set-up + the whole suite).
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+IOWALL  := $(VENV)/bin/iowall
+PYTHON  ?= python3
+ARGS    ?=
+PYTEST_ARGS ?=
+
+.PHONY: setup limits test deps engine lint typecheck clean
+
+## setup: Debian packages (as root), the virtualenv, the package and its C engine. Idempotent.
+setup: deps $(VENV)/.stamp-install engine
+
+deps:
+	@sh scripts/setup-debs.sh
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.stamp-install: $(VENV)/bin/python pyproject.toml setup.py
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+engine: $(VENV)/.stamp-install
+	@$(MAKE) -s -C engine OUT=$(CURDIR)/src/iowall/_bin
+
+## limits: the main job on the default bed.
+limits: setup
+	$(IOWALL) limits $(ARGS)
+
+## test: the whole suite (real fio, real loop devices and filesystems).
+test: setup
+	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+typecheck: setup
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf build dist src/*.egg-info src/iowall/_bin engine/build

@@ -1,0 +1,5 @@
+"""python -m iowall"""
+
+from .cli.main import entry
+
+entry()

@@ -1,0 +1,259 @@
+"""``explain``: which kernel path holds a run at its wall, from the run's probe metrics.
+
+Pure: ``explain(metrics, context)`` reads plain numbers (the run's metrics, and the context
+the caller knows: throughput, ceilings, wall time, jobs, CPUs) and returns verdicts, one
+sentence each with its numbers and the evidence behind it. The rules are the ``RULES``
+table below: each row is a rule name, conditions (a quantity, ``>=`` or ``<=``, a threshold),
+a sentence template, and the rules it makes redundant. Rows sharing a rule name are
+alternatives: the first row of a name whose conditions all hold fires, the others do not.
+A row whose quantities are missing (probe skipped, context not given) does not fire.
+
+Quantities are metric names (docs/probes.md), context keys, or the derived quantities of
+``DERIVED`` (e.g. ``throttled_share`` = pause time / writers' run time).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..units import fmt_rate
+
+#: What the caller shows when no rule fires (``explain`` returns no verdict then).
+NO_RULE_FIRED = "no rule fired"
+
+#: Context keys ``explain`` understands (all optional).
+CONTEXT_KEYS = ("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "memcopy_bytes_per_s",
+                "wall_s", "jobs", "cpus")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One explanation: the rule that fired, one sentence with its numbers, the evidence."""
+
+    rule: str
+    sentence: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``quantity op threshold`` (op is ``>=`` or ``<=``)."""
+
+    key: str
+    op: str
+    threshold: float
+
+    def holds(self, value: float) -> bool:
+        return value >= self.threshold if self.op == ">=" else value <= self.threshold
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A row of the rule table."""
+
+    rule: str
+    when: tuple[Cond, ...]
+    sentence: str
+    #: rules this one makes redundant when it fires (their verdicts are dropped).
+    replaces: tuple[str, ...] = ()
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("flusher-saturated",
+         (Cond("flusher_cpu_share_max", ">=", 0.85), Cond("throttled_share", ">=", 0.05)),
+         "Writeback flusher saturated: the flush kworker of the bed's device used up to "
+         "{flusher_cpu_share_max:.2f} CPU ({flusher_cpu_share:.2f} on average) while writers "
+         "spent {throttled_pct:.0f}% of their time paused in balance_dirty_pages "
+         "({throttle_pause_s:.2f} s).",
+         replaces=("writers-throttled",)),
+    Rule("writers-throttled",
+         (Cond("throttled_share", ">=", 0.10),),
+         "Writers throttled: {throttle_tasks:.0f} task(s) paused in balance_dirty_pages for "
+         "{throttle_pause_s:.2f} s, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
+         "(dirty limit {throttle_limit_mib:.0f} MiB)."),
+    Rule("reclaim-bound",
+         (Cond("kswapd_cpu_share", ">=", 0.30), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
+         "Reclaim-bound: kswapd used {kswapd_cpu_share:.2f} CPU on average (up to "
+         "{kswapd_cpu_share_max:.2f}), scanning {vm_pgscan_pages_per_s:.0f} and reclaiming "
+         "{vm_pgsteal_pages_per_s:.0f} pages/s."),
+    Rule("reclaim-bound",
+         (Cond("vm_allocstall_events_per_s", ">=", 10), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
+         "Reclaim-bound: allocations entered direct reclaim {vm_allocstall_events_per_s:.0f} "
+         "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed."),
+    Rule("kernel-cpu-bound",
+         (Cond("cpu_kernel_share", ">=", 0.85),),
+         "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
+         "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs), idle and iowait {cpu_free_pct:.0f}%."),
+    Rule("device-bound",
+         (Cond("direct_ceiling_ratio", ">=", 0.90),),
+         "Device-bound: {throughput} is {direct_ceiling_pct:.0f}% of the device's direct-I/O "
+         "ceiling ({direct_ceiling})."),
+    Rule("device-bound",
+         (Cond("disk_util", ">=", 0.90),),
+         "Device-bound: the bed's device was busy {disk_util_pct:.0f}% of the run "
+         "(average queue depth {disk_queue_depth:.1f})."),
+    Rule("memcopy-bound",
+         (Cond("memcopy_ratio", ">=", 0.80),),
+         "Memory-copy bound: {throughput} is {memcopy_pct:.0f}% of the machine's memory-copy "
+         "ceiling ({memcopy})."),
+    Rule("lock-contention",
+         (Cond("lock_wait_share", ">=", 0.05),),
+         "Lock contention: {lock_wait_total_s:.2f} s waiting for kernel locks, "
+         "{lock_wait_pct:.0f}% of the run's {cpu_time_s:.1f} CPU-seconds; {lock_top}."),
+)
+
+
+# -- derived quantities -----------------------------------------------------------------------
+
+Values = Mapping[str, Any]
+Derive = Callable[[Values], Any]
+
+
+def _num(v: Values, key: str) -> float | None:
+    x = v.get(key)
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
+
+
+def _div(a: float | None, b: float | None, scale: float = 1.0) -> float | None:
+    return a / b * scale if a is not None and b else None
+
+
+def _ratio(num: str, den: str, scale: float = 1.0) -> Derive:
+    return lambda v: _div(_num(v, num), _num(v, den), scale)
+
+
+def _scaled(key: str, scale: float) -> Derive:
+    return lambda v: _div(_num(v, key), 1.0, scale)
+
+
+def _rate(key: str) -> Derive:
+    return lambda v: None if _num(v, key) is None else fmt_rate(_num(v, key) or 0.0)
+
+
+def _writer_time_s(v: Values) -> float | None:
+    """Writers' run time: jobs × wall; without ``jobs``, the tasks that were throttled."""
+    wall = _num(v, "wall_s")
+    jobs = _num(v, "jobs") or _num(v, "throttle_tasks")
+    return wall * jobs if wall and jobs else None
+
+
+def _cpu_time_s(v: Values) -> float | None:
+    """The run's CPU time available: wall × CPUs."""
+    wall, cpus = _num(v, "wall_s"), _num(v, "cpus")
+    return wall * cpus if wall and cpus else None
+
+
+def _free_pct(v: Values) -> float | None:
+    idle, iowait = _num(v, "cpu_idle_share"), _num(v, "cpu_iowait_share")
+    return None if idle is None else 100.0 * (idle + (iowait or 0.0))
+
+
+def _lock_top(v: Values) -> str:
+    """The top three callers from ``lock_rows`` (when given), else the top wait alone."""
+    rows = v.get("lock_rows")
+    if isinstance(rows, Sequence) and rows:
+        cpu_s = _cpu_time_s(v)
+        parts = []
+        for r in sorted(rows, key=lambda r: -float(r["total_wait_s"]))[:3]:
+            wait = float(r["total_wait_s"])
+            share = f", {100 * wait / cpu_s:.0f}%" if cpu_s else ""
+            parts.append(f"{r['caller']} ({r['type']}, {wait:.2f} s{share}, "
+                         f"{int(r['contended'])} contended)")
+        return "top callers " + ", ".join(parts)
+    top = _num(v, "lock_top_wait_s")
+    return f"the top caller waited {top:.2f} s" if top is not None else "no caller table"
+
+
+#: Quantities computed from metrics and context, usable in conditions and sentences.
+DERIVED: dict[str, Derive] = {
+    "writer_time_s": _writer_time_s,
+    "throttled_share": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v)),
+    "throttled_pct": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v), 100.0),
+    "throttle_limit_mib": _scaled("throttle_limit_bytes", 1 / (1 << 20)),
+    "cpu_kernel_pct": _scaled("cpu_kernel_share", 100.0),
+    "kernel_cpus": lambda v: (None if _num(v, "cpus") is None
+                              else _div(_num(v, "cpu_kernel_share"), 1.0, _num(v, "cpus") or 0)),
+    "cpu_free_pct": _free_pct,
+    "disk_util_pct": _scaled("disk_util", 100.0),
+    "direct_ceiling_ratio": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s"),
+    "direct_ceiling_pct": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", 100.0),
+    "memcopy_ratio": _ratio("throughput_bytes_per_s", "memcopy_bytes_per_s"),
+    "memcopy_pct": _ratio("throughput_bytes_per_s", "memcopy_bytes_per_s", 100.0),
+    "throughput": _rate("throughput_bytes_per_s"),
+    "direct_ceiling": _rate("direct_ceiling_bytes_per_s"),
+    "memcopy": _rate("memcopy_bytes_per_s"),
+    "cpu_time_s": _cpu_time_s,
+    "lock_wait_share": lambda v: _div(_num(v, "lock_wait_total_s"), _cpu_time_s(v)),
+    "lock_wait_pct": lambda v: _div(_num(v, "lock_wait_total_s"), _cpu_time_s(v), 100.0),
+    "lock_top": _lock_top,
+}
+
+
+def _fields(template: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
+
+
+def _round(x: Any) -> Any:
+    return float(f"{x:.6g}") if isinstance(x, float) else x
+
+
+def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
+            lock_rows: Sequence[Mapping[str, Any]] = ()) -> list[Verdict]:
+    """Verdicts of the rules that fire, in table order; ``[]`` when none does (the caller
+    shows :data:`NO_RULE_FIRED`).
+
+    ``metrics``: the run's metrics by name; ``context``: what the caller knows of the run
+    (:data:`CONTEXT_KEYS`), which overrides a metric of the same name (``cpus``).
+    ``lock_rows``: the ``locks`` probe's table (``lock_contention.json``) to name the top
+    callers in the lock-contention sentence.
+    """
+    values: dict[str, Any] = {**metrics, **context}
+    if lock_rows:
+        values["lock_rows"] = list(lock_rows)
+    for name, fn in DERIVED.items():
+        if name not in values:
+            x = fn(values)
+            if x is not None:
+                values[name] = x
+    fired: dict[str, Verdict] = {}
+    dropped: set[str] = set()
+    for row in RULES:
+        if row.rule in fired:
+            continue
+        nums = {c.key: _num(values, c.key) for c in row.when}
+        if any(x is None for x in nums.values()):
+            continue
+        if not all(c.holds(nums[c.key] or 0.0) for c in row.when):
+            continue
+        fields = _fields(row.sentence)
+        if any(f not in values for f in fields):
+            continue
+        evidence: dict[str, Any] = {k: _round(values[k]) for k in [*nums, *fields]
+                                    if not isinstance(values[k], str)}
+        evidence["thresholds"] = {c.key: f"{c.op} {c.threshold:g}" for c in row.when}
+        fired[row.rule] = Verdict(row.rule, row.sentence.format(**values), evidence)
+        dropped.update(row.replaces)
+    return [v for name, v in fired.items() if name not in dropped]
+
+
+def sentences(verdicts: Sequence[Verdict]) -> list[str]:
+    """The verdicts' sentences, or :data:`NO_RULE_FIRED` alone."""
+    return [v.sentence for v in verdicts] or [NO_RULE_FIRED]
+
+
+def to_json(run: Any, verdicts: Sequence[Verdict], skipped_probes: Sequence[Any] = ()
+            ) -> dict[str, Any]:
+    """``{"run", "verdicts": [{"rule", "sentence", "evidence"}], "skipped_probes": [...]}``.
+
+    ``skipped_probes``: names, or ``{"probe", "reason"}`` mappings, as the caller keeps them.
+    """
+    return {"run": run,
+            "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": dict(v.evidence)}
+                         for v in verdicts],
+            "skipped_probes": list(skipped_probes)}

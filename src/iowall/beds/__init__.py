@@ -1,0 +1,65 @@
+"""Beds: where the I/O lands. ``provision`` sets one up and always tears it down."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from ..errors import UserError
+from ..sysinfo import mem_total_bytes
+from ..units import fmt_bytes
+from .base import FILESYSTEMS, KINDS, Bed, BedSpec
+from .directory import provision_dir
+from .loop import provision_loop
+from .ram import provision_ram
+from .tmpfs import provision_tmpfs
+
+__all__ = ["Bed", "BedSpec", "FILESYSTEMS", "KINDS", "default_size", "provision", "check_fs"]
+
+#: Smallest image each filesystem formats (btrfs refuses below ~114 MiB).
+MIN_SIZE = 256 << 20
+
+
+def default_size() -> int:
+    """25% of RAM, as a whole number of MiB."""
+    return (mem_total_bytes() // 4) >> 20 << 20
+
+
+def check_fs(spec: BedSpec, fs: str) -> None:
+    """A UserError for filesystems iowall cannot format on this bed kind."""
+    if spec.kind in ("ram", "loop") and fs not in FILESYSTEMS:
+        raise UserError(f"unknown filesystem {fs!r}: use xfs (default), ext4 or btrfs")
+    if spec.kind in ("tmpfs", "dir") and fs not in ("xfs", spec.kind, "") and fs is not None:
+        raise UserError(f"--fs {fs} does not apply to a {spec.kind} bed (nothing is formatted)")
+
+
+@contextlib.contextmanager
+def provision(spec: BedSpec, *, fs: str = "xfs", size_bytes: int | None = None,
+              mkfs_opts: str = "", mount_opts: str = "") -> Iterator[Bed]:
+    """Provision the bed, yield it ready (``bed.path`` mounted), and tear it down on any exit:
+    success, error, Ctrl-C or SIGTERM (with ``signals.interruptible``)."""
+    check_fs(spec, fs)
+    if spec.kind != "dir" and os.geteuid() != 0:
+        raise UserError(f"the {spec.kind} bed needs root (losetup, mkfs, mount): run as root, "
+                        "or use --bed dir:PATH")
+    size = size_bytes or default_size()
+    if spec.kind in ("ram", "loop") and size < MIN_SIZE:
+        raise UserError(f"--size {fmt_bytes(size)} is too small for a filesystem image "
+                        f"(at least {fmt_bytes(MIN_SIZE)})")
+    bed = Bed(spec)
+    try:
+        if spec.kind == "ram":
+            provision_ram(bed, fs, size, mkfs_opts, mount_opts)
+        elif spec.kind == "loop":
+            provision_loop(bed, fs, size, mkfs_opts, mount_opts)
+        elif spec.kind == "tmpfs":
+            provision_tmpfs(bed, size, mount_opts)
+        elif spec.kind == "dir":
+            provision_dir(bed, spec.path)
+        else:  # pragma: no cover - BedSpec.parse guards this
+            raise UserError(f"unknown bed {spec}")
+        bed.record_space()
+        yield bed
+    finally:
+        bed.teardown()

@@ -1,0 +1,123 @@
+"""`iowall doctor`: what is present, what each missing piece disables, how to get it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from ..sysinfo import mem_total_bytes, meminfo
+from ..units import fmt_bytes
+from .common import check_format, print_json
+from .main import app
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing iowall needs: whether it is here, what its absence disables, the fix."""
+
+    name: str
+    ok: bool
+    detail: str
+    disables: str
+    fix: str
+    needed_by_limits: bool = False
+
+
+def _tool(name: str, pkg: str, disables: str, limits: bool = False) -> Check:
+    path = shutil.which(name)
+    return Check(name, path is not None, path or "not found", disables,
+                 f"apt-get install {pkg}", limits)
+
+
+def checks() -> list[Check]:
+    """Every check, in the order a user fixes them."""
+    root = os.geteuid() == 0
+    out = [Check("root", root, "uid 0" if root else f"uid {os.geteuid()}",
+                 "ram/loop/tmpfs beds, cache drops, knobs, tracefs probes",
+                 "run as root (or use --bed dir:PATH)", False)]
+    fio = shutil.which("fio")
+    detail = "not found"
+    ok = False
+    if fio:
+        from ..errors import UserError
+        from ..workloads.fio import fio_version
+
+        try:
+            detail = f"fio {'.'.join(map(str, fio_version()))} ({fio})"
+            ok = True
+        except UserError as e:
+            detail = str(e)
+    out.append(Check("fio", ok, detail, "every I/O workload", "apt-get install fio", True))
+    try:
+        from ..workloads.engine import engine_path
+
+        eng = engine_path()
+        out.append(Check("iowall-engine", True, eng, "", "", True))
+    except Exception as e:
+        out.append(Check("iowall-engine", False, str(e), "memory-copy ceiling, metadata recipes",
+                         "make setup (reinstalls the package, which builds the engine)", True))
+    out.append(_tool("mkfs.xfs", "xfsprogs", "--fs xfs (the default)", root))
+    out.append(_tool("mkfs.ext4", "e2fsprogs", "--fs ext4"))
+    out.append(_tool("mkfs.btrfs", "btrfs-progs", "--fs btrfs"))
+    out.append(_tool("losetup", "util-linux", "ram and loop beds", root))
+    out.append(_tool("perf", "linux-perf", "the locks probe (perf lock contention)"))
+    out.append(_tool("fs_mark", "fsmark", "the engine-vs-fs_mark benchmark"))
+    tp = Path("/sys/kernel/tracing/events/writeback/balance_dirty_pages")
+    tracefs_mounted = Path("/sys/kernel/tracing/events").is_dir()
+    out.append(Check("tracefs", tracefs_mounted or root,
+                     "mounted" if tracefs_mounted else ("not mounted; iowall mounts it when needed"
+                                                         if root else "not mounted"),
+                     "throttle probe (balance_dirty_pages)", "run as root"))
+    if tracefs_mounted:
+        out.append(Check("balance_dirty_pages tracepoint", tp.is_dir(), str(tp),
+                         "throttle probe", "a kernel with CONFIG_TRACING"))
+    lock_tp = Path("/sys/kernel/tracing/events/lock/contention_begin")
+    if tracefs_mounted:
+        out.append(Check("lock contention tracepoints", lock_tp.is_dir(), str(lock_tp),
+                         "locks probe", "a kernel with CONFIG_LOCKDEP or lock tracepoints"))
+    iou = Path("/proc/sys/kernel/io_uring_disabled")
+    iou_ok = not iou.exists() or iou.read_text().strip() == "0"
+    out.append(Check("io_uring", iou_ok, "enabled" if iou_ok else "disabled by sysctl",
+                     "the io_uring engine of limits and buffered-wall",
+                     "sysctl kernel.io_uring_disabled=0", True))
+    free_loops = [p for p in Path("/sys/block").glob("loop*")
+                  if not (p / "loop" / "backing_file").exists()]
+    loop_ok = Path("/dev/loop-control").exists()
+    out.append(Check("loop devices", loop_ok,
+                     f"/dev/loop-control present, {len(free_loops)} free now" if loop_ok
+                     else "no /dev/loop-control", "ram and loop beds", "modprobe loop", root))
+    shm = os.statvfs("/dev/shm")
+    out.append(Check("memory", True, f"{fmt_bytes(mem_total_bytes())} total, "
+                     f"{fmt_bytes(meminfo().get('MemAvailable', 0))} available, /dev/shm "
+                     f"{fmt_bytes(shm.f_bavail * shm.f_frsize)} free", "", ""))
+    from ..paths import data_dir
+
+    d = os.statvfs(data_dir())
+    out.append(Check("disk", True, f"{fmt_bytes(d.f_bavail * d.f_frsize)} free in {data_dir()}",
+                     "", ""))
+    return out
+
+
+@app.command()
+def doctor(fmt: str = typer.Option("text", "--format", help="text or json")) -> None:
+    """Check what iowall needs; exit 0 when `iowall limits` can run."""
+    check_format(fmt, ("text", "json"))
+    cs = checks()
+    can_run = all(c.ok for c in cs if c.needed_by_limits)
+    if fmt == "json":
+        print_json({"can_run_limits": can_run, "checks": [c.__dict__ for c in cs]})
+    else:
+        for c in cs:
+            mark = "ok " if c.ok else "-- "
+            line = f"{mark} {c.name:<32} {c.detail}"
+            if not c.ok:
+                line += f"\n     disables: {c.disables}; fix: {c.fix}"
+            typer.echo(line)
+        typer.echo("")
+        typer.echo("iowall limits can run." if can_run else
+                   "iowall limits cannot run yet: fix the lines marked -- that it needs.")
+    raise typer.Exit(0 if can_run else 1)

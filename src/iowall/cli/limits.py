@@ -1,0 +1,51 @@
+"""`iowall limits`: where this machine's buffered-I/O wall is."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .. import journal
+from ..recipes.limits import LimitsOptions, parse_jobs, run_limits
+from ..report.limits import render_json, render_md, render_text
+from ..signals import interruptible
+from ..units import parse_size
+from .common import RichProgress, check_format, open_store, print_json
+from .main import app
+
+
+@app.command()
+def limits(
+    bed: str = typer.Option("ram", help="ram (default), loop, tmpfs or dir:PATH"),
+    fs: str = typer.Option("xfs", help="xfs, ext4 or btrfs (ram and loop beds)"),
+    size: Optional[str] = typer.Option(None, help="bed size, e.g. 8G; default: sized for the job"),
+    jobs: Optional[str] = typer.Option(None, help="job counts, e.g. 1,2,4 (default 1,2,4…nproc,2×nproc)"),
+    repeat: int = typer.Option(3, help="repeats of every point (interleaved)"),
+    quick: bool = typer.Option(False, "--quick", help="small data sizes: about two minutes"),
+    label: str = typer.Option("limits", help="label stored with every run"),
+    mkfs_opts: str = typer.Option("", "--mkfs-opts", help="extra mkfs options"),
+    mount_opts: str = typer.Option("", "--mount-opts", help="mount options"),
+    fmt: str = typer.Option("text", "--format", help="text, md or json"),
+    db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+) -> None:
+    """Measure the ceilings and buffered vs direct I/O at rising job counts; say where the wall is."""
+    check_format(fmt)
+    opts = LimitsOptions(bed=bed, fs=fs, size=parse_size(size, what="--size") if size else None,
+                         jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
+                         repeat=repeat, quick=quick, label=label, mkfs_opts=mkfs_opts,
+                         mount_opts=mount_opts)
+    if opts.repeat < 1:
+        from ..errors import UserError
+
+        raise UserError("--repeat must be at least 1")
+    store = open_store(db)
+    journal.recover()
+    with interruptible():
+        summary, ctx = run_limits(opts, store, RichProgress("limits"))
+    if fmt == "json":
+        print_json(render_json(summary, ctx))
+    elif fmt == "md":
+        typer.echo(render_md(summary, ctx), nl=False)
+    else:
+        typer.echo(render_text(summary, ctx), nl=False)

@@ -1,0 +1,55 @@
+"""The `iowall` entry point: a tiny main that maps errors to exit codes (UserError → 2)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..errors import Interrupted, IowallError, UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Find, explain and track the walls of Linux storage I/O.")
+
+
+def _register() -> None:
+    from . import doctor, limits, runs  # noqa: F401  (each module adds its commands to app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; one clear line on stderr for every error a user can cause."""
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except UserError as e:
+        print(f"iowall: error: {e}", file=sys.stderr)
+        return 2
+    except Interrupted as e:
+        print(f"iowall: {e}; the bed is torn down and the run in flight is stored as "
+              "'interrupted'", file=sys.stderr)
+        return 130 if e.signame == "SIGINT" else 143
+    except KeyboardInterrupt:
+        print("iowall: interrupted", file=sys.stderr)
+        return 130
+    except IowallError as e:
+        print(f"iowall: failed: {e}", file=sys.stderr)
+        return 1
+    except typer.Exit as e:
+        return int(e.exit_code)
+    except Exception as e:  # click's usage errors arrive here in non-standalone mode
+        kinds = {c.__name__ for c in type(e).__mro__}
+        if "UsageError" in kinds:
+            print(f"iowall: error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+            return 2
+        if "Abort" in kinds:
+            return 130
+        raise
+    return 0
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -1,0 +1,27 @@
+"""Exceptions with a meaning for the CLI: a UserError ends in one clear line and exit code 2."""
+
+from __future__ import annotations
+
+
+class IowallError(Exception):
+    """Base class of iowall's own errors."""
+
+
+class UserError(IowallError):
+    """Something the user can fix (bad input, missing tool, not root); the CLI exits 2."""
+
+
+class EngineError(IowallError):
+    """iowall-engine failed or printed something that is not its JSON."""
+
+
+class WorkloadError(IowallError):
+    """A workload (fio, engine) failed during a run; the run is stored as failed."""
+
+
+class Interrupted(IowallError):
+    """SIGINT or SIGTERM arrived; everything is torn down and the run stored as interrupted."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(f"interrupted by {signame}")
+        self.signame = signame

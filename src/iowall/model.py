@@ -1,0 +1,114 @@
+"""Frozen dataclasses that carry iowall's data between layers: points, runs, metrics, env.
+
+Workloads and probes produce them, the store persists them, analysis reads them.
+Nothing here touches the database or the terminal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+Direction = Literal["higher", "lower"]
+Status = Literal["ok", "failed", "interrupted", "filled"]
+
+#: Statuses whose metrics describe a completed measurement.
+MEASURED_STATUSES: tuple[Status, ...] = ("ok", "filled")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured number with its unit and which way is better."""
+
+    name: str
+    value: float
+    unit: str
+    direction: Direction = "higher"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One set of parameters a workload runs with; ``params`` is JSON-able and sorted."""
+
+    recipe: str
+    params: Mapping[str, Any]
+
+    def key(self) -> str:
+        """A stable text key for the point (recipe + sorted params)."""
+        return self.recipe + ":" + json.dumps(dict(self.params), sort_keys=True)
+
+    def describe(self) -> str:
+        """Short human form, e.g. ``write buffered jobs=4``."""
+        return " ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """Raw output kept with a run (fio's JSON, engine JSON, probe data)."""
+
+    name: str
+    content_type: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """A time series sampled during a run: ``(t_seconds, value)`` pairs."""
+
+    probe: str
+    name: str
+    unit: str
+    samples: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One execution of one point, as stored: metrics, raw data, environment and status."""
+
+    point: Point
+    label: str
+    status: Status
+    started_at: float
+    finished_at: float
+    metrics: tuple[Metric, ...] = ()
+    env: Mapping[str, Any] = field(default_factory=dict)
+    bed: Mapping[str, Any] = field(default_factory=dict)
+    artifacts: tuple[Artifact, ...] = ()
+    series: tuple[Series, ...] = ()
+    batch: str = ""
+    repeat_index: int = 0
+    error: str = ""
+    notes: tuple[str, ...] = ()
+    id: int | None = None
+
+    def metric(self, name: str) -> float | None:
+        """The value of metric ``name`` or None."""
+        for m in self.metrics:
+            if m.name == name:
+                return m.value
+        return None
+
+    def fingerprint(self) -> str:
+        """What makes two runs comparable: recipe, point params, bed facts, host (not kernel)."""
+        return fingerprint(self.point, self.bed, self.env)
+
+
+#: Bed facts that identify the bed's shape; sizes of images and free space do not.
+FINGERPRINT_BED_KEYS = ("kind", "fs", "mkfs_opts", "mount_opts", "block_size", "backing")
+#: Host facts that make runs comparable; the kernel is deliberately absent.
+FINGERPRINT_HOST_KEYS = ("cpu_model", "cpu_count", "mem_total_bytes")
+
+
+def fingerprint(point: Point, bed: Mapping[str, Any], env: Mapping[str, Any]) -> str:
+    """SHA-1 over recipe, params, bed shape and host shape; the kernel is what gets compared."""
+    host = env.get("host", {}) if isinstance(env.get("host"), Mapping) else {}
+    doc = {
+        "recipe": point.recipe,
+        "params": dict(point.params),
+        "bed": {k: bed.get(k) for k in FINGERPRINT_BED_KEYS},
+        "host": {k: host.get(k) for k in FINGERPRINT_HOST_KEYS},
+    }
+    raw = json.dumps(doc, sort_keys=True, default=str).encode()
+    return hashlib.sha1(raw).hexdigest()[:16]

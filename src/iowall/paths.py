@@ -1,0 +1,27 @@
+"""Where iowall keeps things: XDG data (store, loop images), state (journal) and run dirs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    """``$XDG_DATA_HOME/iowall`` (default ``~/.local/share/iowall``), created on demand."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    p = Path(base) / "iowall"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/iowall`` (default ``~/.local/state/iowall``): the undo journal."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    p = Path(base) / "iowall"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def default_db_url() -> str:
+    """``IOWALL_DB`` if set, else SQLite in the data directory."""
+    return os.environ.get("IOWALL_DB") or f"sqlite:///{data_dir() / 'iowall.db'}"

@@ -1,0 +1,216 @@
+"""``locks``: kernel lock contention during the run, from ``perf lock record -a`` (tracepoint
+mode: ``lock:contention_begin``/``contention_end``) and ``perf lock contention -v`` for the
+table with stacks. Heavy (perf records system-wide): not in the default set.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import journal
+from ..errors import IowallError
+from ..model import Artifact, Metric
+from . import tracefs
+from .base import Probe, ProbeContext, ProbeResult
+from .sampling import metric
+
+#: perf prints times with these units (lock_stat_key_print_time in tools/perf/builtin-lock.c).
+UNITS_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_T = r"([\d.]+)\s+(ns|us|ms|s|m|h)"
+ROW = re.compile(rf"^\s*(\d+)\s+{_T}\s+{_T}\s+{_T}\s+(\S+)\s+(\S.*?)\s*$")
+FRAME = re.compile(r"^\s+0x[0-9a-fA-F]+\s*(\S.*?)?\s*$")
+#: rows kept with their stacks in the artifact (all rows count in the totals).
+TOP_ROWS = 50
+PR_SET_PDEATHSIG = 1
+
+
+def to_seconds(value: str, unit: str) -> float:
+    """``64.69``, ``h`` → 232884.0 s (rounded to the ns perf can resolve)."""
+    return round(float(value) * UNITS_S[unit], 9)
+
+
+def parse_contention(text: str) -> list[dict[str, Any]]:
+    """Rows of ``perf lock contention [-v]`` text: caller, type, contended, total/max/avg wait
+    in seconds, and the stack (symbols, innermost first; frames without a symbol dropped).
+
+    Lines that are neither a row nor a stack frame (perf's warnings, the header, the
+    ``=== output for debug===`` trailer) are ignored.
+    """
+    rows: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    for line in text.splitlines():
+        if line.startswith("=== output for debug"):
+            break
+        m = ROW.match(line)
+        if m:
+            cur = {"caller": m[9], "type": m[8], "contended": int(m[1]),
+                   "total_wait_s": to_seconds(m[2], m[3]),
+                   "max_wait_s": to_seconds(m[4], m[5]),
+                   "avg_wait_s": to_seconds(m[6], m[7]), "stack": []}
+            rows.append(cur)
+            continue
+        f = FRAME.match(line)
+        if f and cur is not None:
+            if f[1]:
+                cur["stack"].append(f[1])
+            continue
+        if line.strip() and not line.startswith(("\t", " ")):
+            cur = None
+    return rows
+
+
+def bad_sequences(text: str) -> tuple[int, int]:
+    """perf's own count of events in a bad sequence, and of all, from the debug trailer."""
+    m = re.search(r"^bad: (\d+), total: (\d+)", text, re.M)
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+def summarize(rows: list[dict[str, Any]]) -> tuple[list[Metric], list[str]]:
+    """Metrics over the whole table, and notes: the top caller; rows where perf counted no
+    contention yet reports wait time (perf 6.1 loses the count on nested contention, e.g. a
+    spinlock inside a semaphore's slow path; its wait time is still real)."""
+    total = sum(r["total_wait_s"] for r in rows)
+    top = max(rows, key=lambda r: r["total_wait_s"], default=None)
+    metrics = [metric("lock_wait_total_s", total, "s"),
+               metric("lock_contended", sum(r["contended"] for r in rows), "events"),
+               metric("lock_callers", len(rows), "callers"),
+               metric("lock_top_wait_s", top["total_wait_s"] if top else 0.0, "s"),
+               metric("lock_top_contended", top["contended"] if top else 0, "events")]
+    notes = [f"top caller: {top['caller']} ({top['type']}), {top['contended']} contended, "
+             f"{top['total_wait_s']:.6g} s total wait"] if top else []
+    odd = [r for r in rows if r["contended"] == 0 and r["total_wait_s"] > 0]
+    if odd:
+        notes.append(f"{len(odd)} row(s) with wait time but 0 contended, as perf printed them")
+    return metrics, notes
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the child
+    """perf gets SIGINT if iowall dies, so it never records forever."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+
+
+class LocksProbe(Probe):
+    """Contended kernel locks: top callers by total wait, with type, counts and stacks."""
+
+    name = "locks"
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        super().__init__(ctx)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._data: Path | None = None
+        self._log: Path | None = None
+        self._tokens: list[Path] = []
+        self._acquired = False
+        self._notes: list[str] = []
+
+    def unavailable(self) -> str | None:
+        if shutil.which("perf") is None:
+            return "perf not found: install it with 'apt-get install linux-perf'"
+        if os.geteuid() != 0:
+            return "needs root (perf lock record -a)"
+        if tracefs.mounted() and not os.path.isdir(
+                f"{tracefs.TRACEFS}/events/lock/contention_begin"):
+            return "no lock:contention_begin tracepoint in this kernel (needs 5.19+)"
+        return None
+
+    def start(self) -> None:
+        try:
+            self._setup()
+        except BaseException:
+            self._kill()
+            self._cleanup()
+            raise
+
+    def _setup(self) -> None:
+        # Mount tracefs ourselves: perf would mount it and leave it mounted.
+        tracefs.acquire()
+        self._acquired = True
+        base = Path(self.ctx.workdir)
+        base.mkdir(parents=True, exist_ok=True)
+        stem = f"iowall-perf-lock-{os.getpid()}-{time.monotonic_ns()}"
+        self._data, self._log = base / f"{stem}.data", base / f"{stem}.log"
+        for p in (self._data, self._log):
+            self._tokens.append(journal.add({"undo": "unlink", "path": str(p)}))
+        with open(self._log, "wb") as log:
+            self._proc = subprocess.Popen(
+                ["perf", "lock", "record", "-a", "-o", str(self._data)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_pdeathsig)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # recording starts once the header is written
+            if self._proc.poll() is not None:
+                raise IowallError(f"perf lock record exited: {self._log_tail()}")
+            if self._data.exists() and self._data.stat().st_size > 0:
+                time.sleep(0.1)
+                return
+            time.sleep(0.05)
+        raise IowallError("perf lock record did not start within 10 s")
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self._log.read_text(errors="replace").strip().splitlines() if self._log \
+                else []
+        except OSError:
+            lines = []
+        return lines[-1] if lines else ""
+
+    def _kill(self) -> None:
+        p, self._proc = self._proc, None
+        if p is None or p.poll() is not None:
+            return
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            self._notes.append("perf lock record did not stop on SIGINT: killed")
+
+    def _cleanup(self) -> None:
+        for p in (self._data, self._log):
+            if p is not None:
+                p.unlink(missing_ok=True)
+        for t in self._tokens:
+            journal.done(t)
+        self._tokens.clear()
+        if self._acquired:
+            self._acquired = False
+            tracefs.release()
+
+    def stop(self) -> ProbeResult:
+        try:
+            self._kill()
+            if self._data is None or not self._data.exists():
+                return ProbeResult(self.name, skipped="perf lock record wrote no data",
+                                   notes=tuple(self._notes))
+            size = self._data.stat().st_size
+            r = subprocess.run(["perf", "lock", "contention", "-v", "-i", str(self._data)],
+                               capture_output=True, text=True, errors="replace", timeout=300)
+            text = r.stdout + r.stderr  # perf prints the table on stderr (pr_info)
+            if r.returncode != 0 and not ROW.search(text):
+                raise IowallError(f"perf lock contention failed ({r.returncode}): "
+                                  f"{(text.strip().splitlines() or [''])[-1]}")
+        finally:
+            self._cleanup()
+        rows = parse_contention(text)
+        metrics, notes = summarize(rows)
+        bad, total = bad_sequences(text)
+        if bad:
+            notes.append(f"perf saw {bad} of {total} lock events in a bad sequence")
+        rows.sort(key=lambda r: -r["total_wait_s"])
+        table = json.dumps(rows[:TOP_ROWS], indent=1)
+        self._notes.append(f"perf.data was {size} bytes (removed)")
+        return ProbeResult(self.name, metrics=tuple(metrics),
+                           artifacts=(Artifact("lock_contention.json", "application/json", table),
+                                      Artifact("lock_contention.txt", "text/plain", text)),
+                           notes=tuple(self._notes + notes))

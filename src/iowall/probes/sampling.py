@@ -1,0 +1,152 @@
+"""The one sampling loop every procfs probe shares, and small helpers for their results.
+
+A :class:`SampledProbe` reads a snapshot (``read()``) at start, every ``ctx.interval_s`` in a
+background thread, and once more at stop; it then turns the timed snapshots into series and
+metrics (``result()``). Snapshot times are seconds since the probe set's common start
+(``t0``), so the series of different probes line up.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, TypeVar
+
+from ..model import Direction, Metric, Series
+from .base import Probe, ProbeContext, ProbeResult
+
+S = TypeVar("S")
+
+#: USER_HZ: the unit of utime/stime in /proc/PID/stat.
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def read_text(path: str) -> str:
+    """A procfs/sysfs file's text ('' when it vanished or cannot be read)."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+class PeriodicSampler(Generic[S]):
+    """Calls ``read`` now, every ``interval_s`` in a daemon thread (no drift: deadlines are
+    absolute), and once more at ``stop``; keeps ``(t, snapshot)`` pairs.
+
+    An exception in ``read`` is kept (first one) and the sample skipped; sampling goes on.
+    """
+
+    def __init__(self, read: Callable[[], S], interval_s: float, t0: float | None = None,
+                 name: str = "sampler") -> None:
+        self._read = read
+        self.interval_s = max(0.01, float(interval_s))
+        self.t0 = time.monotonic() if t0 is None else t0
+        self.samples: list[tuple[float, S]] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name=f"iowall-{name}", daemon=True)
+        self._started = False
+
+    def _take(self) -> None:
+        try:
+            snap = self._read()
+        except Exception as e:  # one bad read must not end the series
+            if self.error is None:
+                self.error = e
+            return
+        with self._lock:
+            self.samples.append((time.monotonic() - self.t0, snap))
+
+    def _loop(self) -> None:
+        deadline = time.monotonic() + self.interval_s
+        while not self._stop.wait(max(0.0, deadline - time.monotonic())):
+            self._take()
+            deadline += self.interval_s
+            now = time.monotonic()
+            if deadline < now:  # we fell behind (suspended?): skip, do not burst
+                deadline = now + self.interval_s
+
+    def start(self) -> None:
+        """First sample now, then the thread."""
+        self._take()
+        self._started = True
+        self._thread.start()
+
+    def stop(self) -> list[tuple[float, S]]:
+        """Stop the thread, take the last sample, return all of them (idempotent)."""
+        if self._started and not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=10 * self.interval_s + 5)
+            self._take()
+        with self._lock:
+            return list(self.samples)
+
+
+class SampledProbe(Probe, Generic[S]):
+    """A probe whose data is periodic snapshots of kernel state (procfs, sysfs)."""
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        super().__init__(ctx)
+        #: common start time of the probe set (``time.monotonic()``), set by ProbeSet.
+        self.t0: float | None = None
+        self._sampler: PeriodicSampler[S] | None = None
+
+    @abstractmethod
+    def read(self) -> S:
+        """One snapshot of the state this probe watches."""
+
+    @abstractmethod
+    def result(self, samples: Sequence[tuple[float, S]]) -> ProbeResult:
+        """Series and metrics from the timed snapshots (pure: tests feed recorded text)."""
+
+    def start(self) -> None:
+        self._sampler = PeriodicSampler(self.read, self.ctx.interval_s, self.t0, self.name)
+        self._sampler.start()
+
+    def stop(self) -> ProbeResult:
+        if self._sampler is None:
+            return ProbeResult(self.name, skipped="not started")
+        samples = self._sampler.stop()
+        res = self.result(samples)
+        if self._sampler.error is not None:
+            note = f"a sample failed: {self._sampler.error}"
+            res = ProbeResult(res.probe, res.series, res.metrics, res.artifacts, res.skipped,
+                              res.notes + (note,))
+        return res
+
+
+# -- helpers for results ----------------------------------------------------------------------
+
+def intervals(samples: Sequence[tuple[float, S]]) -> Iterable[tuple[float, float, S, S]]:
+    """``(t_end, dt, previous, current)`` for each pair of consecutive snapshots."""
+    for (t_a, a), (t_b, b) in zip(samples, samples[1:], strict=False):
+        dt = t_b - t_a
+        if dt > 0:
+            yield t_b, dt, a, b
+
+
+def series(probe: str, name: str, unit: str,
+           points: Iterable[tuple[float, float]]) -> Series:
+    """A Series with times and values rounded to sensible precision."""
+    return Series(probe, name, unit, tuple((round(t, 3), float(v)) for t, v in points))
+
+
+def metric(name: str, value: float, unit: str, direction: Direction = "lower") -> Metric:
+    """A Metric (the default direction of a diagnostic quantity is lower-is-better)."""
+    return Metric(name, float(value), unit, direction)
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean, 0.0 for no values."""
+    return sum(values) / len(values) if values else 0.0
+
+
+def span(samples: Sequence[tuple[float, object]]) -> float:
+    """Seconds between the first and the last snapshot."""
+    return samples[-1][0] - samples[0][0] if len(samples) >= 2 else 0.0

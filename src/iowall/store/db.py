@@ -1,0 +1,180 @@
+"""The store: SQLite by default, PostgreSQL by URL, one code path (SQLAlchemy Core), schema
+kept current by Alembic migrations run on open."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid as uuidlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, func, select
+
+from ..errors import UserError
+from ..model import Artifact, Metric, Point, Run, Series
+from ..paths import default_db_url
+from . import schema as t
+
+_MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs to list: every field set must match; ``ids`` overrides the rest."""
+
+    ids: Sequence[int] = ()
+    label: str | None = None
+    recipe: str | None = None
+    batch: str | None = None
+    status: str | None = None
+    host: str | None = None
+    kernel: str | None = None
+    limit: int | None = None
+
+
+class Store:
+    """Runs, their metrics, raw artifacts and series, in one database."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or default_db_url()
+        try:
+            self.engine: Engine = create_engine(self.url, future=True)
+        except Exception as e:  # bad URL syntax, missing driver
+            raise UserError(f"cannot open store {self.url!r}: {e}") from e
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", _MIGRATIONS)
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except Exception as e:
+            raise UserError(f"cannot open store {self.url!r}: {e.__class__.__name__}: "
+                            f"{str(e).splitlines()[0]}") from e
+
+    # -- writing ---------------------------------------------------------------------------
+    def add_run(self, run: Run) -> int:
+        """Insert a run with everything it carries; returns its id."""
+        host = run.env.get("host", {})
+        with self.engine.begin() as conn:
+            rid = conn.execute(t.runs.insert().values(
+                uuid=str(uuidlib.uuid4()), batch=run.batch, recipe=run.point.recipe,
+                label=run.label, status=run.status, point_key=run.point.key(),
+                point_json=json.dumps(dict(run.point.params), sort_keys=True),
+                fingerprint=run.fingerprint(), repeat_index=run.repeat_index,
+                started_at=run.started_at, finished_at=run.finished_at,
+                host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
+                kernel=str(run.env.get("kernel", "")),
+                env_json=json.dumps(run.env, sort_keys=True, default=str),
+                bed_json=json.dumps(run.bed, sort_keys=True, default=str),
+                error=run.error, notes_json=json.dumps(list(run.notes)),
+            )).inserted_primary_key[0]
+            if run.metrics:
+                conn.execute(t.metrics.insert(), [
+                    {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,
+                     "direction": m.direction} for m in run.metrics])
+            if run.artifacts:
+                conn.execute(t.artifacts.insert(), [
+                    {"run_id": rid, "name": a.name, "content_type": a.content_type,
+                     "body": a.body} for a in run.artifacts])
+            if run.series:
+                conn.execute(t.series.insert(), [
+                    {"run_id": rid, "probe": s.probe, "name": s.name, "unit": s.unit,
+                     "samples_json": json.dumps(s.samples)} for s in run.series])
+        return int(rid)
+
+    # -- reading ---------------------------------------------------------------------------
+    def runs(self, flt: RunFilter = RunFilter(), *, with_series: bool = False) -> list[Run]:
+        """Runs matching ``flt``, oldest first, with metrics (artifacts on demand)."""
+        q = select(t.runs).order_by(t.runs.c.id)
+        if flt.ids:
+            q = q.where(t.runs.c.id.in_(list(flt.ids)))
+        for col in ("label", "recipe", "batch", "status", "host", "kernel"):
+            v = getattr(flt, col)
+            if v is not None:
+                q = q.where(getattr(t.runs.c, col) == v)
+        if flt.limit:
+            q = q.order_by(None).order_by(t.runs.c.id.desc()).limit(flt.limit)
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(q).mappings())
+            if flt.limit:
+                rows.reverse()
+            ids = [r["id"] for r in rows]
+            mets: dict[int, list[Metric]] = {i: [] for i in ids}
+            for chunk in _chunks(ids, 500):
+                for m in conn.execute(select(t.metrics).where(t.metrics.c.run_id.in_(chunk))
+                                      .order_by(t.metrics.c.run_id, t.metrics.c.name)):
+                    mets[m.run_id].append(Metric(m.name, m.value, m.unit, m.direction))
+            sers: dict[int, list[Series]] = {i: [] for i in ids}
+            if with_series:
+                for chunk in _chunks(ids, 500):
+                    for s in conn.execute(select(t.series).where(t.series.c.run_id.in_(chunk))):
+                        sers[s.run_id].append(Series(s.probe, s.name, s.unit, tuple(
+                            (float(a), float(b)) for a, b in json.loads(s.samples_json))))
+        return [_run_from_row(r, mets[r["id"]], sers[r["id"]]) for r in rows]
+
+    def get_run(self, run_id: int) -> Run:
+        """One run with metrics, series and artifacts; UserError if there is no such run."""
+        found = self.runs(RunFilter(ids=[run_id]), with_series=True)
+        if not found:
+            raise UserError(f"no run {run_id} in {self.url}")
+        run = found[0]
+        with self.engine.connect() as conn:
+            arts = tuple(Artifact(a.name, a.content_type, a.body) for a in conn.execute(
+                select(t.artifacts).where(t.artifacts.c.run_id == run_id)
+                .order_by(t.artifacts.c.name)))
+        return _replace(run, artifacts=arts)
+
+    def artifact(self, run_id: int, name: str) -> Artifact | None:
+        """One raw artifact of a run (e.g. ``fio.json``)."""
+        with self.engine.connect() as conn:
+            a = conn.execute(select(t.artifacts).where(
+                (t.artifacts.c.run_id == run_id) & (t.artifacts.c.name == name))).first()
+        return Artifact(a.name, a.content_type, a.body) if a else None
+
+    def count(self) -> int:
+        """How many runs are stored."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(t.runs)).scalar_one())
+
+    def labels(self) -> list[str]:
+        """Distinct labels, oldest first."""
+        with self.engine.connect() as conn:
+            q = select(t.runs.c.label, func.min(t.runs.c.id)).group_by(t.runs.c.label)
+            return [r[0] for r in sorted(conn.execute(q), key=lambda r: r[1])]
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.close()
+
+
+def _chunks(xs: list[int], n: int) -> Iterable[list[int]]:
+    for i in range(0, len(xs), n):
+        yield xs[i:i + n]
+
+
+def _run_from_row(r: Any, mets: list[Metric], sers: list[Series]) -> Run:
+    return Run(
+        id=r["id"], point=Point(r["recipe"], json.loads(r["point_json"])), label=r["label"],
+        status=r["status"], started_at=r["started_at"], finished_at=r["finished_at"],
+        metrics=tuple(mets), env=json.loads(r["env_json"]), bed=json.loads(r["bed_json"]),
+        series=tuple(sers), batch=r["batch"], repeat_index=r["repeat_index"], error=r["error"],
+        notes=tuple(json.loads(r["notes_json"])),
+    )
+
+
+def _replace(run: Run, **kw: Any) -> Run:
+    import dataclasses
+
+    return dataclasses.replace(run, **kw)

@@ -1,0 +1,55 @@
+"""Parsing and printing of sizes and rates with explicit binary units (KiB, MiB, GiB)."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import UserError
+
+_SUFFIX = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+_PCT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def parse_size(text: str | int, *, what: str = "size", of_total: int | None = None) -> int:
+    """Parse ``4G``, ``512MiB``, ``1048576`` (binary units, as fio does) or ``25%`` of ``of_total``."""
+    if isinstance(text, int):
+        return text
+    m = _PCT.match(text)
+    if m and of_total is not None:
+        return int(float(m.group(1)) / 100.0 * of_total)
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", text)
+    if not m or m.group(2).lower() not in _SUFFIX:
+        raise UserError(f"{what}: cannot read {text!r} as a size (examples: 4G, 512M, 25%)")
+    return int(float(m.group(1)) * _SUFFIX[m.group(2).lower()])
+
+
+def fmt_bytes(n: float) -> str:
+    """``6.0 GiB`` style, binary prefixes as the seeds use."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_rate(bps: float) -> str:
+    """Bandwidth the way fio prints it: MiB/s up to 9999, then GiB/s (``3125MiB/s``, ``12.3GiB/s``)."""
+    mib = bps / (1 << 20)
+    if mib >= 9999.5:
+        return f"{bps / (1 << 30):.1f}GiB/s"
+    if mib >= 1:
+        return f"{mib:.0f}MiB/s"
+    return f"{bps / (1 << 10):.0f}KiB/s"
+
+
+def fio_size(n: int) -> str:
+    """A byte count in fio job-file syntax, exact (``2m``, ``1536k``, ``1234``)."""
+    for suffix, scale in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
