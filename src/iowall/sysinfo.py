@@ -99,10 +99,19 @@ def environment(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "dirty_background_threshold_bytes": bg,
         "thp": read("/sys/kernel/mm/transparent_hugepage/enabled"),
         "euid": os.geteuid(),
+        "loadavg_1m": loadavg(),
     }
     if extra:
         env.update(extra)
     return env
+
+
+def loadavg() -> float:
+    """The 1-minute load average: other work sharing the CPUs shows up as spread."""
+    try:
+        return float(read("/proc/loadavg").split()[0])
+    except (IndexError, ValueError):
+        return 0.0
 
 
 def drop_caches() -> bool:

@@ -60,6 +60,8 @@ class Rule:
     sentence: str
     #: rules this one makes redundant when it fires (their verdicts are dropped).
     replaces: tuple[str, ...] = ()
+    #: more quantities kept as evidence (beyond the conditions and the sentence's numbers).
+    evidence: tuple[str, ...] = ()
 
 
 RULES: tuple[Rule, ...] = (
@@ -69,41 +71,55 @@ RULES: tuple[Rule, ...] = (
          "{flusher_cpu_share_max:.2f} CPU ({flusher_cpu_share:.2f} on average) while writers "
          "spent {throttled_pct:.0f}% of their time paused in balance_dirty_pages "
          "({throttle_pause_s:.2f} s).",
-         replaces=("writers-throttled",)),
+         replaces=("writers-throttled",), evidence=("wall_s", "jobs", "throttle_tasks")),
     Rule("writers-throttled",
          (Cond("throttled_share", ">=", 0.10),),
          "Writers throttled: {throttle_tasks:.0f} task(s) paused in balance_dirty_pages for "
          "{throttle_pause_s:.2f} s, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
-         "(dirty limit {throttle_limit_mib:.0f} MiB)."),
+         "(dirty limit {throttle_limit_mib:.0f} MiB).",
+         evidence=("wall_s", "jobs", "throttle_events", "throttle_pause_max_s")),
     Rule("reclaim-bound",
          (Cond("kswapd_cpu_share", ">=", 0.30), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
          "Reclaim-bound: kswapd used {kswapd_cpu_share:.2f} CPU on average (up to "
          "{kswapd_cpu_share_max:.2f}), scanning {vm_pgscan_pages_per_s:.0f} and reclaiming "
-         "{vm_pgsteal_pages_per_s:.0f} pages/s."),
+         "{vm_pgsteal_pages_per_s:.0f} pages/s.",
+         evidence=("vm_allocstall_events_per_s",)),
     Rule("reclaim-bound",
          (Cond("vm_allocstall_events_per_s", ">=", 10), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
          "Reclaim-bound: allocations entered direct reclaim {vm_allocstall_events_per_s:.0f} "
-         "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed."),
-    Rule("kernel-cpu-bound",
-         (Cond("cpu_kernel_share", ">=", 0.85),),
-         "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
-         "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs), idle and iowait {cpu_free_pct:.0f}%."),
+         "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed.",
+         evidence=("kswapd_cpu_share", "vm_pgscan_pages_per_s")),
     Rule("device-bound",
          (Cond("direct_ceiling_ratio", ">=", 0.90),),
          "Device-bound: {throughput} is {direct_ceiling_pct:.0f}% of the device's direct-I/O "
-         "ceiling ({direct_ceiling})."),
+         "ceiling ({direct_ceiling}).",
+         evidence=("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "disk_util")),
     Rule("device-bound",
          (Cond("disk_util", ">=", 0.90),),
          "Device-bound: the bed's device was busy {disk_util_pct:.0f}% of the run "
-         "(average queue depth {disk_queue_depth:.1f})."),
+         "(average queue depth {disk_queue_depth:.1f}).",
+         evidence=("disk_util_max",)),
     Rule("memcopy-bound",
          (Cond("memcopy_ratio", ">=", 0.80),),
          "Memory-copy bound: {throughput} is {memcopy_pct:.0f}% of the machine's memory-copy "
-         "ceiling ({memcopy})."),
+         "ceiling ({memcopy}).",
+         evidence=("throughput_bytes_per_s", "memcopy_bytes_per_s")),
     Rule("lock-contention",
          (Cond("lock_wait_share", ">=", 0.05),),
-         "Lock contention: {lock_wait_total_s:.2f} s waiting for kernel locks, "
-         "{lock_wait_pct:.0f}% of the run's {cpu_time_s:.1f} CPU-seconds; {lock_top}."),
+         "Lock contention: tasks waited {lock_wait_total_s:.2f} s for kernel locks, equal to "
+         "{lock_wait_pct:.0f}% of the run's {cpu_time_s:.1f} CPU-seconds ({cpus:.0f} CPUs x "
+         "{wall_s:.1f} s); {lock_top}.",
+         evidence=("lock_top_wait_s", "lock_contended")),
+    Rule("kernel-cpu-bound",
+         (Cond("cpu_kernel_share", ">=", 0.85),),
+         "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
+         "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs); idle and iowait {cpu_free_pct:.0f}%.",
+         replaces=("cpu-saturated",), evidence=("cpu_sys_share", "cpu_irq_share")),
+    Rule("cpu-saturated",
+         (Cond("cpu_free_share", "<=", 0.05),),
+         "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% in "
+         "the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the machine).",
+         evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share")),
 )
 
 
@@ -179,7 +195,10 @@ DERIVED: dict[str, Derive] = {
     "cpu_kernel_pct": _scaled("cpu_kernel_share", 100.0),
     "kernel_cpus": lambda v: (None if _num(v, "cpus") is None
                               else _div(_num(v, "cpu_kernel_share"), 1.0, _num(v, "cpus") or 0)),
+    "cpu_free_share": lambda v: _div(_free_pct(v), 100.0),
     "cpu_free_pct": _free_pct,
+    "cpu_busy_pct": lambda v: None if _free_pct(v) is None else 100.0 - (_free_pct(v) or 0.0),
+    "cpu_user_pct": _scaled("cpu_user_share", 100.0),
     "disk_util_pct": _scaled("disk_util", 100.0),
     "direct_ceiling_ratio": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s"),
     "direct_ceiling_pct": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", 100.0),
@@ -234,8 +253,9 @@ def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
         fields = _fields(row.sentence)
         if any(f not in values for f in fields):
             continue
-        evidence: dict[str, Any] = {k: _round(values[k]) for k in [*nums, *fields]
-                                    if not isinstance(values[k], str)}
+        evidence: dict[str, Any] = {k: _round(values[k])
+                                    for k in [*nums, *fields, *row.evidence]
+                                    if k in values and not isinstance(values[k], str)}
         evidence["thresholds"] = {c.key: f"{c.op} {c.threshold:g}" for c in row.when}
         fired[row.rule] = Verdict(row.rule, row.sentence.format(**values), evidence)
         dropped.update(row.replaces)

@@ -103,9 +103,9 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
     force; every number it picks is explained in ``notes``."""
     notes: list[str] = []
     max_jobs = max(jobs)
-    read = (2 * GIB) if quick else (4 * GIB)
-    read = max(read, max_jobs * 4 * BS)
     usable = int(free_bytes * 0.85)
+    read = min((2 * GIB) if quick else (4 * GIB), int(usable * 0.4)) // BS * BS
+    read = max(read, max_jobs * 4 * BS)
     if quick:
         write = 2 * GIB
     else:
@@ -294,8 +294,8 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
     from ..analysis.limits import summarise
     from ..beds import BedSpec, provision
     from ..runner import Schedule
-    from ..sysinfo import (cpu_count, dirty_thresholds_bytes, environment, host_facts, meminfo,
-                           sysctl)
+    from ..sysinfo import (cpu_count, dirty_thresholds_bytes, environment, host_facts, loadavg,
+                           meminfo, sysctl)
     from ..workloads.fio import fio_version
 
     spec = BedSpec.parse(opts.bed)
@@ -310,13 +310,19 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
                              dirty_bytes=int(sysctl("vm.dirty_bytes") or 0), quick=opts.quick,
                              size_override=opts.size)
     notes: list[str] = []
+    load = loadavg()
+    if load > cpus * 0.5:
+        notes.append(f"the machine was busy when the job started (load {load:.1f} on {cpus} "
+                     "CPUs): other work shares the CPUs and widens the spread; rerun when idle")
     if os.geteuid() != 0:
         notes.append("not root: caches are not dropped between points (fio still invalidates "
                      "the cache of its own files) and nothing is formatted")
     with provision(spec, fs=opts.fs, size_bytes=bed_size, mkfs_opts=opts.mkfs_opts,
                    mount_opts=opts.mount_opts) as bed:
         threshold, _bg = dirty_thresholds_bytes()
-        sizing = size_points(free_bytes=bed.free_bytes(), dirty_threshold=threshold, cpus=cpus,
+        # On a dir bed --size bounds the data iowall writes; on the others it is the bed.
+        budget = min(bed.free_bytes(), opts.size) if opts.size else bed.free_bytes()
+        sizing = size_points(free_bytes=budget, dirty_threshold=threshold, cpus=cpus,
                              mem_total=mi.get("MemTotal", 0), jobs=jobs, quick=opts.quick)
         if spec.kind in ("ram", "loop") and not opts.size:
             notes.append(f"bed sized to {fmt_bytes(bed_size)} for this machine "

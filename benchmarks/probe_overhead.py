@@ -1,0 +1,129 @@
+"""What the probes cost: throughput of one workload point with a probe set vs without.
+
+    .venv/bin/python benchmarks/probe_overhead.py                       # default vs none
+    .venv/bin/python benchmarks/probe_overhead.py --probes default,locks
+    .venv/bin/python benchmarks/probe_overhead.py --pairs 7 --seconds 8 --json out.json
+
+The workload is a buffered sequential write at nproc jobs on a ram bed (fio, 1 MiB blocks,
+psync, time based, end_fsync), the point ``iowall limits`` measures first. Runs are
+interleaved in pairs (A B, B A, A B …: order alternates so drift does not favour one side),
+and the verdict is the ratio of the medians, probes / none, against a floor (0.98).
+
+``measure(workload, probes_a, probes_b, ...)`` takes any ``workload(bed_path) -> bytes/s``
+callable, so the lead's ``iowall limits`` / ``run`` points can be measured the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from iowall.beds import BedSpec, provision
+from iowall.probes import ProbeContext, ProbeSet, resolve
+
+Workload = Callable[[str], float]
+FLOOR = 0.98
+
+
+def fio_buffered_write(jobs: int, seconds: int, size: str = "384M") -> Workload:
+    """fio buffered write, ``jobs`` jobs, time based; returns fio's aggregate bytes/s."""
+    def run(path: str) -> float:
+        argv = ["fio", "--name=w", f"--directory={path}", "--rw=write", "--bs=1M",
+                f"--size={size}", f"--numjobs={jobs}", "--ioengine=psync", "--direct=0",
+                "--time_based", f"--runtime={seconds}", "--end_fsync=1", "--group_reporting",
+                "--output-format=json"]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True,
+                             timeout=seconds * 10 + 60)
+        return float(json.loads(out.stdout)["jobs"][0]["write"]["bw_bytes"])
+    return run
+
+
+def _clean(path: str) -> None:
+    for p in Path(path).iterdir():
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    os.sync()
+
+
+def one(workload: Workload, probes: str, path: str, ctx: ProbeContext) -> dict[str, Any]:
+    """One run: the probe set started around the workload (``none``: nothing)."""
+    _clean(path)
+    ps = ProbeSet(resolve(probes), ctx)
+    t = time.monotonic()
+    ps.start()
+    try:
+        bw = workload(path)
+    finally:
+        results = ps.stop()
+    return {"probes": probes, "bytes_per_s": bw, "wall_s": round(time.monotonic() - t, 3),
+            "skipped": {r.probe: r.skipped for r in results if r.skipped}}
+
+
+def measure(workload: Workload, probes_a: str, probes_b: str = "none", *, pairs: int = 5,
+            bed: str = "ram", fs: str = "xfs", size_bytes: int = 2 << 30,
+            log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Interleaved pairs of ``probes_a`` and ``probes_b`` runs; ratio of medians a/b."""
+    runs: list[dict[str, Any]] = []
+    with provision(BedSpec.parse(bed), fs=fs, size_bytes=size_bytes) as b, \
+            tempfile.TemporaryDirectory(prefix="iowall-overhead-") as work:
+        ctx = ProbeContext(1.0, tuple(b.devices), (b.devno,) if b.devno else (), work)
+        for i in range(pairs):
+            order = (probes_a, probes_b) if i % 2 == 0 else (probes_b, probes_a)
+            for spec in order:
+                r = one(workload, spec, b.path, ctx)
+                r["pair"] = i
+                runs.append(r)
+                log(f"pair {i} {spec:>16}: {r['bytes_per_s'] / (1 << 20):8.0f} MiB/s "
+                    f"(wall {r['wall_s']:.1f} s)")
+    a = [r["bytes_per_s"] for r in runs if r["probes"] == probes_a]
+    b_ = [r["bytes_per_s"] for r in runs if r["probes"] == probes_b]
+    ratio = statistics.median(a) / statistics.median(b_)
+    pair_ratios = [x / y for x, y in zip(a, b_, strict=True)]
+    return {"probes": probes_a, "baseline": probes_b, "pairs": pairs,
+            "median_bytes_per_s": statistics.median(a),
+            "baseline_median_bytes_per_s": statistics.median(b_),
+            "ratio_of_medians": ratio, "pair_ratios": pair_ratios,
+            "median_pair_ratio": statistics.median(pair_ratios),
+            "floor": FLOOR, "ok": ratio >= FLOOR, "runs": runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--probes", default="default", help="probe set measured (default)")
+    ap.add_argument("--baseline", default="none", help="probe set compared with (none)")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=5, help="fio runtime per run")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--json", help="write the full result here")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("probe_overhead: needs root (ram bed, tracefs, perf)", file=sys.stderr)
+        return 2
+    res = measure(fio_buffered_write(args.jobs, args.seconds), args.probes, args.baseline,
+                  pairs=args.pairs)
+    res["workload"] = {"fio": "buffered write", "jobs": args.jobs, "seconds": args.seconds,
+                       "bs": "1M", "bed": "ram", "fs": "xfs"}
+    mib = 1 << 20
+    print(f"{args.probes} vs {args.baseline}: median {res['median_bytes_per_s'] / mib:.0f} vs "
+          f"{res['baseline_median_bytes_per_s'] / mib:.0f} MiB/s, ratio of medians "
+          f"{res['ratio_of_medians']:.3f}, median pair ratio {res['median_pair_ratio']:.3f} "
+          f"({'ok' if res['ok'] else 'BELOW'} floor {FLOOR})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
+    return 0 if res["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

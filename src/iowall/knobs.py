@@ -1,0 +1,323 @@
+"""Knobs: settings applied for a run and always restored afterwards.
+
+Syntax (the names plans and ``--set`` use):
+
+``sysctl:vm.dirty_ratio``
+    ``/proc/sys/vm/dirty_ratio``.
+``sysfs:queue/max_sectors_kb``
+    relative: an attribute of the bed's block device (``/sys/class/block/<dev>/queue/…``).
+``sysfs:/sys/kernel/mm/transparent_hugepage/enabled``
+    absolute: any writable file under ``/sys``.
+``xfs:extsize``
+    the XFS extent size hint of the bed's root directory (``xfs_io -c 'extsize 4k'``); new
+    files and directories below it inherit it.
+``mkfs`` / ``mount``
+    mkfs and mount options: they shape the bed, so the bed is provisioned with them.
+
+Every write is journaled with the old value *before* it happens (``iowall.journal``), so a
+crash, even SIGKILL, is undone by the next start's ``journal.recover()``; values are read back
+after writing, and a value the kernel refuses is a UserError naming the knob and the value.
+Selection files (``[none] mq-deadline``) are read as their bracketed choice and restored by it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from . import journal
+from .errors import IowallError, UserError
+from .signals import shielded
+
+if TYPE_CHECKING:
+    from .beds import Bed
+
+#: Kinds of knob and what each is written as.
+KINDS = ("sysctl", "sysfs", "xfs", "mkfs", "mount")
+#: Knobs without a ``kind:`` prefix.
+BARE = ("mkfs", "mount")
+#: XFS knobs understood after ``xfs:``.
+XFS_KNOBS = ("extsize",)
+#: sysctls that come in ratio/bytes pairs: writing one zeroes the other, so the old setting is
+#: restored through whichever of the two was in force.
+PAIRS = {
+    "vm.dirty_ratio": "vm.dirty_bytes",
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_background_ratio": "vm.dirty_background_bytes",
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+}
+SYNTAX = ("sysctl:NAME (sysctl:vm.dirty_ratio), sysfs:ATTR of the bed's device "
+          "(sysfs:queue/max_sectors_kb), sysfs:/sys/ABSOLUTE/PATH, xfs:extsize, mkfs, mount")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob, by kind and name (``Knob("sysctl", "vm.dirty_ratio")``)."""
+
+    kind: str
+    name: str = ""
+
+    def __str__(self) -> str:
+        return self.kind if self.kind in BARE else f"{self.kind}:{self.name}"
+
+    @property
+    def shapes_bed(self) -> bool:
+        """mkfs and mount options are applied by provisioning a bed with them."""
+        return self.kind in BARE
+
+    @property
+    def needs_bed(self) -> bool:
+        """Relative sysfs attributes and XFS hints act on the bed; the rest are global."""
+        return self.kind == "xfs" or (self.kind == "sysfs" and not self.name.startswith("/"))
+
+    def path(self, bed: Bed | None = None) -> str:
+        """The file a sysctl or sysfs knob is written to."""
+        if self.kind == "sysctl":
+            return "/proc/sys/" + self.name.replace(".", "/")
+        if self.kind == "sysfs":
+            if self.name.startswith("/"):
+                return self.name
+            return os.path.join(device_sysfs_dir(bed, self), self.name)
+        raise IowallError(f"{self} is not a file knob")
+
+
+def looks_like_knob(name: str) -> bool:
+    """True for names in knob syntax (a known ``kind:`` prefix or a bare knob name)."""
+    kind, sep, _ = name.partition(":")
+    return name in BARE or (bool(sep) and kind in KINDS)
+
+
+def parse_knob(name: str) -> Knob:
+    """``sysctl:vm.dirty_ratio`` → Knob; a UserError for anything that is not a knob."""
+    if name in BARE:
+        return Knob(name)
+    kind, sep, rest = name.partition(":")
+    if not sep or kind not in KINDS or kind in BARE:
+        raise UserError(f"unknown knob {name!r}: use {SYNTAX}")
+    if not rest:
+        raise UserError(f"knob {name!r} needs a name after '{kind}:'")
+    if kind == "sysctl":
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", rest) or ".." in rest:
+            raise UserError(f"knob {name!r}: a sysctl name looks like vm.dirty_ratio")
+    elif kind == "sysfs":
+        if rest.startswith("/"):
+            norm = os.path.normpath(rest)
+            if not norm.startswith("/sys/"):
+                raise UserError(f"knob {name!r}: an absolute sysfs path must be under /sys/")
+            rest = norm
+        elif ".." in rest.split("/"):
+            raise UserError(f"knob {name!r}: a relative sysfs path may not contain '..'")
+    elif kind == "xfs" and rest not in XFS_KNOBS:
+        raise UserError(f"unknown knob {name!r}: the xfs knobs are "
+                        + ", ".join(f"xfs:{k}" for k in XFS_KNOBS))
+    return Knob(kind, rest)
+
+
+def check_exists(knob: Knob) -> None:
+    """A UserError, before anything runs, for a global knob this kernel does not have."""
+    if knob.kind == "sysctl" or (knob.kind == "sysfs" and not knob.needs_bed):
+        p = knob.path()
+        if not os.path.isfile(p):
+            raise UserError(f"unknown knob {knob}: {p} does not exist on this kernel")
+
+
+def selected(text: str) -> str:
+    """The value a knob file is in: its bracketed choice (``[none] mq-deadline`` → ``none``)
+    or its whitespace-normalised text."""
+    m = re.search(r"\[([^\]]+)\]", text)
+    if m:
+        return m.group(1).strip()
+    return " ".join(text.split())
+
+
+def device_sysfs_dir(bed: Bed | None, knob: Knob | str = "") -> str:
+    """``/sys/class/block/<dev>`` of the bed's block device (its parent for a ``queue/``
+    attribute of a partition)."""
+    if bed is None or not bed.device:
+        raise UserError(f"knob {knob} needs a bed with a block device (ram or loop)")
+    name = os.path.basename(os.path.realpath(bed.device))
+    d = Path("/sys/class/block") / name
+    if str(getattr(knob, "name", "")).startswith("queue/") and not (d / "queue").is_dir():
+        d = d.resolve().parent
+    return str(d)
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+@dataclass
+class _Applied:
+    knob: Knob
+    restore: dict[str, Any]  # a journal action: {"undo": "write", "path", "value"} or xfs
+    token: Path | None
+
+
+class KnobSession:
+    """Knobs applied for one point and restored (in reverse) when the block ends, however it
+    ends. ``in_force`` maps each knob's name to the value read back from the kernel."""
+
+    def __init__(self, bed: Bed | None = None) -> None:
+        self.bed = bed
+        self.in_force: dict[str, str] = {}
+        self._applied: list[_Applied] = []
+
+    def __enter__(self) -> KnobSession:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.restore()
+
+    # -- apply ----------------------------------------------------------------------------
+    def set(self, knob: Knob, value: Any) -> str:
+        """Apply one knob; returns the value in force (read back). Shielded from signals so
+        that a knob is never written without being on the undo stack."""
+        with shielded():
+            if knob.kind in ("sysctl", "sysfs"):
+                v = self._set_file(knob, _text(value))
+            elif knob.kind == "xfs":
+                v = self._set_extsize(knob, value)
+            else:
+                raise IowallError(f"{knob} is applied by provisioning the bed, not by a session")
+        self.in_force[str(knob)] = v
+        return v
+
+    def _set_file(self, knob: Knob, value: str) -> str:
+        path = knob.path(self.bed)
+        try:
+            old_raw = _read(path)
+        except FileNotFoundError:
+            where = " of the bed's device" if knob.needs_bed else ""
+            raise UserError(f"unknown knob {knob}{where}: {path} does not exist") from None
+        except OSError as e:
+            raise UserError(f"cannot read knob {knob} ({path}): {e.strerror}") from None
+        old = selected(old_raw)
+        if old == selected(value):
+            return old
+        restore = {"undo": "write", "path": path, "value": old}
+        if knob.kind == "sysctl" and knob.name in PAIRS:
+            partner = Knob("sysctl", PAIRS[knob.name])
+            try:
+                pv = selected(_read(partner.path()))
+            except OSError:
+                pv = "0"
+            if old == "0" and pv not in ("", "0"):
+                restore = {"undo": "write", "path": partner.path(), "value": pv}
+        token = journal.add(restore)
+        try:
+            _write(path, value)
+        except OSError as e:
+            journal.undo(restore)
+            journal.done(token)
+            raise UserError(f"the kernel refused {knob} = {value}: "
+                            f"{e.strerror or e} (writing {path})") from None
+        self._applied.append(_Applied(knob, restore, token))
+        now = selected(_read(path))
+        if now != selected(value):
+            raise UserError(f"the kernel did not take {knob} = {value}: it reads back {now!r}")
+        return now
+
+    def _set_extsize(self, knob: Knob, value: Any) -> str:
+        from .units import parse_size
+
+        bed = self.bed
+        if bed is None or not bed.path or bed.facts.get("fs") != "xfs":
+            fs = bed.facts.get("fs", bed.spec.kind) if bed is not None else "no bed"
+            raise UserError(f"knob {knob} needs an xfs bed (this bed is {fs})")
+        try:
+            want = parse_size(value if isinstance(value, (int, str)) else str(value),
+                              what=str(knob))
+        except UserError:
+            raise UserError(f"knob {knob} = {value!r}: give a size such as 4k, 1m or 0") from None
+        old = read_extsize(bed.path)
+        if old == want:
+            return str(old)
+        # The hint lives in the bed's filesystem, which teardown (or recover) destroys: the
+        # restore is not journaled, only kept on this session's stack.
+        restore = {"undo": "xfs_extsize", "path": bed.path, "value": old}
+        r = _xfs_io(f"extsize {want}", bed.path)
+        if r.returncode != 0:
+            msg = (r.stderr or r.stdout).strip().splitlines()
+            raise UserError(f"the kernel refused {knob} = {value}: "
+                            f"{msg[-1] if msg else 'xfs_io failed'}")
+        self._applied.append(_Applied(knob, restore, None))
+        now = read_extsize(bed.path)
+        if now != want:
+            raise UserError(f"the kernel did not take {knob} = {value}: it reads back {now}")
+        return str(now)
+
+    # -- restore --------------------------------------------------------------------------
+    def restore(self) -> None:
+        """Restore every applied knob in reverse, shielded; the first failure is raised last
+        (its journal entry stays, so the next start retries it)."""
+        first: Exception | None = None
+        with shielded():
+            while self._applied:
+                a = self._applied.pop()
+                try:
+                    if a.restore["undo"] == "xfs_extsize":
+                        path = str(a.restore["path"])
+                        if os.path.isdir(path):
+                            _xfs_io(f"extsize {a.restore['value']}", path)
+                    else:
+                        _write(str(a.restore["path"]), str(a.restore["value"]))
+                        now = selected(_read(str(a.restore["path"])))
+                        if now != selected(str(a.restore["value"])):
+                            raise IowallError(f"could not restore {a.knob}: it reads {now!r}, "
+                                              f"not {a.restore['value']!r}")
+                    if a.token is not None:
+                        journal.done(a.token)
+                except OSError as e:
+                    first = first or IowallError(f"could not restore {a.knob} to "
+                                                 f"{a.restore['value']!r}: {e}")
+                except Exception as e:
+                    first = first or e
+        self.in_force.clear()
+        if first is not None:
+            raise first
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _xfs_io(cmd: str, path: str) -> Any:
+    from .proc import need, run
+
+    return run([need("xfs_io", "xfsprogs"), "-c", cmd, path], check=False)
+
+
+def read_extsize(path: str) -> int:
+    """The extent size hint of a file or directory on XFS, in bytes (0: none)."""
+    r = _xfs_io("extsize", path)
+    m = re.search(r"\[(\d+)\]", r.stdout)
+    if r.returncode != 0 or not m:
+        raise UserError(f"cannot read the extent size hint of {path}: "
+                        f"{(r.stderr or r.stdout).strip()}")
+    return int(m.group(1))
+
+
+def read_value(knob: Knob, bed: Bed | None = None) -> str:
+    """The value a knob is in now (bracketed choice for selection files)."""
+    if knob.kind == "xfs":
+        if bed is None:
+            raise UserError(f"knob {knob} needs a bed")
+        return str(read_extsize(bed.path))
+    if knob.kind in BARE:
+        if bed is None:
+            return ""
+        return str(bed.facts.get("mkfs_opts" if knob.kind == "mkfs" else "mount_opts", ""))
+    return selected(_read(knob.path(bed)))

@@ -1,0 +1,183 @@
+"""`iowall limits` end to end: real fio on a real XFS on a loop device over /dev/shm."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iowall.store import RunFilter, Store
+from tests.conftest import iowall, leftovers, needs_root
+
+pytestmark = [needs_root, pytest.mark.slow]
+
+SMALL = ["--quick", "--jobs", "1,2", "--repeat", "1", "--size", "3G"]
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    """One small limits run shared by the checks below (it takes ~20 s)."""
+    tmp = tmp_path_factory.mktemp("limits")
+    env = dict(os.environ, IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
+               XDG_DATA_HOME=str(tmp / "data"), XDG_STATE_HOME=str(tmp / "state"))
+    before = leftovers()
+    cp = iowall("limits", *SMALL, "--format", "json", env=env)
+    assert cp.returncode == 0, cp.stderr
+    after = leftovers()
+    assert all(after[k] <= before[k] for k in after), after
+    return json.loads(cp.stdout), env["IOWALL_DB"]
+
+
+def test_json_shape(small_run: tuple[dict, str]) -> None:
+    doc, _ = small_run
+    assert set(doc["ceilings"]["memcopy_bytes_per_s"]) == {"1", "2"}
+    assert doc["ceilings"]["direct_write_bytes_per_s"] > 0
+    assert doc["ceilings"]["direct_read_bytes_per_s"] > 0
+    pts = {(p["direction"], p["jobs"]) for p in doc["points"]}
+    assert pts == {("write", 1), ("write", 2), ("read", 1), ("read", 2)}
+    for p in doc["points"]:
+        assert p["buffered_bytes_per_s"] > 0 and p["direct_bytes_per_s"] > 0
+        assert p["buffered_over_direct"] == pytest.approx(
+            p["buffered_bytes_per_s"] / p["direct_bytes_per_s"])
+    assert any("stops scaling" in s or "still gains" in s for s in doc["sentences"])
+    assert any("dirty threshold" in n for n in doc["notes"])
+    assert doc["bed"]["fs"] == "xfs" and doc["bed"]["device"].startswith("/dev/loop")
+    assert len(doc["run_ids"]) == 2 + 8  # memcopy at 1 and 2 threads + 8 fio points
+
+
+def test_stored_metrics_equal_fio_json(small_run: tuple[dict, str]) -> None:
+    """What iowall stores for a run is what fio itself reported for that run."""
+    doc, url = small_run
+    store = Store(url)
+    fio_runs = [r for r in store.runs(RunFilter(ids=doc["run_ids"]))
+                if r.point.params.get("kind") == "fio"]
+    assert len(fio_runs) == 8
+    for r in fio_runs:
+        assert r.id is not None and r.status == "ok"
+        art = store.artifact(r.id, "fio.json")
+        assert art is not None
+        raw = json.loads(art.body)
+        (job,) = raw["jobs"]  # group_reporting: one aggregate
+        d = r.point.params["rw"]
+        assert r.metric(f"{d}_bw_bytes_per_s") == job[d]["bw_bytes"]
+        assert r.metric(f"{d}_iops") == pytest.approx(job[d]["iops"], rel=1e-12)
+        assert r.metric(f"{d}_io_bytes") == job[d]["io_bytes"]
+        assert r.metric(f"{d}_runtime_s") == job[d]["runtime"] / 1000.0
+        assert 0 < r.point.params["bytes"] - job[d]["io_bytes"] < 64 * (2 << 20) or \
+            job[d]["io_bytes"] == r.point.params["bytes"]  # whole 2M blocks per file
+        assert store.artifact(r.id, "job.fio") is not None
+        assert r.env["fio_version"] and r.env["sysctls"]["vm.dirty_ratio"]
+        assert r.bed["fs"] == "xfs"
+
+
+def test_text_report_and_runs_listing(small_run: tuple[dict, str], tmp_path: Path) -> None:
+    doc, url = small_run
+    env = dict(os.environ, IOWALL_DB=url)
+    cp = iowall("runs", "--format", "json", env=env, check=True)
+    listed = json.loads(cp.stdout)
+    assert [r["id"] for r in listed] == doc["run_ids"]
+    cp = iowall("runs", "--status", "ok", env=env, check=True)
+    assert "limits" in cp.stdout
+    rid = doc["run_ids"][-1]
+    cp = iowall("show", str(rid), env=env, check=True)
+    assert f"run {rid}" in cp.stdout and "fio.json" in cp.stdout
+    cp = iowall("show", str(rid), "--raw", "fio.json", env=env, check=True)
+    assert json.loads(cp.stdout)["fio version"].startswith("fio-")
+    cp = iowall("show", "999999", env=env)
+    assert cp.returncode == 2 and "no run 999999" in cp.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_mid_point_leaves_nothing(sig: signal.Signals, iowall_env: dict[str, str]) -> None:
+    """Killed in the middle of a point: no mount, no loop device, no image; run interrupted."""
+    before = leftovers()
+    exe = os.path.join(os.path.dirname(sys.executable), "iowall")
+    proc = subprocess.Popen([exe, "limits", "--quick", "--jobs", "1", "--repeat", "1",
+                             "--size", "4G"], env=iowall_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.time() + 120
+    seen = ""
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        seen += line
+        if "write buffered" in line:
+            break
+        assert line, f"limits ended before the point started: {seen}"
+    time.sleep(0.7)  # well inside the buffered write of ~1.4 GiB
+    assert proc.poll() is None, "the point ended before the signal"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
+    assert "interrupted" in err
+    after = leftovers()
+    for k in after:
+        assert after[k] <= before[k], f"left behind {k}: {after[k] - before[k]}"
+    runs = Store(iowall_env["IOWALL_DB"]).runs()
+    assert runs and runs[-1].status == "interrupted"
+    assert runs[-1].point.params["rw"] == "write" and runs[-1].point.params["direct"] == 0
+    assert not list(Path(iowall_env["XDG_STATE_HOME"], "iowall", "journal").glob("*.json"))
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--bed", "nonsense"], "unknown bed"),
+    (["--fs", "nonsense"], "unknown filesystem"),
+    (["--jobs", "0"], "at least 1"),
+    (["--repeat", "0"], "at least 1"),
+    (["--size", "lots"], "cannot read"),
+    (["--format", "xml"], "--format"),
+])
+def test_bad_input_one_line_exit_2(args: list[str], msg: str, iowall_env: dict[str, str],
+                                   no_leftovers: None) -> None:
+    cp = iowall("limits", *args, env=iowall_env)
+    assert cp.returncode == 2
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("iowall: error:")
+    assert Store(iowall_env["IOWALL_DB"]).count() == 0
+
+
+def test_missing_fio(iowall_env: dict[str, str], no_leftovers: None, tmp_path: Path) -> None:
+    env = dict(iowall_env, PATH=str(tmp_path))  # no fio (and nothing else) on PATH
+    cp = iowall("limits", "--quick", env=env)
+    assert cp.returncode == 2
+    assert cp.stderr.strip() == ("iowall: error: fio not found: install it with "
+                                 "'apt-get install fio' (or run 'make setup')")
+
+
+def test_non_root_dir_bed_says_what_it_could_not_do(tmp_path_factory: pytest.TempPathFactory
+                                                    ) -> None:
+    """As an ordinary user, `--bed dir:PATH` runs and says what it could not do."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) not installed")
+    base = Path("/tmp") / f"iowall-nonroot-{os.getpid()}"
+    base.mkdir(mode=0o777)
+    try:
+        os.chmod(base, 0o777)
+        (base / "bed").mkdir(mode=0o777)
+        os.chmod(base / "bed", 0o777)
+        env = {"PATH": os.environ["PATH"], "HOME": str(base), "LANG": "C.UTF-8",
+               "IOWALL_DB": f"sqlite:///{base / 'db.sqlite'}"}
+        exe = os.path.join(os.path.dirname(sys.executable), "iowall")
+        cp = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             exe, "limits", "--bed", f"dir:{base / 'bed'}", "--quick",
+                             "--jobs", "1", "--repeat", "1", "--size", "512M"],
+                            env=env, capture_output=True, text=True, timeout=300)
+        assert cp.returncode == 0, cp.stderr
+        assert "not root: caches are not dropped" in cp.stdout
+        assert "dir bed: nothing formatted" in cp.stdout
+        assert "Buffered write" in cp.stdout
+        assert list((base / "bed").iterdir()) == []  # its work directory is gone
+        # and as non-root, a bed that needs root is one clear line
+        cp = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             exe, "limits", "--bed", "ram"], env=env, capture_output=True,
+                            text=True, timeout=60)
+        assert cp.returncode == 2 and "needs root" in cp.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
