@@ -42,7 +42,10 @@ def fsmark(base: Path, threads: int, files: int, dirs: int, size: int, logdir: s
             "-D", str(dirs), "-N", str(files // dirs), "-t", str(threads)]
     for t in range(threads):
         argv += ["-d", str(base / f"t{t:03d}")]
-    out = subprocess.run(argv, capture_output=True, text=True, cwd=logdir, check=True).stdout
+    cp = subprocess.run(argv, capture_output=True, text=True, cwd=logdir)
+    out = cp.stdout
+    if cp.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({cp.returncode}):\n{cp.stdout}{cp.stderr}")
     rows = [ln.split() for ln in out.splitlines() if re.match(r"\s*\d+\s+\d+\s+\d+\s+[\d.]+", ln)]
     if not rows:
         raise SystemExit(f"cannot parse fs_mark output:\n{out}")
@@ -87,7 +90,8 @@ def main() -> int:
                             order = ("engine", "fs_mark") if r % 2 == 0 else ("fs_mark", "engine")
                             got: dict[str, float] = {}
                             for who in order:
-                                d = root / f"{who}-{r}-{size}-{threads}"
+                                # fs_mark wants each -d path shorter than 40 bytes
+                                d = root / f"{who[0]}{r}{size // 4096}{threads}"
                                 d.mkdir()
                                 drop_caches()
                                 if who == "engine":

@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import Interrupted, UserError, WorkloadError
 from .model import Artifact, Metric, Point, Run, Series, Status
+from .probes.base import Probe, ProbeContext
 from .store import Store
 
 
@@ -45,6 +46,8 @@ class Task:
     execute: Callable[[Partial], Outcome]
     weight: float = 1.0
     title: str = ""
+    #: whether the schedule's probes watch this task (not for e.g. memory-copy ceilings)
+    probed: bool = True
 
 
 class Progress:
@@ -68,6 +71,9 @@ class Schedule:
     batch: str = field(default_factory=lambda: str(uuid.uuid4()))
     shuffle_seed: int | None = None
     runs: list[Run] = field(default_factory=list)
+    #: probe classes to run around every probed task, and their context
+    probes: Sequence[type[Probe]] = ()
+    probe_ctx: ProbeContext | None = None
 
     def order(self, tasks: Sequence[Task], repeats: int) -> list[tuple[int, Task]]:
         """Round-robin order; within each round optionally shuffled with the recorded seed."""
@@ -100,7 +106,8 @@ class Schedule:
         partial = Partial()
         started = time.time()
         try:
-            outcome = task.execute(partial)
+            outcome = self._probed(task, partial) if (task.probed and self.probes) \
+                else task.execute(partial)
         except Interrupted as e:
             self._store(task.point, r, started, _from_partial(partial, "interrupted", str(e)))
             raise
@@ -112,6 +119,29 @@ class Schedule:
         run = self._store(task.point, r, started, outcome)
         self.progress.advance(task.weight)
         return run
+
+    def _probed(self, task: Task, partial: Partial) -> Outcome:
+        """Run the task inside a ProbeSet; probe data joins the outcome (or the partial run,
+        when the task is interrupted)."""
+        from .probes import ProbeSet
+
+        ps = ProbeSet(self.probes, self.probe_ctx or ProbeContext())
+        ps.start()
+        try:
+            outcome = task.execute(partial)
+        finally:
+            results = ps.stop()
+            for r in results:
+                partial.metrics.extend(r.metrics)
+                partial.series.extend(r.series)
+                partial.artifacts.extend(r.artifacts)
+                partial.notes.extend(r.notes)
+                if r.skipped:
+                    partial.notes.append(f"probe {r.probe} skipped: {r.skipped}")
+        return replace(outcome, metrics=outcome.metrics + tuple(partial.metrics),
+                       series=outcome.series + tuple(partial.series),
+                       artifacts=outcome.artifacts + tuple(partial.artifacts),
+                       notes=outcome.notes + tuple(partial.notes))
 
     def _store(self, point: Point, r: int, started: float, o: Outcome) -> Run:
         run = Run(point=point, label=self.label, status=o.status, started_at=started,

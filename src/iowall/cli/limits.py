@@ -26,6 +26,7 @@ def limits(
     label: str = typer.Option("limits", help="label stored with every run"),
     mkfs_opts: str = typer.Option("", "--mkfs-opts", help="extra mkfs options"),
     mount_opts: str = typer.Option("", "--mount-opts", help="mount options"),
+    probes: str = typer.Option("default", help="default, all, none or a list (cpu,locks,…)"),
     fmt: str = typer.Option("text", "--format", help="text, md or json"),
     db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
 ) -> None:
@@ -34,7 +35,7 @@ def limits(
     opts = LimitsOptions(bed=bed, fs=fs, size=parse_size(size, what="--size") if size else None,
                          jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
                          repeat=repeat, quick=quick, label=label, mkfs_opts=mkfs_opts,
-                         mount_opts=mount_opts)
+                         mount_opts=mount_opts, probes=probes)
     if opts.repeat < 1:
         from ..errors import UserError
 

@@ -13,7 +13,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 def _register() -> None:
-    from . import doctor, limits, runs  # noqa: F401  (each module adds its commands to app)
+    from . import doctor, explain, limits, runs  # noqa: F401  (each module adds its commands)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from ..workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
 
 if TYPE_CHECKING:
     from ..analysis.limits import LimitsSummary
+    from ..model import Run
     from ..runner import Progress as ProgressT
     from ..store import Store
 
@@ -265,7 +266,7 @@ def make_memcopy_task(threads: int, sizing: Sizing) -> Task:
         return Outcome(metrics=tuple(metrics),
                        artifacts=(Artifact("engine.json", "application/json", json.dumps(doc)),))
 
-    return Task(point, execute, weight=0.3, title=f"memory copy {threads} threads")
+    return Task(point, execute, weight=0.3, title=f"memory copy {threads} threads", probed=False)
 
 
 # ------------------------------------------------------------------------------------------
@@ -285,6 +286,7 @@ class LimitsOptions:
     label: str = "limits"
     mkfs_opts: str = ""
     mount_opts: str = ""
+    probes: str = "default"
 
 
 def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tuple[
@@ -293,12 +295,15 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
     return the summary with its context (bed facts, notes). The bed is always torn down."""
     from ..analysis.limits import summarise
     from ..beds import BedSpec, provision
+    from ..probes import ProbeContext
+    from ..probes import resolve as resolve_probes
     from ..runner import Schedule
     from ..sysinfo import (cpu_count, dirty_thresholds_bytes, environment, host_facts, loadavg,
                            meminfo, sysctl)
     from ..workloads.fio import fio_version
 
     spec = BedSpec.parse(opts.bed)
+    probe_classes = resolve_probes(opts.probes)
     fio_ver = ".".join(map(str, fio_version()))
     cpus = cpu_count()
     jobs = list(opts.jobs) if opts.jobs else default_jobs(cpus)
@@ -341,8 +346,13 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
                 for direct in (0, 1):
                     tasks.append(make_io_task(io_point(rw, direct, j, sizing), lb, sizing))
         extra = {"fio_version": fio_ver}
+        probe_dir = bed.private_dir("probe-") if os.geteuid() == 0 else bed.path
         sched = Schedule(store=store, label=opts.label, env=lambda: environment(extra),
-                         bed=lambda: dict(bed.facts), progress=progress)
+                         bed=lambda: dict(bed.facts), progress=progress,
+                         probes=probe_classes,
+                         probe_ctx=ProbeContext(devices=tuple(bed.devices),
+                                                devnos=(bed.devno,) if bed.devno else (),
+                                                workdir=probe_dir))
         runs = sched.execute(tasks, opts.repeat)
         ctx: dict[str, object] = {"bed": dict(bed.facts), "kernel": os.uname().release,
                                   "host": host_facts(), "fio_version": fio_ver,
@@ -350,4 +360,32 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
                                   "sizing": {"write_bytes": sizing.write_bytes,
                                              "read_bytes": sizing.read_bytes,
                                              "dirty_threshold_bytes": threshold}}
-    return summarise(runs, cpus), ctx
+    summary = summarise(runs, cpus)
+    ctx["why"] = why(summary, runs)
+    return summary, ctx
+
+
+def why(summary: "LimitsSummary", runs: Sequence["Run"]) -> list[dict[str, object]]:
+    """Explain the buffered peak of each direction: the rules that fire on its median run."""
+    from ..analysis.context import explain_context, representative, skipped_probes
+    from ..analysis.explain import explain, sentences
+
+    out: list[dict[str, object]] = []
+    by_id = {r.id: r for r in runs}
+    for direction in ("write", "read"):
+        rows = [r for r in summary.rows if r.direction == direction and r.buffered]
+        if not rows:
+            continue
+        peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0)
+        assert peak.buffered is not None
+        group = [by_id[i] for i in peak.buffered.run_ids if i in by_id]
+        run = representative(group, f"{direction}_bw_bytes_per_s")
+        if run is None:
+            continue
+        verdicts = explain({m.name: m.value for m in run.metrics}, explain_context(run, runs))
+        out.append({"direction": direction, "jobs": peak.jobs, "run": run.id,
+                    "sentences": sentences(verdicts),
+                    "verdicts": [{"rule": v.rule, "sentence": v.sentence,
+                                  "evidence": v.evidence} for v in verdicts],
+                    "skipped_probes": skipped_probes(run)})
+    return out

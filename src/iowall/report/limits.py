@@ -75,6 +75,12 @@ def render_text(s: LimitsSummary, ctx: dict[str, Any]) -> str:
             out += ["", f"{TITLES[d]}, bs 2M, io_uring (median of {n}, ± half-range)",
                     text_table(HEADERS, rows, left=0)]
     out += ["", "Where the wall is"] + [_bullet(x) for x in s.sentences]
+    for w in ctx.get("why", []):
+        out += ["", f"Why: buffered {w['direction']} at {w['jobs']} jobs (run {w['run']}, "
+                f"'iowall explain {w['run']}')"] + [_bullet(x) for x in w["sentences"]]
+        skipped = ", ".join(sk["probe"] for sk in w.get("skipped_probes", []))
+        if skipped:
+            out.append(_bullet(f"probes skipped: {skipped} ('iowall show {w['run']}' says why)"))
     if ctx.get("notes"):
         out += ["", "How it was measured"] + [_bullet(x) for x in ctx["notes"]]
     ids = s.run_ids
@@ -93,6 +99,9 @@ def render_md(s: LimitsSummary, ctx: dict[str, Any]) -> str:
         if rows:
             out += ["", f"## {TITLES[d]}, bs 2M, io_uring", "", md_table(HEADERS, rows)]
     out += ["", "## Where the wall is", ""] + [f"- {x}" for x in s.sentences]
+    for w in ctx.get("why", []):
+        out += ["", f"## Why: buffered {w['direction']} at {w['jobs']} jobs (run {w['run']})",
+                ""] + [f"- {x}" for x in w["sentences"]]
     if ctx.get("notes"):
         out += ["", "## How it was measured", ""] + [f"- {x}" for x in ctx["notes"]]
     out += ["", f"Runs: {', '.join(map(str, s.run_ids))}"]
@@ -132,6 +141,7 @@ def render_json(s: LimitsSummary, ctx: dict[str, Any]) -> dict[str, Any]:
         },
         "points": [_row_json(r) for r in s.rows],
         "sentences": list(s.sentences),
+        "explain": list(ctx.get("why", [])),
         "notes": list(ctx.get("notes", [])),
         "statuses": s.statuses,
         "run_ids": list(s.run_ids),

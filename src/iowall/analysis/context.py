@@ -1,0 +1,77 @@
+"""Pure: the context `explain` needs for one run, found among the runs of its batch
+(throughput, the direct-I/O and memory-copy ceilings measured alongside it, jobs, CPUs)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from ..model import MEASURED_STATUSES, Run
+
+
+def throughput(run: Run) -> tuple[str, float] | None:
+    """The direction and bytes/s of a fio run (the larger direction of a mixed run)."""
+    best: tuple[str, float] | None = None
+    for d in ("read", "write"):
+        v = run.metric(f"{d}_bw_bytes_per_s")
+        if v is not None and (best is None or v > best[1]):
+            best = (d, v)
+    return best
+
+
+def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
+    """Context keys of ``analysis.explain`` for ``run``; ceilings only when the batch has them."""
+    ctx: dict[str, float] = {}
+    host = run.env.get("host") or {}
+    cpus = int(host.get("cpu_count") or 0)
+    if cpus:
+        ctx["cpus"] = float(cpus)
+    p = run.point.params
+    jobs = int(p.get("jobs") or p.get("threads") or 0)
+    if jobs:
+        ctx["jobs"] = float(jobs)
+    tp = throughput(run)
+    if tp:
+        d, v = tp
+        ctx["throughput_bytes_per_s"] = v
+        rt = run.metric(f"{d}_runtime_s")
+        if rt:
+            ctx["wall_s"] = rt
+        good = [r for r in batch if r.status in MEASURED_STATUSES]
+        direct: dict[int, list[float]] = {}
+        for r in good:
+            q = r.point.params
+            v2 = r.metric(f"{d}_bw_bytes_per_s")
+            if q.get("kind") == "fio" and q.get("direct") and q.get("rw") == d and v2:
+                direct.setdefault(int(q.get("jobs", 0)), []).append(v2)
+        if direct:
+            ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())
+        t = min(jobs, cpus) if jobs and cpus else 0
+        mc = [r.metric("memcopy_bytes_per_s") for r in good
+              if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == t]
+        vals = [v for v in mc if v]
+        if vals:
+            ctx["memcopy_bytes_per_s"] = statistics.median(vals)
+    else:
+        wall = run.finished_at - run.started_at
+        if wall > 0:
+            ctx["wall_s"] = wall
+    return ctx
+
+
+def skipped_probes(run: Run) -> list[dict[str, Any]]:
+    """Probes the run could not use, from its notes (``probe NAME skipped: REASON``)."""
+    out = []
+    for n in run.notes:
+        if n.startswith("probe ") and " skipped: " in n:
+            head, reason = n.split(" skipped: ", 1)
+            out.append({"probe": head.removeprefix("probe "), "reason": reason})
+    return out
+
+
+def representative(runs: Sequence[Run], metric: str) -> Run | None:
+    """The run whose ``metric`` is the median of the group (lower middle for even counts)."""
+    have = sorted((r for r in runs if r.metric(metric) is not None),
+                  key=lambda r: r.metric(metric) or 0.0)
+    return have[(len(have) - 1) // 2] if have else None
