@@ -4,6 +4,7 @@ Cells: tmpfs and XFS over a RAM-backed loop device (``iowall.beds`` ram bed) x 0
 4 KiB files x 1 and 2 threads. Each thread gets its own directory with the same number of
 subdirectories and files in both tools (fs_mark: one ``-d`` per thread, ``-D N -N F/N``;
 engine: ``meta --dirs-per-thread N``). Every measured run starts on an empty filesystem after
+``fsfreeze -f; fsfreeze -u`` (XFS: writes back the previous run's log and metadata) and
 ``sync; echo 3 > /proc/sys/vm/drop_caches`` (both tools); trees are removed between runs,
 untimed. Rounds alternate the order (engine first, then fs_mark first, ...).
 
@@ -30,8 +31,14 @@ from iowall.beds import BedSpec, provision
 from iowall.workloads.engine import run_meta
 
 
-def drop_caches() -> None:
-    """sync, then drop the page cache, dentries and inodes (before every measured run)."""
+def drop_caches(mnt: Path | None = None) -> None:
+    """Quiesce, then drop the page cache, dentries and inodes (before every measured run):
+    fsfreeze -f/-u on a block filesystem first (it writes back the log and all dirty
+    metadata, so no xfsaild or writeback work from the previous run competes with the
+    next), then sync."""
+    if mnt is not None:
+        subprocess.run(["fsfreeze", "-f", str(mnt)], check=True)
+        subprocess.run(["fsfreeze", "-u", str(mnt)], check=True)
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
@@ -68,8 +75,8 @@ def main() -> int:
     a = ap.parse_args()
     if shutil.which("fs_mark") is None:
         raise SystemExit("fs_mark not found: apt-get install fsmark")
-    files = a.files_per_thread or (20000 if a.quick else 60000)
-    dirs = 2 if a.quick else 6
+    files = a.files_per_thread or (20000 if a.quick else 40000)
+    dirs = 2 if a.quick else 4
     rounds = a.rounds or (2 if a.quick else 3)
     sizes, thread_counts = (0, 4096), (1, 2)
     print(f"create: {files} files per thread in {dirs} directories per thread, {rounds} rounds; "
@@ -93,7 +100,7 @@ def main() -> int:
                                 # fs_mark wants each -d path shorter than 40 bytes
                                 d = root / f"{who[0]}{r}{size // 4096}{threads}"
                                 d.mkdir()
-                                drop_caches()
+                                drop_caches(None if fs == "tmpfs" else root)
                                 if who == "engine":
                                     (rec,) = run_meta(d, threads, files, ["create"],
                                                       dirs_per_thread=dirs, size=size)

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/probe_overhead.py                       # default vs none
     .venv/bin/python benchmarks/probe_overhead.py --probes default,locks
     .venv/bin/python benchmarks/probe_overhead.py --pairs 7 --seconds 8 --json out.json
+    .venv/bin/python benchmarks/probe_overhead.py --probes none     # A/A: the noise floor
 
 The workload is a buffered sequential write at nproc jobs on a ram bed (fio, 1 MiB blocks,
 psync, time based, end_fsync), the point ``iowall limits`` measures first. Runs are
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,12 +64,19 @@ def one(workload: Workload, probes: str, path: str, ctx: ProbeContext) -> dict[s
     _clean(path)
     ps = ProbeSet(resolve(probes), ctx)
     t = time.monotonic()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     ps.start()
     try:
         bw = workload(path)
     finally:
         results = ps.stop()
-    return {"probes": probes, "bytes_per_s": bw, "wall_s": round(time.monotonic() - t, 3),
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.monotonic() - t
+    # iowall's own CPU (sampler threads, trace_pipe parsing, perf's table parsing); the
+    # workload is a child process and not in it, nor is perf record itself.
+    self_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return {"probes": probes, "bytes_per_s": bw, "wall_s": round(wall, 3),
+            "self_cpu_s": round(self_cpu, 4),
             "skipped": {r.probe: r.skipped for r in results if r.skipped}}
 
 
@@ -80,18 +89,21 @@ def measure(workload: Workload, probes_a: str, probes_b: str = "none", *, pairs:
             tempfile.TemporaryDirectory(prefix="iowall-overhead-") as work:
         ctx = ProbeContext(1.0, tuple(b.devices), (b.devno,) if b.devno else (), work)
         for i in range(pairs):
-            order = (probes_a, probes_b) if i % 2 == 0 else (probes_b, probes_a)
-            for spec in order:
+            order = (("a", probes_a), ("b", probes_b))
+            for side, spec in order if i % 2 == 0 else order[::-1]:
                 r = one(workload, spec, b.path, ctx)
-                r["pair"] = i
+                r["pair"], r["side"] = i, side
                 runs.append(r)
-                log(f"pair {i} {spec:>16}: {r['bytes_per_s'] / (1 << 20):8.0f} MiB/s "
-                    f"(wall {r['wall_s']:.1f} s)")
-    a = [r["bytes_per_s"] for r in runs if r["probes"] == probes_a]
-    b_ = [r["bytes_per_s"] for r in runs if r["probes"] == probes_b]
+                log(f"pair {i} {side} {spec:>16}: {r['bytes_per_s'] / (1 << 20):8.0f} MiB/s "
+                    f"(wall {r['wall_s']:.1f} s, iowall CPU {r['self_cpu_s']:.3f} s)")
+    a = [r["bytes_per_s"] for r in runs if r["side"] == "a"]
+    b_ = [r["bytes_per_s"] for r in runs if r["side"] == "b"]
     ratio = statistics.median(a) / statistics.median(b_)
     pair_ratios = [x / y for x, y in zip(a, b_, strict=True)]
+    cpu_share = statistics.median(r["self_cpu_s"] / r["wall_s"] for r in runs
+                                  if r["side"] == "a")
     return {"probes": probes_a, "baseline": probes_b, "pairs": pairs,
+            "self_cpu_share": cpu_share,
             "median_bytes_per_s": statistics.median(a),
             "baseline_median_bytes_per_s": statistics.median(b_),
             "ratio_of_medians": ratio, "pair_ratios": pair_ratios,
@@ -119,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.probes} vs {args.baseline}: median {res['median_bytes_per_s'] / mib:.0f} vs "
           f"{res['baseline_median_bytes_per_s'] / mib:.0f} MiB/s, ratio of medians "
           f"{res['ratio_of_medians']:.3f}, median pair ratio {res['median_pair_ratio']:.3f} "
-          f"({'ok' if res['ok'] else 'BELOW'} floor {FLOOR})")
+          f"({'ok' if res['ok'] else 'BELOW'} floor {FLOOR}); iowall's own CPU "
+          f"{100 * res['self_cpu_share']:.2f}% of one CPU")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
     return 0 if res["ok"] else 1

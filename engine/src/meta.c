@@ -185,7 +185,7 @@ static int run_phase(struct meta *m, enum meta_phase ph)
 	json_f64(&j, "files_per_s", wall > 0 ? (double)files / wall : 0);
 	json_f64(&j, "user_s", c1.user_s - c0.user_s);
 	json_f64(&j, "sys_s", c1.sys_s - c0.sys_s);
-	json_i64(&j, "maxrss_kib", c1.maxrss_kib);
+	json_i64(&j, "peak_rss_kib", peak_rss_kib());
 	json_arr_open(&j, "per_thread");
 	for (i = 0; i < m->threads; i++) {
 		json_obj_open(&j, NULL);

@@ -352,7 +352,7 @@ int mode_smallfiles(int argc, char **argv)
 	json_f64(&j, "bytes_per_s", wall > 0 ? (double)(files * r.size) / wall : 0);
 	json_f64(&j, "user_s", c1.user_s - c0.user_s);
 	json_f64(&j, "sys_s", c1.sys_s - c0.sys_s);
-	json_i64(&j, "maxrss_kib", c1.maxrss_kib);
+	json_i64(&j, "peak_rss_kib", peak_rss_kib());
 	json_arr_open(&j, "per_second");
 	for (i = 0; i < ps.n; i++)
 		json_u64(&j, NULL, ps.v[i]);

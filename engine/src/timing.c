@@ -2,7 +2,11 @@
 /*
  * timing.c - the monotonic clock and the process's CPU accounting.
  */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "timing.h"
 
@@ -39,5 +43,24 @@ void cpu_sample(struct cpu_usage *c)
 	getrusage(RUSAGE_SELF, &ru);
 	c->user_s = tv_s(&ru.ru_utime);
 	c->sys_s = tv_s(&ru.ru_stime);
-	c->maxrss_kib = ru.ru_maxrss;
+}
+
+long peak_rss_kib(void)
+{
+	char buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "\nVmHWM:");
+	if (!p)
+		return -1;
+	return strtol(p + 7, NULL, 10);
 }

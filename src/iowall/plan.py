@@ -318,9 +318,11 @@ def _first_error(e: ValidationError, prefix: Loc,
     if first["type"] == "extra_forbidden":
         parent = tuple(str(p) for p in full[:-1])
         keys = known.get(parent, ())
-        close = difflib.get_close_matches(name, keys, n=1)
+        close = difflib.get_close_matches(name, keys, n=1, cutoff=0.5)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        return full, f"unknown key: {hint}known keys: {', '.join(keys)}"
+        more = ("; other fio options go in [workload.options]"
+                if parent == ("workload",) else "")
+        return full, f"unknown key: {hint}known keys: {', '.join(keys)}{more}"
     if first["type"] == "missing":
         return full, f"missing: {_EXPECT.get(name, 'required')}"
     for x in same:
@@ -443,7 +445,11 @@ class Plan:
         for name, values in sets:
             text = f"--set {name}={','.join(str(v) for v in values)}"
             ax = check_axis(name, list(values), Where(text), ())
-            axes = [a for a in axes if a.name != ax.name] + [ax]
+            at = next((i for i, a in enumerate(axes) if a.name == ax.name), None)
+            if at is None:
+                axes.append(ax)
+            else:
+                axes[at] = ax
         if repeat is not None and repeat < 1:
             raise UserError("--repeat must be at least 1")
         shape = self.bed
@@ -605,7 +611,7 @@ def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_di
         shuffle = m.shuffle
     return Plan(label=m.label or default_label, workload=workload, bed=bed, axes=tuple(axes),
                 repeat=m.repeat, shuffle=shuffle, probes=tuple(m.probes), recipe=recipe,
-                source=w.name)
+                source=w.name if where is not None else (f"recipe {recipe}" if recipe else ""))
 
 
 def _bed_shape(b: BedModel, w: Where) -> BedShape:
@@ -679,7 +685,7 @@ def check_axis(name: str, values: Any, w: Where, loc: tuple[str | int, ...]) -> 
         canon = str(knob)
     else:
         choices = list(WORKLOAD_PARAMS) + list(BED_AXES)
-        close = difflib.get_close_matches(canon, choices, n=1)
+        close = difflib.get_close_matches(canon, choices, n=1, cutoff=0.5)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise w.error(loc, f"unknown axis {name!r}: {hint}an axis is a workload parameter "
                       f"({', '.join(WORKLOAD_PARAMS[:6])} …), one of {', '.join(BED_AXES)}, "
@@ -1131,7 +1137,9 @@ def render_text(res: PlanResult, *, markdown: bool = False) -> str:
     bed_desc = " ".join(str(x) for x in (bed.get("kind", res.plan.bed.kind), bed.get("fs", ""),
                                           fmt_bytes(bed.get("image_bytes", 0))
                                           if bed.get("image_bytes") else "") if x)
-    head = [f"plan {res.plan.label}  ({res.plan.source or res.plan.recipe})",
+    name = res.plan.recipe + (f"  label {res.plan.label}"
+                              if res.plan.recipe != f"plan:{res.plan.label}" else "")
+    head = [f"{name}  ({res.plan.source})" if res.plan.source else name,
             f"{res.plan.workload.describe()}  on {bed_desc}  kernel {res.kernel}",
             f"{res.plan.repeat} repeat{'s' if res.plan.repeat != 1 else ''} per point, "
             "interleaved; medians over the ok runs"

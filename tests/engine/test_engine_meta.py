@@ -25,7 +25,7 @@ def check_phase(rec: dict, phase: str, threads: int, files: int, dirs: int) -> N
     assert rec["wall_s"] > 0
     assert rec["files_per_s"] == pytest.approx(files / rec["wall_s"], rel=1e-6)
     assert rec["user_s"] >= 0 and rec["sys_s"] >= 0
-    assert 0 < rec["maxrss_kib"] < 64 * 1024
+    assert 0 < rec["peak_rss_kib"] < 64 * 1024
     pt = rec["per_thread"]
     assert len(pt) == threads
     assert sum(t["files"] for t in pt) == files
@@ -209,6 +209,6 @@ def test_memory_does_not_grow_with_files(run, tmpfs: Path) -> None:
     big = meta(run, tmpfs / "b", "--threads", "2", "--files-per-thread", "100000",
                "--phases", "create,walk,chmod,unlink")
     assert small.rc == 0 and big.rc == 0
-    rss_small = max(x["maxrss_kib"] for x in small.records)
-    rss_big = max(x["maxrss_kib"] for x in big.records)
+    rss_small = max(x["peak_rss_kib"] for x in small.records)
+    rss_big = max(x["peak_rss_kib"] for x in big.records)
     assert rss_big < rss_small + 1024, (rss_small, rss_big)

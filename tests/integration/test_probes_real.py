@@ -141,7 +141,7 @@ def _small_files(directory: str, seconds: int) -> None:
 
 def test_flusher_of_the_bed_device_gets_cpu_share(bed: Bed, tmp_path: Path) -> None:
     res = with_probes("flusher,diskstats", ctx(bed, tmp_path),
-                      lambda: _small_files(bed.path, 3))
+                      lambda: _small_files(bed.path, 2))
     m = metrics(res["flusher"])
     assert m["flusher_cpu_s"] > 0 and m["flusher_cpu_share"] > 0
     assert m["flusher_workers"] >= 1
@@ -149,6 +149,17 @@ def test_flusher_of_the_bed_device_gets_cpu_share(bed: Bed, tmp_path: Path) -> N
     assert s.unit == "CPUs" and max(v for _, v in s.samples) > 0
     d = metrics(res["diskstats"])
     assert d["disk_write_ios"] > 100
+    assert f"bdi: {bed.devno}" in res["flusher"].notes
+
+
+def test_btrfs_bed_is_known_by_its_own_bdi() -> None:
+    """btrfs writes back through its own bdi (``btrfs-N``), not the loop device's."""
+    from iowall.probes.bdi import bdi_names
+
+    with provision(BedSpec.parse("ram"), fs="btrfs", size_bytes=512 << 20) as b:
+        names = bdi_names(b.devices, [b.devno or ""])
+        assert names[0] == b.devno and names[1].startswith("btrfs-")
+        assert Path("/sys/class/bdi", names[1]).exists()
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")

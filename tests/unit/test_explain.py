@@ -16,8 +16,16 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis.explain import (CONTEXT_KEYS, DERIVED, NO_RULE_FIRED, RULES, Verdict,
-                                     explain, sentences, to_json)
+from iowall.analysis.explain import (
+    CONTEXT_KEYS,
+    DERIVED,
+    NO_RULE_FIRED,
+    RULES,
+    Verdict,
+    explain,
+    sentences,
+    to_json,
+)
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "probes" / "runs"
 
@@ -35,8 +43,10 @@ def test_throttled_buffered_write() -> None:
     r = run("buffered_throttled")
     m, c = r["metrics"], r["context"]
     vs = explain(m, c)
-    assert rules(vs) == ["writers-throttled"]
-    (v,) = vs
+    # cpu-saturated may follow: the shared machine's CPUs had no idle time
+    assert rules(vs)[0] == "writers-throttled"
+    assert set(rules(vs)) <= {"writers-throttled", "cpu-saturated"}
+    v = vs[0]
     pct = 100 * m["throttle_pause_s"] / (c["jobs"] * c["wall_s"])
     assert pct > 10
     assert f"{pct:.0f}%" in v.sentence
@@ -107,7 +117,7 @@ def test_flusher_saturated_replaces_writers_throttled() -> None:
     r = run("buffered_throttled")
     m = dict(r["metrics"], flusher_cpu_share_max=0.97)
     vs = explain(m, r["context"])
-    assert rules(vs) == ["flusher-saturated"]
+    assert rules(vs)[0] == "flusher-saturated" and "writers-throttled" not in rules(vs)
     assert "used up to 0.97 CPU" in vs[0].sentence
     assert f"({m['flusher_cpu_share']:.2f} on average)" in vs[0].sentence
 

@@ -13,8 +13,19 @@ import pytest
 
 from iowall import sysinfo
 from iowall.errors import UserError
-from iowall.probes import DEFAULT_PROBES, REGISTRY, ProbeSet, resolve
-from iowall.probes import cpu, diskstats, flusher, meminfo, psi, reclaim, vmstat
+from iowall.probes import (
+    DEFAULT_PROBES,
+    REGISTRY,
+    ProbeSet,
+    cpu,
+    diskstats,
+    flusher,
+    meminfo,
+    psi,
+    reclaim,
+    resolve,
+    vmstat,
+)
 from iowall.probes.base import Probe, ProbeContext, ProbeResult
 from iowall.probes.sampling import PAGE_SIZE, PeriodicSampler
 from iowall.probes.tasks import TaskTimes
@@ -171,13 +182,14 @@ def test_psi_parse_and_shares() -> None:
 
 # -- flusher / reclaim --------------------------------------------------------------------------
 
-def test_flush_devno_from_comm() -> None:
-    assert flusher.flush_devno("kworker/u8:3-flush-7:0") == "7:0"
-    assert flusher.flush_devno("kworker/u8:3+flush-259:12") == "259:12"
-    assert flusher.flush_devno("kworker/u8:2-loop0") is None
-    assert flusher.flush_devno("kworker/R-writeback") is None
+def test_flush_bdi_from_comm() -> None:
+    assert flusher.flush_bdi("kworker/u8:3-flush-7:0") == "7:0"
+    assert flusher.flush_bdi("kworker/u8:3+flush-259:12") == "259:12"
+    assert flusher.flush_bdi("kworker/u8:2-loop0") is None
+    assert flusher.flush_bdi("kworker/R-writeback") is None
+    assert flusher.flush_bdi("kworker/u8:1+flush-btrfs-2") == "btrfs-2"
     comms = {c for s in raw("smallfiles")["samples"] for c, _ in s["kworkers"].values()}
-    assert any(flusher.flush_devno(c) == raw("smallfiles")["devno"] for c in comms)
+    assert any(flusher.flush_bdi(c) == raw("smallfiles")["devno"] for c in comms)
 
 
 def test_flusher_share_on_recorded_small_file_run() -> None:
@@ -306,7 +318,13 @@ def test_probe_set_stop_before_start_and_in_a_thread() -> None:
     assert ps.stop()[0].skipped == "not started"
     ps2 = ProbeSet(resolve("cpu,meminfo"), ProbeContext(interval_s=0.05))
     out: list[list[ProbeResult]] = []
-    th = threading.Thread(target=lambda: (ps2.start(), time.sleep(0.1), out.append(ps2.stop())))
+
+    def in_thread() -> None:
+        ps2.start()
+        time.sleep(0.1)
+        out.append(ps2.stop())
+
+    th = threading.Thread(target=in_thread)
     th.start()
     th.join()
     assert [r.probe for r in out[0]] == ["cpu", "meminfo"]
@@ -321,3 +339,42 @@ def test_diskstats_unavailable_without_a_device() -> None:
     assert "no block device" in (diskstats.DiskstatsProbe(ProbeContext()).unavailable() or "")
     bad = diskstats.DiskstatsProbe(ProbeContext(devices=("nosuchdev",), devnos=("999:999",)))
     assert "not in /proc/diskstats" in (bad.unavailable() or "")
+
+
+def test_bdi_names_adds_a_btrfs_bdi(tmp_path: Path) -> None:
+    """The layout of /sys/fs/btrfs as this kernel shows it (uuid/devices/loopN, uuid/bdi)."""
+    from iowall.probes.bdi import bdi_names
+
+    fs = tmp_path / "84283190-947c-4360-a76e-03b81e5d1ac2"
+    (fs / "devices").mkdir(parents=True)
+    (fs / "devices" / "loop0").touch()
+    (tmp_path / "bdi-target" / "btrfs-2").mkdir(parents=True)
+    (fs / "bdi").symlink_to(tmp_path / "bdi-target" / "btrfs-2")
+    (tmp_path / "features").mkdir()
+    assert bdi_names(["loop0"], ["7:0"], str(tmp_path)) == ("7:0", "btrfs-2")
+    assert bdi_names(["loop1"], ["7:1"], str(tmp_path)) == ("7:1",)
+    assert bdi_names([], [], str(tmp_path / "missing")) == ()
+
+
+class _Interrupted(Probe):
+    name = "ctrlc"
+
+    def start(self) -> None:
+        from iowall.errors import Interrupted
+
+        raise Interrupted("SIGINT")
+
+    def stop(self) -> ProbeResult:
+        raise AssertionError("must not stop")
+
+
+def test_probe_set_interrupted_while_starting_stops_what_started() -> None:
+    from iowall.errors import Interrupted
+
+    ps = ProbeSet([REGISTRY["cpu"], _Interrupted, REGISTRY["psi"]],
+                  ProbeContext(interval_s=0.05))
+    with pytest.raises(Interrupted):
+        ps.start()
+    res = {r.probe: r for r in ps.stop()}
+    assert not res["cpu"].skipped and res["cpu"].metrics  # started, then stopped
+    assert res["ctrlc"].skipped == res["psi"].skipped == "not started"

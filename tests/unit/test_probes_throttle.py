@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -12,7 +13,8 @@ from iowall.probes.sampling import PAGE_SIZE
 from iowall.probes.throttle import LINE, NEEDED_FIELDS, ThrottleStats, format_fields
 
 FIX = Path(__file__).parents[1] / "fixtures" / "probes"
-TRACE = (FIX / "raw" / "buffered_throttled.trace.txt").read_text().splitlines()
+with gzip.open(FIX / "raw" / "buffered_throttled.trace.txt.gz", "rt") as _f:
+    TRACE = _f.read().splitlines()
 RUN = json.loads((FIX / "runs" / "buffered_throttled.json").read_text())
 
 

@@ -117,8 +117,9 @@ RULES: tuple[Rule, ...] = (
          replaces=("cpu-saturated",), evidence=("cpu_sys_share", "cpu_irq_share")),
     Rule("cpu-saturated",
          (Cond("cpu_free_share", "<=", 0.05),),
-         "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% in "
-         "the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the machine).",
+         "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% "
+         "in the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the "
+         "machine).",
          evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share")),
 )
 

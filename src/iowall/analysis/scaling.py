@@ -133,6 +133,8 @@ def _peak(lam: float, sigma: float, kappa: float) -> tuple[float, float]:
     if kappa <= 0.0:
         return math.inf, (lam / sigma if sigma > 0 else math.inf)
     ns = math.sqrt((1.0 - sigma) / kappa)
+    if not math.isfinite(ns) or not math.isfinite(ns * ns * kappa):
+        return math.inf, (lam / sigma if sigma > 0 else math.inf)
     if ns < 1.0:
         return 1.0, lam
     return ns, float(usl(ns, lam, sigma, kappa))
@@ -159,7 +161,8 @@ def usl_fit(
     the linearised USL; log residuals because run-to-run noise is proportional to X.
     Intervals: Wald, from the Jacobian's covariance scaled by the residual variance, with
     Student's t quantiles on n_obs - 3 degrees of freedom; sigma and kappa are clipped at
-    0. Needs at least 3 distinct N; repeats per N are used as they are. ``seed`` is
+    0, and a term that moves X by under 1e-6 at every observed N is reported as exactly 0.
+    Needs at least 3 distinct N; repeats per N are used as they are. ``seed`` is
     accepted for interface stability (the method is deterministic).
     """
     del seed
@@ -202,6 +205,12 @@ def usl_fit(
     assert best is not None
     p = np.asarray(best.x, dtype=np.float64)
     lam, sigma, kappa = math.exp(float(p[0])), float(p[1]), float(p[2])
+    # Terms that change X by under 1e-6 at every observed N are solver dust: report 0.
+    n_max = float(na.max())
+    if sigma * (n_max - 1.0) < 1e-6:
+        sigma = 0.0
+    if kappa * n_max * (n_max - 1.0) < 1e-6:
+        kappa = 0.0
 
     n_obs = int(na.size)
     dof = n_obs - 3

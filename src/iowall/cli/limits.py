@@ -9,6 +9,7 @@ import typer
 from .. import journal
 from ..recipes.limits import LimitsOptions, parse_jobs, run_limits
 from ..report.limits import render_json, render_md, render_text
+from ..machine_lock import exclusive
 from ..signals import interruptible
 from ..units import parse_size
 from .common import RichProgress, check_format, open_store, print_json
@@ -41,8 +42,8 @@ def limits(
 
         raise UserError("--repeat must be at least 1")
     store = open_store(db)
-    journal.recover()
-    with interruptible():
+    with exclusive("limits"), interruptible():
+        journal.recover()
         summary, ctx = run_limits(opts, store, RichProgress("limits"))
     if fmt == "json":
         print_json(render_json(summary, ctx))

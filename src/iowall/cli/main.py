@@ -13,7 +13,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 def _register() -> None:
-    from . import doctor, explain, limits, runs  # noqa: F401  (each module adds its commands)
+    from . import (doctor, explain, limits, locks, recipes, run,  # noqa: F401  (each adds commands)
+                   runs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from types import TracebackType
 
-from ..errors import UserError
+from ..errors import Interrupted, UserError
 from ..signals import shielded
 from .base import Probe, ProbeContext, ProbeResult
 from .cpu import CpuProbe
@@ -70,7 +70,15 @@ class ProbeSet:
         self._stopped: list[ProbeResult] | None = None
 
     def start(self) -> None:
-        """Start every available probe; never raises for a probe's own failure."""
+        """Start every available probe; never raises for a probe's own failure. An interrupt
+        (Ctrl-C, SIGTERM) while starting stops the probes already running, then propagates."""
+        try:
+            self._start_all()
+        except (Interrupted, KeyboardInterrupt):
+            self.stop()
+            raise
+
+    def _start_all(self) -> None:
         t0 = time.monotonic()
         for p in self.probes:
             try:
@@ -84,6 +92,8 @@ class ProbeSet:
                 p.t0 = t0  # a common time origin: the probes' series line up
             try:
                 p.start()
+            except Interrupted:
+                raise
             except Exception as e:
                 self._results[p.name] = ProbeResult(p.name, skipped=f"failed to start: {e}")
                 continue

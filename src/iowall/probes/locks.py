@@ -5,7 +5,6 @@ table with stacks. Heavy (perf records system-wide): not in the default set.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -30,7 +29,6 @@ ROW = re.compile(rf"^\s*(\d+)\s+{_T}\s+{_T}\s+{_T}\s+(\S+)\s+(\S.*?)\s*$")
 FRAME = re.compile(r"^\s+0x[0-9a-fA-F]+\s*(\S.*?)?\s*$")
 #: rows kept with their stacks in the artifact (all rows count in the totals).
 TOP_ROWS = 50
-PR_SET_PDEATHSIG = 1
 
 
 def to_seconds(value: str, unit: str) -> float:
@@ -93,10 +91,15 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[list[Metric], list[str]]:
     return metrics, notes
 
 
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child
-    """perf gets SIGINT if iowall dies, so it never records forever."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+def perf_argv(data: str) -> list[str]:
+    """``perf lock record -a -o DATA``, under ``setpriv --pdeathsig INT`` when there is one:
+    perf then gets SIGINT if iowall dies (even by SIGKILL) and never records forever. (A
+    ``preexec_fn`` prctl would do the same but is unsafe with the sampler threads running.)
+    """
+    argv = ["perf", "lock", "record", "-a", "-o", data]
+    if shutil.which("setpriv"):
+        argv = ["setpriv", "--pdeathsig", "INT", "--", *argv]
+    return argv
 
 
 class LocksProbe(Probe):
@@ -143,9 +146,8 @@ class LocksProbe(Probe):
             self._tokens.append(journal.add({"undo": "unlink", "path": str(p)}))
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(
-                ["perf", "lock", "record", "-a", "-o", str(self._data)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_pdeathsig)
+                perf_argv(str(self._data)), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # recording starts once the header is written
             if self._proc.poll() is not None:
@@ -185,7 +187,8 @@ class LocksProbe(Probe):
         self._tokens.clear()
         if self._acquired:
             self._acquired = False
-            tracefs.release()
+            if not tracefs.release():
+                self._notes.append("tracefs left mounted: busy (another user)")
 
     def stop(self) -> ProbeResult:
         try:

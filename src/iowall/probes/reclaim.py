@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Metric, Series
-from .base import ProbeResult
+from .base import ProbeContext, ProbeResult
 from .sampling import SampledProbe, intervals, metric, series, span
-from .tasks import TaskTimes, scan
+from .tasks import TaskTimes, scan, times
 
 
 def is_kswapd(comm: str) -> bool:
@@ -38,11 +38,19 @@ class ReclaimProbe(SampledProbe[TaskTimes]):
 
     name = "reclaim"
 
+    def __init__(self, ctx: ProbeContext) -> None:
+        super().__init__(ctx)
+        self._pids: list[int] = []
+
     def unavailable(self) -> str | None:
         return None if scan(is_kswapd) else "no kswapd thread found in /proc"
 
+    def start(self) -> None:
+        self._pids = sorted(scan(is_kswapd))  # one per node, for the life of the system
+        super().start()
+
     def read(self) -> TaskTimes:
-        return scan(is_kswapd)
+        return times(self._pids)
 
     def result(self, samples: Sequence[tuple[float, TaskTimes]]) -> ProbeResult:
         s, m = summarize(samples)

@@ -22,11 +22,14 @@ from ..errors import IowallError
 from ..model import Artifact, Metric, Series
 from . import tracefs
 from .base import Probe, ProbeContext, ProbeResult
+from .bdi import bdi_names
 from .sampling import PAGE_SIZE, metric, series
 
 EVENT = "events/writeback/balance_dirty_pages"
 #: ring buffer per CPU of the private instance; a throttled run emits ~100-10k events/s.
 BUFFER_KB = 8192
+#: raw trace lines kept as an artifact (the first ones of the run).
+RAW_LINES = 500
 #: fields the probe needs from the event (checked against the format file).
 NEEDED_FIELDS = ("pause", "limit", "setpoint", "dirty")
 
@@ -211,8 +214,8 @@ class ThrottleProbe(Probe):
         if missing:
             raise IowallError(f"balance_dirty_pages lacks field(s) {', '.join(missing)}")
         t0 = time.monotonic() if self.t0 is None else self.t0
-        self._stats = ThrottleStats(t0=t0, interval_s=self.ctx.interval_s,
-                                    bdis=tuple(self.ctx.devnos))
+        bdis = bdi_names(self.ctx.devices, self.ctx.devnos)
+        self._stats = ThrottleStats(t0=t0, interval_s=self.ctx.interval_s, bdis=bdis)
         inst = self._inst = tracefs.Instance(root).create()
         inst.write("tracing_on", "0")
         inst.write("buffer_size_kb", str(BUFFER_KB))
@@ -220,8 +223,8 @@ class ThrottleProbe(Probe):
             inst.write("trace_clock", "mono")  # timestamps comparable with time.monotonic()
         except OSError:
             self._notes.append("trace_clock mono refused: series times are approximate")
-        if self.ctx.devnos:
-            flt = " || ".join(f'bdi == "{d}"' for d in self.ctx.devnos)
+        if bdis:
+            flt = " || ".join(f'bdi == "{d}"' for d in bdis)
             try:
                 inst.write(f"{EVENT}/filter", flt)
             except OSError:
@@ -246,7 +249,7 @@ class ThrottleProbe(Probe):
             *lines, self._buf = data.split(b"\n")
             for line in lines:
                 text = line.decode(errors="replace")
-                if len(self._raw) < 2000:
+                if len(self._raw) < RAW_LINES:
                     self._raw.append(text)
                 self._stats.feed(text)
 
@@ -302,4 +305,5 @@ class ThrottleProbe(Probe):
                 self._inst = None
         if self._acquired:
             self._acquired = False
-            tracefs.release()
+            if not tracefs.release():
+                self._notes.append("tracefs left mounted: busy (another user)")

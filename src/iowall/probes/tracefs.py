@@ -5,9 +5,9 @@ someone else may be using. Both are journaled, so a crash is undone by the next 
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
-import subprocess
 import threading
 from pathlib import Path
 
@@ -41,32 +41,40 @@ def mounted() -> bool:
         return False
 
 
+def _libc() -> ctypes.CDLL:
+    """mount(2)/umount2(2) straight from libc: no fork of a big Python process per run."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def acquire() -> str:
     """Make sure tracefs is mounted; reference counted, pair with ``release``."""
     global _users, _mounted_by_us
     with _lock:
         if not mounted():
             token = journal.add({"undo": "umount", "path": TRACEFS})
-            r = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
+            err = _libc().mount(b"nodev", TRACEFS.encode(), b"tracefs", 0, None)
+            if err != 0:
+                e = ctypes.get_errno()
                 journal.done(token)
-                raise IowallError(f"cannot mount tracefs at {TRACEFS}: {r.stderr.strip()}")
+                raise IowallError(f"cannot mount tracefs at {TRACEFS}: {os.strerror(e)}")
             _mounted_by_us = token
         _users += 1
         return TRACEFS
 
 
-def release() -> None:
-    """Drop a reference; the last one unmounts tracefs if iowall mounted it."""
+def release() -> bool:
+    """Drop a reference; the last one unmounts tracefs if iowall mounted it. False when that
+    umount failed: tracefs is busy, someone else (perf, another tool) now uses it, so it is
+    left mounted and crossed out of the journal (a later recovery must not pull it away)."""
     global _users, _mounted_by_us
     with _lock:
         _users = max(0, _users - 1)
-        if _users == 0 and _mounted_by_us is not None:
-            r = subprocess.run(["umount", TRACEFS], capture_output=True)
-            if r.returncode == 0 or not mounted():
-                journal.done(_mounted_by_us)
-                _mounted_by_us = None
+        if _users or _mounted_by_us is None:
+            return True
+        err = _libc().umount2(TRACEFS.encode(), 0)
+        journal.done(_mounted_by_us)
+        _mounted_by_us = None
+        return err == 0 or not mounted()
 
 
 class Instance:

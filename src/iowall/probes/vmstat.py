@@ -36,8 +36,13 @@ def select(vmstat: Mapping[str, int]) -> Snapshot:
 
 
 def _unit(counter: str) -> str:
-    return "pages" if counter.startswith(("pgscan", "pgsteal", "workingset_refault")) \
-        and counter != "pgscan_direct_throttle" else "events"
+    """pgscan/pgsteal and workingset refault/activate/restore count pages; the rest events."""
+    if counter == "pgscan_direct_throttle":
+        return "events"
+    if counter.startswith(("pgscan", "pgsteal", "workingset_refault", "workingset_activate",
+                           "workingset_restore")):
+        return "pages"
+    return "events"
 
 
 def _agg(snap: Snapshot, parts: tuple[str, ...]) -> int:

@@ -1,0 +1,69 @@
+"""`iowall explain`, `iowall locks` and the machine lock, on runs made for real here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from iowall.machine_lock import exclusive
+from tests.conftest import iowall, needs_root
+
+pytestmark = [needs_root, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, str]]:
+    import os
+
+    tmp = tmp_path_factory.mktemp("explain")
+    env = dict(os.environ, IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
+               XDG_DATA_HOME=str(tmp / "data"), XDG_STATE_HOME=str(tmp / "state"))
+    cp = iowall("limits", "--quick", "--jobs", "2", "--repeat", "1", "--size", "3G",
+                "--probes", "default,locks", "--format", "json", env=env)
+    assert cp.returncode == 0, cp.stderr
+    return json.loads(cp.stdout), env
+
+
+def test_limits_json_carries_explain(probed: tuple[dict, dict[str, str]]) -> None:
+    doc, _ = probed
+    assert {w["direction"] for w in doc["explain"]} == {"write", "read"}
+    for w in doc["explain"]:
+        assert w["sentences"] and w["run"] in doc["run_ids"]
+
+
+def test_explain_cli(probed: tuple[dict, dict[str, str]]) -> None:
+    doc, env = probed
+    rid = doc["explain"][0]["run"]
+    cp = iowall("explain", str(rid), "--format", "json", env=env, check=True)
+    out = json.loads(cp.stdout)
+    assert out["run"] == rid and isinstance(out["verdicts"], list)
+    assert isinstance(out["skipped_probes"], list)
+    for v in out["verdicts"]:
+        assert v["rule"] and v["sentence"] and v["evidence"]["thresholds"]
+    cp = iowall("explain", str(rid), env=env, check=True)
+    assert cp.stdout.startswith(f"run {rid}: ")
+    # the series the probes recorded show up in `show`
+    cp = iowall("show", str(rid), env=env, check=True)
+    assert "cpu." in cp.stdout and "diskstats." in cp.stdout
+
+
+def test_locks_join_two_runs(probed: tuple[dict, dict[str, str]]) -> None:
+    doc, env = probed
+    write_run = next(w["run"] for w in doc["explain"] if w["direction"] == "write")
+    read_run = next(w["run"] for w in doc["explain"] if w["direction"] == "read")
+    cp = iowall("locks", str(write_run), str(read_run), "--format", "json", env=env, check=True)
+    out = json.loads(cp.stdout)
+    assert out["a"]["runs"] == [write_run] and out["b"]["runs"] == [read_run]
+    assert out["rows"], "perf lock saw no contention at all during two fio points"
+    r = out["rows"][0]
+    assert r["delta_wait_s"] == pytest.approx(r["b"]["total_wait_s"] - r["a"]["total_wait_s"])
+    cp = iowall("locks", str(write_run), str(read_run), env=env, check=True)
+    assert "caller" in cp.stdout.splitlines()[1]
+
+
+def test_one_measurement_at_a_time(iowall_env: dict[str, str]) -> None:
+    with exclusive("test"):
+        cp = iowall("limits", "--quick", env=iowall_env)
+    assert cp.returncode == 2
+    assert "another iowall measurement is running on this machine" in cp.stderr
