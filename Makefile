@@ -31,6 +31,8 @@ limits: setup
 
 ## test: the whole suite (real fio, real loop devices and filesystems).
 test: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
 lint: setup

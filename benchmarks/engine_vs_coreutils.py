@@ -164,7 +164,7 @@ def main() -> int:
 
     # (fs, phase, state) -> [(engine_s, tool_s)]
     res: dict[tuple[str, str, str], list[tuple[Sample, Sample]]] = {}
-    unlink_share: list[float] = []
+    unlink_share: list[tuple[float, float]] = []
     rss_kib = rss_self_kib = 0
     for fs in a.fs.split(","):
         spec = BedSpec.parse("tmpfs" if fs == "tmpfs" else "ram")
@@ -202,7 +202,7 @@ def main() -> int:
                     if who == "engine":
                         got[who], rec = engine_run(trees[who], files, dirs, "unlink")
                         if fs == "tmpfs":
-                            unlink_share.append(rec["user_s"] / (rec["user_s"] + rec["sys_s"]))
+                            unlink_share.append((rec["user_s"], rec["sys_s"]))
                     else:
                         got[who] = tool_run(trees[who], "unlink")
                     assert not any(trees[who].iterdir())
@@ -237,9 +237,10 @@ def main() -> int:
               f"{med:6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]  >= {tgt} vs {names[phase]} "
               f"{'ok' if good else 'BELOW'}")
     if unlink_share:
-        share = max(unlink_share)
-        ok = ok and share <= 0.10
-        print(f"engine user CPU / (user+sys) in unlink on tmpfs: max {share:.1%} (target <= 10%)")
+        user, total = sum(u for u, _ in unlink_share), sum(u + s for u, s in unlink_share)
+        ok = ok and user <= 0.10 * total
+        print(f"engine user CPU / (user+sys) in unlink on tmpfs, all runs: {user / total:.1%} "
+              f"({user:.2f} of {total:.2f} CPU s; target <= 10%)")
     if rss_kib:
         ok = ok and rss_kib <= 64 * 1024
         print(f"engine peak RSS, create+walk+chmod+unlink of {rss_files * THREADS:,} files on "

@@ -83,7 +83,7 @@ def main() -> int:
           f"engine files/s / fs_mark files/s (paired per round, median [min-max])")
 
     results: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
-    cpu_share: list[float] = []
+    cpu_share: list[tuple[float, float]] = []
     logdir = tempfile.mkdtemp(prefix="iowall-fsmark-log-")
     try:
         for fs in a.fs.split(","):
@@ -106,8 +106,7 @@ def main() -> int:
                                                       dirs_per_thread=dirs, size=size)
                                     got[who] = rec["files_per_s"]
                                     if fs == "tmpfs":
-                                        cpu_share.append(rec["user_s"]
-                                                         / (rec["user_s"] + rec["sys_s"]))
+                                        cpu_share.append((rec["user_s"], rec["sys_s"]))
                                 else:
                                     got[who] = fsmark(d, threads, files, dirs, size, logdir)
                                 clean(d)
@@ -130,10 +129,11 @@ def main() -> int:
               f"{statistics.median(f for _, f in pairs):16,.0f} {med:6.2f}  "
               f"[{min(ratios):.2f}-{max(ratios):.2f}]  >= {target} {verdict}")
     if cpu_share:
-        share = max(cpu_share)
-        ok = ok and share <= 0.10
-        print(f"engine user CPU / (user+sys) in create on tmpfs: max {share:.1%} "
-              f"(median {statistics.median(cpu_share):.1%}; target <= 10%)")
+        user, total = sum(u for u, _ in cpu_share), sum(u + s for u, s in cpu_share)
+        ok = ok and user <= 0.10 * total
+        print(f"engine user CPU / (user+sys) in create on tmpfs, all runs: {user / total:.1%} "
+              f"({user:.2f} of {total:.2f} CPU s; getrusage, tick-sampled split; "
+              f"target <= 10%)")
     return 0 if ok else 1
 
 

@@ -25,7 +25,8 @@ def need(tool: str, package: str) -> str:
     """Path of ``tool`` or a UserError naming the Debian package that provides it."""
     path = shutil.which(tool)
     if path is None:
-        raise UserError(f"{tool} not found: install it with 'apt-get install {package}' (or run 'make setup')")
+        raise UserError(f"{tool} not found: install it with 'apt-get install {package}' "
+                        "(or run 'make setup')")
     return path
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,15 @@ SAN_ENV = {
 
 
 @pytest.fixture(scope="module")
-def asan_engine(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """``make -C engine asan OUT=<tmp>``: the engine under the sanitizers."""
-    out = tmp_path_factory.mktemp("asan")
-    subprocess.run(["make", "-s", "-C", str(ENGINE_SRC), "asan", f"OUT={out}"], check=True,
-                   capture_output=True)
-    return str(out / "iowall-engine-asan")
+def asan_engine() -> Iterator[str]:
+    """``make -C engine asan OUT=<tmp>``: the engine under the sanitizers (removed after)."""
+    out = tempfile.mkdtemp(prefix="iowall-engine-asan-")
+    try:
+        subprocess.run(["make", "-s", "-C", str(ENGINE_SRC), "asan", f"OUT={out}"],
+                       check=True, capture_output=True)
+        yield os.path.join(out, "iowall-engine-asan")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def san_run(binary: str) -> Callable[..., Result]:

@@ -18,7 +18,7 @@ def check_counts(rec: dict, threads: int) -> None:
     assert len(rec["per_thread"]) == threads
     assert rec["files_per_s"] == pytest.approx(rec["files"] / rec["wall_s"], rel=1e-6)
     assert rec["wall_s"] == pytest.approx(len(rec["per_second"]) - 1 + rec["last_interval_s"])
-    assert 0 < rec["last_interval_s"] <= 1.5
+    assert 0 < rec["last_interval_s"] <= 2.0  # 1 s, plus the stop latency of a loaded box
 
 
 def test_files(run, anyfs: Path) -> None:
@@ -47,7 +47,7 @@ def test_seconds(run, tmpfs: Path) -> None:
     (rec,) = r.records
     check_counts(rec, 2)
     assert rec["seconds"] == 2.5 and rec["target_files"] is None
-    assert 2.5 <= rec["wall_s"] < 3.0
+    assert 2.5 <= rec["wall_s"] < 3.5
     assert len(rec["per_second"]) == math.ceil(2.5)
     assert all(c > 0 for c in rec["per_second"])
     assert len(tree(tmpfs / "s")[0]) == rec["files"]

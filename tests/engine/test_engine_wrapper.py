@@ -21,35 +21,35 @@ def test_run_memcopy() -> None:
     assert rec["total_bytes_per_s"] > 0
 
 
-def test_run_meta(tmp_path: Path) -> None:
-    recs = eng.run_meta(tmp_path / "m", 2, 300, ["create", "walk"], dirs_per_thread=2, size=10)
+def test_run_meta(scratch: Path) -> None:
+    recs = eng.run_meta(scratch / "m", 2, 300, ["create", "walk"], dirs_per_thread=2, size=10)
     assert [r["phase"] for r in recs] == ["create", "walk"]
     assert recs[1]["bytes"] == 600 * 10
-    recs = eng.run_meta(tmp_path / "m", 2, 300, "chmod,unlink", dirs_per_thread=2,
+    recs = eng.run_meta(scratch / "m", 2, 300, "chmod,unlink", dirs_per_thread=2,
                         chmod_mode=0o600)
     assert [r["files"] for r in recs] == [600, 600]
-    assert list((tmp_path / "m").iterdir()) == []
+    assert list((scratch / "m").iterdir()) == []
 
 
-def test_run_meta_shared(tmp_path: Path) -> None:
-    recs = eng.run_meta(tmp_path / "m", 2, 100, "create,walk,unlink", shared_dir=True)
+def test_run_meta_shared(scratch: Path) -> None:
+    recs = eng.run_meta(scratch / "m", 2, 100, "create,walk,unlink", shared_dir=True)
     assert all(r["shared_dir"] and r["files"] == 200 for r in recs)
 
 
-def test_run_smallfiles(tmp_path: Path) -> None:
-    rec = eng.run_smallfiles(tmp_path / "s", 2, 512, files=123)
+def test_run_smallfiles(scratch: Path) -> None:
+    rec = eng.run_smallfiles(scratch / "s", 2, 512, files=123)
     assert rec["files"] == 123 and sum(rec["per_second"]) == 123
 
 
-def test_engine_error_carries_the_record(tmp_path: Path) -> None:
-    eng.run_meta(tmp_path, 1, 10, "create")
+def test_engine_error_carries_the_record(scratch: Path) -> None:
+    eng.run_meta(scratch, 1, 10, "create")
     with pytest.raises(eng.EngineRunError) as ei:
-        eng.run_meta(tmp_path, 1, 10, "create")
+        eng.run_meta(scratch, 1, 10, "create")
     e = ei.value
     assert isinstance(e, EngineError)
     assert e.errno_name == "EEXIST"
     assert e.record["phase"] == "create"
-    assert "File exists" in str(e) and str(tmp_path / "t000") in str(e)
+    assert "File exists" in str(e) and str(scratch / "t000") in str(e)
 
 
 def test_enospc_keeps_partial_counts(mount_tmpfs) -> None:
@@ -61,13 +61,13 @@ def test_enospc_keeps_partial_counts(mount_tmpfs) -> None:
     assert ei.value.record["files"] > 0
 
 
-def test_bad_values_are_user_errors(tmp_path: Path) -> None:
+def test_bad_values_are_user_errors(scratch: Path) -> None:
     with pytest.raises(UserError, match="threads"):
-        eng.run_meta(tmp_path, 0, 10, "create")
+        eng.run_meta(scratch, 0, 10, "create")
     with pytest.raises(UserError, match="phase"):
-        eng.run_meta(tmp_path, 1, 10, "create,mkdir")
+        eng.run_meta(scratch, 1, 10, "create,mkdir")
     with pytest.raises(UserError):
-        eng.run_smallfiles(tmp_path, 1, seconds=1, files=1)
+        eng.run_smallfiles(scratch, 1, seconds=1, files=1)
     with pytest.raises(UserError):
         eng.run_memcopy(1, 1024, method="avx")
 
@@ -79,8 +79,8 @@ def test_parse_output_rejects_non_json() -> None:
 
 
 def test_missing_binary_is_a_clear_user_error(monkeypatch: pytest.MonkeyPatch,
-                                              tmp_path: Path) -> None:
-    fake = tmp_path / "iowall" / "workloads" / "engine.py"
+                                              scratch: Path) -> None:
+    fake = scratch / "iowall" / "workloads" / "engine.py"
     monkeypatch.setattr(eng, "__file__", str(fake))
     with pytest.raises(UserError, match="iowall-engine is missing"):
         eng.engine_path()

@@ -1,8 +1,10 @@
 """Tests for iowall.analysis.stats: helpers, the calibrated comparison rule, "decided".
 
 The simulation tests use fixed seeds and synthetic log-normal data with a 3% coefficient
-of variation; rates are measured on 800 simulated comparisons per case (binomial standard
-error 0.008 at 5%, 0.01 at 90%).
+of variation. The rule is calibrated to flag exactly 5% of no-change comparisons (a little
+less where the floor bites), so a simulated rate scatters around its true value by its
+binomial standard error; rate assertions allow two standard errors of that Monte Carlo
+noise and no more (see ``allowance``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from iowall.analysis.stats import (
 
 CV = 0.03
 LOG_SD = math.sqrt(math.log1p(CV**2))
-CASES = 800
 
 positive = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
 samples = st.lists(positive, min_size=2, max_size=8)
@@ -41,17 +42,22 @@ def lognormal(rng: np.random.Generator, cases: int, n: int, factor: float) -> np
     return factor * np.exp(rng.normal(0.0, LOG_SD, size=(cases, n)))
 
 
-def flag_rate(n: int, shift: float, seed: int) -> tuple[float, float]:
+def flag_rate(n: int, shift: float, seed: int, cases: int) -> tuple[float, float]:
     """(rate flagged at all, rate flagged as better) for a true ratio 1+shift, n per side."""
     rng = np.random.default_rng(seed)
-    base = lognormal(rng, CASES, n, 1.0)
-    new = lognormal(rng, CASES, n, 1.0 + shift)
+    base = lognormal(rng, cases, n, 1.0)
+    new = lognormal(rng, cases, n, 1.0 + shift)
     flagged = better = 0
-    for i in range(CASES):
+    for i in range(cases):
         c = compare_samples(base[i].tolist(), new[i].tolist(), direction="higher", seed=i)
         flagged += c.significant
         better += bool(c.better)
-    return flagged / CASES, better / CASES
+    return flagged / cases, better / cases
+
+
+def allowance(p: float, cases: int) -> float:
+    """Two binomial standard errors of a rate p measured on ``cases`` simulations."""
+    return 2.0 * math.sqrt(p * (1.0 - p) / cases)
 
 
 def t_test_power(n: int, shift: float, alpha: float) -> float:
@@ -222,20 +228,26 @@ def test_comparison_fields() -> None:
         compare_samples([1.0], [1.0], direction="sideways")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("n", [3, 5, 10])
-def test_no_shift_flags_at_most_five_percent(n: int) -> None:
-    flagged, _ = flag_rate(n, 0.0, seed=1000 + n)
-    assert flagged <= 0.05
+@pytest.mark.parametrize(("n", "cases"), [(3, 3000), (5, 2000), (10, 1200)])
+def test_no_shift_flags_at_most_five_percent(n: int, cases: int) -> None:
+    flagged, _ = flag_rate(n, 0.0, seed=1000 + n, cases=cases)
+    assert flagged <= 0.05 + allowance(0.05, cases)
+    # ... and it is calibrated, not merely conservative.
+    assert flagged >= 0.03
 
 
 def test_five_percent_shift_with_ten_runs_is_found() -> None:
-    _, better = flag_rate(10, 0.05, seed=2010)
-    assert better >= 0.90
+    cases = 1500
+    _, better = flag_rate(10, 0.05, seed=2010, cases=cases)
+    assert better >= 0.90 - allowance(0.90, cases)
+    # The two-sample t-test, the most powerful test for this data, reaches 0.93.
+    assert t_test_power(10, 0.05, 0.05) == pytest.approx(0.93, abs=0.01)
 
 
 def test_power_with_five_runs_is_near_the_t_test() -> None:
-    fpr, _ = flag_rate(5, 0.0, seed=3005)
-    _, power = flag_rate(5, 0.05, seed=4005)
+    cases = 2000
+    fpr, _ = flag_rate(5, 0.0, seed=3005, cases=cases)
+    _, power = flag_rate(5, 0.05, seed=4005, cases=cases)
     limit = t_test_power(5, 0.05, fpr)
     assert power >= limit - 0.05, (power, limit, fpr)
 

@@ -90,6 +90,7 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
     groups: dict[tuple[str, ...], list[tuple[float, int]]] = {}
     for r in good:
         p = r.point.params
+        key: tuple[str, ...]
         if p.get("kind") == "memcopy":
             v = r.metric("memcopy_bytes_per_s")
             key = ("memcopy", str(p["threads"]))
@@ -144,7 +145,7 @@ def _sentences(direction: str, rows: Sequence[Row], ceiling: Ceiling | None,
     name = f"Buffered {direction}"
     out: list[str] = []
     stop = None
-    for (j0, v0), (j1, v1) in zip(pts, pts[1:]):
+    for (j0, v0), (j1, v1) in zip(pts, pts[1:], strict=False):
         if v1 < v0 * (1 + SCALING_GAIN):
             stop = (j0, j1, v1 / v0 - 1)
             break

@@ -6,8 +6,7 @@ import json
 import sys
 from typing import Any
 
-from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import UserError
 from ..runner import Progress as ProgressProtocol

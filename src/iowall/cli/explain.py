@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
@@ -38,7 +37,7 @@ def verdicts_for(run: Run, store: Store) -> tuple[list, dict[str, float]]:  # ty
 def explain(
     run_id: int = typer.Argument(..., metavar="RUN", help="run id"),
     fmt: str = typer.Option("text", "--format", help="text or json"),
-    db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
 ) -> None:
     """Say why a run's throughput is where it is: the rules that fire, with their numbers."""
     check_format(fmt, ("text", "json"))

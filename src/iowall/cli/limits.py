@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from .. import journal
+from ..machine_lock import exclusive
 from ..recipes.limits import LimitsOptions, parse_jobs, run_limits
 from ..report.limits import render_json, render_md, render_text
-from ..machine_lock import exclusive
 from ..signals import interruptible
 from ..units import parse_size
 from .common import RichProgress, check_format, open_store, print_json
@@ -20,8 +18,8 @@ from .main import app
 def limits(
     bed: str = typer.Option("ram", help="ram (default), loop, tmpfs or dir:PATH"),
     fs: str = typer.Option("xfs", help="xfs, ext4 or btrfs (ram and loop beds)"),
-    size: Optional[str] = typer.Option(None, help="bed size, e.g. 8G; default: sized for the job"),
-    jobs: Optional[str] = typer.Option(None, help="job counts, e.g. 1,2,4 (default 1,2,4…nproc,2×nproc)"),
+    size: str | None = typer.Option(None, help="bed size, e.g. 8G; default: sized for the job"),
+    jobs: str | None = typer.Option(None, help="job counts, e.g. 1,2,4 (default 1,2,4…nproc,2×nproc)"),
     repeat: int = typer.Option(3, help="repeats of every point (interleaved)"),
     quick: bool = typer.Option(False, "--quick", help="small data sizes: about two minutes"),
     label: str = typer.Option("limits", help="label stored with every run"),
@@ -29,7 +27,7 @@ def limits(
     mount_opts: str = typer.Option("", "--mount-opts", help="mount options"),
     probes: str = typer.Option("default", help="default, all, none or a list (cpu,locks,…)"),
     fmt: str = typer.Option("text", "--format", help="text, md or json"),
-    db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
 ) -> None:
     """Measure the ceilings and buffered vs direct I/O at rising job counts; say where the wall is."""
     check_format(fmt)

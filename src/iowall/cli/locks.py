@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -39,7 +39,7 @@ def locks(
     b: str = typer.Argument(..., metavar="B", help="new: a run id or a label"),
     top: int = typer.Option(20, help="callers to show"),
     fmt: str = typer.Option("text", "--format", help="text or json"),
-    db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
 ) -> None:
     """Join two lock-contention profiles by caller, with contended and wait deltas."""
     check_format(fmt, ("text", "json"))

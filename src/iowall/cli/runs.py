@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-from typing import Optional
 
 import typer
 
@@ -48,15 +46,15 @@ def run_json(r: Run, *, full: bool = False) -> dict[str, object]:
 
 @app.command()
 def runs(
-    label: Optional[str] = typer.Option(None, help="only this label"),
-    recipe: Optional[str] = typer.Option(None, help="only this recipe"),
-    batch: Optional[str] = typer.Option(None, help="only this batch (one invocation)"),
-    status: Optional[str] = typer.Option(None, help="ok, failed, interrupted or filled"),
-    host: Optional[str] = typer.Option(None, help="only this host"),
-    kernel: Optional[str] = typer.Option(None, help="only this kernel release"),
-    last: Optional[int] = typer.Option(None, help="only the last N runs"),
+    label: str | None = typer.Option(None, help="only this label"),
+    recipe: str | None = typer.Option(None, help="only this recipe"),
+    batch: str | None = typer.Option(None, help="only this batch (one invocation)"),
+    status: str | None = typer.Option(None, help="ok, failed, interrupted or filled"),
+    host: str | None = typer.Option(None, help="only this host"),
+    kernel: str | None = typer.Option(None, help="only this kernel release"),
+    last: int | None = typer.Option(None, help="only the last N runs"),
     fmt: str = typer.Option("text", "--format", help="text or json"),
-    db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
 ) -> None:
     """List stored runs."""
     check_format(fmt, ("text", "json"))
@@ -79,8 +77,8 @@ def runs(
 def show(
     run_id: int = typer.Argument(..., metavar="RUN", help="run id"),
     fmt: str = typer.Option("text", "--format", help="text or json"),
-    raw: Optional[str] = typer.Option(None, help="print one raw artifact (e.g. fio.json)"),
-    db: Optional[str] = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    raw: str | None = typer.Option(None, help="print one raw artifact (e.g. fio.json)"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
 ) -> None:
     """Show one run: point, metrics, environment, bed, raw artifacts and series."""
     check_format(fmt, ("text", "json"))

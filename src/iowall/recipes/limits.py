@@ -22,7 +22,7 @@ from ..errors import UserError
 from ..model import Metric, Point
 from ..runner import Outcome, Partial, Task
 from ..sysinfo import drop_caches
-from ..units import fmt_bytes, fio_size
+from ..units import fio_size, fmt_bytes
 from ..workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def parse_jobs(text: str) -> list[int]:
     try:
         jobs = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
-        raise UserError(f"--jobs {text!r}: give whole numbers separated by commas, e.g. 1,2,4")
+        raise UserError(f"--jobs {text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
     if not jobs or jobs[0] < 1:
         raise UserError(f"--jobs {text!r}: job counts must be at least 1")
     return jobs
@@ -289,8 +289,8 @@ class LimitsOptions:
     probes: str = "default"
 
 
-def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tuple[
-        "LimitsSummary", dict[str, object]]:
+def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
+        LimitsSummary, dict[str, object]]:
     """Provision the bed, size the points, run everything interleaved, store every run, and
     return the summary with its context (bed facts, notes). The bed is always torn down."""
     from ..analysis.limits import summarise
@@ -298,8 +298,15 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
     from ..probes import ProbeContext
     from ..probes import resolve as resolve_probes
     from ..runner import Schedule
-    from ..sysinfo import (cpu_count, dirty_thresholds_bytes, environment, host_facts, loadavg,
-                           meminfo, sysctl)
+    from ..sysinfo import (
+        cpu_count,
+        dirty_thresholds_bytes,
+        environment,
+        host_facts,
+        loadavg,
+        meminfo,
+        sysctl,
+    )
     from ..workloads.fio import fio_version
 
     spec = BedSpec.parse(opts.bed)
@@ -365,7 +372,7 @@ def run_limits(opts: LimitsOptions, store: "Store", progress: "ProgressT") -> tu
     return summary, ctx
 
 
-def why(summary: "LimitsSummary", runs: Sequence["Run"]) -> list[dict[str, object]]:
+def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, object]]:
     """Explain the buffered peak of each direction: the rules that fire on its median run."""
     from ..analysis.context import explain_context, representative, skipped_probes
     from ..analysis.explain import explain, sentences

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: int = 2,
                left: int = 1) -> str:
     """Columns padded to width; the first ``left`` columns left-aligned, the rest right-aligned."""
-    cols = list(zip(*([list(headers)] + [list(r) for r in rows]))) if rows else [[h] for h in headers]
+    cols = (list(zip(*([list(headers)] + [list(r) for r in rows]), strict=True)) if rows
+            else [[h] for h in headers])
     widths = [max(len(c) for c in col) for col in cols]
 
     def line(cells: Sequence[str]) -> str:
         out = []
-        for i, (c, w) in enumerate(zip(cells, widths)):
+        for i, (c, w) in enumerate(zip(cells, widths, strict=True)):
             out.append(c.ljust(w) if i < left else c.rjust(w))
         return " " * indent + "  ".join(out).rstrip()
 

@@ -76,7 +76,7 @@ class Store:
                 env_json=json.dumps(run.env, sort_keys=True, default=str),
                 bed_json=json.dumps(run.bed, sort_keys=True, default=str),
                 error=run.error, notes_json=json.dumps(list(run.notes)),
-            )).inserted_primary_key[0]
+            )).inserted_primary_key[0]  # type: ignore[index]
             if run.metrics:
                 conn.execute(t.metrics.insert(), [
                     {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text)
+from sqlalchemy import Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
