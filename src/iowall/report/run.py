@@ -25,9 +25,9 @@ def sparkline(values: list[float], width: int = 40) -> str:
 
 def fmt_value(value: float, unit: str) -> str:
     """A metric value in its unit, rates and sizes with binary prefixes."""
-    if unit == "B/s":
+    if unit in ("B/s", "bytes_per_s"):
         return fmt_rate(value)
-    if unit == "B":
+    if unit in ("B", "bytes"):
         return fmt_bytes(value)
     if unit == "s":
         return f"{value:.6g} s"
