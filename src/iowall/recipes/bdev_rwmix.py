@@ -1,0 +1,173 @@
+"""`bdev-rwmix` (seed 000): four fio instances at once, one per "partition" of one device,
+buffered I/O on the block device nodes, bs 64k, sync engine, read-only and rwmixwrite
+10/30/50 — the seed's incantation per instance:
+
+    fio -filename=/dev/nvme2n1pN -direct=0 -thread -size=… -rw=rw -rwmixwrite=M \
+        --norandommap --randrepeat=0 -ioengine=sync -bs=64k -numjobs=… -runtime=… \
+        --time_based -group_reporting
+
+This machine has no partition-table parser (``losetup -P`` shows no partitions), so the four
+"partitions" are four loop devices over consecutive quarters of one image
+(``losetup --offset --sizelimit``); the output says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from ..model import Artifact, Metric, Point
+from ..runner import Outcome, Partial, Task
+from ..sysinfo import cpu_count, drop_caches
+from ..units import fio_size, fmt_bytes, fmt_rate
+from ..workloads.fio import FioResult, JobFile, JobSection, run_fio
+from ._common import columns, counts, head, one, render, run_tasks, size_opt
+from .registry import Recipe, RecipeOptions, RecipeResult, register
+
+if TYPE_CHECKING:
+    from ..beds import Bed
+    from ..runner import Progress
+    from ..store import Store
+
+NAME = "bdev-rwmix"
+MIB = 1 << 20
+GIB = 1 << 30
+PARTS = 4
+MIXES = (0, 10, 30, 50)
+
+
+@contextlib.contextmanager
+def quarters(size: int) -> Iterator[tuple[Bed, list[str]]]:
+    """One preallocated image in /dev/shm and four loop devices over its quarters."""
+    from ..beds import Bed, BedSpec
+    from ..beds.ram import make_image
+
+    if os.geteuid() != 0:
+        raise UserError("bdev-rwmix needs root (losetup): run as root")
+    sv = os.statvfs("/dev/shm")
+    if size > sv.f_bavail * sv.f_frsize * 0.9:
+        raise UserError(f"an image of {fmt_bytes(size)} does not fit in /dev/shm: "
+                        "--set image_size= smaller")
+    bed = Bed(BedSpec("ram"))
+    q = size // PARTS // MIB * MIB
+    try:
+        image = make_image("/dev/shm", size, bed, preallocate=True)
+        devs = [bed.attach_loop(image, direct_io=False, offset=i * q, sizelimit=q)
+                for i in range(PARTS)]
+        bed.record_device(devs[0])
+        bed.devices = [os.path.basename(d) for d in devs]
+        bed.facts.update(image=image, image_bytes=size, backing="tmpfs:/dev/shm",
+                         fs="none (raw block devices)", partitions=devs,
+                         partition_form=f"{PARTS} loop devices over consecutive quarters of "
+                                        "one image (losetup --offset --sizelimit)")
+        yield bed, devs
+    finally:
+        bed.teardown()
+
+
+def _task(devs: list[str], mix: int, jobs: int, runtime: int, part_size: int) -> Task:
+    point = Point(NAME, {"rwmixwrite": mix, "rw": "read" if mix == 0 else "rw", "bs": "64k",
+                         "ioengine": "sync", "direct": 0, "numjobs": jobs, "runtime": runtime,
+                         "instances": PARTS, "size": part_size})
+
+    def job(dev: str) -> JobFile:
+        g: dict[str, object] = {
+            "filename": dev, "direct": 0, "thread": 1, "size": fio_size(part_size),
+            "rw": "read" if mix == 0 else "rw", "norandommap": 1, "randrepeat": 0,
+            "ioengine": "sync", "bs": "64k", "numjobs": jobs, "runtime": runtime,
+            "time_based": 1, "group_reporting": 1}
+        if mix:
+            g["rwmixwrite"] = mix
+        return JobFile(g, [JobSection("instance", {})])
+
+    def execute(partial: Partial) -> Outcome:
+        drop_caches()
+        with ThreadPoolExecutor(PARTS) as ex:
+            results: list[FioResult] = list(ex.map(lambda d: run_fio(job(d)), devs))
+        metrics: list[Metric] = []
+        arts: list[Artifact] = []
+        for i, res in enumerate(results, 1):
+            for m in res.metrics:
+                metrics.append(Metric(f"inst{i}_{m.name}", m.value, m.unit, m.direction))
+            arts += [Artifact(f"inst{i}_{a.name}", a.content_type, a.body)
+                     for a in res.artifacts()]
+        for d in ("read", "write"):
+            tot = sum(m.value for res in results for m in res.metrics
+                      if m.name == f"{d}_bw_bytes_per_s")
+            if tot:
+                metrics.append(Metric(f"{d}_bw_bytes_per_s", tot, "B/s"))
+        return Outcome(metrics=tuple(metrics), artifacts=tuple(arts))
+
+    title = "read-only" if mix == 0 else f"rwmixwrite={mix}%"
+    return Task(point, execute, weight=runtime, title=f"{PARTS} instances {title}")
+
+
+def _cell(runs_median: dict[str, float | None]) -> str:
+    r, w = runs_median.get("r"), runs_median.get("w")
+    out = [f"r={fmt_rate(r)}" if r else "r=-"]
+    if w is not None:
+        out.append(f"w={fmt_rate(w)}")
+    return ",".join(out)
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+    opts.check_sets(NAME, ("rwmixwrite", "numjobs", "runtime", "image_size"))
+    mixes = [int(m) for m in (opts.values("rwmixwrite") or MIXES)]
+    if any(not 0 <= m <= 100 for m in mixes):
+        raise UserError("--set rwmixwrite= takes percentages 0..100 (0 = read-only)")
+    cpus = cpu_count()
+    (jobs,) = counts(opts, "numjobs", (cpus,))[:1]
+    runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
+    size = size_opt(opts, "image_size", 4 * GIB if opts.quick else 8 * GIB)
+    part = size // PARTS // MIB * MIB
+    repeat = opts.repeat or (1 if opts.quick else 3)
+    label = opts.label or NAME
+    notes = [f"partitions: {PARTS} loop devices over consecutive quarters of one "
+             f"{fmt_bytes(size)} preallocated image in /dev/shm (losetup --offset --sizelimit; "
+             "no partition-table parser here)",
+             f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
+             f"node, bs 64k, ioengine=sync, thread, numjobs {jobs} (nproc = {cpus}; the seed "
+             f"used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, time_based "
+             f"{runtime} s, group_reporting",
+             "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped before "
+             "each mix"]
+    with quarters(size) as (bed, devs):
+        tasks = [_task(devs, m, jobs, runtime, part) for m in mixes]
+        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
+                                repeat=repeat)
+    notes.append(f"{repeat} repeat(s) per mix, interleaved; medians")
+    cols = columns(store, NAME, runs, label)
+    pts = sorted({r.point.key(): r.point for r in runs}.values(),
+                 key=lambda p: int(p.params["rwmixwrite"]))
+    headers = ["", *head("bandwidth", cols.labels)]
+    rows: list[list[str]] = []
+    for p in pts:
+        mix = int(p.params["rwmixwrite"])
+        rows.append(["read-only" if mix == 0 else f"rwmixwrite={mix}%"]
+                    + [""] * len(cols.labels))
+        for i in range(1, PARTS + 1):
+            row = [f"Instance {i}"]
+            for lab in cols.labels:
+                med = {"r": cols.median(p, lab, f"inst{i}_read_bw_bytes_per_s")}
+                if mix:
+                    med["w"] = cols.median(p, lab, f"inst{i}_write_bw_bytes_per_s")
+                row.append(_cell(med))
+            rows.append(row)
+    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
+                                           for s in sorted({r.status for r in runs})))
+    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    title = "bdev-rwmix (seed 000): 4 buffered fio instances on 4 \"partitions\" of one device"
+    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
+           "notes": notes, "table": {"headers": headers, "rows": rows}}
+    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes),
+                        lambda: render(title, headers, rows, notes, markdown=True), doc)
+
+
+register(Recipe(name=NAME, seed="000",
+                description="4 fio instances on 4 partitions of one device, buffered, bs 64k, "
+                            "sync, read-only and rwmixwrite 10/30/50",
+                execute=_execute, module=__name__))

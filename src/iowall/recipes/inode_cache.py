@@ -1,0 +1,148 @@
+"""`inode-cache` (seed 003): Create / Walk / chmod / Unlink wall time with a fixed number of
+(empty) files per thread, threads 1, 2, 4 … 2 x nproc, on xfs, ext4, btrfs, and btrfs with
+one subvolume per thread (``btrfs-svol``: ``btrfs subvolume create D/tNNN`` before create).
+
+Each phase is its own ``iowall-engine meta`` invocation (per-thread trees D/tNNN/dMMM, all
+threads released together); caches are dropped before walk, chmod and unlink so that those
+phases pull every inode back into the inode cache, as in the seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ..model import Artifact, Metric, Point
+from ..proc import need, run
+from ..runner import Outcome, Partial, Task
+from ..sysinfo import cpu_count, drop_caches
+from ..units import fmt_bytes
+from ..workloads.engine import PHASES, run_meta
+from ._common import columns, counts, head, one, powers, render, run_tasks, size_opt
+from .registry import Recipe, RecipeOptions, RecipeResult, register
+
+if TYPE_CHECKING:
+    from ..beds import Bed
+    from ..runner import Progress
+    from ..store import Store
+
+NAME = "inode-cache"
+GIB = 1 << 30
+FILESYSTEMS = ("xfs", "ext4", "btrfs", "btrfs-svol")
+#: ext4's default of one inode per 16 KiB runs out long before the space does.
+MKFS = {"ext4": "-i 4096"}
+TITLES = {"create": "Create", "walk": "Walk", "chmod": "chmod", "unlink": "Unlink"}
+
+
+def _task(bed: Bed, fs: str, threads: int, files: int, current: dict[str, Any]) -> Task:
+    point = Point(NAME, {"fs": fs, "threads": threads, "files_per_thread": files,
+                         "files": threads * files, "size": 0})
+    d = os.path.join(bed.path, "ic")
+
+    def execute(partial: Partial) -> Outcome:
+        current["bed"] = dict(bed.facts, fs=fs)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        if fs == "btrfs-svol":
+            btrfs = need("btrfs", "btrfs-progs")
+            for t in range(threads):
+                run([btrfs, "subvolume", "create", os.path.join(d, f"t{t:03d}")])
+        records = []
+        for phase in PHASES:
+            if phase != "create":
+                drop_caches()
+            (rec,) = run_meta(d, threads, files, [phase])
+            records.append(rec)
+            partial.metrics += [
+                Metric(f"{phase}_wall_s", float(rec["wall_s"]), "s", "lower"),
+                Metric(f"{phase}_files_per_s", float(rec.get("files_per_s", 0.0)), "files/s")]
+        if fs == "btrfs-svol":  # unlink emptied them; remove what is left of the subvolumes
+            for t in range(threads):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(d, f"t{t:03d}"))
+        shutil.rmtree(d, ignore_errors=True)
+        metrics = tuple(partial.metrics)
+        partial.metrics.clear()
+        return Outcome(metrics=metrics, artifacts=(
+            Artifact("engine.json", "application/json", json.dumps(records)),))
+
+    return Task(point, execute, weight=threads * files / 20000,
+                title=f"{fs} {threads} threads x {files} files")
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+    from ..beds import BedSpec, provision
+
+    opts.check_sets(NAME, ("fs", "threads", "files", "bed_size"))
+    fss = [str(v) for v in (opts.values("fs") or FILESYSTEMS)]
+    bad = [f for f in fss if f not in FILESYSTEMS]
+    if bad:
+        raise UserError(f"--set fs={bad[0]}: use {', '.join(FILESYSTEMS)}")
+    cpus = cpu_count()
+    threads = counts(opts, "threads", powers(2 * cpus))
+    files = int(one(opts, "files", 20000 if opts.quick else 100000))
+    if files < 1:
+        raise UserError("--set files= at least 1")
+    size = size_opt(opts, "bed_size", max(GIB, (max(threads) * files * 5120) >> 20 << 20))
+    repeat = opts.repeat or (1 if opts.quick else 3)
+    label = opts.label or NAME
+    spec = BedSpec.parse(opts.bed or "ram")
+    notes = [f"threads {', '.join(map(str, threads))} (up to 2 x nproc = {2 * cpus}), "
+             f"{files} empty files per thread (the seed: 400000 per thread, 1..32 threads; "
+             "scaled to this machine)",
+             f"one {spec} bed of {fmt_bytes(size)} per filesystem"
+             + (" (ext4 made with -i 4096 for enough inodes)" if "ext4" in fss else "")
+             + ("; btrfs-svol uses the btrfs bed with one subvolume per thread"
+                if "btrfs-svol" in fss else ""),
+             "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
+             "before walk, chmod and unlink; times are wall seconds of all threads"]
+    current: dict[str, Any] = {"bed": {}}
+    with contextlib.ExitStack() as stack:
+        beds: dict[str, Bed] = {}
+        for fs in fss:
+            real = "btrfs" if fs == "btrfs-svol" else fs
+            if real not in beds:
+                beds[real] = stack.enter_context(
+                    provision(spec, fs=real, size_bytes=size, mkfs_opts=MKFS.get(real, "")))
+        tasks = [_task(beds["btrfs" if fs == "btrfs-svol" else fs], fs, t, files, current)
+                 for fs in fss for t in threads]
+        devs = tuple(dev for b in beds.values() for dev in b.devices)
+        runs, batch = run_tasks(store, progress, label=label, bed=next(iter(beds.values())),
+                                tasks=tasks, repeat=repeat, devices=devs,
+                                bed_facts=lambda: dict(current["bed"]))
+    notes.append(f"{repeat} repeat(s) per point, interleaved; medians")
+    cols = columns(store, NAME, runs, label)
+    pts: list[Point] = []
+    for r in runs:
+        if r.point not in pts:
+            pts.append(r.point)
+    pts.sort(key=lambda p: (fss.index(str(p.params["fs"])), int(p.params["threads"])))
+    headers = ["Filesystem", "Files", "Threads"]
+    for ph in PHASES:
+        headers += head(TITLES[ph], cols.labels)
+    rows = []
+    for p in pts:
+        row = [str(p.params["fs"]), str(p.params["files"]), str(p.params["threads"])]
+        for ph in PHASES:
+            for lab in cols.labels:
+                v = cols.median(p, lab, f"{ph}_wall_s")
+                row.append("-" if v is None else f"{v:.3f}")
+        rows.append(row)
+    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
+                                           for s in sorted({r.status for r in runs})))
+    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    title = "inode-cache (seed 003): wall seconds per phase, fixed files per thread"
+    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
+           "notes": notes, "table": {"headers": headers, "rows": rows}}
+    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes),
+                        lambda: render(title, headers, rows, notes, markdown=True), doc)
+
+
+register(Recipe(name=NAME, seed="003",
+                description="Create/Walk/chmod/Unlink wall time, fixed files per thread, "
+                            "threads 1..2xnproc on xfs, ext4, btrfs, btrfs subvolume per thread",
+                execute=_execute, module=__name__))

@@ -1,0 +1,185 @@
+"""`small-file-writeback` (seed 004): 4 KiB files created through the page cache for a fixed
+time (``iowall-engine smallfiles``), against the direct-I/O 4k random-write IOPS ceiling of
+the same device.
+
+Per point: files/s, the device write IOPS reached (diskstats probe), the flusher's busy %
+(flusher probe: writeback kworker CPU of the bed's bdi) and the time writers spent throttled
+in balance_dirty_pages (throttle probe). The ceiling is fio randwrite bs 4k, io_uring,
+direct, iodepth 32 on a file on the bed. ``variant=extsize`` repeats the stream with a 4 KiB
+extent size hint on the root directory (knob ``xfs:extsize``), as the seed did to avoid
+delayed allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from ..knobs import KnobSession, parse_knob
+from ..model import Artifact, Metric, Point, Run
+from ..runner import Outcome, Partial, Task
+from ..sysinfo import cpu_count, drop_caches
+from ..units import fio_size, fmt_bytes
+from ..workloads.engine import EngineRunError, run_smallfiles
+from ..workloads.fio import JobFile, JobSection
+from ._common import columns, counts, fio_task, head, one, render, run_tasks, size_opt
+from .registry import Recipe, RecipeOptions, RecipeResult, register
+
+if TYPE_CHECKING:
+    from ..beds import Bed
+    from ..runner import Progress
+    from ..store import Store
+
+NAME = "small-file-writeback"
+MIB = 1 << 20
+GIB = 1 << 30
+VARIANTS = ("default", "extsize")
+
+
+def _stream_task(bed: Bed, variant: str, threads: int, seconds: int) -> Task:
+    point = Point(NAME, {"kind": "smallfiles", "variant": variant, "threads": threads,
+                         "size": 4096, "seconds": seconds, "fsync": "none"})
+    d = os.path.join(bed.path, "sf")
+
+    def execute(partial: Partial) -> Outcome:
+        shutil.rmtree(d, ignore_errors=True)
+        drop_caches()
+        with KnobSession(bed) as ks:
+            if variant == "extsize":
+                ks.set(parse_knob("xfs:extsize"), "4k")
+            os.makedirs(d)  # created after the hint: it inherits it
+            status = "ok"
+            notes: tuple[str, ...] = ()
+            try:
+                rec = run_smallfiles(d, threads, 4096, seconds=float(seconds))
+            except EngineRunError as e:
+                if e.errno_name != "ENOSPC":
+                    raise
+                rec = dict(e.record)
+                status, notes = "filled", ("the bed filled up (ENOSPC) before the time",)
+        metrics = [Metric("files_per_s", float(rec.get("files_per_s", 0.0)), "files/s"),
+                   Metric("files", float(rec.get("files", 0)), "files"),
+                   Metric("wall_s", float(rec.get("wall_s", 0.0)), "s", "lower")]
+        shutil.rmtree(d, ignore_errors=True)
+        return Outcome(status=status, metrics=tuple(metrics), notes=notes,  # type: ignore[arg-type]
+                       artifacts=(Artifact("engine.json", "application/json", json.dumps(rec)),))
+
+    return Task(point, execute, weight=seconds, title=f"small files {variant} {threads} threads")
+
+
+def _ceiling_task(bed: Bed, jobs: int, seconds: int, size: int) -> Task:
+    point = Point(NAME, {"kind": "dio-ceiling", "rw": "randwrite", "bs": "4k",
+                         "ioengine": "io_uring", "direct": 1, "iodepth": 32, "jobs": jobs,
+                         "size": size, "seconds": seconds})
+    path = os.path.join(bed.path, "ceiling.dat")
+
+    def job() -> JobFile:
+        g = {"filename": path, "size": fio_size(size), "rw": "randwrite", "bs": "4k",
+             "ioengine": "io_uring", "direct": 1, "iodepth": 32, "numjobs": jobs,
+             "time_based": 1, "runtime": seconds, "group_reporting": 1, "norandommap": 1,
+             "randrepeat": 0}
+        return JobFile(g, [JobSection("dio-ceiling", {})])
+
+    return fio_task(point, job, title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds)
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+    from ..beds import BedSpec, provision
+    from ..sysinfo import meminfo
+
+    opts.check_sets(NAME, ("variant", "threads", "seconds", "bed_size"))
+    variants = [str(v) for v in (opts.values("variant") or VARIANTS)]
+    if any(v not in VARIANTS for v in variants):
+        raise UserError("--set variant= takes default and/or extsize")
+    cpus = cpu_count()
+    threads = counts(opts, "threads", (cpus,))
+    seconds = int(one(opts, "seconds", 10 if opts.quick else 30))
+    if seconds < 1:
+        raise UserError("--set seconds= at least 1")
+    avail = meminfo().get("MemAvailable", 0)
+    size = size_opt(opts, "bed_size", max(GIB, min(4 * GIB if opts.quick else 8 * GIB,
+                                                   avail // 3)) >> 20 << 20)
+    repeat = opts.repeat or (1 if opts.quick else 3)
+    label = opts.label or NAME
+    spec = BedSpec.parse(opts.bed or "ram")
+    ceiling_size = min(GIB, size // 4) >> 20 << 20
+    notes = [f"bed: {spec} xfs of {fmt_bytes(size)} (scaled to a third of free memory at most)",
+             f"small files: 4 KiB each, {', '.join(map(str, threads))} thread(s) (nproc = "
+             f"{cpus}), {seconds} s per point, no fsync: writeback is the flusher's job",
+             f"ceiling: fio randwrite bs 4k io_uring direct iodepth 32, {cpus} job(s), "
+             f"{seconds} s on a {fmt_bytes(ceiling_size)} file on the same bed",
+             "device write IOPS from /proc/diskstats of the bed's device during the stream; "
+             "flusher busy % is the bdi writeback kworker CPU (100% = one CPU); throttled is "
+             "the writers' total pause in balance_dirty_pages"]
+    if "extsize" in variants:
+        notes.append("extsize: a 4 KiB extent size hint on the root directory (xfs:extsize, "
+                     "inherited), so delayed allocation is not used (as in the seed)")
+    with provision(spec, fs="xfs", size_bytes=size) as bed:
+        tasks = [_ceiling_task(bed, cpus, seconds, ceiling_size)]
+        for t in threads:
+            tasks += [_stream_task(bed, v, t, seconds) for v in variants]
+        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
+                                repeat=repeat)
+    notes.append(f"{repeat} repeat(s) per point, interleaved; medians")
+    cols = columns(store, NAME, runs, label)
+    ceil_pt = next(r.point for r in runs if r.point.params["kind"] == "dio-ceiling")
+    stream_pts: list[Point] = []
+    for r in runs:
+        if r.point.params["kind"] == "smallfiles" and r.point not in stream_pts:
+            stream_pts.append(r.point)
+    headers = ["Variant", "Threads"]
+    for name in ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher busy",
+                 "Throttled"):
+        headers += head(name, cols.labels)
+    rows = []
+    for p in stream_pts:
+        row = [str(p.params["variant"]), str(p.params["threads"])]
+        f = [cols.median(p, lab, "files_per_s") for lab in cols.labels]
+        w = [cols.median(p, lab, "disk_write_iops") for lab in cols.labels]
+        c = [cols.median(ceil_pt, lab, "write_iops") for lab in cols.labels]
+        b = [cols.median(p, lab, "flusher_cpu_share") for lab in cols.labels]
+        th = [cols.median(p, lab, "throttle_pause_s") for lab in cols.labels]
+        row += [_n(v) for v in f] + [_n(v) for v in w] + [_n(v) for v in c]
+        row += [f"{fi / ci * 100:.1f}%" if fi is not None and ci else "-"
+                for fi, ci in zip(f, c, strict=True)]
+        row += [f"{v * 100:.0f}%" if v is not None else "-" for v in b]
+        row += [f"{v:.1f}s" if v is not None else "-" for v in th]
+        rows.append(row)
+    from ..sysinfo import dirty_thresholds_bytes
+
+    thr, _ = dirty_thresholds_bytes()
+    most = max((r.metric("files") or 0.0 for r in runs), default=0.0) * 4096
+    if thr and most < thr:
+        notes.append(f"at most {fmt_bytes(most)} of files were written per point, under the "
+                     f"dirty threshold ({fmt_bytes(thr)}): writers were not throttled; "
+                     "--set seconds= longer (or a lower vm.dirty_bytes) to reach the wall")
+    notes.append("Share = files/s as a fraction of the direct-I/O 4k write IOPS ceiling "
+                 "(one file = one 4 KiB write)")
+    skipped = sorted({s for r in runs for s in _skipped(r)})
+    notes += skipped
+    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
+                                           for s in sorted({r.status for r in runs})))
+    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    title = "small-file-writeback (seed 004): 4 KiB files through the page cache, xfs"
+    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
+           "notes": notes, "table": {"headers": headers, "rows": rows}}
+    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes, left=2),
+                        lambda: render(title, headers, rows, notes, left=2, markdown=True),
+                        doc)
+
+
+def _n(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _skipped(r: Run) -> list[str]:
+    return [n for n in r.notes if "skipped" in n]
+
+
+register(Recipe(name=NAME, seed="004",
+                description="4 KiB files through the page cache vs the device's direct-I/O "
+                            "4k IOPS ceiling; flusher busy %, throttled time; xfs extsize 4k",
+                execute=_execute, module=__name__))

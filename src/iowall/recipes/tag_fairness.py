@@ -1,0 +1,145 @@
+"""`tag-fairness` (seed 001): direct 1M random writes, psync, one region per job
+(``offset_increment``), numjobs 1, 2, 4 … on the raw loop device of a ``loop`` bed (an
+image on disk, no filesystem), with the queue's ``max_sectors_kb`` lowered to 128 (knob
+``sysfs:queue/max_sectors_kb``, restored afterwards) so that every 1M write is split and
+competes for blk-mq tags — the seed's incantation:
+
+    fio -filename=/dev/$dev -name=test -ioengine=psync -group_reporting -direct=1 \
+        -offset_increment=1g -rw=randwrite -bs=1024k -numjobs=N -runtime=110 -ramp_time=10
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from ..knobs import KnobSession, parse_knob
+from ..model import Point
+from ..sysinfo import cpu_count
+from ..units import fio_size, fmt_bytes
+from ..workloads.fio import JobFile, JobSection
+from ._common import columns, counts, fio_task, head, one, render, run_tasks, size_opt
+from .registry import Recipe, RecipeOptions, RecipeResult, register
+
+if TYPE_CHECKING:
+    from ..beds import Bed
+    from ..runner import Progress
+    from ..store import Store
+
+NAME = "tag-fairness"
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+@contextlib.contextmanager
+def raw_loop(size: int) -> Iterator[Bed]:
+    """A loop device (dio on) over a preallocated image in the data directory, no
+    filesystem; journaled, detached and deleted on any exit."""
+    from ..beds import Bed, BedSpec
+    from ..beds.ram import make_image
+    from ..paths import data_dir
+
+    if os.geteuid() != 0:
+        raise UserError("tag-fairness needs root (losetup): run as root")
+    d = data_dir() / "beds"
+    d.mkdir(parents=True, exist_ok=True)
+    sv = os.statvfs(d)
+    free = sv.f_bavail * sv.f_frsize
+    if size > free * 0.9:
+        raise UserError(f"an image of {fmt_bytes(size)} does not fit in {d} "
+                        f"({fmt_bytes(free)} free): --set image_size= smaller")
+    bed = Bed(BedSpec("loop"))
+    try:
+        image = make_image(str(d), size, bed, preallocate=True)
+        dev = bed.attach_loop(image, direct_io=True)
+        bed.record_device(dev)
+        bed.path = str(d)
+        bed.facts.update(image=image, image_bytes=size, backing=f"disk:{d}", fs="none (raw)",
+                         preallocated=True)
+        yield bed
+    finally:
+        bed.teardown()
+
+
+def _job(g: dict[str, object]) -> Callable[[], JobFile]:
+    return lambda: JobFile(g, [JobSection("test", {})])
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+    opts.check_sets(NAME, ("numjobs", "runtime", "ramp_time", "image_size", "max_sectors_kb"))
+    cpus = cpu_count()
+    cap = 16 if opts.quick else 32 * cpus
+    default = []
+    n = 1
+    while n <= cap:
+        default.append(n)
+        n *= 2
+    jobs = counts(opts, "numjobs", default)
+    runtime = int(one(opts, "runtime", 5 if opts.quick else 20))
+    ramp = int(one(opts, "ramp_time", 1 if opts.quick else 5))
+    msk = int(one(opts, "max_sectors_kb", 128))
+    size = size_opt(opts, "image_size", 2 * GIB if opts.quick else 8 * GIB)
+    region = size // max(jobs) // MIB * MIB
+    if region < 16 * MIB:
+        raise UserError(f"an image of {fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
+                        "each: --set image_size= larger or fewer numjobs")
+    repeat = opts.repeat or (1 if opts.quick else 3)
+    label = opts.label or NAME
+    notes = [f"numjobs {', '.join(map(str, jobs))}: capped at {cap} on this machine "
+             f"({cpus} CPUs{', --quick' if opts.quick else ', 32 x nproc'}; the seed went to "
+             "512 on 96 cores)",
+             f"raw loop device (direct-io on) over a preallocated {fmt_bytes(size)} image on "
+             f"disk, no filesystem; offset_increment {fio_size(region)} (image / max numjobs)",
+             f"psync, direct=1, randwrite, bs 1M, time_based runtime {runtime} s after "
+             f"ramp_time {ramp} s, group_reporting"]
+    with raw_loop(size) as bed, KnobSession(bed) as ks:
+        dev = bed.device or ""
+        old = (bed.facts.get("queue") or {}).get("max_sectors_kb", "?")
+        now = ks.set(parse_knob("sysfs:queue/max_sectors_kb"), msk)
+        bed.facts["queue"] = dict(bed.facts.get("queue") or {}, max_sectors_kb=now)
+        notes.append(f"queue/max_sectors_kb of {os.path.basename(dev)} set to {now} "
+                     f"(was {old}; restored afterwards)")
+        tasks = []
+        for j in jobs:
+            pt = Point(NAME, {"rw": "randwrite", "bs": "1m", "ioengine": "psync", "direct": 1,
+                              "numjobs": j, "offset_increment": region, "runtime": runtime,
+                              "ramp_time": ramp, "max_sectors_kb": msk})
+            g = {"filename": dev, "ioengine": "psync", "allow_mounted_write": 0,
+                 "group_reporting": 1, "direct": 1, "offset_increment": fio_size(region),
+                 "size": fio_size(region), "rw": "randwrite", "bs": "1024k", "numjobs": j,
+                 "time_based": 1, "runtime": runtime, "ramp_time": ramp}
+            tasks.append(fio_task(pt, _job(g),
+                                  title=f"randwrite 1M numjobs={j}", weight=runtime + ramp,
+                                  drop=False))
+        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
+                                repeat=repeat)
+    notes.append(f"{repeat} repeat(s) per point, interleaved; medians")
+    cols = columns(store, NAME, runs, label)
+    pts = sorted({r.point.key(): r.point for r in runs}.values(),
+                 key=lambda p: int(p.params["numjobs"]))
+    headers = ["numjobs"] + head("MiB/s", cols.labels)
+    rows = []
+    for p in pts:
+        row = [str(p.params["numjobs"])]
+        for lab in cols.labels:
+            v = cols.median(p, lab, "write_bw_bytes_per_s")
+            row.append("-" if v is None else f"{v / MIB:.1f}")
+        rows.append(row)
+    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
+                                           for s in sorted({r.status for r in runs})))
+    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {msk}"
+    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
+           "notes": notes, "table": {"headers": headers, "rows": rows}}
+    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes, left=0),
+                        lambda: render(title, headers, rows, notes, left=0, markdown=True),
+                        doc)
+
+
+register(Recipe(name=NAME, seed="001",
+                description="direct 1M randwrite, psync, numjobs 1.. on a raw loop device "
+                            "with queue max_sectors_kb lowered to 128",
+                execute=_execute, module=__name__))
