@@ -92,9 +92,7 @@ N_SETS = [
     st.floats(min_value=1e-4, max_value=0.02),
     st.floats(min_value=1.0, max_value=1e9),
 )
-def test_usl_recovers_parameters_without_noise(
-    ns: list[int], sigma: float, kappa: float, lam: float
-) -> None:
+def test_usl_recovers_parameters_without_noise(ns: list[int], sigma: float, kappa: float, lam: float) -> None:
     x = usl(np.asarray(ns, dtype=float), lam, sigma, kappa).tolist()
     f = usl_fit(ns, x)
     assert f.sigma == pytest.approx(sigma, rel=0.10)

@@ -113,9 +113,7 @@ def test_ratio_ci_is_deterministic_given_seed() -> None:
 
 @settings(derandomize=True, max_examples=40, deadline=None)
 @given(samples, samples, st.floats(min_value=1e-3, max_value=1e3))
-def test_ratio_ci_contains_estimate_and_is_scale_free(
-    b: list[float], x: list[float], k: float
-) -> None:
+def test_ratio_ci_contains_estimate_and_is_scale_free(b: list[float], x: list[float], k: float) -> None:
     ci = ratio_ci(b, x, n_boot=300)
     assert ci.low <= ci.ratio <= ci.high
     scaled = ratio_ci([v * k for v in b], [v * k for v in x], n_boot=300)
