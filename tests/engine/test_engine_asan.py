@@ -81,7 +81,9 @@ def test_smallfiles_under_asan(asan_engine: str, tmpfs: Path, mount_tmpfs) -> No
             "--files-per-dir", "700")
     assert r.rc == 0 and r.records[0]["files"] == 3000
     assert len(tree(tmpfs / "a")[0]) == 3000
-    r = run("smallfiles", "--dir", str(tmpfs / "b"), "--threads", "2", "--seconds", "1.2",
+    # time-based: a quiet machine makes ~300k files/s, a page each; room for several seconds
+    roomy = mount_tmpfs("size=8g")
+    r = run("smallfiles", "--dir", str(roomy / "b"), "--threads", "2", "--seconds", "1.2",
             "--size", "100")
     assert r.rc == 0 and len(r.records[0]["per_second"]) == 2
     full = mount_tmpfs("size=1m")
