@@ -12,17 +12,25 @@ from .base import Bed
 from .ram import make_image
 
 
-def provision_loop(bed: Bed, fs: str, size: int, mkfs_opts: str, mount_opts: str) -> None:
-    """Image in ``<data>/beds`` → loop device (dio=on) → mkfs → mount."""
+def disk_image(bed: Bed, size: int, *, preallocate: bool = False,
+               what: str = "loop bed", fix: str = "pass a smaller --size") -> tuple[str, str]:
+    """An image in ``<data>/beds`` on disk, checked against free space, attached to a loop
+    device with direct I/O; returns (image, device), both journaled for removal."""
     d = data_dir() / "beds"
     d.mkdir(parents=True, exist_ok=True)
     sv = os.statvfs(d)
     free = sv.f_bavail * sv.f_frsize
     if size > free * 0.9:
-        raise UserError(f"loop bed of {fmt_bytes(size)} does not fit in {d} "
-                        f"({fmt_bytes(free)} free): pass a smaller --size")
-    image = make_image(str(d), size, bed)
-    dev = bed.attach_loop(image, direct_io=True)
+        raise UserError(f"{what} of {fmt_bytes(size)} does not fit in {d} "
+                        f"({fmt_bytes(free)} free): {fix}")
+    image = make_image(str(d), size, bed, preallocate=preallocate)
+    return image, bed.attach_loop(image, direct_io=True)
+
+
+def provision_loop(bed: Bed, fs: str, size: int, mkfs_opts: str, mount_opts: str) -> None:
+    """Image in ``<data>/beds`` → loop device (dio=on) → mkfs → mount."""
+    image, dev = disk_image(bed, size)
+    d = data_dir() / "beds"
     bed.record_device(dev)
     bed.format_and_mount(dev, fs, mkfs_opts, mount_opts)
     bed.facts.update(image=image, image_bytes=size, backing=f"disk:{d}")

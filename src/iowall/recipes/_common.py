@@ -16,7 +16,7 @@ from ..runner import Outcome, Partial, Task
 from ..sysinfo import drop_caches
 from ..units import fmt_rate, parse_size
 from ..workloads.fio import FioFailure, JobFile, run_fio
-from .registry import RecipeOptions
+from .registry import RecipeOptions, RecipeResult
 
 if TYPE_CHECKING:
     from ..beds import Bed
@@ -151,6 +151,23 @@ def render(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
         return f"**{title}**\n\n{body}\n\n" + "".join(f"- {n}\n" for n in notes)
     body = text_table(headers, rows, left=left)
     return f"{title}\n\n{body}\n\n" + "".join(f"  - {n}\n" for n in notes)
+
+
+def result(name: str, title: str, *, label: str, batch: str, labels: Sequence[str],
+           headers: Sequence[str], rows: Sequence[Sequence[str]], notes: list[str],
+           runs: Sequence[Run], left: int = 1, extra: dict[str, Any] | None = None
+           ) -> RecipeResult:
+    """A recipe's result: its table in text and Markdown, with run statuses and the first
+    failures added to the notes, and the same in a JSON document."""
+    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
+                                           for s in sorted({r.status for r in runs})))
+    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    doc = {"recipe": name, "label": label, "batch": batch, **(extra or {}),
+           "labels": list(labels), "notes": notes,
+           "table": {"headers": list(headers), "rows": [list(r) for r in rows]}}
+    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes, left=left),
+                        lambda: render(title, headers, rows, notes, left=left, markdown=True),
+                        doc)
 
 
 def fmt_mib(bps: float | None) -> str:

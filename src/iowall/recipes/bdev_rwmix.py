@@ -25,7 +25,7 @@ from ..runner import Outcome, Partial, Task
 from ..sysinfo import cpu_count, drop_caches
 from ..units import fio_size, fmt_bytes, fmt_rate
 from ..workloads.fio import FioResult, JobFile, JobSection, run_fio
-from ._common import columns, counts, head, one, render, run_tasks, size_opt
+from ._common import columns, counts, head, one, result, run_tasks, size_opt
 from .registry import Recipe, RecipeOptions, RecipeResult, register
 
 if TYPE_CHECKING:
@@ -157,14 +157,9 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                     med["w"] = cols.median(p, lab, f"inst{i}_write_bw_bytes_per_s")
                 row.append(_cell(med))
             rows.append(row)
-    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
-                                           for s in sorted({r.status for r in runs})))
-    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
     title = "bdev-rwmix (seed 000): 4 buffered fio instances on 4 \"partitions\" of one device"
-    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
-           "notes": notes, "table": {"headers": headers, "rows": rows}}
-    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes),
-                        lambda: render(title, headers, rows, notes, markdown=True), doc)
+    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+                  rows=rows, notes=notes, runs=runs)
 
 
 register(Recipe(name=NAME, seed="000",

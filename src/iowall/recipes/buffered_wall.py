@@ -29,7 +29,7 @@ from ._common import (
     fmt_mib,
     head,
     one,
-    render,
+    result,
     run_tasks,
     size_opt,
 )
@@ -139,17 +139,10 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             row += [fmt_bytes(v) if (d in pts and (v := cols.median(pts[d], lab,
                                                                     "write_io_bytes")))
                     else "-" for lab in cols.labels]
-    statuses = sorted({r.status for r in runs})
-    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
-                                           for s in statuses))
-    failed = [r for r in runs if r.status == "failed"]
-    notes += [f"run {r.id} failed: {r.error}" for r in failed[:3]]
     title = f"buffered-wall (seed 002): sequential write, {fs} on a {spec} bed"
-    doc = {"recipe": NAME, "label": label, "batch": batch, "variant": variant, "jobs": jobs,
-           "filesize": filesize, "labels": list(cols.labels), "notes": notes,
-           "table": {"headers": headers, "rows": [row]}}
-    return RecipeResult(tuple(runs), lambda: render(title, headers, [row], notes),
-                        lambda: render(title, headers, [row], notes, markdown=True), doc)
+    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+                  rows=[row], notes=notes, runs=runs,
+                  extra={"variant": variant, "jobs": jobs, "filesize": filesize})
 
 
 register(Recipe(name=NAME, seed="002",

@@ -22,7 +22,7 @@ from ..runner import Outcome, Partial, Task
 from ..sysinfo import cpu_count, drop_caches
 from ..units import fmt_bytes
 from ..workloads.engine import PHASES, run_meta
-from ._common import columns, counts, head, one, powers, render, run_tasks, size_opt
+from ._common import columns, counts, head, one, powers, result, run_tasks, size_opt
 from .registry import Recipe, RecipeOptions, RecipeResult, register
 
 if TYPE_CHECKING:
@@ -132,14 +132,9 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                 v = cols.median(p, lab, f"{ph}_wall_s")
                 row.append("-" if v is None else f"{v:.3f}")
         rows.append(row)
-    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
-                                           for s in sorted({r.status for r in runs})))
-    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
     title = "inode-cache (seed 003): wall seconds per phase, fixed files per thread"
-    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
-           "notes": notes, "table": {"headers": headers, "rows": rows}}
-    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes),
-                        lambda: render(title, headers, rows, notes, markdown=True), doc)
+    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+                  rows=rows, notes=notes, runs=runs)
 
 
 register(Recipe(name=NAME, seed="003",

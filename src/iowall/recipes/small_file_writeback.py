@@ -25,7 +25,7 @@ from ..sysinfo import cpu_count, drop_caches
 from ..units import fio_size, fmt_bytes
 from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
-from ._common import columns, counts, fio_task, head, one, render, run_tasks, size_opt
+from ._common import columns, counts, fio_task, head, one, result, run_tasks, size_opt
 from .registry import Recipe, RecipeOptions, RecipeResult, register
 
 if TYPE_CHECKING:
@@ -160,15 +160,9 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                  "(one file = one 4 KiB write)")
     skipped = sorted({s for r in runs for s in _skipped(r)})
     notes += skipped
-    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
-                                           for s in sorted({r.status for r in runs})))
-    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
     title = "small-file-writeback (seed 004): 4 KiB files through the page cache, xfs"
-    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
-           "notes": notes, "table": {"headers": headers, "rows": rows}}
-    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes, left=2),
-                        lambda: render(title, headers, rows, notes, left=2, markdown=True),
-                        doc)
+    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+                  rows=rows, notes=notes, runs=runs, left=2)
 
 
 def _n(v: float | None) -> str:

@@ -21,7 +21,7 @@ from ..model import Point
 from ..sysinfo import cpu_count
 from ..units import fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
-from ._common import columns, counts, fio_task, head, one, render, run_tasks, size_opt
+from ._common import columns, counts, fio_task, head, one, result, run_tasks, size_opt
 from .registry import Recipe, RecipeOptions, RecipeResult, register
 
 if TYPE_CHECKING:
@@ -39,25 +39,18 @@ def raw_loop(size: int) -> Iterator[Bed]:
     """A loop device (dio on) over a preallocated image in the data directory, no
     filesystem; journaled, detached and deleted on any exit."""
     from ..beds import Bed, BedSpec
-    from ..beds.ram import make_image
-    from ..paths import data_dir
+    from ..beds.loop import disk_image
 
     if os.geteuid() != 0:
         raise UserError("tag-fairness needs root (losetup): run as root")
-    d = data_dir() / "beds"
-    d.mkdir(parents=True, exist_ok=True)
-    sv = os.statvfs(d)
-    free = sv.f_bavail * sv.f_frsize
-    if size > free * 0.9:
-        raise UserError(f"an image of {fmt_bytes(size)} does not fit in {d} "
-                        f"({fmt_bytes(free)} free): --set image_size= smaller")
     bed = Bed(BedSpec("loop"))
     try:
-        image = make_image(str(d), size, bed, preallocate=True)
-        dev = bed.attach_loop(image, direct_io=True)
+        image, dev = disk_image(bed, size, preallocate=True, what="an image",
+                                fix="--set image_size= smaller")
         bed.record_device(dev)
-        bed.path = str(d)
-        bed.facts.update(image=image, image_bytes=size, backing=f"disk:{d}", fs="none (raw)",
+        bed.path = os.path.dirname(image)
+        bed.facts.update(image=image, image_bytes=size, backing=f"disk:{bed.path}",
+                         fs="none (raw)",
                          preallocated=True)
         yield bed
     finally:
@@ -128,15 +121,9 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             v = cols.median(p, lab, "write_bw_bytes_per_s")
             row.append("-" if v is None else f"{v / MIB:.1f}")
         rows.append(row)
-    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
-                                           for s in sorted({r.status for r in runs})))
-    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
     title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {msk}"
-    doc = {"recipe": NAME, "label": label, "batch": batch, "labels": list(cols.labels),
-           "notes": notes, "table": {"headers": headers, "rows": rows}}
-    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes, left=0),
-                        lambda: render(title, headers, rows, notes, left=0, markdown=True),
-                        doc)
+    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+                  rows=rows, notes=notes, runs=runs, left=0)
 
 
 register(Recipe(name=NAME, seed="001",
