@@ -33,26 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common import drop_caches, quiesce, user_share_line
+
 from iowall.beds import BedSpec, provision
 from iowall.workloads.engine import engine_path
 
 THREADS = 2
 TARGET = {"walk": 1.5, "chmod": 1.5, "unlink": 1.1}
-
-
-def quiesce(mnt: Path | None) -> None:
-    """fsfreeze -f/-u on a block filesystem: it writes back the log and all dirty metadata,
-    so no xfsaild or writeback work left by the previous run competes with the next."""
-    if mnt is not None:
-        subprocess.run(["fsfreeze", "-f", str(mnt)], check=True)
-        subprocess.run(["fsfreeze", "-u", str(mnt)], check=True)
-
-
-def drop_caches(mnt: Path | None) -> None:
-    """Quiesce, sync, then drop the page cache, dentries and inodes."""
-    quiesce(mnt)
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
 def settle(state: str, mnt: Path | None, tree: Path, files: int, dirs: int) -> None:
@@ -237,10 +224,9 @@ def main() -> int:
               f"{med:6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]  >= {tgt} vs {names[phase]} "
               f"{'ok' if good else 'BELOW'}")
     if unlink_share:
-        user, total = sum(u for u, _ in unlink_share), sum(u + s for u, s in unlink_share)
-        ok = ok and user <= 0.10 * total
-        print(f"engine user CPU / (user+sys) in unlink on tmpfs, all runs: {user / total:.1%} "
-              f"({user:.2f} of {total:.2f} CPU s; target <= 10%)")
+        share_ok, line = user_share_line("unlink", unlink_share)
+        ok = ok and share_ok
+        print(line)
     if rss_kib:
         ok = ok and rss_kib <= 64 * 1024
         print(f"engine peak RSS, create+walk+chmod+unlink of {rss_files * THREADS:,} files on "

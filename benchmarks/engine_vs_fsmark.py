@@ -18,7 +18,6 @@ only be higher than files / wall. The ratio is engine / fs_mark per round (paire
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
@@ -27,20 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from common import drop_caches, user_share_line
+
 from iowall.beds import BedSpec, provision
 from iowall.workloads.engine import run_meta
-
-
-def drop_caches(mnt: Path | None = None) -> None:
-    """Quiesce, then drop the page cache, dentries and inodes (before every measured run):
-    fsfreeze -f/-u on a block filesystem first (it writes back the log and all dirty
-    metadata, so no xfsaild or writeback work from the previous run competes with the
-    next), then sync."""
-    if mnt is not None:
-        subprocess.run(["fsfreeze", "-f", str(mnt)], check=True)
-        subprocess.run(["fsfreeze", "-u", str(mnt)], check=True)
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
 def fsmark(base: Path, threads: int, files: int, dirs: int, size: int, logdir: str) -> float:
@@ -129,11 +118,9 @@ def main() -> int:
               f"{statistics.median(f for _, f in pairs):16,.0f} {med:6.2f}  "
               f"[{min(ratios):.2f}-{max(ratios):.2f}]  >= {target} {verdict}")
     if cpu_share:
-        user, total = sum(u for u, _ in cpu_share), sum(u + s for u, s in cpu_share)
-        ok = ok and user <= 0.10 * total
-        print(f"engine user CPU / (user+sys) in create on tmpfs, all runs: {user / total:.1%} "
-              f"({user:.2f} of {total:.2f} CPU s; getrusage, tick-sampled split; "
-              f"target <= 10%)")
+        share_ok, line = user_share_line("create", cpu_share)
+        ok = ok and share_ok
+        print(line)
     return 0 if ok else 1
 
 

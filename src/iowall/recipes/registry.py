@@ -185,29 +185,22 @@ def _run_limits(opts: RecipeOptions, store: Store, progress: Progress) -> Recipe
     from ..report.limits import render_json, render_md, render_text
     from ..store import RunFilter
     from ..units import parse_size
+    from ._common import one
     from .limits import LimitsOptions, run_limits
 
     opts.check_sets("limits", ("jobs", "fs", "bed_size", "mkfs", "mount"))
-
-    def one(name: str) -> Any:
-        v = opts.values(name)
-        if v is None:
-            return None
-        if len(v) != 1:
-            raise UserError(f"recipe limits runs on one bed: --set {name}= takes one value")
-        return v[0]
 
     jobs = opts.values("jobs")
     if jobs is not None and not all(isinstance(j, int) and not isinstance(j, bool) and j >= 1
                                     for j in jobs):
         raise UserError("--set jobs=…: job counts are whole numbers, at least 1")
-    size = one("bed_size")
-    lo = LimitsOptions(bed=opts.bed or "ram", fs=str(one("fs") or "xfs"),
+    size = one(opts, "bed_size")
+    lo = LimitsOptions(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
                        size=parse_size(size, what="--set bed_size") if size is not None else None,
                        jobs=tuple(sorted(set(jobs))) if jobs is not None else None,
                        repeat=opts.repeat if opts.repeat is not None else 3, quick=opts.quick,
-                       label=opts.label or "limits", mkfs_opts=str(one("mkfs") or ""),
-                       mount_opts=str(one("mount") or ""))
+                       label=opts.label or "limits", mkfs_opts=str(one(opts, "mkfs") or ""),
+                       mount_opts=str(one(opts, "mount") or ""))
     summary, ctx = run_limits(lo, store, progress)
     runs = tuple(store.runs(RunFilter(batch=str(ctx["batch"]))))
     return RecipeResult(runs, lambda: render_text(summary, ctx),
