@@ -163,6 +163,19 @@ class _Applied:
     token: Path | None
 
 
+#: Sessions open in this process, oldest first.
+_ACTIVE: list[KnobSession] = []
+
+
+def in_force() -> dict[str, str]:
+    """Every knob set by an open KnobSession of this process, as read back: recorded in each
+    run's environment so that ``compare`` can list it."""
+    out: dict[str, str] = {}
+    for ks in _ACTIVE:
+        out.update(ks.in_force)
+    return out
+
+
 class KnobSession:
     """Knobs applied for one point and restored (in reverse) when the block ends, however it
     ends. ``in_force`` maps each knob's name to the value read back from the kernel."""
@@ -173,11 +186,16 @@ class KnobSession:
         self._applied: list[_Applied] = []
 
     def __enter__(self) -> KnobSession:
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.restore()
+        try:
+            self.restore()
+        finally:
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
 
     # -- apply ----------------------------------------------------------------------------
     def set(self, knob: Knob, value: Any) -> str:

@@ -83,6 +83,8 @@ class Run:
     error: str = ""
     notes: tuple[str, ...] = ()
     id: int | None = None
+    #: Stable identity across stores and machines (bundles); the store assigns one if empty.
+    uuid: str = ""
 
     def metric(self, name: str) -> float | None:
         """The value of metric ``name`` or None."""

@@ -17,7 +17,7 @@ import re
 import shutil
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
@@ -38,6 +38,7 @@ from pydantic import (
 from .errors import UserError
 from .knobs import Knob, KnobSession, check_exists, looks_like_knob, parse_knob
 from .model import Point, Run
+from .repeat import RepeatPolicy, as_policy, parse_repeat
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,6 +47,7 @@ else:  # pragma: no cover
 
 if TYPE_CHECKING:
     from .beds import Bed
+    from .repeat import Decider
     from .runner import Outcome, Partial, Progress, Task
     from .store import Store
 
@@ -93,6 +95,14 @@ def _pct(v: int) -> int:
     return v
 
 
+def _repeat_text(v: str) -> str:
+    try:
+        parse_repeat(v)
+    except UserError:
+        raise ValueError('use a whole number, at least 1, or "auto" / "auto:MAX"') from None
+    return v
+
+
 def _nonempty(v: str) -> str:
     if not v.strip():
         raise ValueError("must not be empty")
@@ -106,6 +116,7 @@ Positive = Annotated[StrictInt, AfterValidator(_positive)]
 NonNeg = Annotated[StrictInt, AfterValidator(_nonneg)]
 Pct = Annotated[StrictInt, AfterValidator(_pct)]
 Name = Annotated[StrictStr, AfterValidator(_nonempty)]
+RepeatText = Annotated[StrictStr, AfterValidator(_repeat_text)]  # "auto", "auto:12"
 Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
 RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
              "randtrim", "trimwrite"]
@@ -177,7 +188,7 @@ class PlanModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     label: Name | None = None
-    repeat: Positive = 3
+    repeat: Positive | RepeatText = 3
     shuffle: StrictBool | NonNeg | None = None
     workload: dict[str, Any]
     bed: BedModel = Field(default_factory=BedModel)
@@ -197,7 +208,8 @@ _EXPECT: dict[str, str] = {
     **{k: "a size such as 4k, 256M or 2G" for k in ("size", "filesize", "bed_size")},
     **{k: "a number or a string" for k in ("bs", "runtime", "ramp_time")},
     **{k: "a whole number, at least 1" for k in ("iodepth", "jobs", "numjobs", "nrfiles",
-                                                  "openfiles", "repeat")},
+                                                  "openfiles")},
+    "repeat": 'a whole number, at least 1, or "auto" / "auto:MAX"',
     **{k: "a whole number, 0 or more" for k in ("fsync", "fdatasync")},
     **{k: "a whole number from 0 to 100" for k in ("rwmixwrite", "rwmixread")},
     **{k: "a string" for k in ("ioengine", "file_service_type", "fallocate", "jobfile",
@@ -423,7 +435,7 @@ class Plan:
     workload: Workload
     bed: BedShape = field(default_factory=BedShape)
     axes: tuple[Axis, ...] = ()
-    repeat: int = 3
+    repeats: RepeatPolicy = field(default_factory=RepeatPolicy)
     shuffle: int | None = None
     probes: tuple[str, ...] = ()
     recipe: str = ""
@@ -433,14 +445,21 @@ class Plan:
         if not self.recipe:
             object.__setattr__(self, "recipe", f"plan:{self.label}")
 
+    @property
+    def repeat(self) -> int:
+        """Runs per point (fixed), or the most runs per point (``repeat = "auto"``)."""
+        return self.repeats.max_runs
+
     def axis(self, name: str) -> Axis | None:
         return next((a for a in self.axes if a.name == name), None)
 
     def with_overrides(self, *, sets: Sequence[tuple[str, Sequence[Any]]] = (),
-                       label: str | None = None, repeat: int | None = None,
-                       bed: str | None = None, quick: bool = False) -> Plan:
+                       label: str | None = None, repeat: RepeatPolicy | int | None = None,
+                       bed: str | None = None, quick: bool = False,
+                       target: float | None = None) -> Plan:
         """The plan with command-line overrides: ``--set`` axes replace (or add to) the plan's,
-        ``--label``, ``--repeat``, ``--bed``; ``--quick`` means one repeat unless given."""
+        ``--label``, ``--repeat``, ``--target`` (of auto), ``--bed``; ``--quick`` means one
+        repeat unless given."""
         axes = list(self.axes)
         for name, values in sets:
             text = f"--set {name}={','.join(str(v) for v in values)}"
@@ -450,15 +469,17 @@ class Plan:
                 axes.append(ax)
             else:
                 axes[at] = ax
-        if repeat is not None and repeat < 1:
-            raise UserError("--repeat must be at least 1")
+        policy = as_policy(repeat) if repeat is not None else (
+            RepeatPolicy(1) if quick else self.repeats)
+        if target is not None:
+            policy = policy.with_target(target)
         shape = self.bed
         if bed is not None:
             from .beds import BedSpec
 
             shape = replace(shape, kind=str(BedSpec.parse(bed)))
         return replace(self, axes=tuple(axes), label=label or self.label, bed=shape,
-                       repeat=repeat if repeat is not None else (1 if quick else self.repeat))
+                       repeats=policy)
 
     def expand(self) -> list[PlanPoint]:
         """The cartesian product of the axes, bed axes outermost (so points sharing a bed are
@@ -500,7 +521,9 @@ class Plan:
     def describe(self) -> dict[str, Any]:
         """The plan as JSON (stored with every run's env and printed by ``--format json``)."""
         return {"label": self.label, "recipe": self.recipe, "source": self.source,
-                "repeat": self.repeat, "shuffle": self.shuffle, "probes": list(self.probes),
+                "repeat": self.repeats.spec() if self.repeats.auto else self.repeat,
+                **({"target": self.repeats.target} if self.repeats.auto else {}),
+                "shuffle": self.shuffle, "probes": list(self.probes),
                 "workload": {"kind": self.workload.kind, **self.workload.params,
                              **({"options": dict(self.workload.options)}
                                 if self.workload.options else {}),
@@ -610,7 +633,8 @@ def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_di
     else:
         shuffle = m.shuffle
     return Plan(label=m.label or default_label, workload=workload, bed=bed, axes=tuple(axes),
-                repeat=m.repeat, shuffle=shuffle, probes=tuple(m.probes), recipe=recipe,
+                repeats=parse_repeat(m.repeat, what="repeat"), shuffle=shuffle,
+                probes=tuple(m.probes), recipe=recipe,
                 source=w.name if where is not None else (f"recipe {recipe}" if recipe else ""))
 
 
@@ -858,19 +882,30 @@ def interleave(points: Sequence[PlanPoint], repeat: int,
     …, never all of a then all of b); points needing the same bed shape run together within a
     round so that each bed is provisioned at most once per round. With a seed, the order of
     the bed groups and of the points within each group is shuffled every round (recorded)."""
+    return list(rounds(points, repeat, seed))
+
+
+def rounds(points: Sequence[PlanPoint], repeat: int, seed: int | None = None,
+           pending: Callable[[int], bool] | None = None) -> Iterator[tuple[int, int]]:
+    """``interleave`` as a generator: each round is formed when the one before has been run,
+    of the points for which ``pending(index)`` is then true (``--repeat auto``: the points
+    not yet decided); it ends early when no point is pending."""
     groups: dict[BedShape, list[int]] = {}
     for i, pp in enumerate(points):
         groups.setdefault(pp.shape, []).append(i)
     rng = random.Random(seed)
-    out: list[tuple[int, int]] = []
     for r in range(repeat):
-        gs = [list(g) for g in groups.values()]
+        gs = [[i for i in g if pending is None or pending(i)] for g in groups.values()]
+        gs = [g for g in gs if g]
+        if not gs:
+            return
         if seed is not None:
             rng.shuffle(gs)
             for g in gs:
                 rng.shuffle(g)
-        out += [(r, i) for g in gs for i in g]
-    return out
+        for g in gs:
+            for i in g:
+                yield r, i
 
 
 # ------------------------------------------------------------------------------------------
@@ -896,6 +931,16 @@ class PlanResult:
     beds: tuple[Mapping[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
     kernel: str = ""
+    #: how each point's repeats went (``Schedule.decider``): run counts and decisions
+    decider: Decider | None = None
+
+    def repeat_lines(self) -> list[str]:
+        """``3 repeats per point`` or ``repeat auto (…): 6–10 runs per point`` and the points
+        that hit the maximum undecided, named as in the table."""
+        from .repeat import replay, summary
+
+        d = self.decider or replay(self.runs, self.plan.repeats)
+        return summary(self.plan.repeats, d, {pp.point.key(): pp.title() for pp in self.points})
 
 
 def _make_task(pp: PlanPoint, plan: Plan, state: _State, extra: dict[str, Any]) -> Task:
@@ -935,14 +980,16 @@ def _make_task(pp: PlanPoint, plan: Plan, state: _State, extra: dict[str, Any]) 
                 raise
             with shielded():
                 shutil.rmtree(workdir, ignore_errors=True)
-        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), notes=tuple(notes))
+        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), series=res.series,
+                       notes=tuple(notes))
 
     weight = float(point_bytes(pp.fio) or GIB) / GIB + 0.2
     return Task(pp.point, execute, weight=weight, title=pp.title())
 
 
 def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
-    """Run every point of the plan ``plan.repeat`` times, interleaved, and store every run.
+    """Run every point of the plan by ``plan.repeats`` (fixed rounds, or ``auto`` rounds over
+    the points not yet decided), interleaved, and store every run.
 
     Beds: points are grouped by bed shape; while consecutive points share a shape they share
     one bed (a one-shape plan provisions its bed once), otherwise the bed is torn down and the
@@ -991,10 +1038,15 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     probe_classes = resolve_probes(",".join(plan.probes)) if plan.probes else []
     sched = Schedule(store=store, label=plan.label, env=env, bed=bed_facts, progress=progress,
                      batch=batch, shuffle_seed=plan.shuffle, probes=probe_classes)
-    order = interleave(points, plan.repeat, plan.shuffle)
+    policy = sched.start(plan.repeats)
+    decider = sched.decider
+    assert decider is not None
+    keys = [pp.point.key() for pp in points]
+    order = rounds(points, policy.max_runs, plan.shuffle,
+                   pending=lambda i: not decider.done(keys[i]))
     beds: dict[BedShape, Mapping[str, Any]] = {}
     notes: list[str] = []
-    progress.begin(sum(tasks[i].weight for _, i in order))
+    progress.begin(sum(t.weight for t in tasks) * policy.max_runs)
     stack = contextlib.ExitStack()
     current: BedShape | None = None
     try:
@@ -1015,7 +1067,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
                         devices=tuple(b.devices), devnos=(b.devno,) if b.devno else (),
                         workdir=b.private_dir("probe-") if os.geteuid() == 0 else b.path)
                 notes += [n for n in state.bed.notes if n not in notes]
-            sched.run_one(tasks[i], r, plan.repeat)
+            sched.run_one(tasks[i], r)
     finally:
         try:
             progress.end()
@@ -1027,8 +1079,15 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     notes.append("caches are dropped (sync; drop_caches=3) before every point; points run "
                  "interleaved, one round after another"
                  + (f", shuffled with seed {plan.shuffle}" if plan.shuffle is not None else ""))
+    if policy.auto:
+        from .repeat import pct
+
+        notes.append(f"repeat auto: each round runs the points not yet decided; a point stops "
+                     f"when the {policy.confidence:.0%} order-statistic interval of the median "
+                     f"of its throughput is within ±{pct(policy.target)} or at "
+                     f"{policy.max_runs} runs (why: the note on its last run)")
     return PlanResult(plan, tuple(points), tuple(sched.runs), batch, tuple(beds.values()),
-                      tuple(notes), os.uname().release)
+                      tuple(notes), os.uname().release, decider)
 
 
 # ------------------------------------------------------------------------------------------
@@ -1132,6 +1191,7 @@ def render_text(res: PlanResult, *, markdown: bool = False) -> str:
 
     rows = summarise(res.points, res.runs)
     headers, cells = table(rows, [a.name for a in res.plan.axes])
+    repeat = res.repeat_lines()
     left = max(1, len(res.plan.axes))
     bed = res.beds[0] if res.beds else {}
     bed_desc = " ".join(str(x) for x in (bed.get("kind", res.plan.bed.kind), bed.get("fs", ""),
@@ -1141,9 +1201,8 @@ def render_text(res: PlanResult, *, markdown: bool = False) -> str:
                               if res.plan.recipe != f"plan:{res.plan.label}" else "")
     head = [f"{name}  ({res.plan.source})" if res.plan.source else name,
             f"{res.plan.workload.describe()}  on {bed_desc}  kernel {res.kernel}",
-            f"{res.plan.repeat} repeat{'s' if res.plan.repeat != 1 else ''} per point, "
-            "interleaved; medians over the ok runs"
-            + ("; ± is half the range over repeats" if "±" in headers else "")]
+            f"{repeat[0]}, interleaved; medians over the ok runs"
+            + ("; ± is half the range over repeats" if "±" in headers else ""), *repeat[1:]]
     ids = [r.id for r in res.runs if r.id is not None]
     tail = [f"runs {id_ranges(ids)}  (iowall show RUN)  batch {res.batch}"]
     bad = [r for r in res.runs if r.status != "ok"]

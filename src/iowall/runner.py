@@ -1,5 +1,8 @@
 """Execute points: repeated in interleaved rounds (A B A B …, never all of A then all of B, so
-that drift does not become a difference), each stored as a Run the moment it ends."""
+that drift does not become a difference), each stored as a Run the moment it ends.
+
+With ``--repeat auto`` a round runs every point not yet decided (see ``iowall.repeat``), and
+a point's last run carries a note saying why it stopped."""
 
 from __future__ import annotations
 
@@ -8,12 +11,16 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import Interrupted, UserError, WorkloadError
+from .errors import Interrupted, WorkloadError
 from .model import Artifact, Metric, Point, Run, Series, Status
 from .probes.base import Probe, ProbeContext
+from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy, primary_metric
 from .store import Store
+
+if TYPE_CHECKING:
+    from .analysis.stats import DecisionState
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,8 @@ class Progress:
 
 @dataclass
 class Schedule:
-    """Runs ``tasks`` ``repeats`` times in interleaved rounds and stores every run."""
+    """Runs ``tasks`` in interleaved rounds by a RepeatPolicy and stores every run: a fixed
+    number of rounds, or ``auto`` rounds over the points still undecided."""
 
     store: Store
     label: str
@@ -74,6 +82,31 @@ class Schedule:
     #: probe classes to run around every probed task, and their context
     probes: Sequence[type[Probe]] = ()
     probe_ctx: ProbeContext | None = None
+    #: the value that decides a point under ``--repeat auto`` (see iowall.repeat)
+    key_metric: KeyMetric = primary_metric
+    #: per-point bookkeeping of the policy in force (set by ``start``/``execute``)
+    decider: Decider | None = None
+
+    @property
+    def decisions(self) -> dict[str, DecisionState]:
+        """The latest DecisionState of every point run so far, by ``Point.key()``."""
+        return dict(self.decider.decisions) if self.decider is not None else {}
+
+    @property
+    def policy(self) -> RepeatPolicy | None:
+        return self.decider.policy if self.decider is not None else None
+
+    def start(self, repeats: RepeatPolicy | int) -> RepeatPolicy:
+        """Begin bookkeeping for ``repeats``; callers that order runs themselves (plans) call
+        this, then ``run_one`` while ``pending`` says which points still need runs."""
+        policy = as_policy(repeats)
+        self.decider = Decider(policy, self.key_metric)
+        return policy
+
+    def pending(self, tasks: Sequence[Task]) -> list[Task]:
+        """The tasks whose point needs more runs, in the order given."""
+        d = self.decider
+        return [t for t in tasks if d is None or not d.done(t.point.key())]
 
     def order(self, tasks: Sequence[Task], repeats: int) -> list[tuple[int, Task]]:
         """Round-robin order; within each round optionally shuffled with the recorded seed."""
@@ -86,23 +119,36 @@ class Schedule:
             out += [(r, t) for t in round_]
         return out
 
-    def execute(self, tasks: Sequence[Task], repeats: int) -> list[Run]:
+    def execute(self, tasks: Sequence[Task], repeats: RepeatPolicy | int) -> list[Run]:
         """Execute all rounds; on Ctrl-C/SIGTERM store the run in flight as ``interrupted``
-        and re-raise so that the caller tears the bed down."""
-        if repeats < 1:
-            raise UserError("--repeat must be at least 1")
-        order = self.order(tasks, repeats)
-        self.progress.begin(sum(t.weight for _, t in order))
+        and re-raise so that the caller tears the bed down. Under ``auto``, round r runs
+        every point not yet decided once (shuffled with the recorded seed, if any)."""
+        policy = self.start(repeats)
+        self.progress.begin(sum(t.weight for t in tasks) * policy.max_runs)
         try:
-            for r, task in order:
-                self.run_one(task, r, repeats)
+            if policy.auto:
+                rng = random.Random(self.shuffle_seed)
+                for r in range(policy.max_runs):
+                    round_ = self.pending(tasks)
+                    if not round_:
+                        break
+                    if self.shuffle_seed is not None:
+                        rng.shuffle(round_)
+                    for task in round_:
+                        self.run_one(task, r)
+            else:
+                for r, task in self.order(tasks, policy.count):
+                    self.run_one(task, r)
         finally:
             self.progress.end()
         return self.runs
 
-    def run_one(self, task: Task, r: int, repeats: int) -> Run:
+    def run_one(self, task: Task, r: int, repeats: RepeatPolicy | int | None = None) -> Run:
         """Execute one task once and store its run, whatever happens."""
-        self.progress.step(f"{task.title or task.point.describe()}  [{r + 1}/{repeats}]")
+        policy = as_policy(repeats) if repeats is not None else self.policy
+        of = "" if policy is None else (f"/≤{policy.max_runs}" if policy.auto
+                                        else f"/{policy.count}")
+        self.progress.step(f"{task.title or task.point.describe()}  [{r + 1}{of}]")
         partial = Partial()
         started = time.time()
         try:
@@ -118,6 +164,11 @@ class Schedule:
             outcome = _from_partial(partial, "failed", str(e))
         run = self._store(task.point, r, started, outcome)
         self.progress.advance(task.weight)
+        d = self.decider
+        if d is not None and d.policy.auto and d.done(task.point.key()):
+            # the rounds this point will not need: keep the bar's total honest
+            self.progress.advance(task.weight * max(0, d.policy.max_runs - d.runs_of(
+                task.point.key())))
         return run
 
     def _probed(self, task: Task, partial: Partial) -> Outcome:
@@ -144,10 +195,15 @@ class Schedule:
                        notes=outcome.notes + tuple(partial.notes))
 
     def _store(self, point: Point, r: int, started: float, o: Outcome) -> Run:
+        d = self.decider
+        env = self.env() if d is None else {**self.env(), "repeat": d.policy.to_json()}
         run = Run(point=point, label=self.label, status=o.status, started_at=started,
-                  finished_at=time.time(), metrics=o.metrics, env=self.env(), bed=self.bed(),
+                  finished_at=time.time(), metrics=o.metrics, env=env, bed=self.bed(),
                   artifacts=o.artifacts, series=o.series, batch=self.batch, repeat_index=r,
                   error=o.error, notes=o.notes)
+        if d is not None and run.status != "interrupted":
+            if d.observe(run).stop and d.policy.auto:
+                run = replace(run, notes=run.notes + (d.note(point.key()),))
         rid = self.store.add_run(run)
         run = replace(run, id=rid)
         self.runs.append(run)

@@ -101,6 +101,11 @@ def environment(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "euid": os.geteuid(),
         "loadavg_1m": loadavg(),
     }
+    from .knobs import in_force
+
+    knobs = in_force()
+    if knobs:
+        env["knobs"] = knobs
     if extra:
         env.update(extra)
     return env

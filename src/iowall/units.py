@@ -53,3 +53,29 @@ def fio_size(n: int) -> str:
         if n % scale == 0:
             return f"{n // scale}{suffix}"
     return str(n)
+
+
+def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
+    """A metric in its unit: rates and sizes with binary prefixes (fio's MiB/s); the rest
+    compact for tables (k/M for rates, ms/us for times) or, ``precise``, to 6 digits."""
+    if unit in ("B/s", "bytes_per_s"):
+        return fmt_rate(value)
+    if unit in ("B", "bytes"):
+        return fmt_bytes(value)
+    if precise:
+        return f"{value:.6g} {unit}".strip()
+    if unit == "s":
+        if value >= 1:
+            return f"{value:.2f}s"
+        if value >= 1e-3:
+            return f"{value * 1e3:.2f}ms"
+        return f"{value * 1e6:.1f}us"
+    if unit in ("IO/s", "files/s", "ops_per_s", "ops/s"):
+        if value >= 1e6:
+            return f"{value / 1e6:.2f}M"
+        if value >= 1e4:
+            return f"{value / 1e3:.1f}k"
+        return f"{value:.0f}"
+    if unit == "share":
+        return f"{value * 100:.1f}%"
+    return f"{value:.4g}"

@@ -6,8 +6,9 @@ import typer
 
 from .. import journal
 from ..machine_lock import exclusive
-from ..recipes.limits import LimitsOptions, parse_jobs, run_limits
-from ..report.limits import render_json, render_md, render_text
+from ..recipes.limits import LimitsOptions, limits_json, parse_jobs, run_limits
+from ..repeat import parse_repeat, parse_target
+from ..report.limits import render_md, render_text
 from ..signals import interruptible
 from ..units import parse_size
 from .common import RichProgress, check_format, open_store, print_json
@@ -20,7 +21,13 @@ def limits(
     fs: str = typer.Option("xfs", help="xfs, ext4 or btrfs (ram and loop beds)"),
     size: str | None = typer.Option(None, help="bed size, e.g. 8G; default: sized for the job"),
     jobs: str | None = typer.Option(None, help="job counts, e.g. 1,2,4 (default 1,2,4…nproc,2×nproc)"),
-    repeat: int = typer.Option(3, help="repeats of every point (interleaved)"),
+    repeat: str = typer.Option(
+        "3", metavar="N|auto[:MAX]",
+        help="runs of every point, interleaved: a number, or auto: repeat each point until "
+             "the 95% interval of its median is within ±--target (at most MAX, default 10)"),
+    rel_target: str | None = typer.Option(
+        None, "--target", metavar="PCT", help="with --repeat auto: the interval's half-width, "
+                                              "e.g. 2% (default) or 0.02"),
     quick: bool = typer.Option(False, "--quick", help="small data sizes: about two minutes"),
     label: str = typer.Option("limits", help="label stored with every run"),
     mkfs_opts: str = typer.Option("", "--mkfs-opts", help="extra mkfs options"),
@@ -31,20 +38,19 @@ def limits(
 ) -> None:
     """Measure the ceilings and buffered vs direct I/O at rising job counts; say where the wall is."""
     check_format(fmt)
+    policy = parse_repeat(repeat)
+    if rel_target is not None:
+        policy = policy.with_target(parse_target(rel_target))
     opts = LimitsOptions(bed=bed, fs=fs, size=parse_size(size, what="--size") if size else None,
                          jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
-                         repeat=repeat, quick=quick, label=label, mkfs_opts=mkfs_opts,
+                         repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
                          mount_opts=mount_opts, probes=probes)
-    if opts.repeat < 1:
-        from ..errors import UserError
-
-        raise UserError("--repeat must be at least 1")
     store = open_store(db)
     with exclusive("limits"), interruptible():
         journal.recover()
         summary, ctx = run_limits(opts, store, RichProgress("limits"))
     if fmt == "json":
-        print_json(render_json(summary, ctx))
+        print_json(limits_json(summary, ctx))
     elif fmt == "md":
         typer.echo(render_md(summary, ctx), nl=False)
     else:

@@ -13,7 +13,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 def _register() -> None:
-    from . import doctor, explain, limits, locks, recipes, run, runs  # noqa: F401  (each adds commands)
+    from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, run, runs, scaling  # noqa: F401  (each adds commands)
 
 
 def main(argv: list[str] | None = None) -> int:

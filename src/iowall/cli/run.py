@@ -27,7 +27,13 @@ def run_cmd(
         "--set", metavar="AXIS=V1,V2", help="set an axis (repeatable), e.g. --set jobs=1,2 "
         "--set sysctl:vm.dirty_ratio=5,10")] = None,
     label: str | None = typer.Option(None, help="label stored with every run"),
-    repeat: int | None = typer.Option(None, help="repeats of every point (interleaved)"),
+    repeat: str | None = typer.Option(
+        None, metavar="N|auto[:MAX]",
+        help="runs of every point, interleaved: a number, or auto: repeat each point until "
+             "the 95% interval of its median is within ±--target (at most MAX, default 10)"),
+    rel_target: str | None = typer.Option(
+        None, "--target", metavar="PCT", help="with --repeat auto: the interval's half-width, e.g. 2% "
+                                  "(default) or 0.02"),
     quick: bool = typer.Option(False, "--quick",
                                help="small and fast: one repeat for a plan; the recipe's "
                                     "own small sizes for a recipe"),
@@ -39,20 +45,25 @@ def run_cmd(
     """Run a plan (TOML) or a recipe: points interleaved, knobs applied and restored."""
     from ..plan import load_plan, parse_set, run_plan
     from ..recipes.registry import RecipeOptions, get, plan_result
+    from ..repeat import parse_repeat, parse_target
 
     check_format(fmt)
-    if repeat is not None and repeat < 1:
-        raise UserError("--repeat must be at least 1")
+    policy = parse_repeat(repeat) if repeat is not None else None
+    tgt = parse_target(rel_target) if rel_target is not None else None
     parsed = [parse_set(s) for s in sets or []]
     if _is_plan_path(target):
-        plan = load_plan(target).with_overrides(sets=parsed, label=label, repeat=repeat,
-                                                bed=bed, quick=quick)
+        plan = load_plan(target).with_overrides(sets=parsed, label=label, repeat=policy,
+                                              bed=bed, quick=quick, target=tgt)
         recipe = None
         title = f"plan {plan.label}"
     else:
         recipe = get(target)
         title = recipe.name
         plan = None
+        if tgt is not None:
+            if policy is None:
+                raise UserError("--target applies to --repeat auto[:MAX]: add --repeat auto")
+            policy = policy.with_target(tgt)
     store = open_store(db)
     with exclusive(f"run {target}"), interruptible():
         journal.recover()
@@ -61,7 +72,7 @@ def run_cmd(
         else:
             assert recipe is not None
             opts = RecipeOptions(quick=quick, sets=tuple((k, tuple(v)) for k, v in parsed),
-                                 label=label, repeat=repeat, bed=bed)
+                                 label=label, repeat=policy, bed=bed)
             result = recipe.run(opts, store, RichProgress(title))
     if fmt == "json":
         from .runs import run_json

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..model import MEASURED_STATUSES, Point, Run
+from ..repeat import KeyMetric, RepeatPolicy, primary_metric
 from ..report.table import md_table, text_table
 from ..runner import Outcome, Partial, Task
 from ..sysinfo import drop_caches
@@ -19,6 +20,7 @@ from ..workloads.fio import FioFailure, JobFile, run_fio
 from .registry import RecipeOptions, RecipeResult
 
 if TYPE_CHECKING:
+    from ..analysis.compare import CompareResult
     from ..beds import Bed
     from ..runner import Progress
     from ..store import Store
@@ -63,11 +65,13 @@ def size_opt(opts: RecipeOptions, name: str, default: int) -> int:
 
 
 def run_tasks(store: Store, progress: Progress, *, label: str, bed: Bed | None,
-              tasks: Sequence[Task], repeat: int, probes: str = "default",
+              tasks: Sequence[Task], repeat: RepeatPolicy | int, probes: str = "default",
               extra: dict[str, Any] | None = None, devices: Sequence[str] = (),
-              bed_facts: Callable[[], dict[str, Any]] | None = None) -> tuple[list[Run], str]:
+              bed_facts: Callable[[], dict[str, Any]] | None = None,
+              key_metric: KeyMetric = primary_metric) -> tuple[list[Run], str]:
     """Run tasks interleaved with probes on the bed's device(s); every run is stored.
-    ``bed_facts`` overrides the facts stored with each run (several beds in one schedule)."""
+    ``bed_facts`` overrides the facts stored with each run (several beds in one schedule);
+    ``repeat`` is fixed rounds or ``auto``, decided on ``key_metric`` (iowall.repeat)."""
     from ..probes import ProbeContext
     from ..probes import resolve as resolve_probes
     from ..runner import Schedule
@@ -89,7 +93,8 @@ def run_tasks(store: Store, progress: Progress, *, label: str, bed: Bed | None,
                      progress=progress,
                      probes=resolve_probes(probes),
                      probe_ctx=ProbeContext(devices=devs, devnos=tuple(devnos),
-                                            workdir=workdir))
+                                            workdir=workdir),
+                     key_metric=key_metric)
     runs = sched.execute(tasks, repeat)
     return runs, sched.batch
 
@@ -153,21 +158,54 @@ def render(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
     return f"{title}\n\n{body}\n\n" + "".join(f"  - {n}\n" for n in notes)
 
 
-def result(name: str, title: str, *, label: str, batch: str, labels: Sequence[str],
+def result(name: str, title: str, *, label: str, batch: str, cols: Columns,
            headers: Sequence[str], rows: Sequence[Sequence[str]], notes: list[str],
-           runs: Sequence[Run], left: int = 1, extra: dict[str, Any] | None = None
-           ) -> RecipeResult:
-    """A recipe's result: its table in text and Markdown, with run statuses and the first
-    failures added to the notes, and the same in a JSON document."""
+           runs: Sequence[Run], left: int = 1, extra: dict[str, Any] | None = None,
+           metrics: Sequence[str] | None = None) -> RecipeResult:
+    """A recipe's result: its table in text and Markdown, run statuses and the first failures
+    in the notes, the Why section (explain on each point's median run) and, when other labels
+    share the points, ``iowall compare`` of every label against the first on ``metrics``."""
+    from ..analysis.why import why_points
+    from ..report.why import why_lines
+
     notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
                                            for s in sorted({r.status for r in runs})))
     notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    why = why_points(runs)
+    cmp = compare_labels(cols, metrics)
     doc = {"recipe": name, "label": label, "batch": batch, **(extra or {}),
-           "labels": list(labels), "notes": notes,
-           "table": {"headers": list(headers), "rows": [list(r) for r in rows]}}
-    return RecipeResult(tuple(runs), lambda: render(title, headers, rows, notes, left=left),
-                        lambda: render(title, headers, rows, notes, left=left, markdown=True),
-                        doc)
+           "labels": list(cols.labels), "notes": notes,
+           "table": {"headers": list(headers), "rows": [list(r) for r in rows]},
+           "explain": why}
+    if cmp is not None:
+        from ..report.compare import render_json
+
+        doc["compare"] = render_json(cmp)
+
+    def text(markdown: bool) -> str:
+        out = render(title, headers, rows, notes, left=left, markdown=markdown)
+        tail = why_lines(why, markdown=markdown)
+        if cmp is not None:
+            from ..report.compare import render_md, render_text
+
+            tail += ["", (render_md if markdown else render_text)(cmp).rstrip("\n")]
+        return out + ("\n".join(tail) + "\n" if tail else "")
+
+    return RecipeResult(tuple(runs), lambda: text(False), lambda: text(True), doc)
+
+
+def compare_labels(cols: Columns, metrics: Sequence[str] | None = None) -> CompareResult | None:
+    """Every stored label of the same points against the first, or None with one label."""
+    if len(cols.labels) < 2:
+        return None
+    from ..analysis.compare import Side, compare
+
+    by_label: dict[str, list[Run]] = {lab: [] for lab in cols.labels}
+    for (_, lab), rs in cols.samples.items():
+        by_label[lab].extend(rs)
+    sides = [Side(lab, by_label[lab]) for lab in cols.labels]
+    res = compare(sides[0], sides[1:], metrics=metrics)
+    return res if res.rows else None
 
 
 def fmt_mib(bps: float | None) -> str:
@@ -193,13 +231,13 @@ def fio_task(point: Point, job: Callable[[], JobFile], *, title: str, weight: fl
                 if cleanup:
                     cleanup()
                 return Outcome(status="filled", metrics=e.result.metrics,
-                               artifacts=e.result.artifacts(),
+                               artifacts=e.result.artifacts(), series=e.result.series,
                                notes=("fio stopped on ENOSPC (the fill's expected end)",))
             partial.artifacts.extend(e.result.artifacts())
             raise
         if cleanup:
             cleanup()
-        return Outcome(metrics=res.metrics, artifacts=res.artifacts())
+        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), series=res.series)
 
     return Task(point, execute, weight=weight, title=title)
 

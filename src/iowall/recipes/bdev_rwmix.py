@@ -17,10 +17,11 @@ import contextlib
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..model import Artifact, Metric, Point
+from ..model import Artifact, Metric, Point, Series
 from ..runner import Outcome, Partial, Task
 from ..sysinfo import cpu_count, drop_caches
 from ..units import fio_size, fmt_bytes, fmt_rate
@@ -90,17 +91,19 @@ def _task(devs: list[str], mix: int, jobs: int, runtime: int, part_size: int) ->
             results: list[FioResult] = list(ex.map(lambda d: run_fio(job(d)), devs))
         metrics: list[Metric] = []
         arts: list[Artifact] = []
+        sers: list[Series] = []
         for i, res in enumerate(results, 1):
             for m in res.metrics:
                 metrics.append(Metric(f"inst{i}_{m.name}", m.value, m.unit, m.direction))
             arts += [Artifact(f"inst{i}_{a.name}", a.content_type, a.body)
                      for a in res.artifacts()]
+            sers += [replace(s, name=f"inst{i}_{s.name}") for s in res.series]
         for d in ("read", "write"):
             tot = sum(m.value for res in results for m in res.metrics
                       if m.name == f"{d}_bw_bytes_per_s")
             if tot:
                 metrics.append(Metric(f"{d}_bw_bytes_per_s", tot, "B/s"))
-        return Outcome(metrics=tuple(metrics), artifacts=tuple(arts))
+        return Outcome(metrics=tuple(metrics), artifacts=tuple(arts), series=tuple(sers))
 
     title = "read-only" if mix == 0 else f"rwmixwrite={mix}%"
     return Task(point, execute, weight=runtime, title=f"{PARTS} instances {title}")
@@ -124,7 +127,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
     size = size_opt(opts, "image_size", 4 * GIB if opts.quick else 8 * GIB)
     part = size // PARTS // MIB * MIB
-    repeat = opts.repeat or (1 if opts.quick else 3)
+    repeat = opts.repeats(quick_default=1, default=3)
     label = opts.label or NAME
     notes = [f"partitions: {PARTS} loop devices over consecutive quarters of one "
              f"{fmt_bytes(size)} preallocated image in /dev/shm (losetup --offset --sizelimit; "
@@ -139,7 +142,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
         tasks = [_task(devs, m, jobs, runtime, part) for m in mixes]
         runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
                                 repeat=repeat)
-    notes.append(f"{repeat} repeat(s) per mix, interleaved; medians")
+    notes.append(f"{repeat.summarise(runs, per='mix')}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     pts = sorted({r.point.key(): r.point for r in runs}.values(),
                  key=lambda p: int(p.params["rwmixwrite"]))
@@ -158,7 +161,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                 row.append(_cell(med))
             rows.append(row)
     title = "bdev-rwmix (seed 000): 4 buffered fio instances on 4 \"partitions\" of one device"
-    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
                   rows=rows, notes=notes, runs=runs)
 
 

@@ -68,7 +68,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     directs = sorted({int(d) for d in (opts.values("direct") or (0, 1))})
     fs = str(one(opts, "fs", "xfs"))
     size = size_opt(opts, "bed_size", _bed_size(opts.quick))
-    repeat = opts.repeat or 3
+    repeat = opts.repeats(quick_default=3, default=3)
     label = opts.label or NAME
     spec = BedSpec.parse(opts.bed or "ram")
     notes = [f"bed: {spec} {fs} of {fmt_bytes(size)} (scaled: {'--quick ' if opts.quick else ''}"
@@ -118,7 +118,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                                   expect_enospc=variant == "fill"))
         runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
                                 repeat=repeat)
-    notes.append(f"{repeat} repeat(s) per point, interleaved; medians; caches dropped before "
+    notes.append(f"{repeat.summarise(runs)}, interleaved; medians; caches dropped before "
                  "each point")
     cols = columns(store, NAME, runs, label)
     pts = {bool(r.point.params["direct"]): r.point for r in runs}
@@ -140,7 +140,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                                                                     "write_io_bytes")))
                     else "-" for lab in cols.labels]
     title = f"buffered-wall (seed 002): sequential write, {fs} on a {spec} bed"
-    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
                   rows=[row], notes=notes, runs=runs,
                   extra={"variant": variant, "jobs": jobs, "filesize": filesize})
 

@@ -88,7 +88,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     if files < 1:
         raise UserError("--set files= at least 1")
     size = size_opt(opts, "bed_size", max(GIB, (max(threads) * files * 5120) >> 20 << 20))
-    repeat = opts.repeat or (1 if opts.quick else 3)
+    repeat = opts.repeats(quick_default=1, default=3)
     label = opts.label or NAME
     spec = BedSpec.parse(opts.bed or "ram")
     notes = [f"threads {', '.join(map(str, threads))} (up to 2 x nproc = {2 * cpus}), "
@@ -114,7 +114,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
         runs, batch = run_tasks(store, progress, label=label, bed=next(iter(beds.values())),
                                 tasks=tasks, repeat=repeat, devices=devs,
                                 bed_facts=lambda: dict(current["bed"]))
-    notes.append(f"{repeat} repeat(s) per point, interleaved; medians")
+    notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     pts: list[Point] = []
     for r in runs:
@@ -133,7 +133,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                 row.append("-" if v is None else f"{v:.3f}")
         rows.append(row)
     title = "inode-cache (seed 003): wall seconds per phase, fixed files per thread"
-    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
                   rows=rows, notes=notes, runs=runs)
 
 

@@ -15,11 +15,12 @@ import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..beds import Bed
 from ..errors import UserError
 from ..model import Metric, Point
+from ..repeat import RepeatPolicy, as_policy
 from ..runner import Outcome, Partial, Task
 from ..sysinfo import drop_caches
 from ..units import fio_size, fmt_bytes
@@ -238,7 +239,8 @@ def make_io_task(point: Point, lb: LimitsBed, sizing: Sizing) -> Task:
             raise
         if point.params["rw"] == "write":
             shutil.rmtree(lb.write_dir, ignore_errors=True)
-        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), notes=tuple(notes))
+        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), series=res.series,
+                       notes=tuple(notes))
 
     weight = float(point.params["bytes"]) / (GIB if point.params["direct"] else GIB / 4)
     mode = "direct" if point.params["direct"] else "buffered"
@@ -281,7 +283,8 @@ class LimitsOptions:
     fs: str = "xfs"
     size: int | None = None
     jobs: tuple[int, ...] | None = None
-    repeat: int = 3
+    #: fixed rounds (a count) or ``auto`` (see iowall.repeat)
+    repeat: RepeatPolicy | int = 3
     quick: bool = False
     label: str = "limits"
     mkfs_opts: str = ""
@@ -297,6 +300,8 @@ def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
     from ..beds import BedSpec, provision
     from ..probes import ProbeContext
     from ..probes import resolve as resolve_probes
+    from ..repeat import summary as summary_lines
+    from ..repeat import to_json as repeat_json
     from ..runner import Schedule
     from ..sysinfo import (
         cpu_count,
@@ -314,8 +319,7 @@ def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
     fio_ver = ".".join(map(str, fio_version()))
     cpus = cpu_count()
     jobs = list(opts.jobs) if opts.jobs else default_jobs(cpus)
-    if opts.repeat < 1:
-        raise UserError("--repeat must be at least 1")
+    policy = as_policy(opts.repeat)
     mi = meminfo()
     bed_size = plan_bed_size(bed_kind=spec.kind, mem_available=mi.get("MemAvailable", 0),
                              dirty_ratio=int(sysctl("vm.dirty_ratio") or 20),
@@ -360,22 +364,36 @@ def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
                          probe_ctx=ProbeContext(devices=tuple(bed.devices),
                                                 devnos=(bed.devno,) if bed.devno else (),
                                                 workdir=probe_dir))
-        runs = sched.execute(tasks, opts.repeat)
+        runs = sched.execute(tasks, policy)
+        assert sched.decider is not None
+        names = {t.point.key(): t.title for t in tasks}
+        notes += summary_lines(policy, sched.decider, names)
         ctx: dict[str, object] = {"bed": dict(bed.facts), "kernel": os.uname().release,
                                   "host": host_facts(), "fio_version": fio_ver,
                                   "batch": sched.batch, "notes": notes,
                                   "sizing": {"write_bytes": sizing.write_bytes,
                                              "read_bytes": sizing.read_bytes,
-                                             "dirty_threshold_bytes": threshold}}
+                                             "dirty_threshold_bytes": threshold},
+                                  "repeat": repeat_json(policy, sched.decider, names)}
     summary = summarise(runs, cpus)
     ctx["why"] = why(summary, runs)
     return summary, ctx
 
 
+def limits_json(summary: LimitsSummary, ctx: dict[str, Any]) -> dict[str, Any]:
+    """``--format json`` of limits: the report's JSON plus ``"repeat"`` (policy, decisions)."""
+    from ..report.limits import render_json
+
+    doc = render_json(summary, ctx)
+    if "repeat" in ctx:
+        doc["repeat"] = ctx["repeat"]
+    return doc
+
+
 def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, object]]:
     """Explain the buffered peak of each direction: the rules that fire on its median run."""
-    from ..analysis.context import explain_context, representative, skipped_probes
-    from ..analysis.explain import explain, sentences
+    from ..analysis.context import representative
+    from ..analysis.why import why_run
 
     out: list[dict[str, object]] = []
     by_id = {r.id: r for r in runs}
@@ -389,10 +407,8 @@ def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, object]]:
         run = representative(group, f"{direction}_bw_bytes_per_s")
         if run is None:
             continue
-        verdicts = explain({m.name: m.value for m in run.metrics}, explain_context(run, runs))
+        w = why_run(run, runs)
         out.append({"direction": direction, "jobs": peak.jobs, "run": run.id,
-                    "sentences": sentences(verdicts),
-                    "verdicts": [{"rule": v.rule, "sentence": v.sentence,
-                                  "evidence": v.evidence} for v in verdicts],
-                    "skipped_probes": skipped_probes(run)})
+                    "sentences": w["sentences"], "verdicts": w["verdicts"],
+                    "skipped_probes": w["skipped_probes"]})
     return out

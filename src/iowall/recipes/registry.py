@@ -17,6 +17,7 @@ registry imports every module of the package the first time it is asked (``recip
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..model import Run
+from ..repeat import RepeatPolicy, as_policy
 
 if TYPE_CHECKING:
+    from ..knobs import Knob
     from ..plan import Plan, PlanResult
     from ..runner import Progress
     from ..store import Store
@@ -38,8 +41,16 @@ class RecipeOptions:
     quick: bool = False
     sets: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     label: str | None = None
-    repeat: int | None = None
+    #: ``--repeat`` (a fixed count or auto); None: the recipe's default
+    repeat: RepeatPolicy | None = None
     bed: str | None = None
+
+    def repeats(self, quick_default: int = 1, default: int = 3) -> RepeatPolicy:
+        """The policy to run with: ``--repeat`` if given, else ``quick_default`` fixed rounds
+        with ``--quick`` and ``default`` without."""
+        if self.repeat is not None:
+            return as_policy(self.repeat)
+        return RepeatPolicy(quick_default if self.quick else default)
 
     def values(self, name: str) -> tuple[Any, ...] | None:
         """The ``--set`` values of one axis, or None when it was not set."""
@@ -95,22 +106,80 @@ class Recipe:
     def run(self, opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
         """Run the recipe (every run is stored as it ends) and return its result."""
         if self.execute is not None:
-            return self.execute(opts, store, progress)
+            from dataclasses import replace
+
+            from ..knobs import KnobSession
+
+            knobs, rest = recipe_knobs(self.name, opts)
+            with KnobSession() as ks:
+                for knob, value in knobs:
+                    ks.set(knob, value)
+                return with_repeat(self.execute(replace(opts, sets=rest), store, progress))
         from ..plan import run_plan
 
         res = run_plan(self.build_plan(opts), store, progress)
         return (self.render or plan_result)(res)
 
 
+def recipe_knobs(name: str, opts: RecipeOptions
+                 ) -> tuple[list[tuple[Knob, Any]], tuple[tuple[str, tuple[Any, ...]], ...]]:
+    """Split ``--set`` into knobs held for the whole recipe (one value each: a recipe does
+    not sweep knobs, a plan does) and the recipe's own axes."""
+    from ..knobs import check_exists, looks_like_knob, parse_knob
+
+    knobs: list[tuple[Knob, Any]] = []
+    rest = []
+    for k, vals in opts.sets:
+        if not looks_like_knob(k):
+            rest.append((k, vals))
+            continue
+        knob = parse_knob(k)
+        if knob.kind not in ("sysctl", "sysfs") or knob.needs_bed:
+            raise UserError(f"--set {k}: a recipe holds sysctl: and sysfs:/sys/… knobs for its "
+                            "whole run; knobs of the bed's device need a plan (docs/plans.md)")
+        if len(vals) != 1:
+            raise UserError(f"--set {k}= takes one value on recipe {name}; sweep it in a plan")
+        if os.geteuid() != 0:
+            raise UserError("knobs (sysctl, sysfs) need root: run iowall as root")
+        check_exists(knob)
+        knobs.append((knob, vals[0]))
+    return knobs, tuple(rest)
+
+
+def with_repeat(res: RecipeResult) -> RecipeResult:
+    """``res`` with ``"repeat"`` (policy and per-point decisions) in its JSON, recomputed
+    from its runs and the policy they recorded, unless the recipe gave it already."""
+    from dataclasses import replace
+
+    from ..repeat import policy_of, replay, to_json
+
+    policy = policy_of(res.runs)
+    if "repeat" in res.doc or policy is None:
+        return res
+    return replace(res, doc={**res.doc, "repeat": to_json(policy, replay(res.runs, policy))})
+
+
 def plan_result(res: PlanResult) -> RecipeResult:
     """The generic RecipeResult of a plan run: the plan table, its JSON."""
+    from ..analysis.why import why_points
     from ..plan import render_text, table_json
+    from ..repeat import replay, to_json
+    from ..report.why import why_lines
 
+    d = res.decider or replay(res.runs, res.plan.repeats)
     doc = {"label": res.plan.label, "recipe": res.plan.recipe, "batch": res.batch,
            "plan": res.plan.describe(), "table": table_json(res), "beds": list(res.beds),
-           "notes": list(res.notes), "kernel": res.kernel}
-    return RecipeResult(res.runs, lambda: render_text(res),
-                        lambda: render_text(res, markdown=True), doc)
+           "notes": list(res.notes), "kernel": res.kernel,
+           "repeat": to_json(res.plan.repeats, d, {pp.point.key(): pp.title()
+                                                   for pp in res.points})}
+    why = why_points(res.runs)
+    doc["explain"] = why
+
+    def text(markdown: bool) -> str:
+        tail = why_lines(why, markdown=markdown)
+        return render_text(res, markdown=markdown) + ("\n".join(tail) + "\n" if tail else "")
+
+    return RecipeResult(res.runs, lambda: text(False), lambda: text(True), doc)
 
 
 _REGISTRY: dict[str, Recipe] = {}
@@ -182,11 +251,11 @@ def _limits_recipe() -> Recipe:
 
 
 def _run_limits(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
-    from ..report.limits import render_json, render_md, render_text
+    from ..report.limits import render_md, render_text
     from ..store import RunFilter
     from ..units import parse_size
     from ._common import one
-    from .limits import LimitsOptions, run_limits
+    from .limits import LimitsOptions, limits_json, run_limits
 
     opts.check_sets("limits", ("jobs", "fs", "bed_size", "mkfs", "mount"))
 
@@ -198,10 +267,10 @@ def _run_limits(opts: RecipeOptions, store: Store, progress: Progress) -> Recipe
     lo = LimitsOptions(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
                        size=parse_size(size, what="--set bed_size") if size is not None else None,
                        jobs=tuple(sorted(set(jobs))) if jobs is not None else None,
-                       repeat=opts.repeat if opts.repeat is not None else 3, quick=opts.quick,
+                       repeat=opts.repeats(quick_default=3), quick=opts.quick,
                        label=opts.label or "limits", mkfs_opts=str(one(opts, "mkfs") or ""),
                        mount_opts=str(one(opts, "mount") or ""))
     summary, ctx = run_limits(lo, store, progress)
     runs = tuple(store.runs(RunFilter(batch=str(ctx["batch"]))))
     return RecipeResult(runs, lambda: render_text(summary, ctx),
-                        lambda: render_md(summary, ctx), render_json(summary, ctx))
+                        lambda: render_md(summary, ctx), limits_json(summary, ctx))

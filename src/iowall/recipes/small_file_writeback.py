@@ -102,7 +102,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     avail = meminfo().get("MemAvailable", 0)
     size = size_opt(opts, "bed_size", max(GIB, min(4 * GIB if opts.quick else 8 * GIB,
                                                    avail // 3)) >> 20 << 20)
-    repeat = opts.repeat or (1 if opts.quick else 3)
+    repeat = opts.repeats(quick_default=1, default=3)
     label = opts.label or NAME
     spec = BedSpec.parse(opts.bed or "ram")
     ceiling_size = min(GIB, size // 4) >> 20 << 20
@@ -123,7 +123,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             tasks += [_stream_task(bed, v, t, seconds) for v in variants]
         runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
                                 repeat=repeat)
-    notes.append(f"{repeat} repeat(s) per point, interleaved; medians")
+    notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     ceil_pt = next(r.point for r in runs if r.point.params["kind"] == "dio-ceiling")
     stream_pts: list[Point] = []
@@ -161,7 +161,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     skipped = sorted({s for r in runs for s in _skipped(r)})
     notes += skipped
     title = "small-file-writeback (seed 004): 4 KiB files through the page cache, xfs"
-    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
                   rows=rows, notes=notes, runs=runs, left=2)
 
 

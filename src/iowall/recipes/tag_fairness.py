@@ -79,7 +79,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     if region < 16 * MIB:
         raise UserError(f"an image of {fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
                         "each: --set image_size= larger or fewer numjobs")
-    repeat = opts.repeat or (1 if opts.quick else 3)
+    repeat = opts.repeats(quick_default=1, default=3)
     label = opts.label or NAME
     notes = [f"numjobs {', '.join(map(str, jobs))}: capped at {cap} on this machine "
              f"({cpus} CPUs{', --quick' if opts.quick else ', 32 x nproc'}; the seed went to "
@@ -109,7 +109,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                                   drop=False))
         runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
                                 repeat=repeat)
-    notes.append(f"{repeat} repeat(s) per point, interleaved; medians")
+    notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     pts = sorted({r.point.key(): r.point for r in runs}.values(),
                  key=lambda p: int(p.params["numjobs"]))
@@ -122,7 +122,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             row.append("-" if v is None else f"{v / MIB:.1f}")
         rows.append(row)
     title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {msk}"
-    return result(NAME, title, label=label, batch=batch, labels=cols.labels, headers=headers,
+    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
                   rows=rows, notes=notes, runs=runs, left=0)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from ..model import Run
-from ..units import fmt_bytes, fmt_rate
+from ..units import fmt_bytes, fmt_metric
 from .table import text_table
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -21,17 +21,6 @@ def sparkline(values: list[float], width: int = 40) -> str:
     lo, hi = min(values), max(values)
     span = hi - lo or 1.0
     return "".join(SPARK[min(7, int((v - lo) / span * 7.999))] for v in values)
-
-
-def fmt_value(value: float, unit: str) -> str:
-    """A metric value in its unit, rates and sizes with binary prefixes."""
-    if unit in ("B/s", "bytes_per_s"):
-        return fmt_rate(value)
-    if unit in ("B", "bytes"):
-        return fmt_bytes(value)
-    if unit == "s":
-        return f"{value:.6g} s"
-    return f"{value:.6g} {unit}".strip()
 
 
 def render_run(r: Run) -> str:
@@ -54,7 +43,7 @@ def render_run(r: Run) -> str:
         out.append("sysctls   " + " ".join(f"{k.removeprefix('vm.')}={v}"
                                            for k, v in sysctls.items() if v not in ("", "0")))
     out += ["", "metrics", text_table(["name", "value"], [
-        [m.name, fmt_value(m.value, m.unit)] for m in r.metrics])]
+        [m.name, fmt_metric(m.value, m.unit, precise=True)] for m in r.metrics])]
     if r.series:
         out += ["", "series"]
         rows = []

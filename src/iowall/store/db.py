@@ -10,9 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Connection, Engine, create_engine, event, func, select
 
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
@@ -50,6 +48,9 @@ class Store:
         self._migrate()
 
     def _migrate(self) -> None:
+        from alembic import command  # imported here: alembic costs 0.7 s at CLI start-up
+        from alembic.config import Config
+
         cfg = Config()
         cfg.set_main_option("script_location", _MIGRATIONS)
         try:
@@ -63,32 +64,41 @@ class Store:
     # -- writing ---------------------------------------------------------------------------
     def add_run(self, run: Run) -> int:
         """Insert a run with everything it carries; returns its id."""
-        host = run.env.get("host", {})
+        return self.add_runs([run])[0]
+
+    def add_runs(self, runs: Sequence[Run]) -> list[int]:
+        """Insert several runs in one transaction (all or none); keeps ``run.uuid`` when set."""
         with self.engine.begin() as conn:
-            rid = conn.execute(t.runs.insert().values(
-                uuid=str(uuidlib.uuid4()), batch=run.batch, recipe=run.point.recipe,
-                label=run.label, status=run.status, point_key=run.point.key(),
-                point_json=json.dumps(dict(run.point.params), sort_keys=True),
-                fingerprint=run.fingerprint(), repeat_index=run.repeat_index,
-                started_at=run.started_at, finished_at=run.finished_at,
-                host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
-                kernel=str(run.env.get("kernel", "")),
-                env_json=json.dumps(run.env, sort_keys=True, default=str),
-                bed_json=json.dumps(run.bed, sort_keys=True, default=str),
-                error=run.error, notes_json=json.dumps(list(run.notes)),
-            )).inserted_primary_key[0]  # type: ignore[index]
-            if run.metrics:
-                conn.execute(t.metrics.insert(), [
-                    {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,
-                     "direction": m.direction} for m in run.metrics])
-            if run.artifacts:
-                conn.execute(t.artifacts.insert(), [
-                    {"run_id": rid, "name": a.name, "content_type": a.content_type,
-                     "body": a.body} for a in run.artifacts])
-            if run.series:
-                conn.execute(t.series.insert(), [
-                    {"run_id": rid, "probe": s.probe, "name": s.name, "unit": s.unit,
-                     "samples_json": json.dumps(s.samples)} for s in run.series])
+            return [self._insert(conn, run) for run in runs]
+
+    @staticmethod
+    def _insert(conn: Connection, run: Run) -> int:
+        """Insert one run on ``conn``; the caller owns the transaction."""
+        host = run.env.get("host", {})
+        rid = conn.execute(t.runs.insert().values(
+            uuid=run.uuid or str(uuidlib.uuid4()), batch=run.batch, recipe=run.point.recipe,
+            label=run.label, status=run.status, point_key=run.point.key(),
+            point_json=json.dumps(dict(run.point.params), sort_keys=True),
+            fingerprint=run.fingerprint(), repeat_index=run.repeat_index,
+            started_at=run.started_at, finished_at=run.finished_at,
+            host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
+            kernel=str(run.env.get("kernel", "")),
+            env_json=json.dumps(run.env, sort_keys=True, default=str),
+            bed_json=json.dumps(run.bed, sort_keys=True, default=str),
+            error=run.error, notes_json=json.dumps(list(run.notes)),
+        )).inserted_primary_key[0]  # type: ignore[index]
+        if run.metrics:
+            conn.execute(t.metrics.insert(), [
+                {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,
+                 "direction": m.direction} for m in run.metrics])
+        if run.artifacts:
+            conn.execute(t.artifacts.insert(), [
+                {"run_id": rid, "name": a.name, "content_type": a.content_type,
+                 "body": a.body} for a in run.artifacts])
+        if run.series:
+            conn.execute(t.series.insert(), [
+                {"run_id": rid, "probe": s.probe, "name": s.name, "unit": s.unit,
+                 "samples_json": json.dumps(s.samples)} for s in run.series])
         return int(rid)
 
     # -- reading ---------------------------------------------------------------------------
@@ -140,6 +150,26 @@ class Store:
                 (t.artifacts.c.run_id == run_id) & (t.artifacts.c.name == name))).first()
         return Artifact(a.name, a.content_type, a.body) if a else None
 
+    def artifacts_of(self, run_ids: Sequence[int]) -> dict[int, tuple[Artifact, ...]]:
+        """Every raw artifact of many runs at once, by run id, sorted by name (for export)."""
+        out: dict[int, list[Artifact]] = {int(i): [] for i in run_ids}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(out), 500):
+                for a in conn.execute(select(t.artifacts).where(t.artifacts.c.run_id.in_(chunk))
+                                      .order_by(t.artifacts.c.run_id, t.artifacts.c.name)):
+                    out[a.run_id].append(Artifact(a.name, a.content_type, a.body))
+        return {k: tuple(v) for k, v in out.items()}
+
+    def known_uuids(self, uuids: Iterable[str]) -> set[str]:
+        """Which of ``uuids`` are already stored (import skips those runs)."""
+        want = sorted(set(uuids))
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for i in range(0, len(want), 500):
+                found.update(conn.execute(select(t.runs.c.uuid)
+                                          .where(t.runs.c.uuid.in_(want[i:i + 500]))).scalars())
+        return found
+
     def count(self) -> int:
         """How many runs are stored."""
         with self.engine.connect() as conn:
@@ -170,7 +200,7 @@ def _run_from_row(r: Any, mets: list[Metric], sers: list[Series]) -> Run:
         status=r["status"], started_at=r["started_at"], finished_at=r["finished_at"],
         metrics=tuple(mets), env=json.loads(r["env_json"]), bed=json.loads(r["bed_json"]),
         series=tuple(sers), batch=r["batch"], repeat_index=r["repeat_index"], error=r["error"],
-        notes=tuple(json.loads(r["notes_json"])),
+        notes=tuple(json.loads(r["notes_json"])), uuid=r["uuid"],
     )
 
 

@@ -3,22 +3,27 @@ metrics, fio's own JSON kept verbatim with the run."""
 
 from __future__ import annotations
 
+import glob
 import json
+import math
 import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError, WorkloadError
-from ..model import Artifact, Metric
+from ..model import Artifact, Metric, Series
 from ..proc import run, run_child
 
 #: Oldest fio whose JSON carries everything parsed here (bw_bytes, job_runtime, io_uring).
 MIN_FIO = (3, 16)
 DIRECTIONS = ("read", "write", "trim")
+#: fio's averaging window for the bandwidth logs, ms (the probes' default interval).
+BW_LOG_MS = 1000
 
 
 def fio_version() -> tuple[int, ...]:
@@ -75,6 +80,8 @@ class FioResult:
     jobfile: str
     metrics: tuple[Metric, ...]
     stderr: str = ""
+    #: read_bw / write_bw / trim_bw from fio's bandwidth logs, all jobs summed (B/s).
+    series: tuple[Series, ...] = ()
 
     def artifacts(self) -> tuple[Artifact, ...]:
         """fio's JSON and the job file, kept verbatim with the run."""
@@ -82,29 +89,39 @@ class FioResult:
                 Artifact("job.fio", "text/plain", self.jobfile))
 
 
-def run_fio(job: JobFile | str, *, timeout: float | None = None) -> FioResult:
+def run_fio(job: JobFile | str, *, timeout: float | None = None,
+            bw_log_ms: int = BW_LOG_MS) -> FioResult:
     """Run fio on a job file (ours or a user's text) with JSON output; parse it into metrics.
 
     fio writes its JSON to a file (``--output``) so that warnings on stdout cannot corrupt it.
+    Every job also writes a bandwidth log averaged over ``bw_log_ms`` (0: none), given on
+    the command line so the job file stays as written; the logs become the result's series.
     """
     text = job.render() if isinstance(job, JobFile) else job
     with tempfile.TemporaryDirectory(prefix="iowall-fio-") as tmp:
         jf = os.path.join(tmp, "job.fio")
         out = os.path.join(tmp, "out.json")
+        prefix = os.path.join(tmp, "log")
         with open(jf, "w") as f:
             f.write(text)
-        res = run_child(["fio", "--output-format=json", f"--output={out}", jf], timeout=timeout)
+        logging = [f"--write_bw_log={prefix}", f"--log_avg_msec={bw_log_ms}",
+                   "--log_unix_epoch=1"] if bw_log_ms > 0 else []
+        launched_ms = time.time() * 1000.0
+        res = run_child(["fio", "--output-format=json", f"--output={out}", *logging, jf],
+                        timeout=timeout)
         try:
             with open(out) as f:
                 body = f.read()
         except OSError:
             body = ""
+        logs = _read_logs(prefix) if bw_log_ms > 0 else []
     raw = _parse_json(body)
     err = (res.stderr or res.stdout).strip().splitlines()
     detail = next((e for e in err if "error" in e.lower() or "fio:" in e), err[-1] if err else "")
     if raw is None:
         raise WorkloadError(f"fio failed (exit {res.returncode}): {detail}")
-    result = FioResult(raw, text, tuple(parse_metrics(raw)), res.stderr)
+    series = bw_series(logs, interval_ms=bw_log_ms, origin_ms=launched_ms) if logs else ()
+    result = FioResult(raw, text, tuple(parse_metrics(raw)), res.stderr, series)
     if res.returncode != 0:
         raise FioFailure(f"fio failed (exit {res.returncode}): {detail}", result)
     return result
@@ -116,6 +133,65 @@ class FioFailure(WorkloadError):
     def __init__(self, message: str, result: FioResult) -> None:
         super().__init__(message)
         self.result = result
+
+
+def _read_logs(prefix: str) -> list[str]:
+    """The text of every job's bandwidth log (``PREFIX_bw.N.log``, or one shared log)."""
+    out = []
+    for path in sorted(glob.glob(f"{glob.escape(prefix)}_bw*.log")):
+        try:
+            with open(path) as f:
+                out.append(f.read())
+        except OSError:
+            continue
+    return out
+
+
+def bw_series(logs: Sequence[str], *, interval_ms: float, origin_ms: float) -> tuple[Series, ...]:
+    """Series ``read_bw``/``write_bw``/``trim_bw`` (B/s) from fio bandwidth logs, one text per job.
+
+    A log line is ``time_ms, KiB/s, direction (0 read, 1 write, 2 trim), bs, offset[, prio]``,
+    each an average over ``interval_ms`` (``log_avg_msec``). Samples go to the nearest bucket
+    on a grid of ``interval_ms`` anchored one interval before the first sample, so jobs that
+    started a few ms apart share buckets; a job's samples in one bucket are averaged, the jobs
+    summed. The last bucket is dropped when fewer jobs logged it than the one before (fio
+    writes the window a job ends in for some jobs only). Times are seconds from
+    ``origin_ms`` (same clock as the log: fio's ``log_unix_epoch``, or 0 for job-relative
+    logs), at the bucket's end.
+    """
+    rows: list[tuple[int, float, int, float]] = []  # job, t_ms, direction, KiB/s
+    for job, text in enumerate(logs):
+        for line in text.splitlines():
+            parts = line.split(",")
+            if len(parts) < 3:
+                continue
+            try:
+                t, v, d = float(parts[0]), float(parts[1]), int(parts[2])
+            except ValueError:
+                continue
+            if 0 <= d < len(DIRECTIONS):
+                rows.append((job, t, d, v))
+    if not rows or interval_ms <= 0:
+        return ()
+    base = min(r[1] for r in rows) - interval_ms
+    per_job: dict[tuple[int, int, int], list[float]] = {}
+    for job, t, d, v in rows:
+        k = math.floor((t - base) / interval_ms + 0.5)
+        per_job.setdefault((d, k, job), []).append(v)
+    total: dict[tuple[int, int], float] = {}
+    jobs: dict[tuple[int, int], int] = {}
+    for (d, k, _job), vals in per_job.items():
+        total[(d, k)] = total.get((d, k), 0.0) + sum(vals) / len(vals) * 1024.0
+        jobs[(d, k)] = jobs.get((d, k), 0) + 1
+    out = []
+    for d, name in enumerate(DIRECTIONS):
+        pts = sorted((k, v) for (dd, k), v in total.items() if dd == d)
+        if len(pts) >= 2 and jobs[(d, pts[-1][0])] < jobs[(d, pts[-2][0])]:
+            pts.pop()  # fio logs the window a job ends in for some jobs only: not a drop
+        if pts:
+            out.append(Series("fio", f"{name}_bw", "B/s", tuple(
+                (round((base + k * interval_ms - origin_ms) / 1000.0, 3), v) for k, v in pts)))
+    return tuple(out)
 
 
 def _parse_json(body: str) -> dict[str, Any] | None:

@@ -1,0 +1,335 @@
+"""Pure: base vs new run sets, point by point and metric by metric, with the comparability
+check a reviewer needs first (what differs besides the compared field).
+
+Points pair by fingerprint (recipe, parameters, bed shape, host shape; never the kernel).
+Knob parameters (``sysctl:…``, ``sysfs:…``, ``xfs:…``) that are constant within a side are
+the treatment, not the point: they leave the pairing key and show as differences. Each pair
+is judged by ``stats.compare_samples`` (Hodges–Lehmann ratio, calibrated bootstrap 95%
+interval, significance only beyond the floor); ``stats.geomean`` summarises each metric.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..knobs import looks_like_knob
+from ..model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
+from ..model import fingerprint as _fingerprint
+from .stats import Comparison, compare_samples, geomean
+
+SCHEMA_VERSION = 1
+
+#: Metrics compared unless ``metrics=`` says otherwise: what a workload delivers, not the
+#: probes' diagnostics (those are one ``--metric`` away).
+HEADLINE = ("*_bw_bytes_per_s", "*_iops", "*_clat_p99_s", "*files_per_s", "*_wall_s",
+            "memcopy_bytes_per_s")
+#: Probe metrics that a headline pattern would otherwise catch.
+NOT_HEADLINE = ("disk_*",)
+
+#: Environment and bed facts listed when they differ between sides (dotted paths).
+ENV_FIELDS = ("kernel", "host.hostname", "fio_version", "thp", "cmdline")
+BED_FIELDS = ("kind", "fs", "mkfs_opts", "mount_opts", "backing", "block_size", "image_bytes",
+              "capacity_bytes", "queue.scheduler", "queue.rotational", "queue.nr_requests",
+              "queue.max_sectors_kb", "queue.read_ahead_kb")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run set: its name (label, selection or bundle) and its runs."""
+
+    name: str
+    runs: Sequence[Run]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A fact that is not the same on every side: one text per side (base first)."""
+
+    field: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One point and metric of one new side against the base."""
+
+    label: str
+    point: Mapping[str, Any]
+    point_text: str
+    metric: str
+    unit: str
+    direction: str
+    cmp: Comparison
+    base_samples: tuple[float, ...]
+    new_samples: tuple[float, ...]
+    base_runs: tuple[int, ...] = ()
+    new_runs: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    """A point measured on one side only, and why it found no partner."""
+
+    side: str
+    point_text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything a compare report shows."""
+
+    base: str
+    news: tuple[str, ...]
+    compared: str
+    differences: tuple[Difference, ...]
+    common: Mapping[str, Any]
+    rows: tuple[Row, ...]
+    geomean: Mapping[str, Mapping[str, float]]
+    unpaired: tuple[Unpaired, ...] = ()
+    floor: float = 0.02
+    confidence: float = 0.95
+    method: str = ("Hodges-Lehmann ratio new/base with a calibrated bootstrap interval; "
+                   "significant when the interval excludes 1 and |change| > floor")
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _get(doc: Mapping[str, Any], path: str) -> Any:
+    cur: Any = doc
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _text(v: Any) -> str:
+    if v is None or v == "":
+        return "-"
+    return str(v)
+
+
+def constant_knobs(runs: Sequence[Run]) -> dict[str, Any]:
+    """Knob parameters with one value across all ``runs`` (the side's treatment)."""
+    seen: dict[str, set[str]] = {}
+    first: dict[str, Any] = {}
+    for r in runs:
+        for k, v in r.point.params.items():
+            if looks_like_knob(k):
+                seen.setdefault(k, set()).add(repr(v))
+                first.setdefault(k, v)
+    out = {}
+    for k, vals in seen.items():
+        present = all(k in r.point.params for r in runs)
+        if len(vals) == 1 and present:
+            out[k] = first[k]
+    return out
+
+
+def pair_key(run: Run, drop: Iterable[str]) -> str:
+    """The run's fingerprint with the side's constant knobs left out of its parameters."""
+    d = set(drop)
+    params = {k: v for k, v in run.point.params.items() if k not in d}
+    return _fingerprint(Point(run.point.recipe, params), run.bed, run.env)
+
+
+def _shape_key(run: Run, drop: Iterable[str]) -> str:
+    d = set(drop)
+    params = {k: v for k, v in sorted(run.point.params.items()) if k not in d}
+    return run.point.recipe + repr(params)
+
+
+def _shape_diff(a: Run, b: Run) -> list[str]:
+    """Which fingerprint facts keep two runs of the same point apart."""
+    out = []
+    for k in FINGERPRINT_BED_KEYS:
+        if a.bed.get(k) != b.bed.get(k):
+            out.append(f"bed {k} {_text(a.bed.get(k))} vs {_text(b.bed.get(k))}")
+    ha, hb = a.env.get("host") or {}, b.env.get("host") or {}
+    for k in FINGERPRINT_HOST_KEYS:
+        if ha.get(k) != hb.get(k):
+            out.append(f"host {k} {_text(ha.get(k))} vs {_text(hb.get(k))}")
+    return out
+
+
+def select_metrics(names: Iterable[str], patterns: Sequence[str] | None) -> list[str]:
+    """Metric names matching the patterns (shell globs), in pattern order; ``None`` means
+    the headline metrics, ``["all"]`` every metric."""
+    names = sorted(set(names))
+    skip: tuple[str, ...] = ()
+    if patterns is None:
+        pats, skip = list(HEADLINE), NOT_HEADLINE
+    elif list(patterns) == ["all"]:
+        return names
+    else:
+        pats = list(patterns)
+    out: list[str] = []
+    for p in pats:
+        for n in names:
+            if n not in out and fnmatch.fnmatchcase(n, p) \
+                    and not any(fnmatch.fnmatchcase(n, s) for s in skip):
+                out.append(n)
+    return out
+
+
+def describe_points(points: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Short texts for points (only parameters that vary among them) and the common rest."""
+    keys: list[str] = []
+    for p in points:
+        for k in p:
+            if k not in keys:
+                keys.append(k)
+    varying = [k for k in keys if len({repr(p.get(k)) for p in points}) > 1]
+    common = {k: points[0].get(k) for k in keys if k not in varying} if points else {}
+    texts = [" ".join(f"{k}={p.get(k)}" for k in varying if k in p) or "-" for p in points]
+    return texts, common
+
+
+def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Difference]:
+    """Facts whose values are not the same on every side: environment, sysctls, knobs, bed.
+    A side with several values shows them all, joined by ``|``."""
+    skip = set(skip)
+    fields: list[tuple[str, str, str]] = [(f, "env", f) for f in ENV_FIELDS]
+    sysctl_names = sorted({k for s in sides for r in s.runs for k in (r.env.get("sysctls") or {})})
+    fields += [(f"sysctl {k}", "sysctl", k) for k in sysctl_names]
+    knob_names = sorted({k for s in sides for r in s.runs for k in r.point.params
+                         if looks_like_knob(k)} | {k for s in sides for r in s.runs
+                                                   for k in (r.env.get("knobs") or {})})
+    fields += [(f"knob {k}", "knob", k) for k in knob_names]
+    fields += [(f"bed {f}", "bed", f) for f in BED_FIELDS]
+    fields.append(("label", "label", ""))
+    out = []
+    for name, kind, key in fields:
+        if name in skip:
+            continue
+        per_side = []
+        for s in sides:
+            vals: list[str] = []
+            for r in s.runs:
+                t = _text(_fact(r, kind, key))
+                if t not in vals:
+                    vals.append(t)
+            per_side.append(" | ".join(vals) if vals else "-")
+        if len(set(per_side)) > 1:
+            out.append(Difference(name, tuple(per_side)))
+    return out
+
+
+def _fact(run: Run, kind: str, key: str) -> Any:
+    if kind == "env":
+        return _get(run.env, key)
+    if kind == "sysctl":
+        return (run.env.get("sysctls") or {}).get(key)
+    if kind == "knob":
+        v = run.point.params.get(key)
+        return v if v is not None else (run.env.get("knobs") or {}).get(key)
+    if kind == "bed":
+        return _get(run.bed, key)
+    return run.label
+
+
+def _seed(*parts: str) -> int:
+    return zlib.crc32("\0".join(parts).encode())
+
+
+# ---------------------------------------------------------------------------- compare
+
+
+def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None = None,
+            floor: float = 0.02, confidence: float = 0.95, compared: str = "label") -> CompareResult:
+    """Pair the points of each new side with the base's and compare every chosen metric.
+
+    Only completed measurements count (status ok or filled). ``compared`` names the field
+    the sides were chosen by; it is left out of the differences."""
+    sides = [Side(base.name, [r for r in base.runs if r.status in MEASURED_STATUSES])]
+    sides += [Side(s.name, [r for r in s.runs if r.status in MEASURED_STATUSES]) for s in news]
+    # Knobs left out of the pairing: those constant within every side (a swept knob stays).
+    all_knobs = {k for s in sides for r in s.runs for k in r.point.params if looks_like_knob(k)}
+    drop = {k for k in all_knobs if all(k in constant_knobs(s.runs) or
+                                        not any(k in r.point.params for r in s.runs)
+                                        for s in sides)}
+    groups: list[dict[str, list[Run]]] = []
+    for s in sides:
+        g: dict[str, list[Run]] = {}
+        for r in s.runs:
+            g.setdefault(pair_key(r, drop), []).append(r)
+        groups.append(g)
+    base_g = groups[0]
+    order = list(base_g)
+    pts = [dict(base_g[k][0].point.params) for k in order]
+    for k, p in zip(order, pts, strict=True):
+        p["recipe"] = base_g[k][0].point.recipe
+    for k in drop:
+        for p in pts:
+            p.pop(k, None)
+    texts, common = describe_points(pts)
+    text_of = dict(zip(order, texts, strict=True))
+
+    rows: list[Row] = []
+    unpaired: list[Unpaired] = []
+    gm: dict[str, dict[str, float]] = {}
+    for s, g in zip(sides[1:], groups[1:], strict=True):
+        paired = [k for k in order if k in g]
+        for k in order:
+            if k not in g:
+                unpaired.append(Unpaired(base.name, text_of[k], _why_unpaired(base_g[k][0], g, drop)))
+        for k in g:
+            if k not in base_g:
+                r = g[k][0]
+                unpaired.append(Unpaired(s.name, _point_text(r, drop),
+                                         _why_unpaired(r, base_g, drop)))
+        ratios: dict[str, list[float]] = {}
+        for k in paired:
+            b_runs, n_runs = base_g[k], g[k]
+            names = ({m.name for r in b_runs for m in r.metrics}
+                     & {m.name for r in n_runs for m in r.metrics})
+            for m in select_metrics(names, metrics):
+                bv = [v for r in b_runs if (v := r.metric(m)) is not None]
+                nv = [v for r in n_runs if (v := r.metric(m)) is not None]
+                if not bv or not nv or min(bv + nv) < 0:
+                    continue
+                proto = next(x for x in b_runs[0].metrics if x.name == m)
+                c = compare_samples(bv, nv, direction=proto.direction, floor=floor,
+                                    confidence=confidence, seed=_seed(k, m, s.name))
+                rows.append(Row(s.name, pts[order.index(k)], text_of[k], m, proto.unit,
+                                proto.direction, c, tuple(bv), tuple(nv),
+                                tuple(r.id for r in b_runs if r.id is not None),
+                                tuple(r.id for r in n_runs if r.id is not None)))
+                if c.ratio > 0 and c.ratio != float("inf"):
+                    ratios.setdefault(m, []).append(c.ratio)
+        gm[s.name] = {m: geomean(v) for m, v in ratios.items()}
+    notes = []
+    if any(min(r.cmp.n_base, r.cmp.n_new) < 2 for r in rows):
+        notes.append("a point with one run on a side is never marked: repeat it (--repeat 3 or "
+                     "--repeat auto) to get an interval")
+    if drop:
+        notes.append("knobs constant within each side are the treatment, not the point: "
+                     + ", ".join(sorted(drop)))
+    return CompareResult(
+        base=base.name, news=tuple(s.name for s in news), compared=compared,
+        differences=tuple(differences(sides, skip=compared.split(","))), common=common,
+        rows=tuple(rows), geomean=gm, unpaired=tuple(unpaired), floor=floor,
+        confidence=confidence, notes=tuple(notes))
+
+
+def _point_text(run: Run, drop: Iterable[str]) -> str:
+    d = set(drop)
+    return run.point.recipe + " " + " ".join(f"{k}={v}" for k, v in run.point.params.items()
+                                             if k not in d)
+
+
+def _why_unpaired(run: Run, other: Mapping[str, list[Run]], drop: Iterable[str]) -> str:
+    """Why a point found no partner: the other side never ran it, or ran it on a bed or
+    host of another shape (fingerprints differ)."""
+    shape = _shape_key(run, drop)
+    for runs in other.values():
+        if _shape_key(runs[0], drop) == shape:
+            return "fingerprints differ: " + "; ".join(_shape_diff(run, runs[0]))
+    return "not measured on the other side"

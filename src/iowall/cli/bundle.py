@@ -1,0 +1,77 @@
+"""`iowall export` (runs → a bundle file) and `iowall import` (bundle files → the store)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..report.table import text_table
+from .common import open_store
+from .main import app
+
+if TYPE_CHECKING:
+    from ..model import Run
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _kernel(r: Run) -> str:
+    return str(r.env.get("kernel", "")) or "?"
+
+
+@app.command("export")
+def export(
+    selections: Annotated[list[str] | None, typer.Argument(
+        metavar="SELECTION",
+        help="runs to export: a label, FIELD=V[,…], ids=3-9 or FILE.json[:…]; none = every run")] = None,
+    output: str = typer.Option(..., "-o", "--output", metavar="FILE.json",
+                               help="bundle file to write (- for stdout)"),
+    measured_only: bool = typer.Option(False, "--measured-only",
+                                       help="only completed measurements (ok, filled)"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+) -> None:
+    """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
+    from ..selection import parse_selection
+    from ..store.bundle import collect_runs, redact_url, write_bundle
+
+    texts = list(selections or [])
+    needs_store = not texts or any(parse_selection(t).bundle is None for t in texts)
+    store = open_store(db) if needs_store else None
+    runs = collect_runs(store, texts, measured_only=measured_only)
+    source = {"host": socket.gethostname(), "store": redact_url(store.url) if store else ""}
+    n = write_bundle(runs, output, source=source)
+    labels = {r.label for r in runs}
+    kernels = {_kernel(r) for r in runs}
+    where = "stdout" if output == "-" else output
+    print(f"iowall: exported {_n(n, 'run')} ({_n(len(labels), 'label')}, "
+          f"{_n(len(kernels), 'kernel')}) to {where}", file=sys.stderr)
+
+
+@app.command("import")
+def import_(
+    files: Annotated[list[str], typer.Argument(metavar="FILE.json",
+                                               help="bundle files to import (- for stdin)")],
+    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be imported, change nothing"),
+    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+) -> None:
+    """Add the runs of bundle files to the store; runs already present (same uuid) are skipped."""
+    from ..store.bundle import import_runs, plan_import, read_bundle
+
+    runs = [r for f in files for r in read_bundle(f)]  # every file valid before anything is written
+    store = open_store(db)
+    if dry_run:
+        new, present = plan_import(store, runs)
+        known = {id(r) for r in present}
+        rows = [["present" if id(r) in known else "import", r.uuid[:8], str(r.id), r.label,
+                 r.point.recipe, r.status, _kernel(r), r.point.describe()] for r in runs]
+        typer.echo(text_table(["action", "uuid", "source id", "label", "recipe", "status", "kernel",
+                               "point"], rows, left=8, indent=0))
+        typer.echo(f"would import {_n(len(new), 'run')}, {len(present)} already present")
+        return
+    added, skipped = import_runs(store, runs)
+    typer.echo(f"imported {_n(added, 'run')}, {skipped} already present")

@@ -1,0 +1,290 @@
+"""A compare result as text (80 columns, for a mail to a kernel list), Markdown, CSV, JSON
+and a self-contained HTML page with the ratio plot inline."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from ..analysis.compare import SCHEMA_VERSION, CompareResult, Row
+from ..units import fmt_metric as fmt_value
+from .table import md_table, text_table
+
+WIDTH = 80
+
+_SHORT = {"_bw_bytes_per_s": " bw", "_clat_p99_s": " p99", "_clat_p50_s": " p50",
+          "_files_per_s": "/s", "_wall_s": " time", "_iops": " iops"}
+
+
+def short_metric(name: str) -> str:
+    """``write_bw_bytes_per_s`` → ``write bw``: the names a table has room for."""
+    if name == "memcopy_bytes_per_s":
+        return "memcopy"
+    if name == "files_per_s":
+        return "files/s"
+    for suffix, short in _SHORT.items():
+        if name.endswith(suffix):
+            return name[: -len(suffix)].replace("_", " ") + short
+    return name
+
+
+def _pct(ratio: float) -> str:
+    if not math.isfinite(ratio) or ratio <= 0:
+        return "n/a"
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def fmt_ci(row: Row) -> str:
+    """The interval of the change in percent, ``[-13.0,-8.7]``; n/a with one run a side."""
+    lo, hi = row.cmp.ci_low, row.cmp.ci_high
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0:
+        return "n/a"
+    return f"[{(lo - 1) * 100:+.1f},{(hi - 1) * 100:+.1f}]"
+
+
+def mark(row: Row) -> str:
+    """``better``/``worse`` when significant, else empty."""
+    if not row.cmp.significant:
+        return ""
+    return "better" if row.cmp.better else "worse"
+
+
+def _sides(res: CompareResult) -> str:
+    return f"{res.base} vs {', '.join(res.news)}"
+
+
+def _header(res: CompareResult, *, markdown: bool = False) -> list[str]:
+    out = [f"iowall compare: {_sides(res)} (by {res.compared})"]
+    if res.differences:
+        out.append("")
+        out.append(f"Differences besides {res.compared}:")
+        rows = [[d.field, *d.values] for d in res.differences]
+        if markdown:
+            out += ["", md_table(["fact", res.base, *res.news], rows)]
+        else:
+            out.append(text_table(["", res.base, *res.news], rows, left=len(rows[0])))
+    else:
+        out += ["", f"Nothing differs besides {res.compared} (environment, sysctls, knobs, bed)."]
+    if res.common:
+        common = " ".join(f"{k}={v}" for k, v in res.common.items())
+        if markdown:
+            out += ["", f"Common to every point: `{common}`"]
+        else:
+            out += [""] + textwrap.wrap("Common to every point: " + common, WIDTH,
+                                        subsequent_indent="  ")
+    return out
+
+
+def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
+    out: list[str] = []
+    gm = [(lab, m, v) for lab in res.news for m, v in res.geomean.get(lab, {}).items()]
+    if gm:
+        out += ["", "Geometric mean of new/base over points:"]
+        for lab, m, v in gm:
+            n = sum(1 for r in res.rows if r.label == lab and r.metric == m)
+            who = f"{lab}: " if len(res.news) > 1 else ""
+            out.append(f"{'- ' if markdown else '  '}{who}{short_metric(m)} {v:.3f} "
+                       f"({_pct(v)}, {n} point{'s' if n != 1 else ''})")
+    if res.unpaired:
+        out += ["", "Not compared:"]
+        for u in res.unpaired:
+            out.append(f"{'- ' if markdown else '  '}{u.side}: {u.point_text}: {u.reason}")
+    conf = f"{res.confidence * 100:.0f}%"
+    legend = (f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
+              f"minus 1; {conf} CI: calibrated bootstrap; marked better/worse only when the "
+              f"interval excludes 0 and |change| > {res.floor * 100:g}%; n: runs base:new; "
+              f"base/new: medians.")
+    out += [""] + (["_" + legend + "_"] if markdown else textwrap.wrap(legend, WIDTH))
+    for note in res.notes:
+        out += [f"- {note}"] if markdown else textwrap.wrap(
+            "note: " + note, WIDTH, subsequent_indent="  ")
+    return out
+
+
+def _two_side_rows(rows: Sequence[Row]) -> list[list[str]]:
+    return [[short_metric(r.metric), fmt_value(r.cmp.base_median, r.unit),
+             fmt_value(r.cmp.new_median, r.unit), _pct(r.cmp.ratio), fmt_ci(r),
+             f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)] for r in rows]
+
+
+_TWO_HEAD = ["metric", "base", "new", "change", "95% CI", "n", ""]
+
+
+def _multi(res: CompareResult) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """One column per new label against the base: ``-10.9% W`` (W worse, B better)."""
+    cells: dict[tuple[str, str], dict[str, Row]] = {}
+    order: list[tuple[str, str]] = []
+    for r in res.rows:
+        k = (r.point_text, r.metric)
+        if k not in cells:
+            order.append(k)
+        cells.setdefault(k, {})[r.label] = r
+    out = []
+    for k in order:
+        first = next(iter(cells[k].values()))
+        row = [short_metric(first.metric), fmt_value(first.cmp.base_median, first.unit)]
+        for lab in res.news:
+            c = cells[k].get(lab)
+            row.append("-" if c is None else
+                       (_pct(c.cmp.ratio) + (" " + ("B" if c.cmp.better else "W")
+                                             if c.cmp.significant else "")))
+        out.append((k[0], row))
+    return ["metric", f"[{res.base}]", *[f"[{lab}]" for lab in res.news]], out
+
+
+def render_text(res: CompareResult) -> str:
+    """The table a reviewer pastes into a mail: fits in 80 columns."""
+    out = _header(res)
+    if not res.rows:
+        out += ["", "No metric could be compared."]
+    elif len(res.news) == 1 and all(r.point_text == "-" for r in res.rows):
+        out += ["", text_table(_TWO_HEAD, _two_side_rows(res.rows), left=1)]
+    elif len(res.news) == 1:
+        flat = [[r.point_text, *cells] for r, cells in zip(res.rows, _two_side_rows(res.rows),
+                                                           strict=True)]
+        table = text_table(["point", *_TWO_HEAD], flat, left=2)
+        if max(len(line) for line in table.splitlines()) <= WIDTH:
+            out += ["", table]
+        else:
+            out += [""] + _grouped(_TWO_HEAD, [(r.point_text, c) for r, c in
+                                               zip(res.rows, _two_side_rows(res.rows), strict=True)])
+    elif all(r.point_text == "-" for r in res.rows):
+        head, rows = _multi(res)
+        out += ["", text_table(head, [c for _, c in rows], left=1)]
+        out += ["", "B: significantly better, W: significantly worse (rule below)"]
+    else:
+        head, rows = _multi(res)
+        flat = [[p, *c] for p, c in rows]
+        table = text_table(["point", *head], flat, left=2)
+        if max(len(line) for line in table.splitlines()) <= WIDTH:
+            out += ["", table]
+        else:
+            out += [""] + _grouped(head, rows)
+        out += ["", "B: significantly better, W: significantly worse (rule below)"]
+    out += _footer(res)
+    return "\n".join(out) + "\n"
+
+
+def _grouped(head: list[str], rows: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """Points as sub-headings with their metrics below, when one flat row is too wide."""
+    table = text_table(head, [c for _, c in rows], indent=4).splitlines()
+    out = [table[0]]
+    last = None
+    for (p, _), line in zip(rows, table[1:], strict=True):
+        if p != last:
+            out.append("  " + p)
+            last = p
+        out.append(line)
+    return out
+
+
+def render_md(res: CompareResult) -> str:
+    """The same in Markdown, with every column (medians of each side, interval, n)."""
+    out = ["## " + _header(res, markdown=True)[0]] + _header(res, markdown=True)[1:]
+    if res.rows:
+        rows = [[r.label, r.point_text, short_metric(r.metric),
+                 fmt_value(r.cmp.base_median, r.unit), fmt_value(r.cmp.new_median, r.unit),
+                 _pct(r.cmp.ratio), fmt_ci(r), f"{r.cmp.n_base}:{r.cmp.n_new}",
+                 f"**{mark(r)}**" if mark(r) else ""] for r in res.rows]
+        out += ["", md_table(["new", "point", "metric", "base", "new", "change", "95% CI", "n",
+                              ""], rows, left=3)]
+    else:
+        out += ["", "No metric could be compared."]
+    out += _footer(res, markdown=True)
+    return "\n".join(out) + "\n"
+
+
+def _num(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def row_json(r: Row) -> dict[str, Any]:
+    """One row as the JSON format names it (see docs/compare.md)."""
+    c = r.cmp
+    return {"label": r.label, "point": dict(r.point), "point_text": r.point_text,
+            "metric": r.metric, "unit": r.unit, "direction": r.direction,
+            "base": c.base_median, "new": c.new_median, "n_base": c.n_base, "n_new": c.n_new,
+            "ratio": _num(c.ratio), "ci_low": _num(c.ci_low), "ci_high": _num(c.ci_high),
+            "significant": c.significant, "better": c.better,
+            "base_samples": list(r.base_samples), "new_samples": list(r.new_samples),
+            "base_runs": list(r.base_runs), "new_runs": list(r.new_runs)}
+
+
+def render_json(res: CompareResult) -> dict[str, Any]:
+    """``{"schema_version", "base", "new", "differences", "rows", "geomean", …}``."""
+    return {"schema_version": SCHEMA_VERSION, "base": res.base,
+            "new": res.news[0] if len(res.news) == 1 else list(res.news),
+            "compared": res.compared,
+            "differences": [{"field": d.field, "values": list(d.values)}
+                            for d in res.differences],
+            "common": dict(res.common),
+            "rows": [row_json(r) for r in res.rows],
+            "geomean": ({m: v for m, v in res.geomean.get(res.news[0], {}).items()}
+                        if len(res.news) == 1 else {k: dict(v) for k, v in res.geomean.items()}),
+            "unpaired": [{"side": u.side, "point": u.point_text, "reason": u.reason}
+                         for u in res.unpaired],
+            "floor": res.floor, "confidence": res.confidence, "method": res.method,
+            "notes": list(res.notes)}
+
+
+CSV_FIELDS = ("label", "point", "metric", "unit", "direction", "base", "new", "n_base", "n_new",
+              "ratio", "ci_low", "ci_high", "significant", "better")
+
+
+def render_csv(res: CompareResult) -> str:
+    """One line per label, point and metric; numbers unformatted."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in res.rows:
+        d = row_json(r)
+        d["point"] = r.point_text
+        w.writerow(["" if d[k] is None else d[k] for k in CSV_FIELDS])
+    return buf.getvalue()
+
+
+def render_html(res: CompareResult, svg: str | None = None) -> str:
+    """A self-contained page (no external assets): header, differences, table, plot."""
+    e = html.escape
+    head = _header(res)
+    parts = [f"<h1>{e(head[0])}</h1>"]
+    if res.differences:
+        parts.append(f"<h2>Differences besides {e(res.compared)}</h2><table><tr><th>fact</th>"
+                     + "".join(f"<th>{e(s)}</th>" for s in (res.base, *res.news)) + "</tr>")
+        for d in res.differences:
+            parts.append("<tr>" + f"<td>{e(d.field)}</td>"
+                         + "".join(f"<td>{e(v)}</td>" for v in d.values) + "</tr>")
+        parts.append("</table>")
+    else:
+        parts.append(f"<p>Nothing differs besides {e(res.compared)}.</p>")
+    if res.common:
+        parts.append("<p>Common to every point: <code>"
+                     + e(" ".join(f"{k}={v}" for k, v in res.common.items())) + "</code></p>")
+    parts.append("<h2>Results</h2><table><tr>" + "".join(
+        f"<th>{h}</th>" for h in ("new", "point", "metric", "base", "new", "change", "95% CI",
+                                  "n", "")) + "</tr>")
+    for r in res.rows:
+        cls = "" if not r.cmp.significant else (' class="better"' if r.cmp.better
+                                                  else ' class="worse"')
+        cells = [r.label, r.point_text, short_metric(r.metric),
+                 fmt_value(r.cmp.base_median, r.unit), fmt_value(r.cmp.new_median, r.unit),
+                 _pct(r.cmp.ratio), fmt_ci(r), f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)]
+        parts.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
+    parts.append("</table>")
+    if svg:
+        parts.append(f"<h2>New/base with {res.confidence * 100:.0f}% intervals</h2>"
+                     f"<div class=plot>{svg}</div>")
+    parts.append("<pre>" + e("\n".join(_footer(res)).strip()) + "</pre>")
+    style = ("body{font-family:sans-serif;max-width:70em;margin:1em auto}"
+             "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;"
+             "text-align:right}td:nth-child(-n+3),th:nth-child(-n+3){text-align:left}"
+             "tr.better td{background:#e4f6e4}tr.worse td{background:#fbe3e3}"
+             ".plot svg{max-width:100%;height:auto}")
+    return ("<!doctype html><html><head><meta charset=utf-8><title>"
+            f"{e(head[0])}</title><style>{style}</style></head><body>"
+            + "\n".join(parts) + "</body></html>\n")

@@ -1,0 +1,136 @@
+"""Run selections as users write them on the command line: a label, ``field=value`` pairs,
+run ids, or a bundle file, e.g. ``patched``, ``kernel=6.18.44,recipe=limits``, ``ids=3-9,12``,
+``base.json`` or ``both.json:label=base``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from .errors import UserError
+from .model import MEASURED_STATUSES, Run
+from .store import RunFilter, Store
+
+#: Fields a selection may name, as stored with every run.
+FIELDS = ("label", "recipe", "batch", "status", "host", "kernel")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One parsed selection: a filter over the store, or over the runs of a bundle file."""
+
+    text: str
+    flt: RunFilter
+    bundle: str | None = None
+
+    def describe(self) -> str:
+        """How the selection reads in a report header."""
+        return self.text
+
+
+def _ids(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                out += range(lo, hi + 1)
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise UserError(f"run ids {text!r}: use numbers and ranges, e.g. ids=3,5-9") from None
+    return out
+
+
+def _filter(text: str, terms: str) -> RunFilter:
+    kw: dict[str, object] = {}
+    merged: list[str] = []
+    for term in terms.split(","):
+        # ``ids=3,5-9``: a bare number after an ids term continues that term
+        if "=" not in term and merged and merged[-1].startswith("ids=") \
+                and term.strip().replace("-", "").isdigit():
+            merged[-1] += "," + term
+        else:
+            merged.append(term)
+    for term in merged:
+        if "=" not in term:
+            raise UserError(f"selection {text!r}: {term!r} is not FIELD=VALUE "
+                            f"(fields: {', '.join(FIELDS)}, ids)")
+        k, v = (x.strip() for x in term.split("=", 1))
+        if k == "ids":
+            kw["ids"] = _ids(v)
+        elif k in FIELDS:
+            kw[k] = v
+        else:
+            raise UserError(f"selection {text!r}: unknown field {k!r} "
+                            f"(fields: {', '.join(FIELDS)}, ids)")
+    return RunFilter(**kw)  # type: ignore[arg-type]
+
+
+def parse_selection(text: str) -> Selection:
+    """Parse ``LABEL``, ``FIELD=V[,FIELD=V…]``, ``ids=…`` or ``FILE.json[:FIELD=V…]``."""
+    text = text.strip()
+    if not text:
+        raise UserError("empty run selection")
+    path, _, rest = text.partition(".json")
+    if _ and (not rest or rest.startswith(":")):
+        bundle = path + ".json"
+        if not os.path.isfile(bundle):
+            raise UserError(f"bundle {bundle}: no such file")
+        flt = _filter(text, rest[1:]) if rest[1:] else RunFilter()
+        return Selection(text, flt, bundle)
+    if "=" in text:
+        return Selection(text, _filter(text, text))
+    # a bare id list reads as ids; anything else is a label
+    if text.replace(",", "").replace("-", "").isdigit():
+        return Selection(text, RunFilter(ids=_ids(text)))
+    return Selection(text, RunFilter(label=text))
+
+
+def matches(run: Run, flt: RunFilter) -> bool:
+    """Whether a run (e.g. from a bundle) passes a filter, the same way the store applies it."""
+    if flt.ids and run.id not in flt.ids:
+        return False
+    host = run.env.get("host", {})
+    fields = {"label": run.label, "recipe": run.point.recipe, "batch": run.batch,
+              "status": run.status, "kernel": str(run.env.get("kernel", "")),
+              "host": str(host.get("hostname", "")) if isinstance(host, dict) else ""}
+    return all(getattr(flt, k) is None or getattr(flt, k) == fields[k] for k in FIELDS)
+
+
+def load(store: Store | None, sel: Selection, *, measured_only: bool = True,
+         with_series: bool = False) -> list[Run]:
+    """The runs a selection names, oldest first; by default only completed measurements.
+    A UserError when it names none, so that a typo never compares against nothing."""
+    if sel.bundle is not None:
+        from .store.bundle import read_bundle
+
+        runs = [r for r in read_bundle(sel.bundle) if matches(r, sel.flt)]
+    else:
+        if store is None:
+            raise UserError(f"selection {sel.text!r} needs a store")
+        runs = store.runs(sel.flt, with_series=with_series)
+    if measured_only:
+        runs = [r for r in runs if r.status in MEASURED_STATUSES]
+    if not runs:
+        where = sel.bundle or (store.url if store else "")
+        raise UserError(f"selection {sel.text!r} matches no completed runs in {where}")
+    return runs
+
+
+def load_all(store: Store | None, texts: Sequence[str], **kw: bool) -> list[tuple[Selection, list[Run]]]:
+    """Several selections, each with its runs, in the order given."""
+    out = []
+    for t in texts:
+        sel = parse_selection(t)
+        out.append((sel, load(store, sel, **kw)))
+    return out
+
+
+def with_filter(sel: Selection, **kw: object) -> Selection:
+    """The same selection narrowed by more fields (e.g. a recipe)."""
+    return replace(sel, flt=replace(sel.flt, **kw))  # type: ignore[arg-type]

@@ -1,0 +1,496 @@
+"""Bundles: versioned JSON files that carry runs, whole, between stores and machines.
+
+A bundle holds every run's metrics (each run is one sample of its point), environment, bed
+facts, notes, probe series and raw artifacts, so that a base and a patched result set can be
+compared anywhere. The format is described in docs/bundle-format.md. Reading validates with
+pydantic at the edge and upgrades older schema versions one step at a time (``MIGRATIONS``);
+every problem ends as one UserError naming the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import socket
+import sys
+import tempfile
+import uuid as uuidlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import UserError
+from ..model import MEASURED_STATUSES, Artifact, Metric, Point, Run, Series, fingerprint
+from .db import RunFilter, Store
+
+#: The value of the top-level ``format`` key of every bundle.
+FORMAT = "iowall-bundle"
+#: The schema version this iowall writes, and the newest it reads.
+SCHEMA_VERSION = 2
+
+Doc = dict[str, Any]
+
+
+# ------------------------------------------------------------------------------------------
+# Edge models (pydantic): the shape of each schema version, strict, unknown keys refused
+
+
+def _uuid_text(v: str) -> str:
+    try:
+        ok = len(v) == 36 and str(uuidlib.UUID(v)) == v.lower()
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError("expected a UUID such as 0b7c3f1e-5d2a-4c8e-9f10-2a3b4c5d6e7f")
+    return v
+
+
+def _iso8601(v: str) -> str:
+    try:
+        dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("expected an ISO 8601 time such as 2025-01-31T12:00:00+00:00") from None
+    return v
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+Uuid = Annotated[str, AfterValidator(_uuid_text)]
+When = Annotated[str, AfterValidator(_iso8601)]
+Status = Literal["ok", "failed", "interrupted", "filled"]
+Pair = Annotated[list[float], Field(min_length=2, max_length=2)]
+# Text limited to what the store's columns hold (see store/schema.py).
+Name64 = Annotated[str, Field(min_length=1, max_length=64)]
+Name128 = Annotated[str, Field(min_length=1, max_length=128)]
+Label = Annotated[str, Field(max_length=128)]
+Unit = Annotated[str, Field(max_length=32)]
+Batch = Annotated[str, Field(max_length=36)]
+
+
+class ArtifactModel(_Model):
+    """A raw artifact (v1 and v2): fio's JSON, engine output, probe data, as text."""
+
+    name: Name128
+    content_type: Name64
+    body: str
+
+
+class MetricV2(_Model):
+    name: Name128
+    value: float
+    unit: Unit
+    direction: Literal["higher", "lower"]
+
+
+class SeriesV2(_Model):
+    probe: Name64
+    name: Name128
+    unit: Unit
+    samples: list[Pair]
+
+
+class RunV2(_Model):
+    uuid: Uuid
+    source_id: int | None
+    label: Label
+    recipe: Name64
+    point: dict[str, Any]
+    status: Status
+    started_at: float
+    finished_at: float
+    batch: Batch
+    repeat_index: Annotated[int, Field(ge=0)]
+    error: str
+    notes: list[str]
+    fingerprint: str
+    env: dict[str, Any]
+    bed: dict[str, Any]
+    metrics: list[MetricV2]
+    series: list[SeriesV2]
+    artifacts: list[ArtifactModel]
+
+
+class SourceV2(_Model):
+    host: str
+    store: str
+
+
+class BundleV2(_Model):
+    format: Literal["iowall-bundle"]
+    schema_version: Literal[2]
+    created_at: When
+    iowall_version: str
+    source: SourceV2
+    runs: list[RunV2]
+
+
+class RunV1(_Model):
+    uuid: Uuid
+    id: int | None
+    label: Label
+    recipe: Name64
+    params: dict[str, Any]
+    status: Status
+    started_at: float
+    finished_at: float
+    batch: Batch
+    repeat_index: Annotated[int, Field(ge=0)]
+    error: str
+    notes: list[str]
+    env: dict[str, Any]
+    bed: dict[str, Any]
+    metrics: dict[str, float]
+    units: dict[str, Unit]
+    lower_is_better: list[str]
+    artifacts: list[ArtifactModel]
+
+
+class BundleV1(_Model):
+    format: Literal["iowall-bundle"]
+    schema_version: Literal[1]
+    created_at: When
+    iowall_version: str
+    runs: list[RunV1]
+
+
+# ------------------------------------------------------------------------------------------
+# Migrations: one step each, pure functions on documents already valid for their version
+
+
+def _v1_to_v2(doc: Doc) -> Doc:
+    """v1 → v2: metrics map + units map + lower_is_better list become a list of metric
+    objects; ``id`` → ``source_id``; ``params`` → ``point``; empty ``series``; the
+    fingerprint is filled in; a ``source`` block is added (unknown for v1, so empty)."""
+    runs = []
+    for r in doc["runs"]:
+        lower = set(r["lower_is_better"])
+        runs.append({
+            "uuid": r["uuid"], "source_id": r["id"], "label": r["label"], "recipe": r["recipe"],
+            "point": r["params"], "status": r["status"], "started_at": r["started_at"],
+            "finished_at": r["finished_at"], "batch": r["batch"],
+            "repeat_index": r["repeat_index"], "error": r["error"], "notes": r["notes"],
+            "fingerprint": fingerprint(Point(r["recipe"], r["params"]), r["bed"], r["env"]),
+            "env": r["env"], "bed": r["bed"],
+            "metrics": [{"name": n, "value": v, "unit": r["units"][n],
+                         "direction": "lower" if n in lower else "higher"}
+                        for n, v in r["metrics"].items()],
+            "series": [], "artifacts": r["artifacts"],
+        })
+    return {"format": FORMAT, "schema_version": 2, "created_at": doc["created_at"],
+            "iowall_version": doc["iowall_version"], "source": {"host": "", "store": ""},
+            "runs": runs}
+
+
+#: ``MIGRATIONS[n]`` turns a valid version-n document into a version-(n+1) one. Kept forever.
+MIGRATIONS: dict[int, Callable[[Doc], Doc]] = {1: _v1_to_v2}
+#: The shape of every version this iowall reads; each is validated before its step.
+MODELS: dict[int, type[_Model]] = {1: BundleV1, 2: BundleV2}
+
+
+def _loc(loc: Sequence[str | int]) -> str:
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _problem(e: ValidationError) -> str:
+    """The first problem pydantic found, as ``where: what (got …)``."""
+    first = e.errors()[0]
+    where = _loc(first["loc"]) or "top level"
+    kind = first["type"]
+    if kind == "missing":
+        return f"{where}: missing"
+    if kind == "extra_forbidden":
+        return f"{where}: unknown key"
+    msg = first["msg"].removeprefix("Value error, ")
+    msg = msg[:1].lower() + msg[1:]
+    got = repr(first["input"])
+    return f"{where}: {msg} (got {got[:60] + '…' if len(got) > 60 else got})"
+
+
+def _duplicates(b: BundleV1 | BundleV2) -> str | None:
+    """A key that must be unique but repeats (run uuid; metric, artifact, series names)."""
+    seen: dict[str, int] = {}
+    runs: Sequence[RunV1 | RunV2] = b.runs
+    for i, r in enumerate(runs):
+        if r.uuid in seen:
+            return f"runs[{i}].uuid: {r.uuid} repeats runs[{seen[r.uuid]}]"
+        seen[r.uuid] = i
+        groups: list[tuple[str, list[str]]] = [("artifacts", [a.name for a in r.artifacts])]
+        if isinstance(r, RunV2):
+            groups += [("metrics", [m.name for m in r.metrics]),
+                       ("series", [f"{s.probe}/{s.name}" for s in r.series])]
+        else:
+            missing = sorted(set(r.metrics) - set(r.units))
+            if missing:
+                return f"runs[{i}].units: no unit for metric {missing[0]!r}"
+        for what, names in groups:
+            dup = next((n for j, n in enumerate(names) if n in names[:j]), None)
+            if dup is not None:
+                return f"runs[{i}].{what}: {dup!r} appears twice"
+    return None
+
+
+def _validate(doc: Doc, version: int, name: str) -> BundleV1 | BundleV2:
+    tag = "" if version == SCHEMA_VERSION else f" (schema_version {version})"
+    try:
+        model = MODELS[version].model_validate(doc)
+    except ValidationError as e:
+        raise UserError(f"{name}{tag}: {_problem(e)}") from None
+    assert isinstance(model, (BundleV1, BundleV2))
+    dup = _duplicates(model)
+    if dup:
+        raise UserError(f"{name}{tag}: {dup}")
+    return model
+
+
+def _upgrade(doc: Any, name: str) -> BundleV2:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UserError(f'{name}: not an iowall bundle (expected a JSON object with '
+                        f'"format": "{FORMAT}")')
+    v = doc.get("schema_version")
+    if type(v) is not int or v < 1:
+        raise UserError(f"{name}: schema_version must be a whole number from 1 (got {v!r})")
+    if v > SCHEMA_VERSION:
+        raise UserError(f"{name} has schema_version {v}; this iowall reads up to "
+                        f"{SCHEMA_VERSION}: upgrade iowall")
+    while v < SCHEMA_VERSION:
+        _validate(doc, v, name)
+        doc = MIGRATIONS[v](doc)
+        v += 1
+    model = _validate(doc, SCHEMA_VERSION, name)
+    assert isinstance(model, BundleV2)
+    return model
+
+
+def migrate(doc: Any, *, name: str = "bundle") -> Doc:
+    """Upgrade a parsed bundle of any known version to ``SCHEMA_VERSION``, one step at a time,
+    validating each version's shape first; UserError (prefixed by ``name``) when it cannot."""
+    return _upgrade(doc, name).model_dump()
+
+
+# ------------------------------------------------------------------------------------------
+# Reading
+
+
+def _read_text(path: str) -> str:
+    name = f"bundle {path}"
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                raw = f.read()
+    except FileNotFoundError:
+        raise UserError(f"{name}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{name}: cannot read: {e.strerror}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{name}: not JSON: not UTF-8 text (byte {e.start})") from None
+
+
+def _to_run(r: RunV2) -> Run:
+    return Run(
+        point=Point(r.recipe, dict(r.point)), label=r.label, status=r.status,
+        started_at=float(r.started_at), finished_at=float(r.finished_at),
+        metrics=tuple(Metric(m.name, float(m.value), m.unit, m.direction) for m in r.metrics),
+        env=r.env, bed=r.bed,
+        artifacts=tuple(Artifact(a.name, a.content_type, a.body) for a in r.artifacts),
+        series=tuple(Series(s.probe, s.name, s.unit,
+                            tuple((float(t), float(v)) for t, v in s.samples)) for s in r.series),
+        batch=r.batch, repeat_index=r.repeat_index, error=r.error, notes=tuple(r.notes),
+        id=r.source_id, uuid=r.uuid,
+    )
+
+
+def read_bundle(path: str) -> list[Run]:
+    """The runs of a bundle file (``-`` reads stdin), migrated to the current schema; each run
+    carries its uuid and ``id`` = its id in the store it was exported from (``source_id``)."""
+    text = _read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"bundle {path}: not JSON: {e.msg} at line {e.lineno} "
+                        f"column {e.colno}") from None
+    except RecursionError:
+        raise UserError(f"bundle {path}: not JSON this iowall can read: nested too deep") from None
+    return [_to_run(r) for r in _upgrade(doc, f"bundle {path}").runs]
+
+
+# ------------------------------------------------------------------------------------------
+# Writing
+
+
+def redact_url(url: str) -> str:
+    """A store URL with any password replaced by ``***``, e.g. ``postgresql://u:***@h/db``."""
+    url = re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
+
+
+def run_uuid(run: Run) -> str:
+    """The run's uuid, or for a run never stored a UUID-5 of its content, so that writing the
+    same run twice gives it the same identity."""
+    if run.uuid:
+        return run.uuid
+    doc = {"point": run.point.key(), "label": run.label, "status": run.status,
+           "started_at": run.started_at, "finished_at": run.finished_at, "batch": run.batch,
+           "repeat_index": run.repeat_index, "env": dict(run.env), "bed": dict(run.bed),
+           "metrics": [[m.name, m.value, m.unit] for m in run.metrics]}
+    digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_OID, "iowall-run:" + digest))
+
+
+def _run_doc(run: Run) -> Doc:
+    return {
+        "uuid": run_uuid(run), "source_id": run.id, "label": run.label,
+        "recipe": run.point.recipe, "point": dict(run.point.params), "status": run.status,
+        "started_at": run.started_at, "finished_at": run.finished_at, "batch": run.batch,
+        "repeat_index": run.repeat_index, "error": run.error, "notes": list(run.notes),
+        "fingerprint": run.fingerprint(), "env": dict(run.env), "bed": dict(run.bed),
+        "metrics": [{"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction}
+                    for m in run.metrics],
+        "series": [{"probe": s.probe, "name": s.name, "unit": s.unit,
+                    "samples": [list(p) for p in s.samples]} for s in run.series],
+        "artifacts": [{"name": a.name, "content_type": a.content_type, "body": a.body}
+                      for a in run.artifacts],
+    }
+
+
+def _iowall_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("iowall")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+def bundle_doc(runs: Sequence[Run], *, source: Mapping[str, Any] | None = None) -> Doc:
+    """The bundle document for ``runs`` (what ``write_bundle`` writes)."""
+    src = dict(source or {})
+    unknown = set(src) - {"host", "store"}
+    if unknown:
+        raise ValueError(f"bundle source takes host and store, not {sorted(unknown)}")
+    return {
+        "format": FORMAT, "schema_version": SCHEMA_VERSION,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "iowall_version": _iowall_version(),
+        "source": {"host": str(src.get("host") or socket.gethostname()),
+                   "store": redact_url(str(src.get("store") or ""))},
+        "runs": [_run_doc(r) for r in runs],
+    }
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_bundle(runs: Sequence[Run], path: str, *, source: Mapping[str, Any] | None = None) -> int:
+    """Write ``runs`` as a bundle to ``path`` (``-`` is stdout) atomically: a temporary file in
+    the same directory, fsynced, then renamed over ``path``. Returns how many runs it wrote."""
+    text = json.dumps(bundle_doc(runs, source=source), separators=(",", ":"),
+                      ensure_ascii=False, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return len(runs)
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".iowall-bundle-", suffix=".tmp", dir=d)
+    except OSError as e:
+        raise UserError(f"cannot write bundle {path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise UserError(f"cannot write bundle {path}: {e.strerror or e}") from None
+        raise
+    return len(runs)
+
+
+# ------------------------------------------------------------------------------------------
+# Export and import
+
+
+def collect_runs(store: Store | None, selections: Sequence[str], *,
+                 measured_only: bool = False) -> list[Run]:
+    """Whole runs (series and artifacts) named by ``selections`` (none = every stored run), in
+    the order named, each once. A selection may be a bundle file: its runs pass through."""
+    from ..selection import load, parse_selection
+
+    picked: list[tuple[bool, Run]] = []  # (from the store?, run)
+    if not selections:
+        if store is None:
+            raise UserError("export needs a store or a selection")
+        runs = [r for r in store.runs(RunFilter(), with_series=True)
+                if not measured_only or r.status in MEASURED_STATUSES]
+        if not runs:
+            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
+                            f"{store.url}")
+        picked = [(True, r) for r in runs]
+    for text in selections:
+        sel = parse_selection(text)
+        picked += [(sel.bundle is None, r)
+                   for r in load(store, sel, measured_only=measured_only, with_series=True)]
+    out: list[tuple[bool, Run]] = []
+    seen: set[str] = set()
+    for from_store, r in picked:
+        key = run_uuid(r)
+        if key not in seen:
+            seen.add(key)
+            out.append((from_store, r))
+    ids = [r.id for s, r in out if s and r.id is not None]
+    arts = store.artifacts_of(ids) if store is not None and ids else {}
+    return [replace(r, artifacts=arts.get(r.id, ())) if s and r.id is not None else r
+            for s, r in out]
+
+
+def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """Split ``runs`` into those to add and those already present (same uuid in the store,
+    or earlier in ``runs``)."""
+    seen = store.known_uuids(r.uuid for r in runs if r.uuid)
+    new: list[Run] = []
+    present: list[Run] = []
+    for r in runs:
+        if r.uuid and r.uuid in seen:
+            present.append(r)
+            continue
+        if r.uuid:
+            seen.add(r.uuid)
+        new.append(r)
+    return new, present
+
+
+def import_runs(store: Store, runs: Sequence[Run]) -> tuple[int, int]:
+    """Add the runs whose uuid the store lacks, in one transaction (all or none), under new
+    store ids; returns (added, skipped as already present). Running it twice adds nothing."""
+    from sqlalchemy.exc import IntegrityError
+
+    new, present = plan_import(store, runs)
+    try:
+        store.add_runs([replace(r, id=None) for r in new])
+    except IntegrityError:
+        raise UserError(f"import into {store.url}: some of these runs were added by someone "
+                        "else meanwhile; nothing was imported, run the import again") from None
+    return len(new), len(present)

@@ -1,0 +1,158 @@
+"""compare: pairing by fingerprint, differences, the significance call, and the tables
+(golden files: regenerate with IOWALL_UPDATE_GOLDEN=1 after a deliberate change)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from iowall.analysis.compare import Side, compare, constant_knobs, select_metrics
+from iowall.report.compare import render_csv, render_html, render_json, render_md, render_text
+
+from .compare_data import runs
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("IOWALL_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; diff against {path}"
+
+
+def two_sides() -> tuple[list, list]:
+    base = runs("base", seed=1)
+    new = runs("patched", seed=2, scale={"0": 0.9}, kernel="6.18.44+", start_id=100)
+    return base, new
+
+
+def test_true_slowdown_is_marked_worse_and_unchanged_points_are_not_marked() -> None:
+    base, new = two_sides()
+    res = compare(Side("base", base), [Side("patched", new)])
+    bw = {r.point["direct"]: [] for r in res.rows}
+    for r in res.rows:
+        if r.metric == "write_bw_bytes_per_s":
+            bw[r.point["direct"]].append(r)
+    assert all(r.cmp.significant and r.cmp.better is False for r in bw[0])
+    assert not any(r.cmp.significant for r in bw[1])
+    for r in res.rows:
+        assert r.cmp.ci_low <= r.cmp.ratio <= r.cmp.ci_high
+        assert r.cmp.n_base == r.cmp.n_new == 5
+    assert 0.85 < res.geomean["patched"]["write_bw_bytes_per_s"] < 1.0
+
+
+def test_lower_is_better_metrics_mark_the_right_way() -> None:
+    base, new = two_sides()
+    res = compare(Side("base", base), [Side("patched", new)], metrics=["write_clat_p99_s"])
+    slow = [r for r in res.rows if r.point["direct"] == 0 and r.cmp.significant]
+    assert slow and all(r.cmp.ratio > 1 and r.cmp.better is False for r in slow)
+
+
+def test_a_against_a_marks_nothing() -> None:
+    a = runs("a", seed=5)
+    b = runs("b", seed=6, start_id=100)
+    res = compare(Side("a", a), [Side("b", b)])
+    assert res.rows and not any(r.cmp.significant for r in res.rows)
+    assert [d.field for d in res.differences] == []
+
+
+def test_headline_metrics_by_default_probe_metrics_on_request() -> None:
+    names = ["write_bw_bytes_per_s", "disk_write_bytes_per_s", "cpu_sys_share", "write_iops",
+             "disk_write_iops", "inst0_read_bw_bytes_per_s", "create_files_per_s", "create_wall_s"]
+    assert select_metrics(names, None) == ["inst0_read_bw_bytes_per_s", "write_bw_bytes_per_s",
+                                           "write_iops", "create_files_per_s", "create_wall_s"]
+    assert select_metrics(names, ["cpu_*"]) == ["cpu_sys_share"]
+    assert select_metrics(names, ["all"]) == sorted(names)
+
+
+def test_differences_list_sysctls_and_bed_but_not_the_compared_field() -> None:
+    base = runs("base", seed=1)
+    new = runs("tuned", seed=2, dirty_bytes="4194304", start_id=100,
+               bed={**runs("x", n=1)[0].bed, "mount_opts": "noatime"})
+    res = compare(Side("base", base), [Side("tuned", new)])
+    fields = {d.field: d.values for d in res.differences}
+    assert fields["sysctl vm.dirty_bytes"] == ("0", "4194304")
+    assert "label" not in fields
+    # a mount option is part of the fingerprint: nothing pairs, and the report says why
+    assert not res.rows
+    assert res.unpaired and "mount_opts" in res.unpaired[0].reason
+
+
+def test_constant_knob_is_the_treatment_and_a_swept_knob_stays_in_the_point() -> None:
+    base = runs("base", seed=1)
+    new = runs("small-dirty", seed=2, params={"sysctl:vm.dirty_bytes": 8 << 20}, start_id=100)
+    assert constant_knobs(new) == {"sysctl:vm.dirty_bytes": 8 << 20}
+    res = compare(Side("base", base), [Side("small-dirty", new)])
+    assert len({r.point_text for r in res.rows}) == 4
+    assert "knob sysctl:vm.dirty_bytes" in {d.field for d in res.differences}
+    swept = runs("sweep", seed=3, params={"sysctl:vm.dirty_bytes": 1}, start_id=200) + \
+        runs("sweep", seed=4, params={"sysctl:vm.dirty_bytes": 2}, start_id=300)
+    res2 = compare(Side("sweep", swept), [Side("sweep2", swept)])
+    assert len({r.point_text for r in res2.rows}) == 8
+
+
+def test_host_shape_refuses_pairing() -> None:
+    base = runs("base", seed=1)
+    other = [r.__class__(**{**r.__dict__, "env": {**r.env, "host": {**r.env["host"],
+                                                                    "cpu_count": 128}}})
+             for r in runs("big", seed=2, start_id=100)]
+    res = compare(Side("base", base), [Side("big", other)])
+    assert not res.rows and "cpu_count 2 vs 128" in res.unpaired[0].reason
+
+
+def test_one_run_a_side_is_never_marked() -> None:
+    res = compare(Side("a", runs("a", n=1)), [Side("b", runs("b", n=1, scale={"0": 0.5},
+                                                                start_id=50))])
+    assert res.rows and not any(r.cmp.significant for r in res.rows)
+    assert any("one run" in n for n in res.notes)
+    assert "n/a" in render_text(res)
+
+
+def test_json_has_the_documented_shape() -> None:
+    base, new = two_sides()
+    doc = render_json(compare(Side("base", base), [Side("patched", new)]))
+    assert {"schema_version", "base", "new", "differences", "rows", "geomean"} <= set(doc)
+    row = doc["rows"][0]
+    for k in ("point", "metric", "unit", "base", "new", "n_base", "n_new", "ratio", "ci_low",
+              "ci_high", "significant", "better"):
+        assert k in row
+    assert doc["new"] == "patched"
+    assert isinstance(doc["geomean"]["write_bw_bytes_per_s"], float)
+    json.dumps(doc)
+
+
+def test_csv_parses_and_html_is_self_contained() -> None:
+    base, new = two_sides()
+    res = compare(Side("base", base), [Side("patched", new)])
+    rows = list(csv.DictReader(io.StringIO(render_csv(res))))
+    assert len(rows) == len(res.rows)
+    assert float(rows[0]["ratio"]) == pytest.approx(res.rows[0].cmp.ratio)
+    page = render_html(res, "<svg></svg>")
+    assert page.startswith("<!doctype html>") and "http" not in page
+    assert page.count('class="worse"') == sum(1 for r in res.rows if r.cmp.better is False)
+
+
+def test_text_fits_80_columns_and_matches_golden() -> None:
+    base, new = two_sides()
+    text = render_text(compare(Side("base", base), [Side("patched", new)]))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    golden("compare_two.txt", text)
+
+
+def test_markdown_matches_golden() -> None:
+    base, new = two_sides()
+    golden("compare_two.md", render_md(compare(Side("base", base), [Side("patched", new)])))
+
+
+def test_three_labels_one_column_each_matches_golden() -> None:
+    base, new = two_sides()
+    other = runs("other", seed=3, scale={"1": 1.05}, start_id=200)
+    text = render_text(compare(Side("base", base), [Side("patched", new), Side("other", other)]))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    golden("compare_three.txt", text)
