@@ -1,6 +1,13 @@
-"""A real A/B on this machine: buffered-wall --quick three times; the side with a tiny
-vm.dirty_bytes (a knob held for the whole recipe) must be marked significantly worse, the
-A/A pair must mark nothing, and the knob is restored afterwards."""
+"""A real A/B on this machine: buffered-wall (buffered point only) under three labels; the
+side with a tiny vm.dirty_bytes (a knob held for the whole recipe) must be marked
+significantly worse in write bandwidth, the A/A pair must not mark it, and the knob is
+restored afterwards.
+
+Five runs a side: with three, no rule can separate two sides at 95% (a rank test's smallest
+two-sided p at 3:3 is 0.10). A 6 GiB bed: --quick's 1.5 GiB per point is written in
+70-1200 ms, too short a window for a stable number on 2 CPUs (docs/compare.md). The A/A
+check is on the compared metric: each row has its own <= 5% false-positive rate, so
+asserting on every row would make the test flaky by design."""
 
 from __future__ import annotations
 
@@ -16,8 +23,9 @@ DIRTY = "/proc/sys/vm/dirty_bytes"
 
 
 def _run(env: dict[str, str], label: str, *extra: str) -> dict:
-    cp = iowall("run", "buffered-wall", "--quick", "--set", "direct=0", "--repeat", "3",
-                "--label", label, *extra, "--format", "json", env=env, timeout=600)
+    cp = iowall("run", "buffered-wall", "--quick", "--set", "direct=0", "--set", "bed_size=6G",
+                "--repeat", "5", "--label", label, *extra, "--format", "json", env=env,
+                timeout=900)
     assert cp.returncode == 0, cp.stderr
     return json.loads(cp.stdout)
 
@@ -35,11 +43,11 @@ def test_tiny_dirty_bytes_is_worse_and_a_a_marks_nothing(iowall_env: dict[str, s
 
     doc = json.loads(iowall("compare", "base", "small-dirty", "--format", "json",
                             env=iowall_env, check=True).stdout)
-    bw = [r for r in doc["rows"] if r["metric"] == "write_bw_bytes_per_s"]
-    assert len(bw) == 1 and bw[0]["n_base"] == bw[0]["n_new"] == 3
-    assert bw[0]["significant"] and bw[0]["better"] is False, bw[0]
+    fs = [r for r in doc["rows"] if r["metric"] == "write_bw_bytes_per_s"]
+    assert len(fs) == 1 and fs[0]["n_base"] == fs[0]["n_new"] == 5
+    assert fs[0]["significant"] and fs[0]["better"] is False, fs[0]
     assert {"field": "sysctl vm.dirty_bytes", "values": ["0", "1048576"]} in doc["differences"]
 
-    aa = json.loads(iowall("compare", "base", "again", "--format", "json", env=iowall_env,
-                           check=True).stdout)
+    aa = json.loads(iowall("compare", "base", "again", "--metric", "write_bw_bytes_per_s",
+                           "--format", "json", env=iowall_env, check=True).stdout)
     assert aa["rows"] and not any(r["significant"] for r in aa["rows"]), aa["rows"]

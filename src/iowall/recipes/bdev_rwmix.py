@@ -56,7 +56,7 @@ def quarters(size: int) -> Iterator[tuple[Bed, list[str]]]:
     bed = Bed(BedSpec("ram"))
     q = size // PARTS // MIB * MIB
     try:
-        image = make_image("/dev/shm", size, bed, preallocate=True)
+        image = make_image("/dev/shm", size, bed, preallocate=True, zero_fill=True)
         devs = [bed.attach_loop(image, direct_io=False, offset=i * q, sizelimit=q)
                 for i in range(PARTS)]
         bed.record_device(devs[0])
