@@ -3,6 +3,7 @@ engine's user-CPU share (its own overhead) over all runs."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,3 +33,13 @@ def user_share_line(phase: str, shares: Sequence[tuple[float, float]]) -> tuple[
     ok = user <= 0.10 * total
     return ok, (f"engine user CPU / (user+sys) in {phase} on tmpfs, all runs: {user / total:.1%} "
                 f"({user:.2f} of {total:.2f} CPU s, getrusage; target <= 10%)")
+
+
+def file_bench_args(doc: str) -> argparse.ArgumentParser:
+    """The options the engine-vs-peer file benchmarks share."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer files and rounds")
+    ap.add_argument("--fs", default="tmpfs,xfs", help="comma list: tmpfs, xfs")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--files-per-thread", type=int, default=None)
+    return ap

@@ -20,7 +20,6 @@ child) for a 1M-file create/walk/chmod/unlink on tmpfs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import drop_caches, quiesce, user_share_line
+from common import drop_caches, file_bench_args, quiesce, user_share_line
 
 from iowall.beds import BedSpec, provision
 from iowall.workloads.engine import engine_path
@@ -134,12 +133,7 @@ def peak_rss(d: Path, files: int) -> tuple[int, int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer files and rounds")
-    ap.add_argument("--fs", default="tmpfs,xfs", help="comma list: tmpfs, xfs")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--files-per-thread", type=int, default=None)
-    a = ap.parse_args()
+    a = file_bench_args(__doc__ or "").parse_args()
     if not os.access("/usr/bin/time", os.X_OK):
         raise SystemExit("/usr/bin/time not found: apt-get install time")
     files = a.files_per_thread or (20000 if a.quick else 30000)

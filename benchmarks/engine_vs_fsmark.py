@@ -17,7 +17,6 @@ only be higher than files / wall. The ratio is engine / fs_mark per round (paire
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import statistics
@@ -26,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import drop_caches, user_share_line
+from common import drop_caches, file_bench_args, user_share_line
 
 from iowall.beds import BedSpec, provision
 from iowall.workloads.engine import run_meta
@@ -56,12 +55,7 @@ def clean(path: Path) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer files and rounds")
-    ap.add_argument("--fs", default="tmpfs,xfs", help="comma list: tmpfs, xfs")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--files-per-thread", type=int, default=None)
-    a = ap.parse_args()
+    a = file_bench_args(__doc__ or "").parse_args()
     if shutil.which("fs_mark") is None:
         raise SystemExit("fs_mark not found: apt-get install fsmark")
     files = a.files_per_thread or (20000 if a.quick else 40000)

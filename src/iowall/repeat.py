@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
 from .model import MEASURED_STATUSES, Metric, Run
+from .units import json_number
 
 if TYPE_CHECKING:  # scipy loads slowly: the statistics are imported when first needed
     from .analysis.stats import DecisionState
@@ -323,9 +324,6 @@ def _describe_key(key: str) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(doc.items())) if isinstance(doc, dict) else key
 
 
-def _num(x: float) -> float | None:
-    return None if math.isnan(x) or math.isinf(x) else x
-
 
 def to_json(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = None
             ) -> dict[str, Any]:
@@ -335,7 +333,7 @@ def to_json(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = 
     for key, st in d.decisions.items():
         name = (names or {}).get(key) or _describe_key(key)
         out[name] = {"n": st.n, "runs": d.runs_of(key), "decided": st.decided,
-                     "stopped": st.stop, "achieved": _num(st.achieved), "target": st.target,
-                     "median": _num(st.median), "metric": d.metric.get(key, ""),
+                     "stopped": st.stop, "achieved": json_number(st.achieved), "target": st.target,
+                     "median": json_number(st.median), "metric": d.metric.get(key, ""),
                      "reason": st.reason}
     return {"policy": policy.to_json(), "decisions": out}

@@ -1,7 +1,9 @@
-"""Parsing and printing of sizes and rates with explicit binary units (KiB, MiB, GiB)."""
+"""Parsing and printing of sizes, rates and metric values with explicit binary units (KiB, MiB,
+GiB), and numbers made safe for JSON."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import UserError
@@ -53,6 +55,11 @@ def fio_size(n: int) -> str:
         if n % scale == 0:
             return f"{n // scale}{suffix}"
     return str(n)
+
+
+def json_number(x: float | None) -> float | None:
+    """A number for JSON, which has no infinity or NaN: non-finite becomes null."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:

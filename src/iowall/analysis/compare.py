@@ -251,10 +251,11 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
     sides = [Side(base.name, [r for r in base.runs if r.status in MEASURED_STATUSES])]
     sides += [Side(s.name, [r for r in s.runs if r.status in MEASURED_STATUSES]) for s in news]
     # Knobs left out of the pairing: those constant within every side (a swept knob stays).
-    all_knobs = {k for s in sides for r in s.runs for k in r.point.params if looks_like_knob(k)}
-    drop = {k for k in all_knobs if all(k in constant_knobs(s.runs) or
-                                        not any(k in r.point.params for r in s.runs)
-                                        for s in sides)}
+    consts = [constant_knobs(s.runs) for s in sides]
+    drop = {k for s, c in zip(sides, consts, strict=True) for r in s.runs for k in r.point.params
+            if looks_like_knob(k)}
+    drop = {k for k in drop if all(k in c or not any(k in r.point.params for r in s.runs)
+                                   for s, c in zip(sides, consts, strict=True))}
     groups: list[dict[str, list[Run]]] = []
     for s in sides:
         g: dict[str, list[Run]] = {}
@@ -271,6 +272,7 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
             p.pop(k, None)
     texts, common = describe_points(pts)
     text_of = dict(zip(order, texts, strict=True))
+    point_of = dict(zip(order, pts, strict=True))
 
     rows: list[Row] = []
     unpaired: list[Unpaired] = []
@@ -279,12 +281,13 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
         paired = [k for k in order if k in g]
         for k in order:
             if k not in g:
-                unpaired.append(Unpaired(base.name, text_of[k], _why_unpaired(base_g[k][0], g, drop)))
+                unpaired.append(Unpaired(base.name, text_of[k],
+                                         _why_unpaired(base_g[k][0], g, drop, s.name)))
         for k in g:
             if k not in base_g:
                 r = g[k][0]
                 unpaired.append(Unpaired(s.name, _point_text(r, drop),
-                                         _why_unpaired(r, base_g, drop)))
+                                         _why_unpaired(r, base_g, drop, base.name)))
         ratios: dict[str, list[float]] = {}
         for k in paired:
             b_runs, n_runs = base_g[k], g[k]
@@ -295,10 +298,10 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
                 nv = [v for r in n_runs if (v := r.metric(m)) is not None]
                 if not bv or not nv or min(bv + nv) < 0:
                     continue
-                proto = next(x for x in b_runs[0].metrics if x.name == m)
+                proto = next(x for r in b_runs for x in r.metrics if x.name == m)
                 c = compare_samples(bv, nv, direction=proto.direction, floor=floor,
                                     confidence=confidence, seed=_seed(k, m, s.name))
-                rows.append(Row(s.name, pts[order.index(k)], text_of[k], m, proto.unit,
+                rows.append(Row(s.name, point_of[k], text_of[k], m, proto.unit,
                                 proto.direction, c, tuple(bv), tuple(nv),
                                 tuple(r.id for r in b_runs if r.id is not None),
                                 tuple(r.id for r in n_runs if r.id is not None)))
@@ -325,11 +328,13 @@ def _point_text(run: Run, drop: Iterable[str]) -> str:
                                              if k not in d)
 
 
-def _why_unpaired(run: Run, other: Mapping[str, list[Run]], drop: Iterable[str]) -> str:
+def _why_unpaired(run: Run, other: Mapping[str, list[Run]], drop: Iterable[str],
+                  other_name: str) -> str:
     """Why a point found no partner: the other side never ran it, or ran it on a bed or
     host of another shape (fingerprints differ)."""
     shape = _shape_key(run, drop)
     for runs in other.values():
         if _shape_key(runs[0], drop) == shape:
-            return "fingerprints differ: " + "; ".join(_shape_diff(run, runs[0]))
-    return "not measured on the other side"
+            return f"fingerprints differ from {other_name}'s: " + "; ".join(
+                _shape_diff(run, runs[0]))
+    return f"not measured in {other_name}"

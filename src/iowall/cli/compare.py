@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
+import json
 import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..atomic import write_text
 from ..errors import UserError
-from .common import check_format, open_store, print_json
+from .common import check_format, open_store
 from .main import app
 
 if TYPE_CHECKING:
@@ -108,14 +109,8 @@ def compare_cmd(
     check_format(fmt, FORMATS)
     res = build(sets, base, new, metric, floor, db)
     if fmt == "json":
-        if output:
-            import json
-
-            _write(output, json.dumps(rep.render_json(res), indent=2, default=str) + "\n")
-        else:
-            print_json(rep.render_json(res))
-        return
-    if fmt == "html":
+        text = json.dumps(rep.render_json(res), indent=2, default=str) + "\n"
+    elif fmt == "html":
         text = rep.render_html(res, _svg(res))
     elif fmt == "md":
         text = rep.render_md(res)
@@ -123,8 +118,8 @@ def compare_cmd(
         text = rep.render_csv(res)
     else:
         text = rep.render_text(res)
-    if output:
-        _write(output, text)
+    if output and output != "-":
+        write_text(output, text, what="report")
         print(f"iowall: wrote {output}", file=sys.stderr)
     else:
         typer.echo(text, nl=False)
@@ -145,13 +140,3 @@ def _svg(res: CompareResult) -> str:
     from ..report.plots import to_svg
 
     return to_svg(figure(res))
-
-
-def _write(path: str, text: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise UserError(f"-o {path}: directory {d} does not exist")
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..analysis.compare import SCHEMA_VERSION, CompareResult, Row
 from ..units import fmt_metric as fmt_value
+from ..units import json_number
 from .table import md_table, text_table
 
 WIDTH = 80
@@ -142,32 +143,25 @@ def render_text(res: CompareResult) -> str:
     out = _header(res)
     if not res.rows:
         out += ["", "No metric could be compared."]
-    elif len(res.news) == 1 and all(r.point_text == "-" for r in res.rows):
-        out += ["", text_table(_TWO_HEAD, _two_side_rows(res.rows), left=1)]
     elif len(res.news) == 1:
-        flat = [[r.point_text, *cells] for r, cells in zip(res.rows, _two_side_rows(res.rows),
-                                                           strict=True)]
-        table = text_table(["point", *_TWO_HEAD], flat, left=2)
-        if max(len(line) for line in table.splitlines()) <= WIDTH:
-            out += ["", table]
-        else:
-            out += [""] + _grouped(_TWO_HEAD, [(r.point_text, c) for r, c in
-                                               zip(res.rows, _two_side_rows(res.rows), strict=True)])
-    elif all(r.point_text == "-" for r in res.rows):
-        head, rows = _multi(res)
-        out += ["", text_table(head, [c for _, c in rows], left=1)]
-        out += ["", "B: significantly better, W: significantly worse (rule below)"]
+        out += [""] + _layout(_TWO_HEAD, [(r.point_text, c) for r, c in
+                                          zip(res.rows, _two_side_rows(res.rows), strict=True)])
     else:
-        head, rows = _multi(res)
-        flat = [[p, *c] for p, c in rows]
-        table = text_table(["point", *head], flat, left=2)
-        if max(len(line) for line in table.splitlines()) <= WIDTH:
-            out += ["", table]
-        else:
-            out += [""] + _grouped(head, rows)
+        out += [""] + _layout(*_multi(res))
         out += ["", "B: significantly better, W: significantly worse (rule below)"]
     out += _footer(res)
     return "\n".join(out) + "\n"
+
+
+def _layout(head: list[str], rows: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """No point column for a single point; a point column when it fits in 80 columns;
+    otherwise points as sub-headings."""
+    if all(p == "-" for p, _ in rows):
+        return text_table(head, [c for _, c in rows], left=1).splitlines()
+    table = text_table(["point", *head], [[p, *c] for p, c in rows], left=2)
+    if max(len(line) for line in table.splitlines()) <= WIDTH:
+        return table.splitlines()
+    return _grouped(head, rows)
 
 
 def _grouped(head: list[str], rows: Sequence[tuple[str, list[str]]]) -> list[str]:
@@ -183,24 +177,29 @@ def _grouped(head: list[str], rows: Sequence[tuple[str, list[str]]]) -> list[str
     return out
 
 
+_FULL_HEAD = ["new", "point", "metric", "base", "new", "change", "95% CI", "n", ""]
+
+
+def _full_cells(r: Row) -> list[str]:
+    """Every column of a row, as the Markdown and HTML tables show it."""
+    return [r.label, r.point_text, short_metric(r.metric), fmt_value(r.cmp.base_median, r.unit),
+            fmt_value(r.cmp.new_median, r.unit), _pct(r.cmp.ratio), fmt_ci(r),
+            f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)]
+
+
 def render_md(res: CompareResult) -> str:
     """The same in Markdown, with every column (medians of each side, interval, n)."""
-    out = ["## " + _header(res, markdown=True)[0]] + _header(res, markdown=True)[1:]
+    head = _header(res, markdown=True)
+    out = ["## " + head[0]] + head[1:]
     if res.rows:
-        rows = [[r.label, r.point_text, short_metric(r.metric),
-                 fmt_value(r.cmp.base_median, r.unit), fmt_value(r.cmp.new_median, r.unit),
-                 _pct(r.cmp.ratio), fmt_ci(r), f"{r.cmp.n_base}:{r.cmp.n_new}",
-                 f"**{mark(r)}**" if mark(r) else ""] for r in res.rows]
-        out += ["", md_table(["new", "point", "metric", "base", "new", "change", "95% CI", "n",
-                              ""], rows, left=3)]
+        rows = [[*c[:-1], f"**{c[-1]}**" if c[-1] else ""]
+                for c in map(_full_cells, res.rows)]
+        out += ["", md_table(_FULL_HEAD, rows, left=3)]
     else:
         out += ["", "No metric could be compared."]
     out += _footer(res, markdown=True)
     return "\n".join(out) + "\n"
 
-
-def _num(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def row_json(r: Row) -> dict[str, Any]:
@@ -209,7 +208,7 @@ def row_json(r: Row) -> dict[str, Any]:
     return {"label": r.label, "point": dict(r.point), "point_text": r.point_text,
             "metric": r.metric, "unit": r.unit, "direction": r.direction,
             "base": c.base_median, "new": c.new_median, "n_base": c.n_base, "n_new": c.n_new,
-            "ratio": _num(c.ratio), "ci_low": _num(c.ci_low), "ci_high": _num(c.ci_high),
+            "ratio": json_number(c.ratio), "ci_low": json_number(c.ci_low), "ci_high": json_number(c.ci_high),
             "significant": c.significant, "better": c.better,
             "base_samples": list(r.base_samples), "new_samples": list(r.new_samples),
             "base_runs": list(r.base_runs), "new_runs": list(r.new_runs)}
@@ -224,8 +223,8 @@ def render_json(res: CompareResult) -> dict[str, Any]:
                             for d in res.differences],
             "common": dict(res.common),
             "rows": [row_json(r) for r in res.rows],
-            "geomean": ({m: v for m, v in res.geomean.get(res.news[0], {}).items()}
-                        if len(res.news) == 1 else {k: dict(v) for k, v in res.geomean.items()}),
+            "geomean": (dict(res.geomean.get(res.news[0], {})) if len(res.news) == 1
+                        else {k: dict(v) for k, v in res.geomean.items()}),
             "unpaired": [{"side": u.side, "point": u.point_text, "reason": u.reason}
                          for u in res.unpaired],
             "floor": res.floor, "confidence": res.confidence, "method": res.method,
@@ -265,16 +264,12 @@ def render_html(res: CompareResult, svg: str | None = None) -> str:
     if res.common:
         parts.append("<p>Common to every point: <code>"
                      + e(" ".join(f"{k}={v}" for k, v in res.common.items())) + "</code></p>")
-    parts.append("<h2>Results</h2><table><tr>" + "".join(
-        f"<th>{h}</th>" for h in ("new", "point", "metric", "base", "new", "change", "95% CI",
-                                  "n", "")) + "</tr>")
+    parts.append("<h2>Results</h2><table><tr>" + "".join(f"<th>{h}</th>" for h in _FULL_HEAD)
+                 + "</tr>")
     for r in res.rows:
-        cls = "" if not r.cmp.significant else (' class="better"' if r.cmp.better
-                                                  else ' class="worse"')
-        cells = [r.label, r.point_text, short_metric(r.metric),
-                 fmt_value(r.cmp.base_median, r.unit), fmt_value(r.cmp.new_median, r.unit),
-                 _pct(r.cmp.ratio), fmt_ci(r), f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)]
-        parts.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
+        cls = f' class="{mark(r)}"' if mark(r) else ""
+        parts.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in _full_cells(r))
+                     + "</tr>")
     parts.append("</table>")
     if svg:
         parts.append(f"<h2>New/base with {res.confidence * 100:.0f}% intervals</h2>"

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysis.scaling import UslFit
 from ..analysis.sweep import Curve, Scaling, SideBySide, SideEntry
-from ..units import fmt_rate
+from ..units import fmt_rate, json_number
 from .table import md_table, text_table
 
 SCHEMA_VERSION = 1
@@ -247,22 +247,18 @@ def render_md(sc: Scaling) -> str:
     return "\n".join(out) + "\n"
 
 
-def _f(x: float | None) -> float | None:
-    """JSON has no infinity: non-finite numbers are null."""
-    return x if x is not None and math.isfinite(x) else None
-
 
 def _ci(ci: tuple[float, float]) -> list[float | None]:
-    return [_f(ci[0]), _f(ci[1])]
+    return [json_number(ci[0]), json_number(ci[1])]
 
 
 def fit_json(f: UslFit | None) -> dict[str, Any] | None:
     if f is None:
         return None
-    return {"lambda": _f(f.lam), "sigma": _f(f.sigma), "kappa": _f(f.kappa),
+    return {"lambda": json_number(f.lam), "sigma": json_number(f.sigma), "kappa": json_number(f.kappa),
             "lambda_ci": _ci(f.lam_ci), "sigma_ci": _ci(f.sigma_ci),
-            "kappa_ci": _ci(f.kappa_ci), "n_star": _f(f.n_star), "x_peak": _f(f.x_peak),
-            "r2": _f(f.r2), "n_obs": f.n_obs, "dof": f.dof, "confidence": f.confidence,
+            "kappa_ci": _ci(f.kappa_ci), "n_star": json_number(f.n_star), "x_peak": json_number(f.x_peak),
+            "r2": json_number(f.r2), "n_obs": f.n_obs, "dof": f.dof, "confidence": f.confidence,
             "method": f.method}
 
 
@@ -284,8 +280,8 @@ def render_json(sc: Scaling) -> dict[str, Any]:
             "side_by_side": [{"recipe": s.recipe, "group": s.group, "metric": s.metric,
                               "unit": s.unit,
                               "entries": [{"label": e.label, "knee": e.knee, "max_n": e.max_n,
-                                           "sigma": _f(e.sigma), "kappa": _f(e.kappa),
-                                           "n_star": _f(e.n_star), "x_peak": _f(e.x_peak),
+                                           "sigma": json_number(e.sigma), "kappa": json_number(e.kappa),
+                                           "n_star": json_number(e.n_star), "x_peak": json_number(e.x_peak),
                                            "fit_note": e.fit_note} for e in s.entries],
                               "differs": list(s.differs)}
                              for s in sc.side_by_side]}

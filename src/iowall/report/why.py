@@ -13,27 +13,26 @@ def why_lines(items: Sequence[Mapping[str, Any]], *, markdown: bool = False) -> 
     if not items:
         return []
     title = "Why (explain rules on each point's median run; 'iowall explain RUN' for more)"
-    out = ["", f"**{title}**" if markdown else title, ""] if markdown else ["", title]
+    out = ["", f"**{title}**", ""] if markdown else ["", title]
     quiet = [f"{w['point']} (run {w['run']})" for w in items if not w["fired"]]
     for w in items:
-        if not w["fired"]:
-            continue
-        if markdown:
-            out.append(f"- {w['point']} (run {w['run']}):")
-        else:
-            out += textwrap.wrap(f"{w['point']} (run {w['run']})", 80, initial_indent="  ",
-                                 subsequent_indent="    ")
-        for s in w["sentences"]:
-            out += [f"  - {s}"] if markdown else textwrap.wrap(
-                s, 80, initial_indent="    - ", subsequent_indent="      ")
+        if w["fired"]:
+            out += _item(f"{w['point']} (run {w['run']}):", markdown)
+            out += _item(w["sentences"], markdown, level=1)
     if quiet:
-        text = "no rule fired: " + "; ".join(quiet)
-        out += [f"- {text}"] if markdown else textwrap.wrap(text, 80, initial_indent="  ",
-                                                            subsequent_indent="    ")
+        out += _item("no rule fired: " + "; ".join(quiet), markdown)
     skipped = sorted({f"{sk['probe']} ({sk['reason']})" for w in items
                       for sk in w.get("skipped_probes", [])})
     if skipped:
-        text = "probes skipped: " + "; ".join(skipped)
-        out += [f"- {text}"] if markdown else textwrap.wrap(text, 80, initial_indent="  ",
-                                                            subsequent_indent="    ")
+        out += _item("probes skipped: " + "; ".join(skipped), markdown)
     return out
+
+
+def _item(text: str | Sequence[str], markdown: bool, *, level: int = 0) -> list[str]:
+    """Bullets: Markdown list items, or text wrapped at 80 columns (level 1 is ``- ``)."""
+    texts = [text] if isinstance(text, str) else list(text)
+    if markdown:
+        return [f"{'  ' * level}- {t}" for t in texts]
+    first, rest = ("    - ", "      ") if level else ("  ", "    ")
+    return [line for t in texts for line in textwrap.wrap(t, 80, initial_indent=first,
+                                                          subsequent_indent=rest)]

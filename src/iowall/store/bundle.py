@@ -12,11 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import socket
 import sys
-import tempfile
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -24,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from ..atomic import write_text
 from ..errors import UserError
 from ..model import MEASURED_STATUSES, Artifact, Metric, Point, Run, Series, fingerprint
 from .db import RunFilter, Store
@@ -391,41 +390,12 @@ def bundle_doc(runs: Sequence[Run], *, source: Mapping[str, Any] | None = None) 
     }
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_bundle(runs: Sequence[Run], path: str, *, source: Mapping[str, Any] | None = None) -> int:
     """Write ``runs`` as a bundle to ``path`` (``-`` is stdout) atomically: a temporary file in
     the same directory, fsynced, then renamed over ``path``. Returns how many runs it wrote."""
     text = json.dumps(bundle_doc(runs, source=source), separators=(",", ":"),
                       ensure_ascii=False, default=str) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return len(runs)
-    d = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".iowall-bundle-", suffix=".tmp", dir=d)
-    except OSError as e:
-        raise UserError(f"cannot write bundle {path}: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise UserError(f"cannot write bundle {path}: {e.strerror or e}") from None
-        raise
+    write_text(path, text, what="bundle")
     return len(runs)
 
 
