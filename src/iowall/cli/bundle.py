@@ -10,7 +10,6 @@ import typer
 
 from ..report.table import text_table
 from .common import open_store
-from .main import app
 
 if TYPE_CHECKING:
     from ..model import Run
@@ -24,7 +23,6 @@ def _kernel(r: Run) -> str:
     return str(r.env.get("kernel", "")) or "?"
 
 
-@app.command("export")
 def export(
     selections: Annotated[list[str] | None, typer.Argument(
         metavar="SELECTION",
@@ -52,7 +50,6 @@ def export(
           f"{_n(len(kernels), 'kernel')}) to {where}", file=sys.stderr)
 
 
-@app.command("import")
 def import_(
     files: Annotated[list[str], typer.Argument(metavar="FILE.json",
                                                help="bundle files to import (- for stdin)")],

@@ -11,7 +11,6 @@ import typer
 from ..atomic import write_text
 from ..errors import UserError
 from .common import check_format, open_store
-from .main import app
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -87,7 +86,6 @@ def build(sets: list[str] | None, base: str | None, new: list[str] | None,
     return res
 
 
-@app.command("compare")
 def compare_cmd(
     sets: Annotated[list[str] | None, typer.Argument(
         metavar="BASE NEW [NEW…]", help="run sets: a label, FIELD=VALUE[,…] (label, recipe, "

@@ -12,7 +12,6 @@ import typer
 from ..sysinfo import mem_total_bytes, meminfo
 from ..units import fmt_bytes
 from .common import check_format, print_json
-from .main import app
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,6 @@ def checks() -> list[Check]:
     return out
 
 
-@app.command()
 def doctor(fmt: str = typer.Option("text", "--format", help="text or json")) -> None:
     """Check what iowall needs; exit 0 when `iowall limits` can run."""
     check_format(fmt, ("text", "json"))

@@ -13,7 +13,6 @@ from ..model import Run
 from ..store import RunFilter, Store
 from ..units import fmt_rate
 from .common import check_format, open_store, print_json
-from .main import app
 
 
 def verdicts_for(run: Run, store: Store) -> tuple[list, dict[str, float]]:  # type: ignore[type-arg]
@@ -33,7 +32,6 @@ def verdicts_for(run: Run, store: Store) -> tuple[list, dict[str, float]]:  # ty
     return explain_rules(metrics, ctx, lock_rows=lock_rows), ctx
 
 
-@app.command()
 def explain(
     run_id: int = typer.Argument(..., metavar="RUN", help="run id"),
     fmt: str = typer.Option("text", "--format", help="text or json"),

@@ -12,10 +12,8 @@ from ..report.limits import render_md, render_text
 from ..signals import interruptible
 from ..units import parse_size
 from .common import RichProgress, check_format, open_store, print_json
-from .main import app
 
 
-@app.command()
 def limits(
     bed: str = typer.Option("ram", help="ram (default), loop, tmpfs or dir:PATH"),
     fs: str = typer.Option("xfs", help="xfs, ext4 or btrfs (ram and loop beds)"),

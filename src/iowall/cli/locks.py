@@ -12,7 +12,6 @@ from ..analysis.locks import format_locks_table, join_contention
 from ..errors import UserError
 from ..store import RunFilter, Store
 from .common import check_format, open_store, print_json
-from .main import app
 
 
 def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list[int]]:
@@ -33,7 +32,6 @@ def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list
     return rows, used
 
 
-@app.command()
 def locks(
     a: str = typer.Argument(..., metavar="A", help="base: a run id or a label"),
     b: str = typer.Argument(..., metavar="B", help="new: a run id or a label"),

@@ -3,22 +3,57 @@
 from __future__ import annotations
 
 import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
 
 import typer
 
 from ..errors import Interrupted, IowallError, UserError
+from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, run, runs, scaling
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            v = version("iowall")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            v = "unknown"
+        print(f"iowall {v}")
+        raise typer.Exit(0)
+
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings=CONTEXT,
                   help="Find, explain and track the walls of Linux storage I/O.")
 
 
-def _register() -> None:
-    from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, run, runs, scaling  # noqa: F401  (each adds commands)
+@app.callback()
+def _root(version_: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_version,
+        help="print the version and exit")] = False) -> None:
+    """Find, explain and track the walls of Linux storage I/O."""
+
+
+# Every command, explicitly: the order here is the order of `iowall --help`.
+app.command("limits")(limits.limits)
+app.command("run")(run.run_cmd)
+app.command("recipes")(recipes.recipes_cmd)
+app.command("runs")(runs.runs)
+app.command("show")(runs.show)
+app.command("explain")(explain.explain)
+app.command("locks")(locks.locks)
+app.command("compare")(compare.compare_cmd)
+app.command("scaling")(scaling.scaling)
+app.add_typer(plot.plot_app, name="plot")
+app.command("export")(bundle.export)
+app.command("import")(bundle.import_)
+app.command("doctor")(doctor.doctor)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
-    _register()
     try:
         app(args=argv, standalone_mode=False)
     except UserError as e:

@@ -8,10 +8,9 @@ import typer
 
 from ..errors import UserError
 from .common import open_store
-from .main import app
 
-plot_app = typer.Typer(no_args_is_help=True, help="Draw figures (PNG or SVG) from stored runs.")
-app.add_typer(plot_app, name="plot")
+plot_app = typer.Typer(no_args_is_help=True, help="Draw figures (PNG or SVG) from stored runs.",
+                       context_settings={"help_option_names": ["-h", "--help"]})
 
 
 @plot_app.command("run")

@@ -8,10 +8,8 @@ import typer
 
 from ..report.table import text_table
 from .common import check_format, print_json
-from .main import app
 
 
-@app.command("recipes")
 def recipes_cmd(
     fmt: str = typer.Option("text", "--format", help="text or json"),
 ) -> None:

@@ -12,14 +12,12 @@ from ..errors import UserError
 from ..machine_lock import exclusive
 from ..signals import interruptible
 from .common import RichProgress, check_format, open_store, print_json
-from .main import app
 
 
 def _is_plan_path(target: str) -> bool:
     return target.endswith(".toml") or os.sep in target or os.path.isfile(target)
 
 
-@app.command("run")
 def run_cmd(
     target: str = typer.Argument(..., metavar="PLAN.toml|RECIPE",
                                  help="a plan file, or a recipe name (see: iowall recipes)"),

@@ -11,7 +11,6 @@ from ..report.table import text_table
 from ..store import RunFilter
 from ..units import fmt_rate
 from .common import check_format, open_store, print_json
-from .main import app
 
 
 def _headline(r: Run) -> str:
@@ -44,7 +43,6 @@ def run_json(r: Run, *, full: bool = False) -> dict[str, object]:
     return doc
 
 
-@app.command()
 def runs(
     label: str | None = typer.Option(None, help="only this label"),
     recipe: str | None = typer.Option(None, help="only this recipe"),
@@ -73,7 +71,6 @@ def runs(
                           rows, left=6, indent=0))
 
 
-@app.command()
 def show(
     run_id: int = typer.Argument(..., metavar="RUN", help="run id"),
     fmt: str = typer.Option("text", "--format", help="text or json"),

@@ -9,7 +9,6 @@ import typer
 
 from ..errors import UserError
 from .common import check_format, open_store, print_json
-from .main import app
 
 if TYPE_CHECKING:
     from ..analysis.sweep import Curve, Scaling
@@ -63,7 +62,6 @@ def build(selections: list[str], metric: str | None, knee: float, db: str | None
     return analyse(sides_of(picked), metric=metric, knee_at=knee)
 
 
-@app.command()
 def scaling(
     selections: Annotated[list[str], typer.Argument(
         metavar="SELECTION", help="runs: a label, FIELD=VALUE,…, ids=3-9 or a bundle.json; "

@@ -1,0 +1,58 @@
+"""Options several commands share, declared once (fastapi-cli style ``Annotated`` aliases), and
+the per-command format choices: a wrong ``--format`` lists the choices."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+
+class ReportFormat(str, Enum):
+    """Reports of a measurement (limits, run, report, explain)."""
+
+    text = "text"
+    md = "md"
+    json = "json"
+
+
+class ListFormat(str, Enum):
+    """Lists of records (runs, recipes, doctor)."""
+
+    text = "text"
+    json = "json"
+    csv = "csv"
+
+
+class TableFormat(str, Enum):
+    """Analyses with a table (compare, scaling, locks)."""
+
+    text = "text"
+    md = "md"
+    csv = "csv"
+    json = "json"
+    html = "html"
+
+
+DbOpt = Annotated[str | None, typer.Option(
+    "--db", envvar="IOWALL_DB", metavar="URL|PATH",
+    help="the store: a SQLite file path, or a URL (sqlite:///F, postgresql://…); "
+         "default $XDG_DATA_HOME/iowall/iowall.db")]
+OutputOpt = Annotated[str | None, typer.Option(
+    "-o", "--output", metavar="FILE", help="write to FILE (atomically), not stdout")]
+ProbesOpt = Annotated[str, typer.Option(
+    "--probes", metavar="LIST|default|all|none",
+    help="what to watch during every point: default, all, none or a list (cpu,locks,…)")]
+ReportFormatOpt = Annotated[ReportFormat, typer.Option("--format", help="output format")]
+ListFormatOpt = Annotated[ListFormat, typer.Option("--format", help="output format")]
+TableFormatOpt = Annotated[TableFormat, typer.Option("--format", help="output format")]
+LabelOpt = Annotated[str | None, typer.Option("--label", help="label stored with every run")]
+RepeatOpt = Annotated[str | None, typer.Option(
+    "--repeat", metavar="N|auto[:MAX]",
+    help="runs of every point, interleaved: a number, or auto: repeat each point until the "
+         "95% interval of its median is within ±--target (at most MAX, default 10)")]
+TargetOpt = Annotated[str | None, typer.Option(
+    "--target", metavar="PCT",
+    help="with --repeat auto: the interval's half-width, e.g. 2% (default) or 0.02")]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="small sizes: a few minutes")]
