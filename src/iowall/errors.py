@@ -25,3 +25,12 @@ class Interrupted(IowallError):
     def __init__(self, signame: str) -> None:
         super().__init__(f"interrupted by {signame}")
         self.signame = signame
+
+
+class PlanError(UserError):
+    """A mistake in a plan or a fio job file: where (file, line, key) and what."""
+
+    def __init__(self, where: str, line: int | None, key: str, message: str) -> None:
+        self.where, self.line, self.key, self.problem = where, line, key, message
+        head = f"{where}:{line}" if line else where
+        super().__init__(f"{head}: key {key}: {message}" if key else f"{head}: {message}")

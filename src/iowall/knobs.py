@@ -31,90 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import journal
 from .errors import IowallError, UserError
+from .knob import BARE, KINDS, PAIRS, SYNTAX, XFS_KNOBS, Knob, looks_like_knob, parse_knob
 from .signals import shielded
 
 if TYPE_CHECKING:
     from .beds import Bed
 
-#: Kinds of knob and what each is written as.
-KINDS = ("sysctl", "sysfs", "xfs", "mkfs", "mount")
-#: Knobs without a ``kind:`` prefix.
-BARE = ("mkfs", "mount")
-#: XFS knobs understood after ``xfs:``.
-XFS_KNOBS = ("extsize",)
-#: sysctls that come in ratio/bytes pairs: writing one zeroes the other, so the old setting is
-#: restored through whichever of the two was in force.
-PAIRS = {
-    "vm.dirty_ratio": "vm.dirty_bytes",
-    "vm.dirty_bytes": "vm.dirty_ratio",
-    "vm.dirty_background_ratio": "vm.dirty_background_bytes",
-    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
-}
-SYNTAX = ("sysctl:NAME (sysctl:vm.dirty_ratio), sysfs:ATTR of the bed's device "
-          "(sysfs:queue/max_sectors_kb), sysfs:/sys/ABSOLUTE/PATH, xfs:extsize, mkfs, mount")
-
-
-@dataclass(frozen=True)
-class Knob:
-    """One knob, by kind and name (``Knob("sysctl", "vm.dirty_ratio")``)."""
-
-    kind: str
-    name: str = ""
-
-    def __str__(self) -> str:
-        return self.kind if self.kind in BARE else f"{self.kind}:{self.name}"
-
-    @property
-    def shapes_bed(self) -> bool:
-        """mkfs and mount options are applied by provisioning a bed with them."""
-        return self.kind in BARE
-
-    @property
-    def needs_bed(self) -> bool:
-        """Relative sysfs attributes and XFS hints act on the bed; the rest are global."""
-        return self.kind == "xfs" or (self.kind == "sysfs" and not self.name.startswith("/"))
-
-    def path(self, bed: Bed | None = None) -> str:
-        """The file a sysctl or sysfs knob is written to."""
-        if self.kind == "sysctl":
-            return "/proc/sys/" + self.name.replace(".", "/")
-        if self.kind == "sysfs":
-            if self.name.startswith("/"):
-                return self.name
-            return os.path.join(device_sysfs_dir(bed, self), self.name)
-        raise IowallError(f"{self} is not a file knob")
-
-
-def looks_like_knob(name: str) -> bool:
-    """True for names in knob syntax (a known ``kind:`` prefix or a bare knob name)."""
-    kind, sep, _ = name.partition(":")
-    return name in BARE or (bool(sep) and kind in KINDS)
-
-
-def parse_knob(name: str) -> Knob:
-    """``sysctl:vm.dirty_ratio`` → Knob; a UserError for anything that is not a knob."""
-    if name in BARE:
-        return Knob(name)
-    kind, sep, rest = name.partition(":")
-    if not sep or kind not in KINDS or kind in BARE:
-        raise UserError(f"unknown knob {name!r}: use {SYNTAX}")
-    if not rest:
-        raise UserError(f"knob {name!r} needs a name after '{kind}:'")
-    if kind == "sysctl":
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", rest) or ".." in rest:
-            raise UserError(f"knob {name!r}: a sysctl name looks like vm.dirty_ratio")
-    elif kind == "sysfs":
-        if rest.startswith("/"):
-            norm = os.path.normpath(rest)
-            if not norm.startswith("/sys/"):
-                raise UserError(f"knob {name!r}: an absolute sysfs path must be under /sys/")
-            rest = norm
-        elif ".." in rest.split("/"):
-            raise UserError(f"knob {name!r}: a relative sysfs path may not contain '..'")
-    elif kind == "xfs" and rest not in XFS_KNOBS:
-        raise UserError(f"unknown knob {name!r}: the xfs knobs are "
-                        + ", ".join(f"xfs:{k}" for k in XFS_KNOBS))
-    return Knob(kind, rest)
+#: Knob syntax (kinds, names, parsing) is in ``iowall.knob``: re-exported for the runners.
+__all__ = ["BARE", "KINDS", "PAIRS", "SYNTAX", "XFS_KNOBS", "Knob", "KnobSession", "check_exists",
+           "looks_like_knob", "parse_knob", "read_value", "device_sysfs_dir"]
 
 
 def check_exists(knob: Knob) -> None:
@@ -163,19 +88,6 @@ class _Applied:
     token: Path | None
 
 
-#: Sessions open in this process, oldest first.
-_ACTIVE: list[KnobSession] = []
-
-
-def in_force() -> dict[str, str]:
-    """Every knob set by an open KnobSession of this process, as read back: recorded in each
-    run's environment so that ``compare`` can list it."""
-    out: dict[str, str] = {}
-    for ks in _ACTIVE:
-        out.update(ks.in_force)
-    return out
-
-
 class KnobSession:
     """Knobs applied for one point and restored (in reverse) when the block ends, however it
     ends. ``in_force`` maps each knob's name to the value read back from the kernel."""
@@ -186,16 +98,11 @@ class KnobSession:
         self._applied: list[_Applied] = []
 
     def __enter__(self) -> KnobSession:
-        _ACTIVE.append(self)
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
-        try:
-            self.restore()
-        finally:
-            if self in _ACTIVE:
-                _ACTIVE.remove(self)
+        self.restore()
 
     # -- apply ----------------------------------------------------------------------------
     def set(self, knob: Knob, value: Any) -> str:
@@ -212,7 +119,7 @@ class KnobSession:
         return v
 
     def _set_file(self, knob: Knob, value: str) -> str:
-        path = knob.path(self.bed)
+        path = knob.path(device_sysfs_dir(self.bed, knob) if knob.needs_bed else "")
         try:
             old_raw = _read(path)
         except FileNotFoundError:
@@ -338,4 +245,9 @@ def read_value(knob: Knob, bed: Bed | None = None) -> str:
         if bed is None:
             return ""
         return str(bed.facts.get("mkfs_opts" if knob.kind == "mkfs" else "mount_opts", ""))
-    return selected(_read(knob.path(bed)))
+    return selected(_read(knob_path(knob, bed)))
+
+
+def knob_path(knob: Knob, bed: Bed | None = None) -> str:
+    """The file of a sysctl or sysfs knob, on ``bed``'s device for a relative attribute."""
+    return knob.path(device_sysfs_dir(bed, knob) if knob.needs_bed else "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -115,3 +115,32 @@ def fingerprint(point: Point, bed: Mapping[str, Any], env: Mapping[str, Any]) ->
     }
     raw = json.dumps(doc, sort_keys=True, default=str).encode()
     return hashlib.sha1(raw).hexdigest()[:16]
+
+
+#: Rules for the deciding metric, tried in order; within a rule the exact names listed come
+#: first, then any other matching name, alphabetically (the store returns metrics sorted by
+#: name, so the choice must not depend on their order).
+_PRIMARY: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
+    (("read_bw_bytes_per_s", "write_bw_bytes_per_s", "trim_bw_bytes_per_s"),
+     lambda n: False),
+    ((), lambda n: n.endswith("_bw_bytes_per_s")),         # e.g. inst1_write_bw_bytes_per_s
+    (("memcopy_bytes_per_s",), lambda n: False),
+    (("files_per_s", "create_files_per_s"), lambda n: n.endswith("_files_per_s")),
+)
+
+
+def primary_metric(run: Run) -> Metric | None:
+    """The one definition of a run's primary metric (``--repeat auto`` decides on it, ``runs``
+    shows it, explain and the Why section judge by it): the point's main throughput, fio's
+    read, write or trim bandwidth (in fio's order), else a per-instance ``*_bw_bytes_per_s``,
+    else the memory-copy rate, else the engine's files/s (the create phase's for a multi-phase
+    run). Probe metrics never decide."""
+    by_name = {m.name: m for m in run.metrics}
+    for names, match in _PRIMARY:
+        for n in names:
+            if n in by_name:
+                return by_name[n]
+        rest = sorted(n for n in by_name if match(n))
+        if rest:
+            return by_name[rest[0]]
+    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
-from .model import MEASURED_STATUSES, Metric, Run
+from .model import MEASURED_STATUSES, Metric, Run, primary_metric
 from .units import json_number
 
 if TYPE_CHECKING:  # scipy loads slowly: the statistics are imported when first needed
@@ -130,36 +130,6 @@ def as_policy(repeat: RepeatPolicy | int) -> RepeatPolicy:
     if isinstance(repeat, bool) or repeat < 1:
         raise UserError("--repeat must be at least 1")
     return RepeatPolicy(count=int(repeat))
-
-
-# ------------------------------------------------------------------------------------------
-# Which metric decides
-
-#: Rules for the deciding metric, tried in order; within a rule the exact names listed come
-#: first, then any other matching name, alphabetically (the store returns metrics sorted by
-#: name, so the choice must not depend on their order).
-_PRIMARY: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
-    (("read_bw_bytes_per_s", "write_bw_bytes_per_s", "trim_bw_bytes_per_s"),
-     lambda n: False),
-    ((), lambda n: n.endswith("_bw_bytes_per_s")),         # e.g. inst1_write_bw_bytes_per_s
-    (("memcopy_bytes_per_s",), lambda n: False),
-    (("files_per_s", "create_files_per_s"), lambda n: n.endswith("_files_per_s")),
-)
-
-
-def primary_metric(run: Run) -> Metric | None:
-    """The point's main throughput: fio's read, write or trim bandwidth (in fio's order),
-    else a per-instance ``*_bw_bytes_per_s``, else the memory-copy rate, else the engine's
-    files/s (the create phase's for a multi-phase run). Probe metrics never decide."""
-    by_name = {m.name: m for m in run.metrics}
-    for names, match in _PRIMARY:
-        for n in names:
-            if n in by_name:
-                return by_name[n]
-        rest = sorted(n for n in by_name if match(n))
-        if rest:
-            return by_name[rest[0]]
-    return None
 
 
 # ------------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import Interrupted, WorkloadError
-from .model import Artifact, Metric, Point, Run, Series, Status
+from .model import Artifact, Metric, Point, Run, Series, Status, primary_metric
 from .probes.base import Probe, ProbeContext
-from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy, primary_metric
+from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
 from .store import Store
 
 if TYPE_CHECKING:
@@ -152,8 +152,11 @@ class Schedule:
         partial = Partial()
         started = time.time()
         try:
-            outcome = self._probed(task, partial) if (task.probed and self.probes) \
-                else task.execute(partial)
+            if task.probed and self.probes:
+                outcome = self._probed(task, partial)
+            else:
+                outcome = task.execute(partial)
+                outcome = replace(outcome, notes=outcome.notes + tuple(partial.notes))
         except Interrupted as e:
             self._store(task.point, r, started, _from_partial(partial, "interrupted", str(e)))
             raise

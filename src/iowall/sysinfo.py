@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,10 @@ def host_facts() -> dict[str, Any]:
             "mem_total_bytes": mem_total_bytes(), "arch": platform.machine()}
 
 
-def environment(extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything recorded with a run about where it ran (kernel is here, not in the fingerprint)."""
+def environment(extra: dict[str, Any] | None = None,
+                knobs: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Everything recorded with a run about where it ran (kernel is here, not in the
+    fingerprint); ``knobs`` are the knobs in force, by name, as read back from the kernel."""
     thr, bg = dirty_thresholds_bytes()
     env: dict[str, Any] = {
         "host": host_facts(),
@@ -101,11 +104,8 @@ def environment(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "euid": os.geteuid(),
         "loadavg_1m": loadavg(),
     }
-    from .knobs import in_force
-
-    knobs = in_force()
     if knobs:
-        env["knobs"] = knobs
+        env["knobs"] = dict(knobs)
     if extra:
         env.update(extra)
     return env

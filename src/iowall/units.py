@@ -8,12 +8,18 @@ import re
 
 from .errors import UserError
 
+#: Binary units, the one definition every module uses.
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+TIB = 1 << 40
+
 _SUFFIX = {
     "": 1, "b": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+    "k": KIB, "kb": KIB, "kib": KIB,
+    "m": MIB, "mb": MIB, "mib": MIB,
+    "g": GIB, "gb": GIB, "gib": GIB,
+    "t": TIB, "tb": TIB, "tib": TIB,
 }
 _PCT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
@@ -33,7 +39,7 @@ def parse_size(text: str | int, *, what: str = "size", of_total: int | None = No
 
 def fmt_bytes(n: float) -> str:
     """``6.0 GiB`` style, binary prefixes as the seeds use."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if abs(n) >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n:.0f} B"
@@ -41,17 +47,17 @@ def fmt_bytes(n: float) -> str:
 
 def fmt_rate(bps: float) -> str:
     """Bandwidth the way fio prints it: MiB/s up to 9999, then GiB/s (``3125MiB/s``, ``12.3GiB/s``)."""
-    mib = bps / (1 << 20)
+    mib = bps / MIB
     if mib >= 9999.5:
-        return f"{bps / (1 << 30):.1f}GiB/s"
+        return f"{bps / GIB:.1f}GiB/s"
     if mib >= 1:
         return f"{mib:.0f}MiB/s"
-    return f"{bps / (1 << 10):.0f}KiB/s"
+    return f"{bps / KIB:.0f}KiB/s"
 
 
 def fio_size(n: int) -> str:
     """A byte count in fio job-file syntax, exact (``2m``, ``1536k``, ``1234``)."""
-    for suffix, scale in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+    for suffix, scale in (("g", GIB), ("m", MIB), ("k", KIB)):
         if n % scale == 0:
             return f"{n // scale}{suffix}"
     return str(n)

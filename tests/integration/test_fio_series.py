@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from iowall.model import Point
-from iowall.recipes._common import fio_task
+from iowall.recipes.tasks import fio_task
 from iowall.runner import Partial
 from iowall.workloads.fio import JobFile, JobSection, bw_series, run_fio
 

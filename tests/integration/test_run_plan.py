@@ -17,6 +17,8 @@ import pytest
 from iowall.model import Run
 from iowall.plan import Plan, plan_from_doc
 from iowall.recipes import registry
+from iowall.recipes.options import RecipeOptions
+from iowall.report.recipe import render_text
 from iowall.runner import Progress
 from iowall.store import RunFilter, Store
 from tests.conftest import iowall, leftovers, needs_root
@@ -229,13 +231,14 @@ def test_recipe_registry_seam(tmp_path: Path, db_url: str, monkeypatch: pytest.M
                                             plan=build, module=__name__))
     try:
         assert registry.get("seam-test") is rec
-        opts = registry.RecipeOptions(quick=True, sets=(("jobs", (2,)),), repeat=1,
+        opts = RecipeOptions(quick=True, sets=(("jobs", (2,)),), repeat=1,
                                       label="seam-label")
-        res = rec.run(opts, Store(db_url), Progress())
-        assert [r.point.params["jobs"] for r in res.runs] == [2]
-        assert res.runs[0].point.recipe == "seam-test" and res.runs[0].label == "seam-label"
-        assert res.runs[0].metric("write_io_bytes") == 16 << 20  # 8M per job, 2 jobs
-        assert "seam-label" in res.render_text() and res.doc["table"]
+        rep = rec.run(opts, Store(db_url), Progress())
+        runs = Store(db_url).runs(RunFilter(ids=rep.run_ids))
+        assert [r.point.params["jobs"] for r in runs] == [2]
+        assert runs[0].point.recipe == "seam-test" and runs[0].label == "seam-label"
+        assert runs[0].metric("write_io_bytes") == 16 << 20  # 8M per job, 2 jobs
+        assert "seam-label" in render_text(rep) and rep.data["table"]
         assert_nothing_left({"XDG_STATE_HOME": str(tmp_path / "state"), "IOWALL_DB": db_url})
     finally:
         registry._REGISTRY.pop("seam-test", None)

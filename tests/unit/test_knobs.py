@@ -19,6 +19,7 @@ from iowall.knobs import (
     Knob,
     KnobSession,
     check_exists,
+    knob_path,
     looks_like_knob,
     parse_knob,
     read_extsize,
@@ -177,7 +178,7 @@ def test_max_sectors_kb_on_the_loop_device(ram_bed: Bed, state: Path) -> None:
     attr = f"/sys/class/block/{os.path.basename(ram_bed.device)}/queue/max_sectors_kb"
     old = read(attr)
     knob = parse_knob("sysfs:queue/max_sectors_kb")
-    assert knob.path(ram_bed) == attr
+    assert knob_path(knob, ram_bed) == attr
     want = "64" if old != "64" else "128"
     with KnobSession(ram_bed) as ks:
         assert ks.set(knob, int(want)) == want
@@ -194,7 +195,7 @@ def test_max_sectors_kb_on_the_loop_device(ram_bed: Bed, state: Path) -> None:
 @needs_root
 def test_scheduler_is_restored_by_its_bracketed_name(ram_bed: Bed, state: Path) -> None:
     knob = parse_knob("sysfs:queue/scheduler")
-    path = knob.path(ram_bed)
+    path = knob_path(knob, ram_bed)
     raw = read(path)
     old = selected(raw)
     other = next(s.strip("[]") for s in raw.split() if s.strip("[]") != old)

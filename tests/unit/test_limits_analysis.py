@@ -5,8 +5,9 @@ import pytest
 from iowall.analysis.limits import summarise
 from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
-from iowall.recipes.limits import default_jobs, parse_jobs, plan_bed_size, size_points
-from iowall.report.limits import render_json, render_md, render_text
+from iowall.recipes.limits import limits_report
+from iowall.recipes.limits_sizing import default_jobs, parse_jobs, plan_bed_size, size_points
+from iowall.report.recipe import render_md, render_text, report_json
 
 GIB = 1 << 30
 
@@ -101,12 +102,12 @@ def test_reports_render() -> None:
                    "backing": "tmpfs:/dev/shm"}, "kernel": "6.18", "fio_version": "3.33",
                    "host": {"cpu_count": 2, "cpu_model": "AMD EPYC", "mem_total_bytes": 24 * GIB},
                    "batch": "b", "notes": ["n1"]}
-    text = render_text(s, ctx)
+    text = render_text(limits_report(s, ctx))
     assert max(len(line) for line in text.splitlines() if not line.startswith("  - ")) <= 80
     assert "buf/direct" in text and "1536MiB/s" in text
-    md = render_md(s, ctx)
+    md = render_md(limits_report(s, ctx))
     assert "| jobs | buffered |" in md
-    doc = render_json(s, ctx)
+    doc = report_json(limits_report(s, ctx))
     assert doc["ceilings"]["memcopy_bytes_per_s"] == {"1": 20 * GIB, "2": 30 * GIB}
     p = doc["points"][0]
     assert set(p) >= {"direction", "jobs", "buffered_bytes_per_s", "direct_bytes_per_s",

@@ -14,14 +14,13 @@ from iowall.plan import (
     Plan,
     PlanError,
     Workload,
-    fio_job,
     interleave,
     key_line,
     load_plan,
     parse_set,
     plan_from_doc,
-    retarget_jobfile,
 )
+from iowall.workloads.jobfile import retarget_jobfile
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +116,7 @@ def test_fixed_params_numjobs_flags_and_options(tmp_path: Path) -> None:
                                     "size": "32M", "jobs": 3, "direct": 1, "time_based": 1,
                                     "runtime": "5s"}
     pp = plan.expand()[0]
-    job = fio_job(pp, plan.workload, "/mnt/x").render()
+    job = plan.job(pp, "/mnt/x").render()  # type: ignore[union-attr]
     assert "directory=/mnt/x" in job and "numjobs=3" in job and "group_reporting=1" in job
     assert "direct=1" in job and "rwmixwrite=30" in job and "refill_buffers=1" in job
     assert "buffer_compress_percentage=50" in job and "[plan]" in job
@@ -368,7 +367,7 @@ def test_jobfile_plan(tmp_path: Path) -> None:
     pts = plan.expand()
     assert pts[0].point.params["jobfile"] == "my.fio" and len(
         str(pts[0].point.params["jobfile_sha1"])) == 12
-    text = fio_job(pts[1], plan.workload, "/bed/w")
+    text = plan.job(pts[1], "/bed/w")
     assert isinstance(text, str) and "numjobs=2" in text and "directory=/bed/w" in text
 
 

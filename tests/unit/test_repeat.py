@@ -11,16 +11,15 @@ import numpy as np
 import pytest
 
 from iowall.errors import UserError, WorkloadError
-from iowall.model import Metric, Point, Run
+from iowall.model import Metric, Point, Run, primary_metric
 from iowall.plan import PlanError, interleave, load_plan, plan_from_doc, rounds
-from iowall.recipes.registry import RecipeOptions
+from iowall.recipes.options import RecipeOptions
 from iowall.repeat import (
     RepeatPolicy,
     min_runs,
     parse_repeat,
     parse_target,
     policy_of,
-    primary_metric,
     replay,
     summary,
     to_json,
@@ -301,29 +300,37 @@ def test_recipe_options_repeats() -> None:
 
 
 def test_custom_recipe_reports_its_repeats(db_url: str, rng: np.random.Generator) -> None:
-    """A custom recipe runs through run_tasks with opts.repeats(); its note says how the
-    repeats went and its JSON gets the decisions, recomputed from the runs it returns."""
-    from iowall.recipes._common import run_tasks
-    from iowall.recipes.registry import Recipe, RecipeResult
+    """A custom recipe runs through a Session with opts.repeats(); its note says how the
+    repeats went and its JSON gets the decisions, recomputed from the runs it stored."""
+    from iowall.recipes.registry import Recipe
+    from iowall.report.recipe import render_text
+    from iowall.results import Report
+    from iowall.store import RunFilter
 
-    def execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+    def execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         repeat = opts.repeats(quick_default=1, default=3)
         tasks = [noisy("a", 0.001, rng), noisy("b", 0.1, rng)]
-        runs, batch = run_tasks(store, progress, label="t", bed=None, tasks=tasks,
-                                repeat=repeat, probes="none")
+        session = opts.session(store, progress, "t")
+        runs = session.execute(tasks, repeat)
         note = f"{repeat.summarise(runs)}, interleaved; medians"
-        return RecipeResult(tuple(runs), lambda: note, None, {"batch": batch})
+        return Report(kind="recipe", name="fake", title=note, batch=session.batch,
+                      run_ids=tuple(r.id for r in runs if r.id is not None))
+
+    def runs_of(rep: Report) -> list:  # type: ignore[type-arg]
+        return Store(db_url).runs(RunFilter(ids=rep.run_ids))
 
     rec = Recipe(name="fake", seed="999", description="t", execute=execute)
-    res = rec.run(RecipeOptions(repeat=parse_repeat("auto:7")), Store(db_url), Progress())
-    assert [str(r.point.params["name"]) for r in res.runs] == ["a", "b"] * 6 + ["b"]
-    text = res.render_text()
+    res = rec.run(RecipeOptions(repeat=parse_repeat("auto:7"), probes="none"), Store(db_url),
+                  Progress())
+    assert [str(r.point.params["name"]) for r in runs_of(res)] == ["a", "b"] * 6 + ["b"]
+    text = render_text(res).rstrip("\n")
     assert text.startswith("repeat auto (max 7, target ±2%): 6–7 runs per point; "
                            "undecided at the maximum of 7 runs: name=b (±")
     assert text.endswith("%), interleaved; medians")
-    dec = res.doc["repeat"]["decisions"]
+    dec = res.data["repeat"]["decisions"]
     assert dec["name=a"]["decided"] and dec["name=a"]["n"] == 6
     assert not dec["name=b"]["decided"] and dec["name=b"]["runs"] == 7
-    fixed = rec.run(RecipeOptions(quick=True), Store(db_url), Progress())
-    assert len(fixed.runs) == 2 and fixed.render_text() == "1 repeat per point, interleaved; medians"
-    assert fixed.doc["repeat"]["policy"] == {"mode": "fixed", "runs": 1, "spec": "1"}
+    fixed = rec.run(RecipeOptions(quick=True, probes="none"), Store(db_url), Progress())
+    assert len(runs_of(fixed)) == 2 and render_text(fixed).rstrip("\n") == (
+        "1 repeat per point, interleaved; medians")
+    assert fixed.data["repeat"]["policy"] == {"mode": "fixed", "runs": 1, "spec": "1"}

@@ -6,9 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from iowall.analysis.why import primary_metric, why_points
+from iowall.analysis.why import why_points
 from iowall.model import Metric, Point, Run, Series
+from iowall.model import primary_metric as primary
 from iowall.report.why import why_lines
+
+
+def primary_metric(run: Run) -> str | None:
+    """The name of the primary metric, as the assertions read it."""
+    m = primary(run)
+    return m.name if m is not None else None
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "probes" / "runs"
 HOST = {"hostname": "t", "cpu_model": "c", "cpu_count": 2, "mem_total_bytes": 1 << 34}

@@ -7,17 +7,15 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import MEASURED_STATUSES, Run
+from ..model import MEASURED_STATUSES, Run, primary_metric
 
 
 def throughput(run: Run) -> tuple[str, float] | None:
-    """The direction and bytes/s of a fio run (the larger direction of a mixed run)."""
-    best: tuple[str, float] | None = None
-    for d in ("read", "write"):
-        v = run.metric(f"{d}_bw_bytes_per_s")
-        if v is not None and (best is None or v > best[1]):
-            best = (d, v)
-    return best
+    """The direction and bytes/s of a fio run's primary metric (``model.primary_metric``)."""
+    m = primary_metric(run)
+    if m is None or m.name not in ("read_bw_bytes_per_s", "write_bw_bytes_per_s"):
+        return None
+    return m.name.split("_", 1)[0], m.value
 
 
 def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:

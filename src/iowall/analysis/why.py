@@ -7,17 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import MEASURED_STATUSES, Run
+from ..model import MEASURED_STATUSES, Run, primary_metric
 from .context import explain_context, representative, skipped_probes
 from .explain import explain, sentences
-
-
-def primary_metric(run: Run) -> str | None:
-    """The name of the metric a point is judged by (the one ``--repeat auto`` decides on)."""
-    from ..repeat import primary_metric as primary
-
-    m = primary(run)
-    return m.name if m is not None else None
 
 
 def lock_rows(run: Run) -> list[Any]:
@@ -56,7 +48,7 @@ def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:
         if not any(r.series for r in group) and not skipped_probes(group[0]):
             continue  # not probed (e.g. a memory-copy ceiling)
         metric = primary_metric(group[0])
-        run = representative(group, metric) if metric else group[len(group) // 2]
+        run = representative(group, metric.name) if metric else group[len(group) // 2]
         if run is not None:
             out.append(why_run(run, good))
     return out

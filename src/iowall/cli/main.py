@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import Interrupted, IowallError, UserError
-from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, run, runs, scaling
+from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, report, run, runs, scaling
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -40,6 +40,7 @@ def _root(version_: Annotated[bool, typer.Option(
 app.command("limits")(limits.limits)
 app.command("run")(run.run_cmd)
 app.command("recipes")(recipes.recipes_cmd)
+app.command("report")(report.report_cmd)
 app.command("runs")(runs.runs)
 app.command("show")(runs.show)
 app.command("explain")(explain.explain)

@@ -3,29 +3,45 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
-import typer
-
+from ..recipes.registry import Recipe, broken, recipes
+from ..report.emit import Format, emit, json_text, renders
 from ..report.table import text_table
-from .common import check_format, print_json
+from .options import ListFormat, ListFormatOpt, OutputOpt
 
 
-def recipes_cmd(
-    fmt: str = typer.Option("text", "--format", help="text or json"),
-) -> None:
+@dataclass(frozen=True)
+class RecipeList:
+    """The registered recipes and the recipe modules that failed to load."""
+
+    recipes: tuple[Recipe, ...]
+    broken: dict[str, str]
+
+
+@renders(RecipeList, Format.text)
+def _text(rl: RecipeList) -> str:
+    rows = [[r.name, r.seed, r.shape, r.description] for r in rl.recipes]
+    return (text_table(["recipe", "seed", "kind", "description"], rows, left=4)
+            + "\n\n  run one with: iowall run RECIPE [--quick] [--set AXIS=V1,V2 …]\n")
+
+
+@renders(RecipeList, Format.json)
+def _json(rl: RecipeList) -> str:
+    return json_text({"recipes": [{"name": r.name, "seed": r.seed, "description": r.description,
+                                   "shape": r.shape} for r in rl.recipes],
+                      "broken": rl.broken})
+
+
+@renders(RecipeList, Format.csv)
+def _csv(rl: RecipeList) -> str:
+    return "recipe,seed,kind,description\n" + "".join(
+        f'{r.name},{r.seed},{r.shape},"{r.description}"\n' for r in rl.recipes)
+
+
+def recipes_cmd(fmt: ListFormatOpt = ListFormat.text, output: OutputOpt = None) -> None:
     """List the recipes `iowall run NAME` runs, with the seed thread each comes from."""
-    from ..recipes.registry import broken, recipes
-
-    check_format(fmt, ("text", "json"))
-    rs = recipes()
-    bad = broken()
-    if fmt == "json":
-        print_json({"recipes": [{"name": r.name, "seed": r.seed, "description": r.description,
-                                 "shape": r.shape} for r in rs],
-                    "broken": bad})
-        return
-    rows = [[r.name, r.seed, r.shape, r.description] for r in rs]
-    typer.echo(text_table(["recipe", "seed", "kind", "description"], rows, left=4))
-    typer.echo("\n  run one with: iowall run RECIPE [--quick] [--set AXIS=V1,V2 …]")
-    for name, err in bad.items():
+    rl = RecipeList(tuple(recipes()), broken())
+    emit(rl, fmt, output)
+    for name, err in rl.broken.items():
         print(f"iowall: warning: recipe module {name} failed to load: {err}", file=sys.stderr)

@@ -18,25 +18,23 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from ..beds import Bed, BedSpec
+from ..beds.ram import make_image
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Series
-from ..runner import Outcome, Partial, Task
-from ..sysinfo import cpu_count, drop_caches
-from ..units import fio_size, fmt_bytes, fmt_rate
+from ..results import Report
+from ..runner import Outcome, Partial, Progress, Task
+from ..session import Session
+from ..store import Store
+from ..sysinfo import cpu_count
+from ..units import GIB, MIB, fio_size, fmt_bytes, fmt_rate
 from ..workloads.fio import FioResult, JobFile, JobSection, run_fio
-from ._common import columns, counts, head, one, result, run_tasks, size_opt
-from .registry import Recipe, RecipeOptions, RecipeResult, register
-
-if TYPE_CHECKING:
-    from ..beds import Bed
-    from ..runner import Progress
-    from ..store import Store
+from .options import RecipeOptions, counts, one, size_opt
+from .registry import Recipe, register
+from .tables import columns, head, recipe_report
 
 NAME = "bdev-rwmix"
-MIB = 1 << 20
-GIB = 1 << 30
 PARTS = 4
 MIXES = (0, 10, 30, 50)
 
@@ -44,9 +42,6 @@ MIXES = (0, 10, 30, 50)
 @contextlib.contextmanager
 def quarters(size: int) -> Iterator[tuple[Bed, list[str]]]:
     """One preallocated image in /dev/shm and four loop devices over its quarters."""
-    from ..beds import Bed, BedSpec
-    from ..beds.ram import make_image
-
     if os.geteuid() != 0:
         raise UserError("bdev-rwmix needs root (losetup): run as root")
     sv = os.statvfs("/dev/shm")
@@ -70,7 +65,8 @@ def quarters(size: int) -> Iterator[tuple[Bed, list[str]]]:
         bed.teardown()
 
 
-def _task(devs: list[str], mix: int, jobs: int, runtime: int, part_size: int) -> Task:
+def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int,
+          part_size: int) -> Task:
     point = Point(NAME, {"rwmixwrite": mix, "rw": "read" if mix == 0 else "rw", "bs": "64k",
                          "ioengine": "sync", "direct": 0, "numjobs": jobs, "runtime": runtime,
                          "instances": PARTS, "size": part_size})
@@ -86,7 +82,7 @@ def _task(devs: list[str], mix: int, jobs: int, runtime: int, part_size: int) ->
         return JobFile(g, [JobSection("instance", {})])
 
     def execute(partial: Partial) -> Outcome:
-        drop_caches()
+        session.drop_caches(partial)
         with ThreadPoolExecutor(PARTS) as ex:
             results: list[FioResult] = list(ex.map(lambda d: run_fio(job(d)), devs))
         metrics: list[Metric] = []
@@ -117,7 +113,7 @@ def _cell(runs_median: dict[str, float | None]) -> str:
     return ",".join(out)
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     opts.check_sets(NAME, ("rwmixwrite", "numjobs", "runtime", "image_size"))
     mixes = [int(m) for m in (opts.values("rwmixwrite") or MIXES)]
     if any(not 0 <= m <= 100 for m in mixes):
@@ -138,10 +134,12 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
              f"{runtime} s, group_reporting",
              "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped before "
              "each mix"]
+    session = opts.session(store, progress, NAME)
     with quarters(size) as (bed, devs):
-        tasks = [_task(devs, m, jobs, runtime, part) for m in mixes]
-        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
-                                repeat=repeat)
+        session.use_beds(bed)
+        tasks = [_task(session, devs, m, jobs, runtime, part) for m in mixes]
+        runs = session.execute(tasks, repeat)
+    notes += session.notes
     notes.append(f"{repeat.summarise(runs, per='mix')}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     pts = sorted({r.point.key(): r.point for r in runs}.values(),
@@ -161,7 +159,8 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                 row.append(_cell(med))
             rows.append(row)
     title = "bdev-rwmix (seed 000): 4 buffered fio instances on 4 \"partitions\" of one device"
-    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
+    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
+                         headers=headers,
                   rows=rows, notes=notes, runs=runs)
 
 

@@ -16,47 +16,32 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from ..beds import BedSpec, provision
 from ..errors import UserError
 from ..model import Point
-from ..sysinfo import cpu_count
-from ..units import fio_size, fmt_bytes
+from ..results import Report
+from ..runner import Progress
+from ..store import Store
+from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
+from ..units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
-from ._common import (
-    columns,
-    fio_task,
-    fmt_mib,
-    head,
-    one,
-    result,
-    run_tasks,
-    size_opt,
-)
-from .registry import Recipe, RecipeOptions, RecipeResult, register
-
-if TYPE_CHECKING:
-    from ..runner import Progress
-    from ..store import Store
+from .options import RecipeOptions, one, size_opt
+from .registry import Recipe, register
+from .tables import columns, fmt_mib, head, recipe_report
+from .tasks import fio_task
 
 NAME = "buffered-wall"
-MIB = 1 << 20
-GIB = 1 << 30
 BS = 2 * MIB
 NRFILES = 10
 
 def _bed_size(quick: bool) -> int:
-    from ..sysinfo import meminfo
-
     avail = meminfo().get("MemAvailable", 0)
     want = 2 * GIB if quick else 8 * GIB
     return max(512 * MIB, min(want, avail // 3)) >> 20 << 20
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
-    from ..beds import BedSpec, provision
-    from ..sysinfo import dirty_thresholds_bytes
-
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     opts.check_sets(NAME, ("variant", "jobs", "bed_size", "fs", "direct"))
     variant = str(one(opts, "variant", "normal"))
     if variant not in ("normal", "fill"):
@@ -75,7 +60,9 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
              f"at most a third of free memory)",
              f"{jobs} jobs (nproc = {cpus}) x {NRFILES} files, bs 2M, io_uring, "
              "fallocate=none, create_on_open=1, group_reporting (the seed's incantation)"]
+    session = opts.session(store, progress, NAME)
     with provision(spec, fs=fs, size_bytes=size) as bed:
+        session.use_beds(bed)
         free = bed.free_bytes()
         if variant == "fill":
             filesize = max(BS, int(free * 1.5) // (jobs * NRFILES) // BS * BS)
@@ -113,11 +100,12 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             pt = Point(NAME, {"variant": variant, "direct": d, "jobs": jobs, "nrfiles": NRFILES,
                               "bs": "2m", "ioengine": "io_uring", "filesize": filesize,
                               "rw": "write"})
-            tasks.append(fio_task(pt, job_for(d), prepare=prepare, cleanup=cleanup,
+            tasks.append(fio_task(pt, job_for(d), drop=session.drop_caches, prepare=prepare,
+                                  cleanup=cleanup,
                                   title=f"{variant} {'direct' if d else 'buffered'} {jobs} jobs",
                                   expect_enospc=variant == "fill"))
-        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
-                                repeat=repeat)
+        runs = session.execute(tasks, repeat)
+    notes += session.notes
     notes.append(f"{repeat.summarise(runs)}, interleaved; medians; caches dropped before "
                  "each point")
     cols = columns(store, NAME, runs, label)
@@ -140,7 +128,8 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                                                                     "write_io_bytes")))
                     else "-" for lab in cols.labels]
     title = f"buffered-wall (seed 002): sequential write, {fs} on a {spec} bed"
-    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
+    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
+                         headers=headers,
                   rows=[row], notes=notes, runs=runs,
                   extra={"variant": variant, "jobs": jobs, "filesize": filesize})
 

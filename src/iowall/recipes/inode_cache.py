@@ -13,32 +13,32 @@ import contextlib
 import json
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
 from ..model import Artifact, Metric, Point
 from ..proc import need, run
-from ..runner import Outcome, Partial, Task
-from ..sysinfo import cpu_count, drop_caches
-from ..units import fmt_bytes
+from ..results import Report
+from ..runner import Outcome, Partial, Progress, Task
+from ..session import Session
+from ..store import Store
+from ..sysinfo import cpu_count
+from ..units import GIB, fmt_bytes
 from ..workloads.engine import PHASES, run_meta
-from ._common import columns, counts, head, one, powers, result, run_tasks, size_opt
-from .registry import Recipe, RecipeOptions, RecipeResult, register
-
-if TYPE_CHECKING:
-    from ..beds import Bed
-    from ..runner import Progress
-    from ..store import Store
+from .options import RecipeOptions, counts, one, powers, size_opt
+from .registry import Recipe, register
+from .tables import columns, head, recipe_report
 
 NAME = "inode-cache"
-GIB = 1 << 30
 FILESYSTEMS = ("xfs", "ext4", "btrfs", "btrfs-svol")
 #: ext4's default of one inode per 16 KiB runs out long before the space does.
 MKFS = {"ext4": "-i 4096"}
 TITLES = {"create": "Create", "walk": "Walk", "chmod": "chmod", "unlink": "Unlink"}
 
 
-def _task(bed: Bed, fs: str, threads: int, files: int, current: dict[str, Any]) -> Task:
+def _task(session: Session, bed: Bed, fs: str, threads: int, files: int,
+          current: dict[str, Any]) -> Task:
     point = Point(NAME, {"fs": fs, "threads": threads, "files_per_thread": files,
                          "files": threads * files, "size": 0})
     d = os.path.join(bed.path, "ic")
@@ -54,7 +54,7 @@ def _task(bed: Bed, fs: str, threads: int, files: int, current: dict[str, Any]) 
         records = []
         for phase in PHASES:
             if phase != "create":
-                drop_caches()
+                session.drop_caches(partial)
             (rec,) = run_meta(d, threads, files, [phase])
             records.append(rec)
             partial.metrics += [
@@ -74,9 +74,7 @@ def _task(bed: Bed, fs: str, threads: int, files: int, current: dict[str, Any]) 
                 title=f"{fs} {threads} threads x {files} files")
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
-    from ..beds import BedSpec, provision
-
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     opts.check_sets(NAME, ("fs", "threads", "files", "bed_size"))
     fss = [str(v) for v in (opts.values("fs") or FILESYSTEMS)]
     bad = [f for f in fss if f not in FILESYSTEMS]
@@ -101,6 +99,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
              "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
              "before walk, chmod and unlink; times are wall seconds of all threads"]
     current: dict[str, Any] = {"bed": {}}
+    session = opts.session(store, progress, NAME)
     with contextlib.ExitStack() as stack:
         beds: dict[str, Bed] = {}
         for fs in fss:
@@ -108,12 +107,11 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             if real not in beds:
                 beds[real] = stack.enter_context(
                     provision(spec, fs=real, size_bytes=size, mkfs_opts=MKFS.get(real, "")))
-        tasks = [_task(beds["btrfs" if fs == "btrfs-svol" else fs], fs, t, files, current)
-                 for fs in fss for t in threads]
-        devs = tuple(dev for b in beds.values() for dev in b.devices)
-        runs, batch = run_tasks(store, progress, label=label, bed=next(iter(beds.values())),
-                                tasks=tasks, repeat=repeat, devices=devs,
-                                bed_facts=lambda: dict(current["bed"]))
+        tasks = [_task(session, beds["btrfs" if fs == "btrfs-svol" else fs], fs, t, files,
+                       current) for fs in fss for t in threads]
+        session.use_beds(*beds.values(), facts=lambda: dict(current["bed"]))
+        runs = session.execute(tasks, repeat)
+    notes += session.notes
     notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     pts: list[Point] = []
@@ -133,7 +131,8 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                 row.append("-" if v is None else f"{v:.3f}")
         rows.append(row)
     title = "inode-cache (seed 003): wall seconds per phase, fixed files per thread"
-    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
+    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
+                         headers=headers,
                   rows=rows, notes=notes, runs=runs)
 
 

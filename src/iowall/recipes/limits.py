@@ -11,132 +11,42 @@ threshold measures memcpy into the page cache, not I/O. Buffered writes end with
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from ..beds import Bed
+from ..analysis.context import representative
+from ..analysis.limits import Cell, LimitsSummary, summarise
+from ..analysis.why import why_run
+from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
-from ..model import Metric, Point
+from ..model import Artifact, Metric, Point, Run
 from ..repeat import RepeatPolicy, as_policy
-from ..runner import Outcome, Partial, Task
-from ..sysinfo import drop_caches
-from ..units import fio_size, fmt_bytes
+from ..repeat import summary as summary_lines
+from ..repeat import to_json as repeat_json
+from ..results import Report, Section, Table
+from ..runner import Outcome, Partial, Progress, Task
+from ..session import Session
+from ..store import Store
+from ..sysinfo import cpu_count, dirty_thresholds_bytes, host_facts, loadavg, meminfo, sysctl
+from ..units import GIB, MIB, fio_size, fmt_bytes, fmt_rate, parse_size
+from ..workloads.engine import run_memcopy
 from ..workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
-
-if TYPE_CHECKING:
-    from ..analysis.limits import LimitsSummary
-    from ..model import Run
-    from ..runner import Progress as ProgressT
-    from ..store import Store
+from .limits_sizing import (
+    BS,
+    FILES_PER_JOB,
+    Sizing,
+    default_jobs,
+    plan_bed_size,
+    size_points,
+)
+from .options import RecipeOptions, one
+from .registry import Recipe, register
 
 RECIPE = "limits"
-BS = 2 << 20
-FILES_PER_JOB = 10
-#: Buffered writes should move at least this multiple of the dirty threshold.
-DIRTY_MULTIPLE = 2.0
-MIB = 1 << 20
-GIB = 1 << 30
-
-
-def default_jobs(cpus: int) -> list[int]:
-    """1, 2, 4 … up to the CPU count, the CPU count itself, and twice it."""
-    out, j = [], 1
-    while j < cpus:
-        out.append(j)
-        j *= 2
-    return sorted(set(out + [cpus, 2 * cpus]))
-
-
-def parse_jobs(text: str) -> list[int]:
-    """``1,2,4`` → [1, 2, 4]; every count a positive whole number."""
-    try:
-        jobs = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise UserError(f"--jobs {text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
-    if not jobs or jobs[0] < 1:
-        raise UserError(f"--jobs {text!r}: job counts must be at least 1")
-    return jobs
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """How much data each point moves and why; ``notes`` say what was scaled."""
-
-    bed_bytes: int
-    write_bytes: int
-    read_bytes: int
-    jobs: tuple[int, ...]
-    memcopy_threads: tuple[int, ...]
-    memcopy_bytes_per_thread: int
-    quick: bool
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def plan_bed_size(*, bed_kind: str, mem_available: int, dirty_ratio: int, dirty_bytes: int,
-                  quick: bool, size_override: int | None) -> int:
-    """Size of the bed to provision: big enough for the write set (2x the dirty threshold the
-    kernel will have once the bed exists) plus the read set, within half of free memory for a
-    RAM-backed bed. Pure arithmetic; the threshold is re-read after provisioning."""
-    if size_override:
-        return size_override
-    if quick:
-        return 5 * GIB
-    read = 4 * GIB
-    if dirty_bytes:
-        need = int((DIRTY_MULTIPLE * dirty_bytes + read) * 1.15) + 256 * MIB
-    elif bed_kind == "ram":  # the image itself is not dirtyable memory: it lowers the threshold
-        r = dirty_ratio / 100.0
-        need = int((1.15 * (DIRTY_MULTIPLE * r * mem_available + read) + 256 * MIB)
-                   / (1 + 1.15 * DIRTY_MULTIPLE * r))
-    else:
-        need = int((DIRTY_MULTIPLE * dirty_ratio / 100.0 * mem_available + read) * 1.15) + 256 * MIB
-    need = max(need, 4 * GIB)
-    if bed_kind == "ram":
-        need = min(need, mem_available // 2)
-    return need >> 20 << 20
-
-
-def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: int,
-                jobs: Sequence[int], quick: bool) -> Sizing:
-    """Data per write and read point from the bed's free space and the dirty threshold now in
-    force; every number it picks is explained in ``notes``."""
-    notes: list[str] = []
-    max_jobs = max(jobs)
-    usable = int(free_bytes * 0.85)
-    read = min((2 * GIB) if quick else (4 * GIB), int(usable * 0.4)) // BS * BS
-    read = max(read, max_jobs * 4 * BS)
-    if quick:
-        write = 2 * GIB
-    else:
-        write = int(DIRTY_MULTIPLE * dirty_threshold)
-    write = max(write, max_jobs * FILES_PER_JOB * BS)
-    if write + read > usable:
-        write = usable - read
-    if write < max_jobs * FILES_PER_JOB * BS:
-        raise UserError(f"the bed has {fmt_bytes(free_bytes)} free: too little for {max_jobs} jobs "
-                        f"x {FILES_PER_JOB} files of 2 MiB blocks; pass a larger --size or fewer --jobs")
-    ratio = write / dirty_threshold if dirty_threshold else float("inf")
-    notes.append(
-        f"each write point writes {fmt_bytes(write)} in all ({FILES_PER_JOB} files per job), "
-        f"{ratio:.1f}x the dirty threshold in force ({fmt_bytes(dirty_threshold)}); "
-        "buffered writes end with fsync, so their time includes writeback")
-    if ratio < 1.0:
-        notes.append("the write set is smaller than the dirty threshold: buffered writes are "
-                     "absorbed by the page cache before any throttling, and their figure is "
-                     "mostly memory copy plus the final fsync" + (" (--quick)" if quick else ""))
-    elif ratio < DIRTY_MULTIPLE * 0.95:
-        notes.append(f"the bed could not hold {DIRTY_MULTIPLE:.0f}x the dirty threshold: "
-                     "pass a larger --size for a longer throttled phase")
-    notes.append(f"each read point reads {fmt_bytes(read)} from a pool of files laid out once, "
-                 "after dropping caches")
-    mc_threads = tuple(sorted({min(j, cpus) for j in jobs}))
-    mc_bytes = min(512 * MIB, max(64 * MIB, (mem_total // 16) // (2 * max(mc_threads)))) >> 20 << 20
-    return Sizing(bed_bytes=0, write_bytes=write, read_bytes=read, jobs=tuple(jobs),
-                  memcopy_threads=mc_threads, memcopy_bytes_per_thread=mc_bytes, quick=quick,
-                  notes=tuple(notes))
 
 
 # ------------------------------------------------------------------------------------------
@@ -148,7 +58,7 @@ class LimitsBed:
     """The bed plus the directories the points use."""
 
     bed: Bed
-    can_drop: bool = True
+    session: Session
 
     @property
     def write_dir(self) -> str:
@@ -226,11 +136,7 @@ def make_io_task(point: Point, lb: LimitsBed, sizing: Sizing) -> Task:
         if point.params["rw"] == "write":
             shutil.rmtree(lb.write_dir, ignore_errors=True)
             os.makedirs(lb.write_dir)
-        notes: list[str] = []
-        if lb.can_drop and not drop_caches():
-            lb.can_drop = False
-        if not lb.can_drop:
-            notes.append("caches not dropped (needs root); fio invalidates its own files only")
+        lb.session.drop_caches(partial)
         job = io_job(point, lb, sizing)
         try:
             res = run_fio(job)
@@ -239,8 +145,7 @@ def make_io_task(point: Point, lb: LimitsBed, sizing: Sizing) -> Task:
             raise
         if point.params["rw"] == "write":
             shutil.rmtree(lb.write_dir, ignore_errors=True)
-        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), series=res.series,
-                       notes=tuple(notes))
+        return Outcome(metrics=res.metrics, artifacts=res.artifacts(), series=res.series)
 
     weight = float(point.params["bytes"]) / (GIB if point.params["direct"] else GIB / 4)
     mode = "direct" if point.params["direct"] else "buffered"
@@ -254,11 +159,6 @@ def make_memcopy_task(threads: int, sizing: Sizing) -> Task:
                            "bytes_per_thread": sizing.memcopy_bytes_per_thread})
 
     def execute(partial: Partial) -> Outcome:
-        import json
-
-        from ..model import Artifact
-        from ..workloads.engine import run_memcopy
-
         doc = run_memcopy(threads, sizing.memcopy_bytes_per_thread)
         metrics = [Metric("memcopy_bytes_per_s", float(doc["total_bytes_per_s"]), "B/s")]
         for meth, d in sorted(doc.get("methods", {}).items()):
@@ -290,33 +190,15 @@ class LimitsOptions:
     mkfs_opts: str = ""
     mount_opts: str = ""
     probes: str = "default"
+    #: knobs held for the whole run (name → value read back)
+    knobs: tuple[tuple[str, str], ...] = ()
 
 
-def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
-        LimitsSummary, dict[str, object]]:
+def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
     """Provision the bed, size the points, run everything interleaved, store every run, and
-    return the summary with its context (bed facts, notes). The bed is always torn down."""
-    from ..analysis.limits import summarise
-    from ..beds import BedSpec, provision
-    from ..probes import ProbeContext
-    from ..probes import resolve as resolve_probes
-    from ..repeat import summary as summary_lines
-    from ..repeat import to_json as repeat_json
-    from ..runner import Schedule
-    from ..sysinfo import (
-        cpu_count,
-        dirty_thresholds_bytes,
-        environment,
-        host_facts,
-        loadavg,
-        meminfo,
-        sysctl,
-    )
-    from ..workloads.fio import fio_version
-
+    return the Report (ceilings, tables, the wall in sentences, Why). The bed is always torn
+    down."""
     spec = BedSpec.parse(opts.bed)
-    probe_classes = resolve_probes(opts.probes)
-    fio_ver = ".".join(map(str, fio_version()))
     cpus = cpu_count()
     jobs = list(opts.jobs) if opts.jobs else default_jobs(cpus)
     policy = as_policy(opts.repeat)
@@ -325,16 +207,16 @@ def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
                              dirty_ratio=int(sysctl("vm.dirty_ratio") or 20),
                              dirty_bytes=int(sysctl("vm.dirty_bytes") or 0), quick=opts.quick,
                              size_override=opts.size)
+    session = Session(store=store, label=opts.label, progress=progress, probes=opts.probes,
+                      knobs=dict(opts.knobs))
     notes: list[str] = []
     load = loadavg()
     if load > cpus * 0.5:
         notes.append(f"the machine was busy when the job started (load {load:.1f} on {cpus} "
                      "CPUs): other work shares the CPUs and widens the spread; rerun when idle")
-    if os.geteuid() != 0:
-        notes.append("not root: caches are not dropped between points (fio still invalidates "
-                     "the cache of its own files) and nothing is formatted")
     with provision(spec, fs=opts.fs, size_bytes=bed_size, mkfs_opts=opts.mkfs_opts,
                    mount_opts=opts.mount_opts) as bed:
+        session.use_beds(bed)
         threshold, _bg = dirty_thresholds_bytes()
         # On a dir bed --size bounds the data iowall writes; on the others it is the bed.
         budget = min(bed.free_bytes(), opts.size) if opts.size else bed.free_bytes()
@@ -346,56 +228,35 @@ def run_limits(opts: LimitsOptions, store: Store, progress: ProgressT) -> tuple[
         if not opts.jobs:
             notes.append(f"job counts {', '.join(map(str, jobs))}: powers of two up to the "
                          f"{cpus} CPUs and twice that")
-        notes += list(sizing.notes) + bed.notes
+        notes += list(sizing.notes) + session.notes
         notes.append("caches are dropped (sync; drop_caches=3) before every I/O point; points "
                      "run interleaved, one round after another")
-        lb = LimitsBed(bed, can_drop=os.geteuid() == 0)
+        lb = LimitsBed(bed, session)
         layout_read_pool(lb, sizing, cpus)
         tasks: list[Task] = [make_memcopy_task(t, sizing) for t in sizing.memcopy_threads]
         for j in jobs:
             for rw in ("write", "read"):
                 for direct in (0, 1):
                     tasks.append(make_io_task(io_point(rw, direct, j, sizing), lb, sizing))
-        extra = {"fio_version": fio_ver}
-        probe_dir = bed.private_dir("probe-") if os.geteuid() == 0 else bed.path
-        sched = Schedule(store=store, label=opts.label, env=lambda: environment(extra),
-                         bed=lambda: dict(bed.facts), progress=progress,
-                         probes=probe_classes,
-                         probe_ctx=ProbeContext(devices=tuple(bed.devices),
-                                                devnos=(bed.devno,) if bed.devno else (),
-                                                workdir=probe_dir))
-        runs = sched.execute(tasks, policy)
-        assert sched.decider is not None
+        runs = session.execute(tasks, policy)
+        assert session.decider is not None
         names = {t.point.key(): t.title for t in tasks}
-        notes += summary_lines(policy, sched.decider, names)
-        ctx: dict[str, object] = {"bed": dict(bed.facts), "kernel": os.uname().release,
-                                  "host": host_facts(), "fio_version": fio_ver,
-                                  "batch": sched.batch, "notes": notes,
-                                  "sizing": {"write_bytes": sizing.write_bytes,
-                                             "read_bytes": sizing.read_bytes,
-                                             "dirty_threshold_bytes": threshold},
-                                  "repeat": repeat_json(policy, sched.decider, names)}
+        notes += summary_lines(policy, session.decider, names)
+        ctx: dict[str, Any] = {"bed": dict(bed.facts), "kernel": os.uname().release,
+                               "host": host_facts(), "fio_version": session.fio_version,
+                               "batch": session.batch, "notes": notes,
+                               "sizing": {"write_bytes": sizing.write_bytes,
+                                          "read_bytes": sizing.read_bytes,
+                                          "dirty_threshold_bytes": threshold},
+                               "repeat": repeat_json(policy, session.decider, names)}
     summary = summarise(runs, cpus)
     ctx["why"] = why(summary, runs)
-    return summary, ctx
+    return limits_report(summary, ctx)
 
 
-def limits_json(summary: LimitsSummary, ctx: dict[str, Any]) -> dict[str, Any]:
-    """``--format json`` of limits: the report's JSON plus ``"repeat"`` (policy, decisions)."""
-    from ..report.limits import render_json
-
-    doc = render_json(summary, ctx)
-    if "repeat" in ctx:
-        doc["repeat"] = ctx["repeat"]
-    return doc
-
-
-def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, object]]:
+def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
     """Explain the buffered peak of each direction: the rules that fire on its median run."""
-    from ..analysis.context import representative
-    from ..analysis.why import why_run
-
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     by_id = {r.id: r for r in runs}
     for direction in ("write", "read"):
         rows = [r for r in summary.rows if r.direction == direction and r.buffered]
@@ -408,7 +269,119 @@ def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, object]]:
         if run is None:
             continue
         w = why_run(run, runs)
-        out.append({"direction": direction, "jobs": peak.jobs, "run": run.id,
-                    "sentences": w["sentences"], "verdicts": w["verdicts"],
-                    "skipped_probes": w["skipped_probes"]})
+        out.append({**w, "point": f"buffered {direction} at {peak.jobs} jobs",
+                    "direction": direction, "jobs": peak.jobs})
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# The report (pure)
+
+HEADERS = ("jobs", "buffered", "direct", "buf/direct", "buf/memcopy")
+TITLES = {"write": "Sequential write", "read": "Sequential read"}
+
+
+def _cell(c: Cell | None) -> str:
+    if c is None:
+        return "-"
+    return f"{fmt_rate(c.median)} ±{c.spread:.0%}" if c.n > 1 else fmt_rate(c.median)
+
+
+def _ratio(x: float | None) -> str:
+    return f"{x:.2f}" if x is not None else "-"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _ceiling_rows(s: LimitsSummary) -> list[list[str]]:
+    rows = [[f"memory copy, {_plural(t, 'thread')}", fmt_rate(c.median),
+             "best of rep movsb and memcpy" if i == 0 else ""]
+            for i, (t, c) in enumerate(sorted(s.memcopy.items()))]
+    rows += [[f"direct {d} ({_plural(c.at, 'job')})", fmt_rate(c.cell.median),
+              "best direct point" if i == 0 else ""]
+             for i, (d, c) in enumerate(s.direct_ceiling.items())]
+    return rows or [["not measured", "", ""]]
+
+
+def _cell_json(c: Cell | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {"median": c.median, "spread": c.spread, "n": c.n, "run_ids": list(c.run_ids)}
+
+
+def limits_report(s: LimitsSummary, ctx: dict[str, Any]) -> Report:
+    """The Report of a limits run: ceilings, one table per direction, the wall in sentences,
+    the Why section, how it was measured; ``data`` holds every number for ``--format json``."""
+    bed, host = ctx["bed"], ctx["host"]
+    dev = f" on {bed.get('device')}" if bed.get("device") else ""
+    img = (f", {fmt_bytes(bed['image_bytes'])} image ({bed.get('backing')})"
+           if bed.get("image_bytes") else "")
+    n = max((r.buffered.n for r in s.rows if r.buffered), default=0)
+    sections = [Section("Ceilings", Table.of(["ceiling", "value", "how"], _ceiling_rows(s),
+                                             left=3, headless=True))]
+    for d in ("write", "read"):
+        rows = [[str(r.jobs), _cell(r.buffered), _cell(r.direct), _ratio(r.buffered_over_direct),
+                 _ratio(r.buffered_over_memcopy)] for r in s.rows if r.direction == d]
+        if rows:
+            sections.append(Section(f"{TITLES[d]}, bs 2M, io_uring (median of {n}, ± half-range)",
+                                    Table.of(HEADERS, rows, left=0)))
+    sections.append(Section("Where the wall is", bullets=tuple(s.sentences)))
+    ids = s.run_ids
+    data = {
+        "bed": bed, "kernel": ctx["kernel"], "host": host,
+        "ceilings": {
+            "memcopy_bytes_per_s": {str(t): c.median for t, c in sorted(s.memcopy.items())},
+            **{f"direct_{d}_bytes_per_s": c.cell.median for d, c in s.direct_ceiling.items()},
+            **{f"direct_{d}_jobs": c.at for d, c in s.direct_ceiling.items()},
+        },
+        "points": [{"direction": r.direction, "jobs": r.jobs,
+                    "buffered_bytes_per_s": r.buffered.median if r.buffered else None,
+                    "direct_bytes_per_s": r.direct.median if r.direct else None,
+                    "buffered_over_direct": r.buffered_over_direct,
+                    "buffered_over_memcopy": r.buffered_over_memcopy,
+                    "memcopy_threads": r.memcopy_threads,
+                    "buffered": _cell_json(r.buffered), "direct": _cell_json(r.direct)}
+                   for r in s.rows],
+        "sentences": list(s.sentences), "statuses": s.statuses,
+        **({"repeat": ctx["repeat"]} if "repeat" in ctx else {}),
+        **({"sizing": ctx["sizing"]} if "sizing" in ctx else {}),
+    }
+    return Report(
+        kind="limits", name=RECIPE,
+        title=f"iowall limits — bed {bed.get('kind')}: {bed.get('fs')}{dev}{img}",
+        head=(f"kernel {ctx['kernel']}, {host['cpu_count']} CPUs ({host['cpu_model']}), "
+              f"{fmt_bytes(host['mem_total_bytes'])} RAM, fio {ctx['fio_version']}",),
+        sections=tuple(sections), notes=tuple(ctx.get("notes", [])),
+        notes_title="How it was measured", why=tuple(ctx.get("why", [])),
+        tail=(f"runs {ids[0]}–{ids[-1]} (batch {ctx['batch']}); 'iowall show RUN' for raw data"
+              if ids else "no runs stored",),
+        label=str(ctx.get("label", "")), batch=str(ctx["batch"]), run_ids=tuple(ids), data=data)
+
+
+# ------------------------------------------------------------------------------------------
+# As a recipe: `iowall run limits`
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    opts.check_sets("limits", ("jobs", "fs", "bed_size", "mkfs", "mount"))
+    jobs = opts.values("jobs")
+    if jobs is not None and not all(isinstance(j, int) and not isinstance(j, bool) and j >= 1
+                                    for j in jobs):
+        raise UserError("--set jobs=…: job counts are whole numbers, at least 1")
+    size = one(opts, "bed_size")
+    lo = LimitsOptions(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
+                       size=parse_size(size, what="--set bed_size") if size is not None else None,
+                       jobs=tuple(sorted(set(jobs))) if jobs is not None else None,
+                       repeat=opts.repeats(quick_default=3), quick=opts.quick,
+                       label=opts.label or "limits", mkfs_opts=str(one(opts, "mkfs") or ""),
+                       mount_opts=str(one(opts, "mount") or ""), probes=opts.probes,
+                       knobs=opts.knobs)
+    return run_limits(lo, store, progress)
+
+
+register(Recipe(name="limits", seed="002",
+                description="the ceilings (memory copy, direct I/O) and buffered vs direct "
+                            "sequential write and read at rising job counts",
+                execute=_execute, module=__name__))

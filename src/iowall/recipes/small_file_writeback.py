@@ -15,38 +15,37 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import TYPE_CHECKING
 
+from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
-from ..knobs import KnobSession, parse_knob
+from ..knob import parse_knob
+from ..knobs import KnobSession
 from ..model import Artifact, Metric, Point, Run
-from ..runner import Outcome, Partial, Task
-from ..sysinfo import cpu_count, drop_caches
-from ..units import fio_size, fmt_bytes
+from ..results import Report
+from ..runner import Outcome, Partial, Progress, Task
+from ..session import Session
+from ..store import Store
+from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
+from ..units import GIB, fio_size, fmt_bytes
 from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
-from ._common import columns, counts, fio_task, head, one, result, run_tasks, size_opt
-from .registry import Recipe, RecipeOptions, RecipeResult, register
-
-if TYPE_CHECKING:
-    from ..beds import Bed
-    from ..runner import Progress
-    from ..store import Store
+from .options import RecipeOptions, counts, one, size_opt
+from .registry import Recipe, register
+from .tables import columns, head, recipe_report
+from .tasks import fio_task
 
 NAME = "small-file-writeback"
-MIB = 1 << 20
-GIB = 1 << 30
 VARIANTS = ("default", "extsize")
 
 
-def _stream_task(bed: Bed, variant: str, threads: int, seconds: int) -> Task:
+def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds: int) -> Task:
     point = Point(NAME, {"kind": "smallfiles", "variant": variant, "threads": threads,
                          "size": 4096, "seconds": seconds, "fsync": "none"})
     d = os.path.join(bed.path, "sf")
 
     def execute(partial: Partial) -> Outcome:
         shutil.rmtree(d, ignore_errors=True)
-        drop_caches()
+        session.drop_caches(partial)
         with KnobSession(bed) as ks:
             if variant == "extsize":
                 ks.set(parse_knob("xfs:extsize"), "4k")
@@ -70,7 +69,7 @@ def _stream_task(bed: Bed, variant: str, threads: int, seconds: int) -> Task:
     return Task(point, execute, weight=seconds, title=f"small files {variant} {threads} threads")
 
 
-def _ceiling_task(bed: Bed, jobs: int, seconds: int, size: int) -> Task:
+def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int) -> Task:
     point = Point(NAME, {"kind": "dio-ceiling", "rw": "randwrite", "bs": "4k",
                          "ioengine": "io_uring", "direct": 1, "iodepth": 32, "jobs": jobs,
                          "size": size, "seconds": seconds, "overwrite": 1})
@@ -86,13 +85,11 @@ def _ceiling_task(bed: Bed, jobs: int, seconds: int, size: int) -> Task:
              "overwrite": 1}
         return JobFile(g, [JobSection("dio-ceiling", {})])
 
-    return fio_task(point, job, title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds)
+    return fio_task(point, job, drop=session.drop_caches,
+                    title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds)
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
-    from ..beds import BedSpec, provision
-    from ..sysinfo import meminfo
-
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     opts.check_sets(NAME, ("variant", "threads", "seconds", "bed_size"))
     variants = [str(v) for v in (opts.values("variant") or VARIANTS)]
     if any(v not in VARIANTS for v in variants):
@@ -120,12 +117,14 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     if "extsize" in variants:
         notes.append("extsize: a 4 KiB extent size hint on the root directory (xfs:extsize, "
                      "inherited), so delayed allocation is not used (as in the seed)")
+    session = opts.session(store, progress, NAME)
     with provision(spec, fs="xfs", size_bytes=size) as bed:
-        tasks = [_ceiling_task(bed, cpus, seconds, ceiling_size)]
+        session.use_beds(bed)
+        tasks = [_ceiling_task(session, bed, cpus, seconds, ceiling_size)]
         for t in threads:
-            tasks += [_stream_task(bed, v, t, seconds) for v in variants]
-        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
-                                repeat=repeat)
+            tasks += [_stream_task(session, bed, v, t, seconds) for v in variants]
+        runs = session.execute(tasks, repeat)
+    notes += session.notes
     notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     ceil_pt = next(r.point for r in runs if r.point.params["kind"] == "dio-ceiling")
@@ -151,8 +150,6 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
         row += [f"{v * 100:.0f}%" if v is not None else "-" for v in b]
         row += [f"{v:.1f}s" if v is not None else "-" for v in th]
         rows.append(row)
-    from ..sysinfo import dirty_thresholds_bytes
-
     thr, _ = dirty_thresholds_bytes()
     most = max((r.metric("files") or 0.0 for r in runs), default=0.0) * 4096
     if thr and most < thr:
@@ -164,7 +161,8 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
     skipped = sorted({s for r in runs for s in _skipped(r)})
     notes += skipped
     title = "small-file-writeback (seed 004): 4 KiB files through the page cache, xfs"
-    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
+    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
+                         headers=headers,
                   rows=rows, notes=notes, runs=runs, left=2)
 
 

@@ -13,34 +13,31 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
+from ..beds import Bed, BedSpec
+from ..beds.loop import disk_image
 from ..errors import UserError
-from ..knobs import KnobSession, parse_knob
+from ..knob import parse_knob
+from ..knobs import KnobSession
 from ..model import Point
+from ..results import Report
+from ..runner import Progress
+from ..store import Store
 from ..sysinfo import cpu_count
-from ..units import fio_size, fmt_bytes
+from ..units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
-from ._common import columns, counts, fio_task, head, one, result, run_tasks, size_opt
-from .registry import Recipe, RecipeOptions, RecipeResult, register
-
-if TYPE_CHECKING:
-    from ..beds import Bed
-    from ..runner import Progress
-    from ..store import Store
+from .options import RecipeOptions, counts, one, size_opt
+from .registry import Recipe, register
+from .tables import columns, head, recipe_report
+from .tasks import fio_task
 
 NAME = "tag-fairness"
-MIB = 1 << 20
-GIB = 1 << 30
 
 
 @contextlib.contextmanager
 def raw_loop(size: int) -> Iterator[Bed]:
     """A loop device (dio on) over a preallocated image in the data directory, no
     filesystem; journaled, detached and deleted on any exit."""
-    from ..beds import Bed, BedSpec
-    from ..beds.loop import disk_image
-
     if os.geteuid() != 0:
         raise UserError("tag-fairness needs root (losetup): run as root")
     bed = Bed(BedSpec("loop"))
@@ -61,7 +58,7 @@ def _job(g: dict[str, object]) -> Callable[[], JobFile]:
     return lambda: JobFile(g, [JobSection("test", {})])
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeResult:
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     opts.check_sets(NAME, ("numjobs", "runtime", "ramp_time", "image_size", "max_sectors_kb"))
     cpus = cpu_count()
     cap = 16 if opts.quick else 32 * cpus
@@ -88,10 +85,14 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
              f"disk, no filesystem; offset_increment {fio_size(region)} (image / max numjobs)",
              f"psync, direct=1, randwrite, bs 1M, time_based runtime {runtime} s after "
              f"ramp_time {ramp} s, group_reporting"]
+    session = opts.session(store, progress, NAME)
     with raw_loop(size) as bed, KnobSession(bed) as ks:
+        session.use_beds(bed)
         dev = bed.device or ""
         old = (bed.facts.get("queue") or {}).get("max_sectors_kb", "?")
-        now = ks.set(parse_knob("sysfs:queue/max_sectors_kb"), msk)
+        knob = parse_knob("sysfs:queue/max_sectors_kb")
+        now = ks.set(knob, msk)
+        session.knobs[str(knob)] = now
         bed.facts["queue"] = dict(bed.facts.get("queue") or {}, max_sectors_kb=now)
         notes.append(f"queue/max_sectors_kb of {os.path.basename(dev)} set to {now} "
                      f"(was {old}; restored afterwards)")
@@ -105,10 +106,9 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
                  "size": fio_size(region), "rw": "randwrite", "bs": "1024k", "numjobs": j,
                  "time_based": 1, "runtime": runtime, "ramp_time": ramp}
             tasks.append(fio_task(pt, _job(g),
-                                  title=f"randwrite 1M numjobs={j}", weight=runtime + ramp,
-                                  drop=False))
-        runs, batch = run_tasks(store, progress, label=label, bed=bed, tasks=tasks,
-                                repeat=repeat)
+                                  title=f"randwrite 1M numjobs={j}", weight=runtime + ramp))
+        runs = session.execute(tasks, repeat)
+    notes += session.notes
     notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, label)
     pts = sorted({r.point.key(): r.point for r in runs}.values(),
@@ -122,7 +122,8 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> RecipeRes
             row.append("-" if v is None else f"{v / MIB:.1f}")
         rows.append(row)
     title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {msk}"
-    return result(NAME, title, label=label, batch=batch, cols=cols, headers=headers,
+    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
+                         headers=headers,
                   rows=rows, notes=notes, runs=runs, left=0)
 
 

@@ -54,3 +54,15 @@ series = Table(
     Column("unit", String(32), nullable=False),
     Column("samples_json", Text, nullable=False),
 )
+
+#: The report of one invocation (limits, a recipe or a plan), stored with its batch so that
+#: ``iowall report BATCH`` prints it again: its sentences and notes as they were written.
+reports = Table(
+    "reports", metadata,
+    Column("batch", String(36), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("label", String(128), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("doc_json", Text, nullable=False),
+)

@@ -1,0 +1,115 @@
+"""How ``limits`` sizes its points for the machine it is on: the job counts, the bed, the bytes
+each write and read point moves (from the dirty threshold in force, so buffered writes cross
+it), and the memory-copy ceiling's threads; every number it picks is explained in notes.
+Pure arithmetic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..units import GIB, MIB, fmt_bytes
+
+BS = 2 << 20
+FILES_PER_JOB = 10
+#: Buffered writes should move at least this multiple of the dirty threshold.
+DIRTY_MULTIPLE = 2.0
+
+
+def default_jobs(cpus: int) -> list[int]:
+    """1, 2, 4 … up to the CPU count, the CPU count itself, and twice it."""
+    out, j = [], 1
+    while j < cpus:
+        out.append(j)
+        j *= 2
+    return sorted(set(out + [cpus, 2 * cpus]))
+
+
+def parse_jobs(text: str) -> list[int]:
+    """``1,2,4`` → [1, 2, 4]; every count a positive whole number."""
+    try:
+        jobs = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise UserError(f"--jobs {text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
+    if not jobs or jobs[0] < 1:
+        raise UserError(f"--jobs {text!r}: job counts must be at least 1")
+    return jobs
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How much data each point moves and why; ``notes`` say what was scaled."""
+
+    bed_bytes: int
+    write_bytes: int
+    read_bytes: int
+    jobs: tuple[int, ...]
+    memcopy_threads: tuple[int, ...]
+    memcopy_bytes_per_thread: int
+    quick: bool
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def plan_bed_size(*, bed_kind: str, mem_available: int, dirty_ratio: int, dirty_bytes: int,
+                  quick: bool, size_override: int | None) -> int:
+    """Size of the bed to provision: big enough for the write set (2x the dirty threshold the
+    kernel will have once the bed exists) plus the read set, within half of free memory for a
+    RAM-backed bed. Pure arithmetic; the threshold is re-read after provisioning."""
+    if size_override:
+        return size_override
+    if quick:
+        return 5 * GIB
+    read = 4 * GIB
+    if dirty_bytes:
+        need = int((DIRTY_MULTIPLE * dirty_bytes + read) * 1.15) + 256 * MIB
+    elif bed_kind == "ram":  # the image itself is not dirtyable memory: it lowers the threshold
+        r = dirty_ratio / 100.0
+        need = int((1.15 * (DIRTY_MULTIPLE * r * mem_available + read) + 256 * MIB)
+                   / (1 + 1.15 * DIRTY_MULTIPLE * r))
+    else:
+        need = int((DIRTY_MULTIPLE * dirty_ratio / 100.0 * mem_available + read) * 1.15) + 256 * MIB
+    need = max(need, 4 * GIB)
+    if bed_kind == "ram":
+        need = min(need, mem_available // 2)
+    return need >> 20 << 20
+
+
+def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: int,
+                jobs: Sequence[int], quick: bool) -> Sizing:
+    """Data per write and read point from the bed's free space and the dirty threshold now in
+    force; every number it picks is explained in ``notes``."""
+    notes: list[str] = []
+    max_jobs = max(jobs)
+    usable = int(free_bytes * 0.85)
+    read = min((2 * GIB) if quick else (4 * GIB), int(usable * 0.4)) // BS * BS
+    read = max(read, max_jobs * 4 * BS)
+    if quick:
+        write = 2 * GIB
+    else:
+        write = int(DIRTY_MULTIPLE * dirty_threshold)
+    write = max(write, max_jobs * FILES_PER_JOB * BS)
+    if write + read > usable:
+        write = usable - read
+    if write < max_jobs * FILES_PER_JOB * BS:
+        raise UserError(f"the bed has {fmt_bytes(free_bytes)} free: too little for {max_jobs} jobs "
+                        f"x {FILES_PER_JOB} files of 2 MiB blocks; pass a larger --size or fewer --jobs")
+    ratio = write / dirty_threshold if dirty_threshold else float("inf")
+    notes.append(
+        f"each write point writes {fmt_bytes(write)} in all ({FILES_PER_JOB} files per job), "
+        f"{ratio:.1f}x the dirty threshold in force ({fmt_bytes(dirty_threshold)}); "
+        "buffered writes end with fsync, so their time includes writeback")
+    if ratio < 1.0:
+        notes.append("the write set is smaller than the dirty threshold: buffered writes are "
+                     "absorbed by the page cache before any throttling, and their figure is "
+                     "mostly memory copy plus the final fsync" + (" (--quick)" if quick else ""))
+    elif ratio < DIRTY_MULTIPLE * 0.95:
+        notes.append(f"the bed could not hold {DIRTY_MULTIPLE:.0f}x the dirty threshold: "
+                     "pass a larger --size for a longer throttled phase")
+    notes.append(f"each read point reads {fmt_bytes(read)} from a pool of files laid out once, "
+                 "after dropping caches")
+    mc_threads = tuple(sorted({min(j, cpus) for j in jobs}))
+    mc_bytes = min(512 * MIB, max(64 * MIB, (mem_total // 16) // (2 * max(mc_threads)))) >> 20 << 20
+    return Sizing(bed_bytes=0, write_bytes=write, read_bytes=read, jobs=tuple(jobs),
+                  memcopy_threads=mc_threads, memcopy_bytes_per_thread=mc_bytes, quick=quick,
+                  notes=tuple(notes))

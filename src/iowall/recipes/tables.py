@@ -1,0 +1,122 @@
+"""The seed recipes' tables, with one column per stored label (earlier labels first), and the
+Report a seed recipe returns: its table, notes, run statuses, the Why section, and
+``compare`` of every label against the first when other labels share the points."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.compare import CompareResult, Side, compare
+from ..analysis.why import why_points
+from ..model import MEASURED_STATUSES, Point, Run
+from ..results import Report, Section, Table
+from ..store import RunFilter, Store
+from ..units import fmt_rate
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Stored samples of the current points, one column per label (earlier labels first)."""
+
+    labels: tuple[str, ...]
+    samples: dict[tuple[str, str], list[Run]]
+
+    def runs(self, point: Point, label: str) -> list[Run]:
+        return self.samples.get((point.key(), label), [])
+
+    def median(self, point: Point, label: str, metric: str | Callable[[Run], float | None]
+               ) -> float | None:
+        vals = []
+        for r in self.runs(point, label):
+            v = metric(r) if callable(metric) else r.metric(metric)
+            if v is not None:
+                vals.append(v)
+        return statistics.median(vals) if vals else None
+
+
+def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Columns:
+    """Every stored measured run of the same points and fingerprints as ``runs``, grouped by
+    label: the current label last, others in the order they were first stored. Medians side
+    by side (no significance is claimed here: ``iowall compare`` does that)."""
+    keys = {r.point.key() for r in runs}
+    fps = {r.fingerprint() for r in runs}
+    samples: dict[tuple[str, str], list[Run]] = {}
+    order: list[str] = []
+    for r in store.runs(RunFilter(recipe=recipe)):
+        if r.status not in MEASURED_STATUSES or r.point.key() not in keys:
+            continue
+        if r.fingerprint() not in fps:
+            continue
+        if r.label not in order:
+            order.append(r.label)
+        samples.setdefault((r.point.key(), r.label), []).append(r)
+    if label in order:
+        order.remove(label)
+    order.append(label)
+    return Columns(tuple(order), samples)
+
+
+def head(name: str, labels: Sequence[str]) -> list[str]:
+    """A column header per label (just ``name`` when one label is stored)."""
+    return [name] if len(labels) == 1 else [f"{name} [{lab}]" for lab in labels]
+
+
+def fmt_mib(bps: float | None) -> str:
+    return "-" if bps is None else fmt_rate(bps)
+
+
+def label_sides(cols: Columns) -> list[Side]:
+    """One compare side per stored label of the same points (base first)."""
+    by_label: dict[str, list[Run]] = {lab: [] for lab in cols.labels}
+    for (_, lab), rs in cols.samples.items():
+        by_label[lab].extend(rs)
+    return [Side(lab, by_label[lab]) for lab in cols.labels]
+
+
+def compare_sides(sides: Sequence[Side], metrics: Sequence[str] | None = None
+                  ) -> CompareResult | None:
+    """Every side against the first, or None with one side or nothing paired."""
+    if len(sides) < 2:
+        return None
+    res = compare(sides[0], sides[1:], metrics=metrics)
+    return res if res.rows else None
+
+
+def recipe_report(name: str, title: str, *, label: str, batch: str, cols: Columns,
+                  headers: Sequence[str], rows: Sequence[Sequence[str]], notes: Sequence[str],
+                  runs: Sequence[Run], left: int = 1, extra: Mapping[str, Any] | None = None,
+                  metrics: Sequence[str] | None = None) -> Report:
+    """A seed recipe's Report: its table, the notes with run statuses and the first
+    failures, the Why section (explain on each point's median run) and, when other labels
+    share the points, the compare of every label against the first on ``metrics``."""
+    notes = list(notes)
+    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
+                                           for s in sorted({r.status for r in runs})))
+    notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
+    sides = label_sides(cols)
+    cmp = compare_sides(sides, metrics)
+    ids = tuple(r.id for r in runs if r.id is not None)
+    return Report(
+        kind="recipe", name=name, title=title,
+        sections=(Section(table=Table.of(headers, rows, left=left)),),
+        notes=tuple(notes), why=tuple(why_points(runs)), label=label, batch=batch,
+        run_ids=ids, data={"recipe": name, **(extra or {}), "labels": list(cols.labels),
+                           "table": {"headers": list(headers),
+                                     "rows": [list(r) for r in rows]},
+                           "compare_metrics": list(metrics) if metrics else None},
+        compare_sides=tuple((s.name, tuple(r.id for r in s.runs if r.id is not None))
+                            for s in sides) if cmp is not None else (),
+        compare=cmp)
+
+
+def reload_compare(store: Store, rep: Report) -> Report:
+    """A stored report with its compare section computed again from the runs it named
+    (the same runs, so the same numbers: the interval's bootstrap is seeded)."""
+    if not rep.compare_sides:
+        return rep
+    sides = [Side(lab, store.runs(RunFilter(ids=tuple(ids)))) for lab, ids in rep.compare_sides]
+    metrics = rep.data.get("compare_metrics")
+    return rep.with_compare(compare_sides(sides, list(metrics) if metrics else None))

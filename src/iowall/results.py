@@ -1,0 +1,115 @@
+"""What a recipe, a plan or ``limits`` returns: a plain report object (title, tables, notes,
+the Why section, the compare of other labels, JSON-only details), rendered by ``report/``.
+
+Runners build it and never render; ``report.recipe`` turns it into text, Markdown or JSON; the
+store keeps it with its batch (``to_json``/``from_json``) so ``iowall report BATCH`` can print it
+again later in any format. The compare section is kept as the run ids of each side and is
+recomputed from the stored runs when the report is printed again (``compare_sides``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .analysis.compare import CompareResult
+
+#: Version of a stored report's JSON; ``from_json`` refuses newer ones.
+REPORT_VERSION = 1
+
+Kind = Literal["limits", "recipe", "plan"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """Headers and string cells; the first ``left`` columns are left-aligned (names), the
+    rest right-aligned (numbers). ``headless`` tables print without their header line."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    left: int = 1
+    headless: bool = False
+
+    @staticmethod
+    def of(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1,
+           headless: bool = False) -> Table:
+        return Table(tuple(headers), tuple(tuple(r) for r in rows), left, headless)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled part of a report: a table, sentences (bullets), or both."""
+
+    title: str = ""
+    table: Table | None = None
+    bullets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """A measurement's report. ``head`` lines follow the title (what ran, where); ``notes``
+    say how it was measured and what was scaled; ``why`` holds the explain items of
+    ``analysis.why``; ``tail`` the run ids and first failures; ``data`` the JSON-only details
+    (limits' ceilings, the plan's table as numbers, repeat decisions)."""
+
+    kind: Kind
+    name: str
+    title: str
+    head: tuple[str, ...] = ()
+    sections: tuple[Section, ...] = ()
+    notes: tuple[str, ...] = ()
+    notes_title: str = "notes"
+    why: tuple[Mapping[str, Any], ...] = ()
+    tail: tuple[str, ...] = ()
+    label: str = ""
+    batch: str = ""
+    run_ids: tuple[int, ...] = ()
+    data: Mapping[str, Any] = field(default_factory=dict)
+    #: the labels compared (base first) and the run ids of each, stored with the report
+    compare_sides: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    #: the compare of those sides; not stored (recomputed from the runs on reprint)
+    compare: CompareResult | None = None
+
+    def with_compare(self, cmp: CompareResult | None) -> Report:
+        return replace(self, compare=cmp)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but ``compare`` (which is recomputed from ``compare_sides``)."""
+        return {"report_version": REPORT_VERSION, "kind": self.kind, "name": self.name,
+                "title": self.title, "head": list(self.head),
+                "sections": [{"title": s.title, "bullets": list(s.bullets),
+                              "table": None if s.table is None else {
+                                  "headers": list(s.table.headers),
+                                  "rows": [list(r) for r in s.table.rows],
+                                  "left": s.table.left, "headless": s.table.headless}}
+                             for s in self.sections],
+                "notes": list(self.notes), "notes_title": self.notes_title,
+                "why": [dict(w) for w in self.why], "tail": list(self.tail),
+                "label": self.label, "batch": self.batch, "run_ids": list(self.run_ids),
+                "data": dict(self.data),
+                "compare_sides": [[lab, list(ids)] for lab, ids in self.compare_sides]}
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> Report:
+        """The inverse of ``to_json``; a ValueError for a newer or malformed document."""
+        v = int(doc.get("report_version", 0))
+        if v > REPORT_VERSION or v < 1:
+            raise ValueError(f"report version {v}: this iowall reads version {REPORT_VERSION}")
+        sections = []
+        for s in doc.get("sections", []):
+            t = s.get("table")
+            table = None if t is None else Table.of(t["headers"], t["rows"], left=int(t["left"]),
+                                                    headless=bool(t.get("headless")))
+            sections.append(Section(str(s.get("title", "")), table, tuple(s.get("bullets", []))))
+        return Report(kind=doc["kind"], name=str(doc["name"]), title=str(doc["title"]),
+                      head=tuple(doc.get("head", [])), sections=tuple(sections),
+                      notes=tuple(doc.get("notes", [])),
+                      notes_title=str(doc.get("notes_title", "notes")),
+                      why=tuple(doc.get("why", [])), tail=tuple(doc.get("tail", [])),
+                      label=str(doc.get("label", "")), batch=str(doc.get("batch", "")),
+                      run_ids=tuple(int(i) for i in doc.get("run_ids", [])),
+                      data=dict(doc.get("data", {})),
+                      compare_sides=tuple((str(lab), tuple(int(i) for i in ids))
+                                          for lab, ids in doc.get("compare_sides", [])))

@@ -1,0 +1,128 @@
+"""One way to run points: a Session joins the beds, the probes that watch them, the store, the
+label, the progress display, cache drops and the rules for a user who is not root, and hands
+the points to a ``runner.Schedule``. Every recipe, plan and ``limits`` runs through one, so
+they record the same environment, probe the same way and say the same things.
+
+Rules kept in one place:
+- probes watch every device of the beds in use (device numbers from the bed), and work in a
+  private directory under /run/iowall as root, in the bed otherwise;
+- caches are dropped (sync; drop_caches=3) where a point asks for it; without root they cannot
+  be, which the report says once and every such run says in its notes;
+- the environment stored with a run is read while the run's knobs are in force, and lists
+  them (the session's own, held for the whole run, and the point's).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .beds import Bed
+from .model import Run
+from .probes import ProbeContext
+from .probes import resolve as resolve_probes
+from .repeat import Decider, KeyMetric, RepeatPolicy
+from .runner import Partial, Progress, Schedule, Task
+from .store import Store
+from .sysinfo import drop_caches, environment
+from .workloads.fio import fio_version
+
+NOT_ROOT = ("not root: caches are not dropped between points (fio still invalidates the cache "
+            "of its own files) and nothing is formatted")
+NOT_DROPPED = "caches not dropped before the point (needs root)"
+
+
+@dataclass
+class Session:
+    """The context every point of one invocation runs in (one batch)."""
+
+    store: Store
+    label: str
+    progress: Progress = field(default_factory=Progress)
+    #: ``default``, ``all``, ``none`` or a comma list of probe names
+    probes: str = "default"
+    #: extra facts stored in every run's environment (the plan, …)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    #: knobs held for the whole session (a recipe's ``--set sysctl:…``), name → value in force
+    knobs: dict[str, str] = field(default_factory=dict)
+    key_metric: KeyMetric | None = None
+    shuffle: int | None = None
+    batch: str = field(default_factory=lambda: str(uuid.uuid4()))
+    #: what the report should say about how the points ran
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = os.geteuid() == 0
+        self.fio_version = ".".join(map(str, fio_version()))
+        self.extra = {"fio_version": self.fio_version, **self.extra}
+        self._beds: list[Bed] = []
+        self._facts: Callable[[], dict[str, Any]] | None = None
+        self._env: dict[str, Any] | None = None
+        self.schedule = Schedule(store=self.store, label=self.label, env=self._env_now,
+                                 bed=self._bed_facts, progress=self.progress, batch=self.batch,
+                                 shuffle_seed=self.shuffle, probes=resolve_probes(self.probes))
+        if self.key_metric is not None:
+            self.schedule.key_metric = self.key_metric
+        if not self.root:
+            self.note(NOT_ROOT)
+
+    # -- beds ------------------------------------------------------------------------------
+    def use_beds(self, *beds: Bed, facts: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Run the next points on ``beds``: the probes watch all their devices; ``facts``
+        overrides the bed facts stored with each run (several beds, one schedule)."""
+        self._beds = list(beds)
+        self._facts = facts
+        devices = tuple(d for b in beds for d in b.devices)
+        devnos = tuple(b.devno for b in beds if b.devno)
+        if beds and self.root:
+            workdir = beds[0].private_dir("probe-")
+        elif beds:
+            workdir = beds[0].path
+        else:
+            workdir = tempfile.gettempdir()
+        self.schedule.probe_ctx = ProbeContext(devices=devices, devnos=devnos, workdir=workdir)
+        for b in beds:
+            self.note(*b.notes)
+
+    def _bed_facts(self) -> dict[str, Any]:
+        if self._facts is not None:
+            return self._facts()
+        return dict(self._beds[0].facts) if self._beds else {}
+
+    # -- caches, knobs, environment -------------------------------------------------------
+    def drop_caches(self, partial: Partial | None = None) -> bool:
+        """Drop the page cache before a point; without root say so in the run's notes."""
+        ok = self.root and drop_caches()
+        if not ok and partial is not None and NOT_DROPPED not in partial.notes:
+            partial.notes.append(NOT_DROPPED)
+        return ok
+
+    def point_environment(self, knobs: Mapping[str, str] | None = None) -> None:
+        """Read the environment now, while the point's ``knobs`` are in force; the run in
+        flight is stored with it (call from a task, inside its KnobSession)."""
+        self._env = environment(dict(self.extra), knobs={**self.knobs, **dict(knobs or {})})
+
+    def _env_now(self) -> dict[str, Any]:
+        env, self._env = self._env, None
+        return env if env is not None else environment(dict(self.extra), knobs=self.knobs)
+
+    def note(self, *notes: str) -> None:
+        """Add report notes, once each."""
+        self.notes += [n for n in notes if n not in self.notes]
+
+    # -- running ---------------------------------------------------------------------------
+    def execute(self, tasks: Sequence[Task], repeat: RepeatPolicy | int) -> list[Run]:
+        """Run ``tasks`` interleaved by ``repeat`` on the beds in use; every run is stored."""
+        return self.schedule.execute(tasks, repeat)
+
+    @property
+    def runs(self) -> list[Run]:
+        return self.schedule.runs
+
+    @property
+    def decider(self) -> Decider | None:
+        return self.schedule.decider

@@ -1,0 +1,53 @@
+"""Reports kept with their batch: written once when a measurement ends, read by
+``iowall report BATCH`` (a batch id or a unique prefix of one)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from sqlalchemy import select
+
+from ..errors import UserError
+from ..results import Report
+from . import schema as t
+from .db import Store
+
+
+def add_report(store: Store, report: Report) -> None:
+    """Store ``report`` under its batch (replacing nothing: a batch has one report)."""
+    with store.engine.begin() as conn:
+        conn.execute(t.reports.insert().values(
+            batch=report.batch, kind=report.kind, name=report.name, label=report.label,
+            created_at=time.time(), doc_json=json.dumps(report.to_json(), default=str)))
+
+
+def get_report(store: Store, batch: str) -> Report:
+    """The report of ``batch`` (or of the one batch starting with it); a UserError when there
+    is none or the prefix is ambiguous."""
+    if not batch.strip():
+        raise UserError("give a batch id (see 'iowall runs', column batch)")
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(t.reports.c.batch, t.reports.c.doc_json)
+                            .where(t.reports.c.batch.startswith(batch, autoescape=True))
+                            .limit(3)).all()
+    if not rows:
+        raise UserError(f"no report stored for batch {batch!r}: 'iowall runs' lists batches; "
+                        "reports are kept from this version of iowall on")
+    if len(rows) > 1:
+        raise UserError(f"batch {batch!r} is ambiguous: " + ", ".join(r[0] for r in rows))
+    doc: dict[str, Any] = json.loads(rows[0][1])
+    try:
+        return Report.from_json(doc)
+    except (ValueError, KeyError) as e:
+        raise UserError(f"cannot read the report of batch {rows[0][0]}: {e}") from None
+
+
+def batches(store: Store, limit: int = 20) -> list[tuple[str, str, str, float]]:
+    """The newest stored reports: (batch, kind, name, created_at)."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(t.reports.c.batch, t.reports.c.kind, t.reports.c.name,
+                                   t.reports.c.created_at)
+                            .order_by(t.reports.c.created_at.desc()).limit(limit)).all()
+    return [(str(b), str(k), str(n), float(c)) for b, k, n, c in rows]
