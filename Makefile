@@ -33,10 +33,12 @@ limits: setup
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/lint-imports
 typecheck: setup
 	$(VENV)/bin/mypy
 

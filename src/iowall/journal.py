@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,6 @@ def undo(action: dict[str, Any]) -> None:
         except (FileNotFoundError, OSError):
             pass
     elif kind == "rmtree":
-        import shutil
-
         shutil.rmtree(str(action["path"]), ignore_errors=True)
     elif kind == "write":
         try:

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from . import journal
 from .errors import IowallError, UserError
 from .knob import BARE, KINDS, PAIRS, SYNTAX, XFS_KNOBS, Knob, looks_like_knob, parse_knob
+from .proc import need, run
 from .signals import shielded
+from .units import parse_size
 
 if TYPE_CHECKING:
     from .beds import Bed
@@ -154,8 +156,6 @@ class KnobSession:
         return now
 
     def _set_extsize(self, knob: Knob, value: Any) -> str:
-        from .units import parse_size
-
         bed = self.bed
         if bed is None or not bed.path or bed.facts.get("fs") != "xfs":
             fs = bed.facts.get("fs", bed.spec.kind) if bed is not None else "no bed"
@@ -220,8 +220,6 @@ def _text(value: Any) -> str:
 
 
 def _xfs_io(cmd: str, path: str) -> Any:
-    from .proc import need, run
-
     return run([need("xfs_io", "xfsprogs"), "-c", cmd, path], check=False)
 
 

@@ -10,6 +10,7 @@ finished runs and says which points are done; ``iowall.runner.Schedule`` does th
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +22,7 @@ from .model import MEASURED_STATUSES, Metric, Run, primary_metric
 from .units import json_number
 
 if TYPE_CHECKING:  # scipy loads slowly: the statistics are imported when first needed
-    from .analysis.stats import DecisionState
+    from .analysis.decide import DecisionState
 
 #: The most runs ``auto`` makes of one point unless ``auto:MAX`` says otherwise.
 AUTO_MAX = 10
@@ -152,7 +153,7 @@ def _sample(run: Run, key_metric: KeyMetric) -> tuple[float | None, str]:
 
 def min_runs(confidence: float = CONFIDENCE) -> int:
     """The fewest runs whose order-statistic interval of the median is bounded (6 at 95%)."""
-    from .analysis.stats import median_ci
+    from .analysis.decide import median_ci
 
     n = 1
     while math.isinf(median_ci([float(i) for i in range(n)], confidence)[0]):
@@ -166,7 +167,7 @@ def point_state(samples: Sequence[float], runs: int, policy: RepeatPolicy) -> De
     Method: ``decision_state`` (exact order-statistic interval of the median within
     ±target). A fixed policy stops at its count whatever the interval; ``auto`` stops when
     decided or at its maximum. Runs without a sample (failed) count towards the maximum."""
-    from .analysis.stats import DecisionState, decision_state
+    from .analysis.decide import DecisionState, decision_state
 
     cap = policy.max_runs
     if not samples:
@@ -284,8 +285,6 @@ def summary(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = 
 
 def _describe_key(key: str) -> str:
     """``recipe:{json}`` → ``k=v k=v`` (the way Point.describe() writes a point)."""
-    import json
-
     _, _, params = key.partition(":")
     try:
         doc = json.loads(params)

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import Interrupted, WorkloadError
 from .model import Artifact, Metric, Point, Run, Series, Status, primary_metric
+from .probes import ProbeSet
 from .probes.base import Probe, ProbeContext
 from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
 from .store import Store
 
 if TYPE_CHECKING:
-    from .analysis.stats import DecisionState
+    from .analysis.decide import DecisionState
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,6 @@ class Schedule:
     def _probed(self, task: Task, partial: Partial) -> Outcome:
         """Run the task inside a ProbeSet; probe data joins the outcome (or the partial run,
         when the task is interrupted)."""
-        from .probes import ProbeSet
-
         ps = ProbeSet(self.probes, self.probe_ctx or ProbeContext())
         ps.start()
         try:

@@ -18,14 +18,12 @@ from hypothesis import strategies as st
 from scipy import stats as sst
 
 from iowall.analysis import stats
+from iowall.analysis.decide import decided, decision_state, median_ci
 from iowall.analysis.stats import (
     compare_samples,
     critical_value,
-    decided,
-    decision_state,
     geomean,
     median,
-    median_ci,
     ratio_ci,
     spread,
 )

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..knobs import looks_like_knob
+from ..knob import looks_like_knob
 from ..model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
 from ..model import fingerprint as _fingerprint
 from .stats import Comparison, compare_samples, geomean

@@ -7,6 +7,7 @@ import shlex
 import shutil
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,8 +190,6 @@ def mount_options(path: str) -> str:
 
 def umount(path: str) -> None:
     """Unmount, retrying while busy, lazily as a last resort."""
-    import time
-
     if not journal._is_mounted(path):
         return
     for _ in range(20):
@@ -205,8 +204,6 @@ def umount(path: str) -> None:
 
 def detach_loop(dev: str) -> None:
     """Detach a loop device and wait until the kernel has let go of its backing file."""
-    import time
-
     run(["losetup", "-d", dev], check=False)
     name = os.path.basename(dev)
     for _ in range(40):

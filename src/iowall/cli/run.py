@@ -15,8 +15,10 @@ from ..probes import resolve
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import get
 from ..repeat import parse_repeat, parse_target
-from ..report.emit import emit
+from ..report.emit import emit, json_text, write
+from ..report.recipe import report_json
 from ..signals import interruptible
+from ..store import RunFilter
 from ..store.reports import add_report
 from .common import RichProgress, open_store
 from .options import (
@@ -28,6 +30,7 @@ from .options import (
     ReportFormatOpt,
     TargetOpt,
 )
+from .runs import run_json
 
 
 def _is_plan_path(target: str) -> bool:
@@ -87,4 +90,9 @@ def run_cmd(
                                  probes=probes or "default")
             report = recipe.run(opts, store, RichProgress(title))
     add_report(store, report)
-    emit(report, fmt, output)
+    if fmt is ReportFormat.json:  # with every run whole, as `runs --format json` prints it
+        runs = [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))}
+                for r in store.runs(RunFilter(ids=report.run_ids))]
+        write(json_text({**report_json(report), "runs": runs}), output)
+    else:
+        emit(report, fmt, output)

@@ -131,13 +131,11 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    from .. import recipes as pkg  # the package itself, to list its modules
-
-    for info in pkgutil.iter_modules(pkg.__path__):
+    for info in pkgutil.iter_modules([os.path.dirname(__file__)]):
         if info.name in _HELPERS or info.name.startswith("_"):
             continue
         try:
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
+            importlib.import_module(f"{__package__}.{info.name}")
         except Exception as e:  # one broken recipe must not hide the others
             _BROKEN[info.name] = f"{type(e).__name__}: {e}"
 
