@@ -115,7 +115,7 @@ def test_real_fio_write_bw_series_matches_reported_bandwidth(shm_dir: str) -> No
 
 def test_series_join_the_task_outcome_and_can_be_switched_off(shm_dir: str) -> None:
     task = fio_task(Point("test", {}), lambda: write_job(shm_dir, runtime=2, jobs=1),
-                    title="w", drop=False)
+                    title="w")
     out = task.execute(Partial())
     assert [x.name for x in out.series] == ["write_bw"] and out.series[0].samples
     assert run_fio(write_job(shm_dir, runtime=1, jobs=1), bw_log_ms=0).series == ()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Metric, Series
-from .base import ProbeResult
 from .sampling import SampledProbe, intervals, metric, read_text, series
 
 #: /proc/stat columns in order (guest time is already inside user and nice).
@@ -89,6 +88,7 @@ class CpuProbe(SampledProbe[Snapshot]):
     """Per-CPU time shares (user+nice, system, irq+softirq, iowait, idle, steal)."""
 
     name = "cpu"
+    summarize = staticmethod(summarize)
 
     def unavailable(self) -> str | None:
         return None if read_text("/proc/stat") else "/proc/stat cannot be read"
@@ -96,6 +96,3 @@ class CpuProbe(SampledProbe[Snapshot]):
     def read(self) -> Snapshot:
         return parse_stat(read_text("/proc/stat"))
 
-    def result(self, samples: Sequence[tuple[float, Snapshot]]) -> ProbeResult:
-        s, m = summarize(samples)
-        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))

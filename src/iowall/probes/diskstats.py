@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..model import Metric, Series
-from .base import ProbeResult
 from .sampling import SampledProbe, intervals, metric, read_text, series, span
 
 #: /proc/diskstats columns after ``major minor name`` (Documentation/admin-guide/iostats.rst).
@@ -93,6 +92,7 @@ class DiskstatsProbe(SampledProbe[Snapshot]):
     """Block-layer counters of the bed's device(s) (``ctx.devnos`` or ``ctx.devices``)."""
 
     name = "diskstats"
+    summarize = staticmethod(summarize)
 
     def _wanted(self) -> tuple[str, ...]:
         return self.ctx.devnos or self.ctx.devices
@@ -108,6 +108,3 @@ class DiskstatsProbe(SampledProbe[Snapshot]):
     def read(self) -> Snapshot:
         return parse_diskstats(read_text("/proc/diskstats"), self._wanted())
 
-    def result(self, samples: Sequence[tuple[float, Snapshot]]) -> ProbeResult:
-        s, m = summarize(samples)
-        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))

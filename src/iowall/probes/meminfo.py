@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 
 from .. import sysinfo
 from ..model import Metric, Series
-from .base import ProbeResult
 from .sampling import SampledProbe, mean, metric, series
 
 #: /proc/meminfo field → series/metric stem.
@@ -41,6 +40,7 @@ class MeminfoProbe(SampledProbe[Snapshot]):
     """Page-cache levels: how much is dirty, under writeback and cached."""
 
     name = "meminfo"
+    summarize = staticmethod(summarize)
 
     def unavailable(self) -> str | None:
         return None if sysinfo.meminfo() else "/proc/meminfo cannot be read"
@@ -48,6 +48,3 @@ class MeminfoProbe(SampledProbe[Snapshot]):
     def read(self) -> Snapshot:
         return select(sysinfo.meminfo())
 
-    def result(self, samples: Sequence[tuple[float, Snapshot]]) -> ProbeResult:
-        s, m = summarize(samples)
-        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Metric, Series
-from .base import ProbeResult
 from .sampling import SampledProbe, intervals, metric, read_text, series, span
 
 RESOURCES = ("io", "memory", "cpu")
@@ -54,6 +53,7 @@ class PsiProbe(SampledProbe[Snapshot]):
     """Pressure stall information: some (at least one task stalled) and full (all stalled)."""
 
     name = "psi"
+    summarize = staticmethod(summarize)
 
     def unavailable(self) -> str | None:
         if not read_text("/proc/pressure/io"):
@@ -66,6 +66,3 @@ class PsiProbe(SampledProbe[Snapshot]):
             snap.update(parse_pressure(r, read_text(f"/proc/pressure/{r}")))
         return snap
 
-    def result(self, samples: Sequence[tuple[float, Snapshot]]) -> ProbeResult:
-        s, m = summarize(samples)
-        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))

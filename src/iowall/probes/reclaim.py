@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Metric, Series
-from .base import ProbeContext, ProbeResult
+from .base import ProbeContext
 from .sampling import SampledProbe, intervals, metric, series, span
 from .tasks import TaskTimes, scan, times
 
@@ -37,6 +37,7 @@ class ReclaimProbe(SampledProbe[TaskTimes]):
     """kswapd's CPU share: when it nears a full CPU, reclaim is what the run waits on."""
 
     name = "reclaim"
+    summarize = staticmethod(summarize)
 
     def __init__(self, ctx: ProbeContext) -> None:
         super().__init__(ctx)
@@ -51,7 +52,3 @@ class ReclaimProbe(SampledProbe[TaskTimes]):
 
     def read(self) -> TaskTimes:
         return times(self._pids)
-
-    def result(self, samples: Sequence[tuple[float, TaskTimes]]) -> ProbeResult:
-        s, m = summarize(samples)
-        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))

@@ -117,9 +117,13 @@ class SampledProbe(Probe, Generic[S]):
     def read(self) -> S:
         """One snapshot of the state this probe watches."""
 
-    @abstractmethod
+    #: the probe module's pure ``summarize(samples) -> (series, metrics)``
+    summarize: Callable[[Sequence[tuple[float, S]]], tuple[list[Series], list[Metric]]]
+
     def result(self, samples: Sequence[tuple[float, S]]) -> ProbeResult:
         """Series and metrics from the timed snapshots (pure: tests feed recorded text)."""
+        s, m = type(self).summarize(samples)
+        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))
 
     def sample_interval_s(self) -> float:
         """How often ``read`` runs (``ctx.interval_s`` unless the probe needs finer)."""

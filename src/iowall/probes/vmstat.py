@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 
 from .. import sysinfo
 from ..model import Metric, Series
-from .base import ProbeResult
 from .sampling import PAGE_SIZE, SampledProbe, intervals, mean, metric, series, span
 
 #: Counters whose rates are kept (a prefix match).
@@ -93,6 +92,7 @@ class VmstatProbe(SampledProbe[Snapshot]):
     """Reclaim (pgscan, pgsteal, allocstall), refaults, THP events; dirty and writeback pages."""
 
     name = "vmstat"
+    summarize = staticmethod(summarize)
 
     def unavailable(self) -> str | None:
         return None if sysinfo.vmstat() else "/proc/vmstat cannot be read"
@@ -100,6 +100,3 @@ class VmstatProbe(SampledProbe[Snapshot]):
     def read(self) -> Snapshot:
         return select(sysinfo.vmstat())
 
-    def result(self, samples: Sequence[tuple[float, Snapshot]]) -> ProbeResult:
-        s, m = summarize(samples)
-        return ProbeResult(self.name, series=tuple(s), metrics=tuple(m))
