@@ -28,7 +28,7 @@ from iowall.probes import (
 )
 from iowall.probes.base import Probe, ProbeContext, ProbeResult
 from iowall.probes.sampling import PAGE_SIZE, PeriodicSampler
-from iowall.probes.tasks import TaskTimes
+from iowall.probes.threads import TaskTimes
 
 FIX = Path(__file__).parents[1] / "fixtures" / "probes"
 

@@ -19,6 +19,7 @@ from .locks import LocksProbe
 from .meminfo import MeminfoProbe
 from .psi import PsiProbe
 from .reclaim import ReclaimProbe
+from .tasks import TasksProbe
 from .throttle import ThrottleProbe
 from .vmstat import VmstatProbe
 
@@ -27,11 +28,11 @@ __all__ = ["DEFAULT_PROBES", "REGISTRY", "Probe", "ProbeContext", "ProbeResult",
 
 REGISTRY: dict[str, type[Probe]] = {
     c.name: c for c in (CpuProbe, VmstatProbe, MeminfoProbe, DiskstatsProbe, PsiProbe,
-                        FlusherProbe, ThrottleProbe, ReclaimProbe, LocksProbe)
+                        FlusherProbe, ThrottleProbe, ReclaimProbe, TasksProbe, LocksProbe)
 }
 #: Cheap enough to run always (docs/benchmarks-probes.md); ``locks`` is not.
 DEFAULT_PROBES: tuple[str, ...] = ("cpu", "vmstat", "meminfo", "diskstats", "psi", "flusher",
-                                   "throttle", "reclaim")
+                                   "throttle", "reclaim", "tasks")
 
 
 def resolve(spec: str) -> list[type[Probe]]:

@@ -19,7 +19,7 @@ from ..model import Metric, Series
 from .base import ProbeContext, ProbeResult
 from .bdi import bdi_names
 from .sampling import SampledProbe, intervals, metric, rebucket, series, span
-from .tasks import TaskTimes, scan
+from .threads import TaskTimes, scan
 
 #: the flusher's own sampling interval (its series are still per ``ctx.interval_s``).
 SAMPLE_S = 0.25

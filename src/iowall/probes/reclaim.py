@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..model import Metric, Series
 from .base import ProbeContext
 from .sampling import SampledProbe, intervals, metric, series, span
-from .tasks import TaskTimes, scan, times
+from .threads import TaskTimes, scan, times
 
 
 def is_kswapd(comm: str) -> bool:

@@ -1,86 +1,255 @@
-"""CPU time of kernel threads found by name (flush kworkers, kswapd), for probes that
-attribute CPU to a kernel thread: /proc/PID/comm to find them, /proc/PID/schedstat (ns of
-CPU run) to time them, /proc/PID/stat utime+stime (USER_HZ ticks) when schedstat is missing.
+"""``tasks``: where the point's CPU time went, per class of thread.
+
+Every interval, the CPU time of every thread on the machine (``/proc/*/task/*/schedstat``,
+ns) and ``/proc/stat`` are read; the deltas between the first and the last snapshot, thread
+by thread, are summed per class: the workload's own threads (fio, the engine: every
+descendant of this process), the workload's io_uring workers (``iou-wrk-*``, ``iou-sqp-*``),
+the bed's loop workers, the flush kworkers of the bed's devices, kswapd, filesystem workers
+(xfsaild, xfs-*, btrfs-*, jbd2, ext4-*), other kernel threads, iowall itself (the probes),
+other user processes (neighbours), and steal (``/proc/stat``).
+
+A thread that exits during the point keeps the CPU time of its last snapshot (so at most one
+interval is lost), and the workload's processes, which exit before the probe stops, are
+counted through this process's ``cutime + cstime`` once reaped: nothing the workload did is
+lost. What no class accounts for (interrupts charged to no task, exited kernel threads) is
+reported as ``unattributed``, never hidden.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from json import dumps
 
-from .sampling import CLK_TCK, read_text
+from ..model import Artifact, Metric, Series
+from .base import ProbeResult
+from .cpu import FIELDS, parse_stat
+from .sampling import CLK_TCK, SampledProbe, metric, read_text, series
 
-#: pid → (comm, CPU time in ns) of the threads that matched.
-TaskTimes = dict[int, tuple[str, int]]
+#: Classes, in the order reports list them.
+CLASSES = ("workload", "io_uring", "loop", "flusher", "kswapd", "fs", "kthreads", "iowall",
+           "neighbours", "steal")
+TITLES = {"workload": "workload threads (fio, engine)", "io_uring": "io_uring workers",
+          "loop": "loop workers of the bed", "flusher": "flush kworkers of the bed",
+          "kswapd": "kswapd", "fs": "filesystem workers", "kthreads": "other kernel threads",
+          "iowall": "iowall itself (probes)", "neighbours": "other processes (neighbours)",
+          "steal": "steal (hypervisor)", "unattributed": "unattributed"}
+_FS = re.compile(r"(^|[-+/])(xfsaild|xfs[-_]|btrfs[-_]|jbd2|ext4[-_])")
+_KTHREAD = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9 (flags)
+
+#: (pid, tid) → (comm, CPU ns, class)
+Threads = dict[tuple[int, int], tuple[str, int, str]]
 
 
-def runtime_ns(pid: int) -> int | None:
-    """CPU time a task has run, in ns (None when it is gone)."""
-    text = read_text(f"/proc/{pid}/schedstat")
-    if text:
+@dataclass(frozen=True)
+class Snapshot:
+    """One look at the machine: every thread's CPU time and class, /proc/stat, and the CPU
+    time of this process's reaped children (ns)."""
+
+    threads: Threads
+    stat: dict[str, tuple[int, ...]]
+    reaped_ns: int
+
+
+def _stat_fields(pid: str) -> list[str]:
+    text = read_text(f"/proc/{pid}/stat")
+    return text.rpartition(")")[2].split() if text else []
+
+
+def _processes() -> dict[int, tuple[int, bool]]:
+    """pid → (ppid, is a kernel thread) of every process."""
+    out: dict[int, tuple[int, bool]] = {}
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        f = _stat_fields(e)
+        try:  # f[0] is field 3 (state): ppid is field 4, flags field 9
+            out[int(e)] = (int(f[1]), bool(int(f[6]) & _KTHREAD))
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def _descendants(procs: Mapping[int, tuple[int, bool]], root: int) -> set[int]:
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        kids.setdefault(ppid, []).append(pid)
+    out: set[int] = set()
+    todo = list(kids.get(root, ()))
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.add(p)
+            todo += kids.get(p, ())
+    return out
+
+
+def classify(comm: str, *, kthread: bool, workload: bool, self_: bool,
+             devices: Sequence[str], devnos: Sequence[str]) -> str:
+    """The class of one thread from its name and whose it is (pure)."""
+    if workload:
+        return "io_uring" if comm.startswith(("iou-wrk-", "iou-sqp-")) else "workload"
+    if kthread and re.search(r"[-+]iou_", comm):  # kworkers on io_uring's own work (iou_exit)
+        return "io_uring"
+    if self_:
+        return "iowall"
+    if not kthread:
+        return "neighbours"
+    if comm.startswith("kswapd"):
+        return "kswapd"
+    if any(re.search(rf"[-+]flush-{re.escape(d)}$", comm) for d in devnos):
+        return "flusher"
+    if _FS.search(comm):
+        return "fs"
+    if any(re.search(rf"(^|[-+]){re.escape(d)}$", comm) for d in devices
+           if d.startswith("loop")):
+        return "loop"
+    return "kthreads"
+
+
+def self_children_ns() -> int:
+    """CPU time of this process's reaped descendants (cutime + cstime), in ns."""
+    f = _stat_fields("self")
+    try:  # cutime, cstime are fields 16 and 17
+        return (int(f[13]) + int(f[14])) * 1_000_000_000 // CLK_TCK
+    except (IndexError, ValueError):
+        return 0
+
+
+def snapshot(devices: Sequence[str], devnos: Sequence[str]) -> Snapshot:
+    """Every thread on the machine, classified, with its CPU time."""
+    me = os.getpid()
+    procs = _processes()
+    mine = _descendants(procs, me)
+    threads: Threads = {}
+    for pid, (_, kthread) in procs.items():
         try:
-            return int(text.split()[0])
-        except (ValueError, IndexError):
-            pass
-    stat = read_text(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    try:  # fields[0] is the state (field 3); utime and stime are fields 14 and 15
-        ticks = int(fields[11]) + int(fields[12])
-    except (ValueError, IndexError):
-        return None
-    return ticks * 1_000_000_000 // CLK_TCK
-
-
-KTHREADD_CHILDREN = "/proc/2/task/2/children"
-
-
-def kernel_thread_pids() -> list[str] | None:
-    """pids of kernel threads (children of kthreadd), or None without CONFIG_PROC_CHILDREN."""
-    text = read_text(KTHREADD_CHILDREN)
-    return text.split() if text else None
-
-
-def scan(match: Callable[[str], bool], *, kernel_only: bool = True,
-         skip: set[str] | None = None) -> TaskTimes:
-    """Every kernel thread (or, ``kernel_only=False``, process) whose /proc/PID/comm
-    satisfies ``match``, with its CPU time.
-
-    Kernel threads (kworkers, kswapd) are processes of their own, so /proc/PID is enough:
-    no /proc/PID/task walk over the threads of user processes; and they are kthreadd's
-    children, so the scan reads ~100 comms instead of every process on the machine.
-    ``skip``: pids known not to match (a caller's cache); pids found not matching are added.
-    """
-    out: TaskTimes = {}
-    entries = kernel_thread_pids() if kernel_only else None
-    if entries is None:
-        try:
-            entries = os.listdir("/proc")
+            tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
-            return out
-    for e in entries:
-        if not e.isdigit() or (skip is not None and e in skip):
             continue
-        comm = read_text(f"/proc/{e}/comm").rstrip("\n")
-        if not comm:
-            continue
-        if not match(comm):
-            if skip is not None:
-                skip.add(e)
-            continue
-        rt = runtime_ns(int(e))
-        if rt is not None:
-            out[int(e)] = (comm, rt)
+        for tid in tids:
+            text = read_text(f"/proc/{pid}/task/{tid}/schedstat")
+            comm = read_text(f"/proc/{pid}/task/{tid}/comm").rstrip("\n")
+            try:
+                ns = int(text.split()[0])
+            except (IndexError, ValueError):
+                continue
+            cls = classify(comm, kthread=kthread, workload=pid in mine, self_=pid == me,
+                           devices=devices, devnos=devnos)
+            threads[(pid, int(tid))] = (comm, ns, cls)
+    return Snapshot(threads, parse_stat(read_text("/proc/stat")), self_children_ns())
+
+
+def _busy_ns(a: Mapping[str, tuple[int, ...]], b: Mapping[str, tuple[int, ...]]
+             ) -> tuple[float, float]:
+    """(busy ns, steal ns) of all CPUs between two /proc/stat snapshots."""
+    d = dict(zip(FIELDS, (max(0, y - x) for x, y in zip(a.get("cpu", ()), b.get("cpu", ()),
+                                                       strict=False)), strict=False))
+    tick = 1e9 / CLK_TCK
+    busy = sum(v for k, v in d.items() if k not in ("idle", "iowait", "steal"))
+    return busy * tick, d.get("steal", 0) * tick
+
+
+def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
+    """CPU-seconds per class over the samples (pure), plus ``busy`` and ``unattributed``.
+
+    Per thread: its last seen CPU time minus its first (0 for one seen first after the
+    start: its whole time, as it began during the point). The workload's reaped children
+    add ``reaped_ns``; io_uring workers are workload threads and are not counted twice."""
+    first, last = samples[0][1], samples[-1][1]
+    seen: dict[tuple[int, int], tuple[int, int, str]] = {}
+    for _, snap in samples:
+        for key, (_, ns, cls) in snap.threads.items():
+            start = first.threads[key][1] if key in first.threads else 0
+            if key in seen:
+                start = seen[key][0]
+            seen[key] = (start, ns, cls)
+    out = {c: 0.0 for c in CLASSES}
+    for start, end, cls in seen.values():
+        out[cls] += max(0, end - start) / 1e9
+    reaped = max(0, last.reaped_ns - first.reaped_ns) / 1e9
+    # the workload's processes, reaped, hold their io_uring workers' time as well
+    out["workload"] = max(out["workload"], 0.0) + max(0.0, reaped - _exited(seen, last,
+                                                                           "workload")
+                                                      - _exited(seen, last, "io_uring"))
+    busy, steal = _busy_ns(first.stat, last.stat)
+    out["steal"] = steal / 1e9
+    out["busy"] = busy / 1e9 + out["steal"]
+    named = sum(out[c] for c in CLASSES)
+    out["unattributed"] = max(0.0, out["busy"] - named)
     return out
 
 
-def times(pids: Iterable[int]) -> TaskTimes:
-    """CPU time of known tasks (comm re-read); the ones that are gone are left out."""
-    out: TaskTimes = {}
-    for pid in pids:
-        comm = read_text(f"/proc/{pid}/comm").rstrip("\n")
-        rt = runtime_ns(pid)
-        if comm and rt is not None:
-            out[pid] = (comm, rt)
-    return out
+def _exited(seen: Mapping[tuple[int, int], tuple[int, int, str]], last: Snapshot,
+            cls: str) -> float:
+    """CPU-seconds already counted for threads of ``cls`` that were gone by ``last``: their
+    reaped time must not be added again."""
+    return sum(max(0, e - s) for k, (s, e, c) in seen.items()
+               if c == cls and k not in last.threads) / 1e9
+
+
+def top_threads(samples: Sequence[tuple[float, Snapshot]], n: int = 12
+                ) -> list[tuple[str, str, float]]:
+    """The ``n`` threads with most CPU time during the samples: (class, comm, seconds)."""
+    first = samples[0][1]
+    best: dict[tuple[int, int], tuple[str, str, float]] = {}
+    for _, snap in samples:
+        for key, (comm, ns, cls) in snap.threads.items():
+            start = first.threads[key][1] if key in first.threads else 0
+            best[key] = (cls, comm, max(0, ns - start) / 1e9)
+    return sorted(best.values(), key=lambda x: -x[2])[:n]
+
+
+def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], list[Metric]]:
+    """Per class: CPU-seconds and share of the busy CPU time; a series of CPUs per class."""
+    if len(samples) < 2:
+        return [], []
+    cpu = attribute(samples)
+    busy = cpu["busy"]
+    metrics = [metric("tasks_busy_cpu_s", busy, "s")]
+    for c in (*CLASSES, "unattributed"):
+        metrics.append(metric(f"tasks_{c}_cpu_s", cpu[c], "s"))
+        if busy > 0:
+            metrics.append(metric(f"tasks_{c}_share", cpu[c] / busy, "share"))
+    out: list[Series] = []
+    for c in CLASSES:
+        if c == "steal":
+            continue
+        pts = []
+        for (t0, a), (t1, b) in zip(samples, samples[1:], strict=False):
+            dt = t1 - t0
+            if dt <= 0:
+                continue
+            ns = sum(max(0, v[1] - a.threads[k][1]) for k, v in b.threads.items()
+                     if v[2] == c and k in a.threads)
+            ns += sum(v[1] for k, v in b.threads.items() if v[2] == c and k not in a.threads)
+            pts.append((t1, ns / 1e9 / dt))
+        if any(v for _, v in pts):
+            out.append(series("tasks", f"{c}_cpus", "CPUs", pts))
+    return out, metrics
+
+
+class TasksProbe(SampledProbe[Snapshot]):
+    """CPU time per class of thread: workload, io_uring, loop, flusher, kswapd, fs, …"""
+
+    name = "tasks"
+    summarize = staticmethod(summarize)
+
+    def unavailable(self) -> str | None:
+        if not read_text("/proc/self/schedstat"):
+            return "/proc/PID/schedstat is missing (kernel without CONFIG_SCHED_INFO)"
+        return None
+
+    def read(self) -> Snapshot:
+        return snapshot(self.ctx.devices, self.ctx.devnos)
+
+    def result(self, samples: Sequence[tuple[float, Snapshot]]) -> ProbeResult:
+        res = super().result(samples)
+        if len(samples) < 2:
+            return res
+        doc = [{"class": c, "comm": comm, "cpu_s": round(s, 4)}
+               for c, comm, s in top_threads(samples)]
+        return ProbeResult(res.probe, res.series, res.metrics,
+                           (Artifact("tasks_top.json", "application/json", dumps(doc)),))

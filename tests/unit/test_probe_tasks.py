@@ -1,0 +1,77 @@
+"""The ``tasks`` probe's pure parts: which class a thread is in, and how CPU time is summed
+when threads start, exit and are reaped during a point."""
+
+from __future__ import annotations
+
+import pytest
+
+from iowall.probes.tasks import Snapshot, attribute, classify, summarize, top_threads
+
+DEV, DEVNO = ("loop3",), ("7:3",)
+
+
+@pytest.mark.parametrize(("comm", "kthread", "workload", "self_", "cls"), [
+    ("fio", False, True, False, "workload"),
+    ("iou-wrk-1234", False, True, False, "io_uring"),
+    ("iou-sqp-99", False, True, False, "io_uring"),
+    ("kworker/u8:4+iou_exit", True, False, False, "io_uring"),
+    ("python", False, False, True, "iowall"),
+    ("rustc", False, False, False, "neighbours"),
+    ("kswapd0", True, False, False, "kswapd"),
+    ("kworker/u8:1+flush-7:3", True, False, False, "flusher"),
+    ("kworker/u8:1-flush-7:30", True, False, False, "kthreads"),
+    ("kworker/u5:0-loop3", True, False, False, "loop"),
+    ("kworker/u5:0-loop31", True, False, False, "kthreads"),
+    ("xfsaild/loop3", True, False, False, "fs"),
+    ("kworker/0:1-xfs-conv/loop3", True, False, False, "fs"),
+    ("jbd2/loop3-8", True, False, False, "fs"),
+    ("btrfs-transaction", True, False, False, "fs"),
+    ("ksoftirqd/0", True, False, False, "kthreads"),
+])
+def test_classify(comm: str, kthread: bool, workload: bool, self_: bool, cls: str) -> None:
+    assert classify(comm, kthread=kthread, workload=workload, self_=self_, devices=DEV,
+                    devnos=DEVNO) == cls
+
+
+def snap(threads: dict[tuple[int, int], tuple[str, float, str]], busy_ticks: int,
+         reaped_s: float = 0.0, steal: int = 0) -> Snapshot:
+    """A snapshot with CPU times in seconds and /proc/stat ticks (USER_HZ 100 assumed by
+    the numbers: the test converts through CLK_TCK)."""
+    from iowall.probes.sampling import CLK_TCK
+
+    t = {k: (c, int(s * 1e9), cls) for k, (c, s, cls) in threads.items()}
+    ticks = int(busy_ticks * CLK_TCK / 100)
+    stat = {"cpu": (ticks, 0, 0, 1000, 0, 0, 0, int(steal * CLK_TCK / 100))}
+    return Snapshot(t, stat, int(reaped_s * 1e9))
+
+
+def test_attribution_counts_exits_once_and_reaped_children() -> None:
+    a = snap({(1, 1): ("rustc", 10.0, "neighbours"), (2, 2): ("kswapd0", 1.0, "kswapd")}, 0)
+    # during the point: fio (pid 10) starts with an io_uring worker, neighbours run on
+    b = snap({(1, 1): ("rustc", 10.5, "neighbours"), (2, 2): ("kswapd0", 1.25, "kswapd"),
+              (10, 10): ("fio", 0.75, "workload"), (10, 11): ("iou-wrk-10", 0.25, "io_uring")},
+             150)
+    # at the end fio has exited and was reaped: its total (fio 1.0 + worker 0.5) is reaped
+    c = snap({(1, 1): ("rustc", 11.0, "neighbours"), (2, 2): ("kswapd0", 1.5, "kswapd")},
+             300, reaped_s=1.5, steal=20)
+    cpu = attribute([(0.0, a), (1.0, b), (2.0, c)])
+    assert cpu["neighbours"] == pytest.approx(1.0)
+    assert cpu["kswapd"] == pytest.approx(0.5)
+    assert cpu["io_uring"] == pytest.approx(0.25)  # as last seen: at most an interval lost
+    assert cpu["workload"] == pytest.approx(1.25)  # reaped 1.5 less the worker's 0.25
+    assert cpu["steal"] == pytest.approx(0.2)
+    assert cpu["busy"] == pytest.approx(3.2)
+    assert cpu["unattributed"] == pytest.approx(3.2 - 1.0 - 0.5 - 0.25 - 1.25 - 0.2)
+
+
+def test_summary_metrics_and_top_threads() -> None:
+    a = snap({(1, 1): ("fio", 0.0, "workload")}, 0)
+    b = snap({(1, 1): ("fio", 1.0, "workload"), (5, 5): ("yes", 0.5, "neighbours")}, 150)
+    series, metrics = summarize([(0.0, a), (1.0, b)])
+    m = {x.name: x.value for x in metrics}
+    assert m["tasks_workload_share"] == pytest.approx(1.0 / 1.5)
+    assert m["tasks_neighbours_share"] == pytest.approx(0.5 / 1.5)
+    assert m["tasks_unattributed_share"] == pytest.approx(0.0)
+    assert {s.name for s in series} == {"workload_cpus", "neighbours_cpus"}
+    assert top_threads([(0.0, a), (1.0, b)])[0] == ("workload", "fio", 1.0)
+    assert summarize([(0.0, a)]) == ([], [])
