@@ -16,7 +16,7 @@ import pytest
 
 from iowall.errors import UserError
 from iowall.model import Artifact, Metric, Point, Run, Series
-from iowall.selection import load, parse_selection
+from iowall.selection import collect_runs, load, parse_selection
 from iowall.store import Store
 from iowall.store import bundle as b
 
@@ -58,7 +58,7 @@ def same(a: Run, c: Run) -> None:
 
 def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
     src = fill(f"sqlite:///{tmp_path / 'a.db'}")
-    runs = b.collect_runs(src, [])
+    runs = collect_runs(src, [])
     assert [len(r.artifacts) for r in runs] == [2, 2, 2, 2]
     path = str(tmp_path / "out.json")
     assert b.write_bundle(runs, path, source={"store": src.url}) == 4
@@ -78,7 +78,7 @@ def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
 def test_bundle_document_shape(tmp_path: Path) -> None:
     s = fill(f"sqlite:///{tmp_path / 'a.db'}")
     path = str(tmp_path / "x.json")
-    b.write_bundle(b.collect_runs(s, ["ids=1"]), path,
+    b.write_bundle(collect_runs(s, ["ids=1"]), path,
                    source={"host": "lab1", "store": "postgresql://me:s3cret@db/iowall"})
     doc = json.loads(Path(path).read_text())
     assert doc["format"] == "iowall-bundle" and doc["schema_version"] == b.SCHEMA_VERSION == 2
@@ -94,7 +94,7 @@ def test_bundle_document_shape(tmp_path: Path) -> None:
 
 def test_import_twice_adds_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "x.json")
-    b.write_bundle(b.collect_runs(fill(f"sqlite:///{tmp_path / 'a.db'}"), []), path)
+    b.write_bundle(collect_runs(fill(f"sqlite:///{tmp_path / 'a.db'}"), []), path)
     dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
     runs = b.read_bundle(path)
     assert b.import_runs(dst, runs) == (4, 0)
@@ -129,21 +129,21 @@ def test_store_keeps_given_uuid(db_url: str) -> None:
 def test_selection_of_a_bundle_file(tmp_path: Path) -> None:
     s = fill(f"sqlite:///{tmp_path / 'a.db'}")
     path = str(tmp_path / "both.json")
-    b.write_bundle(b.collect_runs(s, []), path)
+    b.write_bundle(collect_runs(s, []), path)
     assert [r.id for r in load(None, parse_selection(f"{path}:ids=3"))] == [3]
     assert [r.label for r in load(None, parse_selection(f"{path}:label=base"))] == ["base"] * 2
     # re-exporting from a bundle passes its runs through whole
-    again = b.collect_runs(None, [f"{path}:label=patched"])
+    again = collect_runs(None, [f"{path}:label=patched"])
     assert again == [r for r in b.read_bundle(path) if r.label == "patched"]
 
 
 def test_collect_selections_dedupe_and_measured_only(tmp_path: Path) -> None:
     s = fill(f"sqlite:///{tmp_path / 'a.db'}")
-    assert [r.id for r in b.collect_runs(s, ["patched", "ids=1-3"])] == [3, 4, 1, 2]
-    assert [r.id for r in b.collect_runs(s, ["patched"], measured_only=True)] == [3]
-    assert [r.id for r in b.collect_runs(s, [], measured_only=True)] == [1, 2, 3]
+    assert [r.id for r in collect_runs(s, ["patched", "ids=1-3"])] == [3, 4, 1, 2]
+    assert [r.id for r in collect_runs(s, ["patched"], measured_only=True)] == [3]
+    assert [r.id for r in collect_runs(s, [], measured_only=True)] == [1, 2, 3]
     with pytest.raises(UserError, match="no runs to export"):
-        b.collect_runs(Store(f"sqlite:///{tmp_path / 'empty.db'}"), [])
+        collect_runs(Store(f"sqlite:///{tmp_path / 'empty.db'}"), [])
 
 
 def test_write_is_atomic_and_leaves_nothing(tmp_path: Path) -> None:

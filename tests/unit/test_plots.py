@@ -242,7 +242,8 @@ def test_cli_plot_run(tmp_path: Path, db_url: str, capsys: pytest.CaptureFixture
     bare = store.add_run(make_run(()))
     out = tmp_path / "run.svg"
     assert main(["plot", "run", str(rid), "-o", str(out), "--db", db_url]) == 0
-    assert capsys.readouterr().out.strip() == str(out)
+    # the figure is the output; the path is said on stderr, as for every file iowall writes
+    assert capsys.readouterr().err.strip() == f"wrote {out}"
     text = out.read_text()
     assert 'id="series-fio-write_bw"' in text and 'id="series-cpu-cpu_sys_share"' in text
     assert main(["plot", "run", str(rid), "-o", str(tmp_path / "run.png"), "--db", db_url]) == 0
@@ -260,6 +261,7 @@ def test_cli_plot_run_child(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     out = tmp_path / "r.png"
     cp = iowall("plot", "run", str(rid), "-o", str(out), env=iowall_env)
     assert cp.returncode == 0, cp.stderr
-    assert cp.stdout.strip() == str(out) and out.read_bytes()[:4] == b"\x89PNG"
+    assert cp.stderr.strip() == f"wrote {out}" and out.read_bytes()[:4] == b"\x89PNG"
+    assert cp.stdout == ""
     cp = iowall("plot", "run", str(rid), "-o", str(tmp_path / "r.gif"), env=iowall_env)
     assert cp.returncode == 2 and cp.stderr.count("\n") == 1 and ".png or .svg" in cp.stderr

@@ -7,6 +7,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.main import get_command
 
 from ..errors import Interrupted, IowallError, UserError
 from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, run, runs, scaling
@@ -52,10 +54,33 @@ app.command("import")(bundle.import_)
 app.command("doctor")(doctor.doctor)
 
 
+def _flags_as_flags(cmd: TyperCommand | TyperGroup, ctx_cls: type, names: list[str]) -> None:
+    """Show boolean flags bare in ``--help``. Typer's rich help prints every option's type,
+    ``<bool>`` for a flag too (``TyperOption.display_type_rich`` ignores ``is_flag``, unlike
+    the plain help); an empty metavar is what it prints instead. Walks every command, the
+    help option included (it is made per command on demand, then cached)."""
+    for p in cmd.get_params(ctx_cls(cmd, help_option_names=names)):
+        if isinstance(p, TyperOption) and p.is_flag:
+            p.metavar = ""
+    if isinstance(cmd, TyperGroup):
+        for sub in cmd.commands.values():
+            _flags_as_flags(sub, ctx_cls, names)  # type: ignore[arg-type]
+
+
+def command() -> TyperGroup:
+    """The click command tree of ``app``, ready to run."""
+    from typer._click import Context
+
+    cmd = get_command(app)
+    assert isinstance(cmd, TyperGroup)
+    _flags_as_flags(cmd, Context, CONTEXT["help_option_names"])
+    return cmd
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
     try:
-        app(args=argv, standalone_mode=False)
+        command().main(args=argv, prog_name="iowall", standalone_mode=False)
     except UserError as e:
         print(f"iowall: error: {e}", file=sys.stderr)
         return 2

@@ -9,12 +9,17 @@ import io
 import math
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import SCHEMA_VERSION, CompareResult, Row
 from ..units import fmt_metric as fmt_value
 from ..units import json_number
+from .emit import Format, json_text, renders
+from .plots import CompareBar, compare_figure, to_svg
 from .table import md_table, text_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 WIDTH = 80
 
@@ -138,6 +143,7 @@ def _multi(res: CompareResult) -> tuple[list[str], list[tuple[str, list[str]]]]:
     return ["metric", f"[{res.base}]", *[f"[{lab}]" for lab in res.news]], out
 
 
+@renders(CompareResult, Format.text)
 def render_text(res: CompareResult) -> str:
     """The table a reviewer pastes into a mail: fits in 80 columns."""
     out = _header(res)
@@ -187,6 +193,7 @@ def _full_cells(r: Row) -> list[str]:
             f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)]
 
 
+@renders(CompareResult, Format.md)
 def render_md(res: CompareResult) -> str:
     """The same in Markdown, with every column (medians of each side, interval, n)."""
     head = _header(res, markdown=True)
@@ -199,7 +206,6 @@ def render_md(res: CompareResult) -> str:
         out += ["", "No metric could be compared."]
     out += _footer(res, markdown=True)
     return "\n".join(out) + "\n"
-
 
 
 def row_json(r: Row) -> dict[str, Any]:
@@ -231,10 +237,16 @@ def render_json(res: CompareResult) -> dict[str, Any]:
             "notes": list(res.notes)}
 
 
+@renders(CompareResult, Format.json)
+def _json(res: CompareResult) -> str:
+    return json_text(render_json(res))
+
+
 CSV_FIELDS = ("label", "point", "metric", "unit", "direction", "base", "new", "n_base", "n_new",
               "ratio", "ci_low", "ci_high", "significant", "better")
 
 
+@renders(CompareResult, Format.csv)
 def render_csv(res: CompareResult) -> str:
     """One line per label, point and metric; numbers unformatted."""
     buf = io.StringIO()
@@ -283,3 +295,17 @@ def render_html(res: CompareResult, svg: str | None = None) -> str:
     return ("<!doctype html><html><head><meta charset=utf-8><title>"
             f"{e(head[0])}</title><style>{style}</style></head><body>"
             + "\n".join(parts) + "</body></html>\n")
+
+
+@renders(CompareResult, Format.html)
+def _html(res: CompareResult) -> str:
+    return render_html(res, to_svg(figure(res)))
+
+
+def figure(res: CompareResult) -> Figure:
+    """New/base per point and metric with interval whiskers (`plot compare`, the HTML page)."""
+    bars = [CompareBar(point=r.point_text, metric=short_metric(r.metric), label=r.label,
+                       ratio=r.cmp.ratio, ci_low=r.cmp.ci_low, ci_high=r.cmp.ci_high,
+                       significant=r.cmp.significant, better=r.cmp.better)
+            for r in res.rows]
+    return compare_figure(bars, title=_sides(res))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..model import Run, Series
+from .emit import write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -309,12 +310,11 @@ def _savefig(fig: Figure, target: Any, fmt: str) -> None:
 
 
 def save(fig: Figure, path: str) -> None:
-    """Write ``fig`` to ``path`` as PNG or SVG (from the extension)."""
+    """Write ``fig`` to ``path`` as PNG or SVG (from the extension), atomically."""
     fmt = check_path(path)
-    try:
-        _savefig(fig, path, fmt)
-    except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from e
+    buf = io.BytesIO()
+    _savefig(fig, buf, fmt)
+    write_bytes(path, buf.getvalue(), what="figure")
 
 
 def to_svg(fig: Figure) -> str:
