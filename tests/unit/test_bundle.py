@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import io
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -322,3 +323,45 @@ def test_the_documented_example_reads(tmp_path: Path) -> None:
     (run,) = b.read_bundle(str(path))
     assert run.fingerprint() == json.loads(example)["runs"][0]["fingerprint"]
     assert run.metric("write_bw_bytes_per_s") == 2415919104.0
+
+
+def test_nan_metric_imports_and_round_trips(tmp_path: Path) -> None:
+    # docs/bundle-format.md: a metric that is not a finite number is written NaN / Infinity
+    run = dataclasses.replace(make_run("base", "6.18.0", 1, 1.5e9), uuid="", metrics=(
+        Metric("write_bw_bytes_per_s", float("nan"), "B/s"),
+        Metric("write_clat_p99_s", float("inf"), "s", "lower"),
+        Metric("wall_s", 10.25, "s", "lower")))
+    path = str(tmp_path / "nan.json")
+    b.write_bundle([run], path)
+    assert '"value":NaN' in Path(path).read_text()
+    dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    assert b.import_runs(dst, b.read_bundle(path)) == (1, 0)
+    (got,) = dst.runs()
+    values = {m.name: m.value for m in got.metrics}
+    assert math.isnan(values["write_bw_bytes_per_s"])
+    assert values["write_clat_p99_s"] == float("inf") and values["wall_s"] == 10.25
+    again = str(tmp_path / "again.json")
+    b.write_bundle(collect_runs(dst, []), again)
+    (back,) = b.read_bundle(again)
+    assert math.isnan(back.metric("write_bw_bytes_per_s") or 0.0)
+    assert b.import_runs(dst, b.read_bundle(again)) == (0, 1)
+
+
+class _Blind(Store):
+    """A store that does not see the runs already in it: what an import racing another
+    import of the same runs sees between its check and its insert."""
+
+    def known_uuids(self, uuids: Any) -> set[str]:
+        return set()
+
+
+def test_only_a_uniqueness_conflict_is_reported_as_a_race(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    runs = collect_runs(fill(url), [])
+    with pytest.raises(UserError, match="added by someone else meanwhile"):
+        b.import_runs(_Blind(url), runs)
+    broken = dataclasses.replace(make_run("x", "6.18.0", 3, 1.0), batch=None)  # type: ignore[arg-type]
+    with pytest.raises(UserError) as e:
+        b.import_runs(Store(url), [broken])
+    assert "someone else" not in str(e.value) and "NOT NULL" in str(e.value)
+    assert Store(url).count() == 4

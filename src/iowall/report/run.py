@@ -58,10 +58,16 @@ def fmt_value(value: float, unit: str) -> str:
 
 
 def fmt_range(values: Sequence[float], unit: str) -> str:
-    """``lo..hi UNIT``, both ends in the unit the larger one is best shown in."""
+    """``lo..hi UNIT``, both ends in the unit the larger one is best shown in (an end below
+    a thousandth of the other reads 0, not ``3.81e-05``)."""
     lo, hi = min(values), max(values)
-    factor, label = unit_scale(unit, max(abs(lo), abs(hi)))
-    return f"{lo * factor:.3g}..{hi * factor:.3g} {label}".strip()
+    top = max(abs(lo), abs(hi))
+    factor, label = unit_scale(unit, top)
+
+    def end(v: float) -> str:
+        return "0" if abs(v) < top * 1e-3 else f"{v * factor:.3g}"
+
+    return f"{end(lo)}..{end(hi)} {label}".strip()
 
 
 def render_run(r: Run) -> str:

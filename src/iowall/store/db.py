@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, or_, select
+from sqlalchemy import Connection, Engine, create_engine, event, func, literal_column, or_, select
 
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
@@ -101,11 +101,16 @@ class Store:
             bed_json=json.dumps(run.bed, sort_keys=True, default=str),
             error=run.error, notes_json=json.dumps(list(run.notes)),
         )).inserted_primary_key[0]  # type: ignore[index]
-        if run.metrics:
-            sqlite = conn.dialect.name == "sqlite"
+        nan = [m for m in run.metrics if conn.dialect.name == "sqlite" and math.isnan(m.value)]
+        numbers = [m for m in run.metrics if m not in nan]
+        if numbers:
             conn.execute(t.metrics.insert(), [
-                {"run_id": rid, "name": m.name, "value": _value(float(m.value), sqlite),
-                 "unit": m.unit, "direction": m.direction} for m in run.metrics])
+                {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,
+                 "direction": m.direction} for m in numbers])
+        for m in nan:  # as text, past the column type's float(), which SQLite would keep as NULL
+            conn.execute(t.metrics.insert().values(
+                run_id=rid, name=m.name, value=literal_column(f"'{SQLITE_NAN}'"), unit=m.unit,
+                direction=m.direction))
         if run.artifacts:
             conn.execute(t.artifacts.insert(), [
                 {"run_id": rid, "name": a.name, "content_type": a.content_type,
@@ -206,11 +211,6 @@ class Store:
 #: How SQLite keeps a NaN metric: it stores a NaN float as NULL, which the NOT NULL value
 #: column refuses; the text ``NaN`` keeps its meaning and reads back through ``float()``.
 SQLITE_NAN = "NaN"
-
-
-def _value(v: float, sqlite: bool) -> float | str:
-    """A metric value as the database keeps it (NaN as text on SQLite; PostgreSQL has NaN)."""
-    return SQLITE_NAN if sqlite and math.isnan(v) else v
 
 
 def is_unique_violation(e: Exception) -> bool:
