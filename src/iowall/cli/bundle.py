@@ -48,8 +48,9 @@ def export(
     kernels = {_kernel(r) for r in runs}
     if output != "-":
         wrote(output)
+    where = "stdout" if output == "-" else output
     print(f"iowall: exported {_n(n, 'run')} ({_n(len(labels), 'label')}, "
-          f"{_n(len(kernels), 'kernel')})", file=sys.stderr)
+          f"{_n(len(kernels), 'kernel')}) to {where}", file=sys.stderr)
 
 
 def import_(

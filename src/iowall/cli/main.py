@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
@@ -77,6 +78,21 @@ def command() -> TyperGroup:
     return cmd
 
 
+_NOT_ONE_OF = re.compile(r"^(?:Value error, )?('.*') is not one of (.*?)\.?$")
+
+
+def _usage(e: Exception) -> str:
+    """A usage error's line; a value outside a choice (an Enum option) reads as iowall's own
+    do, ``--format 'xml': use one of text, md, json``, instead of pydantic's wording."""
+    message = str(getattr(e, "message", "") or e)
+    opts = getattr(getattr(e, "param", None), "opts", None)
+    m = _NOT_ONE_OF.match(message)
+    if m and opts:
+        choices = ", ".join(c.strip().strip("'") for c in m.group(2).split(","))
+        return f"{max(opts, key=len)} {m.group(1)}: use one of {choices}"
+    return str(e.format_message())  # type: ignore[attr-defined]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
     try:
@@ -99,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
         kinds = {c.__name__ for c in type(e).__mro__}
         if "UsageError" in kinds:
-            print(f"iowall: error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+            print(f"iowall: error: {_usage(e)}", file=sys.stderr)
             return 2
         if "Abort" in kinds:
             return 130
