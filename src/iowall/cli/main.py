@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
+from typer._click import Context
 from typer.core import TyperCommand, TyperGroup, TyperOption
 from typer.main import get_command
 
@@ -70,8 +71,6 @@ def _flags_as_flags(cmd: TyperCommand | TyperGroup, ctx_cls: type, names: list[s
 
 def command() -> TyperGroup:
     """The click command tree of ``app``, ready to run."""
-    from typer._click import Context
-
     cmd = get_command(app)
     assert isinstance(cmd, TyperGroup)
     _flags_as_flags(cmd, Context, CONTEXT["help_option_names"])

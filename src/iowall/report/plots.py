@@ -18,6 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ..analysis.scaling import UslFit, usl
 from ..errors import UserError
 from ..model import Run, Series
 from .emit import write_bytes
@@ -26,7 +29,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..analysis.scaling import UslFit
 
 #: Colours of a compare bar: significant and better, significant and worse, neither.
 BETTER = "#2e7d32"
@@ -115,9 +117,6 @@ def scaling_figure(curves: Sequence[ScalingCurve], *, title: str, ylabel: str,
     reference from the first (smallest-N) point, the fitted Universal Scalability Law
     X(N) = λN / (1 + σ(N−1) + κN(N−1)) on a fine grid, and its peak N* = sqrt((1−σ)/κ) when
     it lies within twice the measured range. ``unit`` "B/s" shows binary prefixes."""
-    import numpy as np
-
-    from ..analysis.scaling import usl
 
     if not curves:
         raise UserError("nothing to plot: no scaling curves")

@@ -18,6 +18,7 @@ import sys
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -367,8 +368,6 @@ def _run_doc(run: Run) -> Doc:
 
 
 def _iowall_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("iowall")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
