@@ -56,24 +56,24 @@ app.command("import")(bundle.import_)
 app.command("doctor")(doctor.doctor)
 
 
-def _flags_as_flags(cmd: TyperCommand | TyperGroup, ctx_cls: type, names: list[str]) -> None:
+def _flags_as_flags(cmd: TyperCommand | TyperGroup) -> None:
     """Show boolean flags bare in ``--help``. Typer's rich help prints every option's type,
     ``<bool>`` for a flag too (``TyperOption.display_type_rich`` ignores ``is_flag``, unlike
     the plain help); an empty metavar is what it prints instead. Walks every command, the
     help option included (it is made per command on demand, then cached)."""
-    for p in cmd.get_params(ctx_cls(cmd, help_option_names=names)):
+    for p in cmd.get_params(Context(cmd, help_option_names=CONTEXT["help_option_names"])):
         if isinstance(p, TyperOption) and p.is_flag:
             p.metavar = ""
     if isinstance(cmd, TyperGroup):
         for sub in cmd.commands.values():
-            _flags_as_flags(sub, ctx_cls, names)  # type: ignore[arg-type]
+            _flags_as_flags(sub)  # type: ignore[arg-type]
 
 
 def command() -> TyperGroup:
     """The click command tree of ``app``, ready to run."""
     cmd = get_command(app)
     assert isinstance(cmd, TyperGroup)
-    _flags_as_flags(cmd, Context, CONTEXT["help_option_names"])
+    _flags_as_flags(cmd)
     return cmd
 
 
