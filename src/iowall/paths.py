@@ -24,4 +24,12 @@ def state_dir() -> Path:
 
 def default_db_url() -> str:
     """``IOWALL_DB`` if set, else SQLite in the data directory."""
-    return os.environ.get("IOWALL_DB") or f"sqlite:///{data_dir() / 'iowall.db'}"
+    return db_url(os.environ.get("IOWALL_DB") or str(data_dir() / "iowall.db"))
+
+
+def db_url(text: str) -> str:
+    """A store as a user names it: a URL (``sqlite:///F``, ``postgresql://…``) as it is, a
+    plain file path as the SQLite URL of that file (relative to the current directory)."""
+    if "://" in text:
+        return text
+    return f"sqlite:///{os.path.abspath(os.path.expanduser(text))}"

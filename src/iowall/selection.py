@@ -1,6 +1,9 @@
 """Run selections as users write them on the command line: a label, ``field=value`` pairs,
 run ids, or a bundle file, e.g. ``patched``, ``kernel=6.18.44,recipe=limits``, ``ids=3-9,12``,
-``base.json`` or ``both.json:label=base``."""
+``base.json`` or ``both.json:label=base``.
+
+This module sits above ``store`` (the database and bundle files): it reads through them and
+neither imports it back."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from dataclasses import dataclass, replace
 from .errors import UserError
 from .model import MEASURED_STATUSES, Run
 from .store import RunFilter, Store
+from .store.bundle import read_bundle, run_uuid
+from .store.db import kernel_matches
 
 #: Fields a selection may name, as stored with every run.
 FIELDS = ("label", "recipe", "batch", "status", "host", "kernel")
@@ -99,7 +104,10 @@ def matches(run: Run, flt: RunFilter) -> bool:
     fields = {"label": run.label, "recipe": run.point.recipe, "batch": run.batch,
               "status": run.status, "kernel": str(run.env.get("kernel", "")),
               "host": str(host.get("hostname", "")) if isinstance(host, dict) else ""}
-    return all(getattr(flt, k) is None or getattr(flt, k) == fields[k] for k in FIELDS)
+    if flt.kernel is not None and not kernel_matches(fields["kernel"], flt.kernel):
+        return False
+    return all(getattr(flt, k) is None or getattr(flt, k) == fields[k]
+               for k in FIELDS if k != "kernel")
 
 
 def load(store: Store | None, sel: Selection, *, measured_only: bool = True,
@@ -107,8 +115,6 @@ def load(store: Store | None, sel: Selection, *, measured_only: bool = True,
     """The runs a selection names, oldest first; by default only completed measurements.
     A UserError when it names none, so that a typo never compares against nothing."""
     if sel.bundle is not None:
-        from .store.bundle import read_bundle
-
         runs = [r for r in read_bundle(sel.bundle) if matches(r, sel.flt)]
     else:
         if store is None:
@@ -134,3 +140,34 @@ def load_all(store: Store | None, texts: Sequence[str], **kw: bool) -> list[tupl
 def with_filter(sel: Selection, **kw: object) -> Selection:
     """The same selection narrowed by more fields (e.g. a recipe)."""
     return replace(sel, flt=replace(sel.flt, **kw))  # type: ignore[arg-type]
+
+
+def collect_runs(store: Store | None, selections: Sequence[str], *,
+                 measured_only: bool = False) -> list[Run]:
+    """Whole runs (series and artifacts) named by ``selections`` (none = every stored run), in
+    the order named, each once. A selection may be a bundle file: its runs pass through."""
+    picked: list[tuple[bool, Run]] = []  # (from the store?, run)
+    if not selections:
+        if store is None:
+            raise UserError("export needs a store or a selection")
+        runs = [r for r in store.runs(RunFilter(), with_series=True)
+                if not measured_only or r.status in MEASURED_STATUSES]
+        if not runs:
+            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
+                            f"{store.url}")
+        picked = [(True, r) for r in runs]
+    for text in selections:
+        sel = parse_selection(text)
+        picked += [(sel.bundle is None, r)
+                   for r in load(store, sel, measured_only=measured_only, with_series=True)]
+    out: list[tuple[bool, Run]] = []
+    seen: set[str] = set()
+    for from_store, r in picked:
+        key = run_uuid(r)
+        if key not in seen:
+            seen.add(key)
+            out.append((from_store, r))
+    ids = [r.id for s, r in out if s and r.id is not None]
+    arts = store.artifacts_of(ids) if store is not None and ids else {}
+    return [replace(r, artifacts=arts.get(r.id, ())) if s and r.id is not None else r
+            for s, r in out]

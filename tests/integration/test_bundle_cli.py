@@ -21,7 +21,8 @@ def test_export_import_round_trip(tmp_path: Path, db_url: str, iowall_env: dict[
     src = fill(db_url)
     out = tmp_path / "all.json"
     cp = iowall("export", "-o", str(out), env=iowall_env, check=True)
-    assert cp.stderr.strip() == f"iowall: exported 4 runs (2 labels, 2 kernels) to {out}"
+    assert cp.stderr.splitlines() == [
+        f"wrote {out}", f"iowall: exported 4 runs (2 labels, 2 kernels) to {out}"]
     assert cp.stdout == ""
 
     url, env2 = _other(tmp_path, iowall_env)
@@ -58,7 +59,9 @@ def test_export_selection_writes_only_those(tmp_path: Path, db_url: str,
     assert [(r["label"], r["source_id"], r["status"]) for r in doc["runs"]] == [("patched", 3, "ok")]
     assert [a["name"] for a in doc["runs"][0]["artifacts"]] == ["fio.json", "notes.txt"]
 
-    cp = iowall("export", "1,4", "kernel=6.18.0", "-o", "-", env=iowall_env, check=True)
+    # (kernel= selects by release prefix: 6.18.0 alone would take 6.18.0-p too)
+    cp = iowall("export", "1,4", "kernel=6.18.0,label=base", "-o", "-", env=iowall_env,
+                check=True)
     assert [r["source_id"] for r in json.loads(cp.stdout)["runs"]] == [1, 4, 2]
     assert cp.stderr.strip() == "iowall: exported 3 runs (2 labels, 2 kernels) to stdout"
 

@@ -58,6 +58,8 @@ def test_bad_input_exits_2_with_one_line(db_url: str, iowall_env: dict[str, str]
                          (["base", "colour=red"], "unknown field"),
                          (["base", "missing.json"], "no such file"),
                          (["base", "ids=1-3"], "in both"),
+                         (["base", "base"], "given twice"),
+                         (["label=base", "recipe=buffered-wall"], "in both"),
                          (["base", "patched", "--metric", "nosuch_*"], "nothing to compare")):
         cp = iowall("compare", *args, env=iowall_env)
         assert cp.returncode == 2, (args, cp.stderr)

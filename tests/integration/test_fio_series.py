@@ -3,16 +3,19 @@ text, and real fio runs on /dev/shm checked against fio's own reported bandwidth
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from iowall.model import Point
 from iowall.recipes.tasks import fio_task
 from iowall.runner import Partial
-from iowall.workloads.fio import JobFile, JobSection, bw_series, run_fio
+from iowall.workloads.fio import JobFile, JobSection, bw_series, parse_metrics, run_fio
 
 KIB = 1024.0
 
@@ -119,3 +122,27 @@ def test_series_join_the_task_outcome_and_can_be_switched_off(shm_dir: str) -> N
     out = task.execute(Partial())
     assert [x.name for x in out.series] == ["write_bw"] and out.series[0].samples
     assert run_fio(write_job(shm_dir, runtime=1, jobs=1), bw_log_ms=0).series == ()
+
+
+def test_stored_job_file_is_what_fio_ran_and_reproduces_the_point(shm_dir: str,
+                                                                   tmp_path: Path) -> None:
+    res = run_fio(write_job(shm_dir, runtime=2))
+    (stored,) = [a.body for a in res.artifacts() if a.name == "job.fio"]
+    assert stored == res.jobfile and "write_bw_log=" in stored and "log_avg_msec=" in stored
+    # `fio job.fio` as a user runs it from the stored file: same point, same logs
+    (tmp_path / "job.fio").write_text(stored)
+    cp = subprocess.run(["fio", "--output-format=json", "job.fio"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    again = parse_metrics(json.loads(cp.stdout[cp.stdout.find("{"):]))
+    bw = next(m.value for m in again if m.name == "write_bw_bytes_per_s")
+    assert bw == pytest.approx(2 * RATE_MIB * 2**20, rel=0.02)
+    logs = sorted(p.name for p in tmp_path.glob("*_bw*.log"))
+    assert len(logs) == 2, logs  # one bandwidth log per job, as the run had
+    # a user's job text gets the same options, ahead of its own sections
+    text = "[w]\n" + "\n".join(f"{k}={v}" for k, v in {
+        "directory": shm_dir, "rw": "write", "bs": "256k", "size": "8m",
+        "ioengine": "psync", "time_based": 1, "runtime": 2, "rate": "50m"}.items()) + "\n"
+    user = run_fio(text)
+    assert user.jobfile.endswith(text) and user.jobfile.startswith("[global]\nwrite_bw_log=")
+    assert [s.name for s in user.series] == ["write_bw"]

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import io
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from iowall.errors import UserError
 from iowall.model import Artifact, Metric, Point, Run, Series
-from iowall.selection import load, parse_selection
+from iowall.selection import collect_runs, load, parse_selection
 from iowall.store import Store
 from iowall.store import bundle as b
 
@@ -58,7 +59,7 @@ def same(a: Run, c: Run) -> None:
 
 def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
     src = fill(f"sqlite:///{tmp_path / 'a.db'}")
-    runs = b.collect_runs(src, [])
+    runs = collect_runs(src, [])
     assert [len(r.artifacts) for r in runs] == [2, 2, 2, 2]
     path = str(tmp_path / "out.json")
     assert b.write_bundle(runs, path, source={"store": src.url}) == 4
@@ -78,7 +79,7 @@ def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
 def test_bundle_document_shape(tmp_path: Path) -> None:
     s = fill(f"sqlite:///{tmp_path / 'a.db'}")
     path = str(tmp_path / "x.json")
-    b.write_bundle(b.collect_runs(s, ["ids=1"]), path,
+    b.write_bundle(collect_runs(s, ["ids=1"]), path,
                    source={"host": "lab1", "store": "postgresql://me:s3cret@db/iowall"})
     doc = json.loads(Path(path).read_text())
     assert doc["format"] == "iowall-bundle" and doc["schema_version"] == b.SCHEMA_VERSION == 2
@@ -94,7 +95,7 @@ def test_bundle_document_shape(tmp_path: Path) -> None:
 
 def test_import_twice_adds_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "x.json")
-    b.write_bundle(b.collect_runs(fill(f"sqlite:///{tmp_path / 'a.db'}"), []), path)
+    b.write_bundle(collect_runs(fill(f"sqlite:///{tmp_path / 'a.db'}"), []), path)
     dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
     runs = b.read_bundle(path)
     assert b.import_runs(dst, runs) == (4, 0)
@@ -129,21 +130,21 @@ def test_store_keeps_given_uuid(db_url: str) -> None:
 def test_selection_of_a_bundle_file(tmp_path: Path) -> None:
     s = fill(f"sqlite:///{tmp_path / 'a.db'}")
     path = str(tmp_path / "both.json")
-    b.write_bundle(b.collect_runs(s, []), path)
+    b.write_bundle(collect_runs(s, []), path)
     assert [r.id for r in load(None, parse_selection(f"{path}:ids=3"))] == [3]
     assert [r.label for r in load(None, parse_selection(f"{path}:label=base"))] == ["base"] * 2
     # re-exporting from a bundle passes its runs through whole
-    again = b.collect_runs(None, [f"{path}:label=patched"])
+    again = collect_runs(None, [f"{path}:label=patched"])
     assert again == [r for r in b.read_bundle(path) if r.label == "patched"]
 
 
 def test_collect_selections_dedupe_and_measured_only(tmp_path: Path) -> None:
     s = fill(f"sqlite:///{tmp_path / 'a.db'}")
-    assert [r.id for r in b.collect_runs(s, ["patched", "ids=1-3"])] == [3, 4, 1, 2]
-    assert [r.id for r in b.collect_runs(s, ["patched"], measured_only=True)] == [3]
-    assert [r.id for r in b.collect_runs(s, [], measured_only=True)] == [1, 2, 3]
+    assert [r.id for r in collect_runs(s, ["patched", "ids=1-3"])] == [3, 4, 1, 2]
+    assert [r.id for r in collect_runs(s, ["patched"], measured_only=True)] == [3]
+    assert [r.id for r in collect_runs(s, [], measured_only=True)] == [1, 2, 3]
     with pytest.raises(UserError, match="no runs to export"):
-        b.collect_runs(Store(f"sqlite:///{tmp_path / 'empty.db'}"), [])
+        collect_runs(Store(f"sqlite:///{tmp_path / 'empty.db'}"), [])
 
 
 def test_write_is_atomic_and_leaves_nothing(tmp_path: Path) -> None:
@@ -322,3 +323,45 @@ def test_the_documented_example_reads(tmp_path: Path) -> None:
     (run,) = b.read_bundle(str(path))
     assert run.fingerprint() == json.loads(example)["runs"][0]["fingerprint"]
     assert run.metric("write_bw_bytes_per_s") == 2415919104.0
+
+
+def test_nan_metric_imports_and_round_trips(tmp_path: Path) -> None:
+    # docs/bundle-format.md: a metric that is not a finite number is written NaN / Infinity
+    run = dataclasses.replace(make_run("base", "6.18.0", 1, 1.5e9), uuid="", metrics=(
+        Metric("write_bw_bytes_per_s", float("nan"), "B/s"),
+        Metric("write_clat_p99_s", float("inf"), "s", "lower"),
+        Metric("wall_s", 10.25, "s", "lower")))
+    path = str(tmp_path / "nan.json")
+    b.write_bundle([run], path)
+    assert '"value":NaN' in Path(path).read_text()
+    dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    assert b.import_runs(dst, b.read_bundle(path)) == (1, 0)
+    (got,) = dst.runs()
+    values = {m.name: m.value for m in got.metrics}
+    assert math.isnan(values["write_bw_bytes_per_s"])
+    assert values["write_clat_p99_s"] == float("inf") and values["wall_s"] == 10.25
+    again = str(tmp_path / "again.json")
+    b.write_bundle(collect_runs(dst, []), again)
+    (back,) = b.read_bundle(again)
+    assert math.isnan(back.metric("write_bw_bytes_per_s") or 0.0)
+    assert b.import_runs(dst, b.read_bundle(again)) == (0, 1)
+
+
+class _Blind(Store):
+    """A store that does not see the runs already in it: what an import racing another
+    import of the same runs sees between its check and its insert."""
+
+    def known_uuids(self, uuids: Any) -> set[str]:
+        return set()
+
+
+def test_only_a_uniqueness_conflict_is_reported_as_a_race(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    runs = collect_runs(fill(url), [])
+    with pytest.raises(UserError, match="added by someone else meanwhile"):
+        b.import_runs(_Blind(url), runs)
+    broken = dataclasses.replace(make_run("x", "6.18.0", 3, 1.0), batch=None)  # type: ignore[arg-type]
+    with pytest.raises(UserError) as e:
+        b.import_runs(Store(url), [broken])
+    assert "someone else" not in str(e.value) and "NOT NULL" in str(e.value)
+    assert Store(url).count() == 4

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.compare import Side, compare, constant_knobs, select_metrics
+from iowall.analysis.compare import Side, compare, constant_knobs, select_metrics, shared_run
 from iowall.report.compare import render_csv, render_html, render_json, render_md, render_text
 
 from .compare_data import runs
@@ -156,3 +156,36 @@ def test_three_labels_one_column_each_matches_golden() -> None:
     text = render_text(compare(Side("base", base), [Side("patched", new), Side("other", other)]))
     assert max(len(line) for line in text.splitlines()) <= 80
     golden("compare_three.txt", text)
+
+
+def test_every_text_line_fits_80_columns_with_long_points_and_facts() -> None:
+    # limits-like points: many parameters, no common ones besides the recipe; a kernel
+    # release and a label far longer than a table column
+    long_kernel = "6.18.44-fc-v669-with-a-very-long-localversion-string-from-a-distro-build"
+    extra = {"bytes": 2147483648, "end_fsync": 1, "files_per_job": 10, "ioengine": "io_uring",
+             "kind": "fio", "mount_options_for_this_point": "noatime,logbsize=256k,inode64"}
+    base = runs("base-with-a-long-label", seed=1, params=extra)
+    new = runs("patched-with-an-even-longer-label-name", seed=2, scale={"0": 0.9},
+               kernel=long_kernel, start_id=100, params=extra)
+    other = runs("other", seed=3, start_id=200, params=extra)
+    for news in ([Side("patched-with-an-even-longer-label-name", new)],
+                 [Side("patched-with-an-even-longer-label-name", new), Side("other", other)]):
+        text = render_text(compare(Side("base-with-a-long-label", base), news))
+        wide = [line for line in text.splitlines() if len(line) > 80]
+        assert not wide, wide
+        assert long_kernel in text.replace("\n", "").replace(" ", "") or \
+            long_kernel[:40] in text
+
+
+def test_sides_sharing_a_run_are_found() -> None:
+    base, new = two_sides()
+    assert shared_run([Side("base", base), Side("patched", new)]) is None
+    assert shared_run([Side("a", base), Side("b", base)]) == (str(base[0].id), 0, 1)
+    # a store run and the same run from a bundle: known by uuid, ids may differ
+    import dataclasses
+
+    tagged = [dataclasses.replace(r, uuid=f"00000000-0000-4000-8000-{i:012d}")
+              for i, r in enumerate(base)]
+    moved = [dataclasses.replace(r, id=(r.id or 0) + 1000) for r in tagged[:3]]
+    assert shared_run([Side("a", tagged), Side("b", new), Side("c", moved)]) == \
+        (str(moved[0].id), 0, 2)

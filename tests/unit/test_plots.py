@@ -242,7 +242,8 @@ def test_cli_plot_run(tmp_path: Path, db_url: str, capsys: pytest.CaptureFixture
     bare = store.add_run(make_run(()))
     out = tmp_path / "run.svg"
     assert main(["plot", "run", str(rid), "-o", str(out), "--db", db_url]) == 0
-    assert capsys.readouterr().out.strip() == str(out)
+    # the figure is the output; the path is said on stderr, as for every file iowall writes
+    assert capsys.readouterr().err.strip() == f"wrote {out}"
     text = out.read_text()
     assert 'id="series-fio-write_bw"' in text and 'id="series-cpu-cpu_sys_share"' in text
     assert main(["plot", "run", str(rid), "-o", str(tmp_path / "run.png"), "--db", db_url]) == 0
@@ -260,6 +261,37 @@ def test_cli_plot_run_child(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     out = tmp_path / "r.png"
     cp = iowall("plot", "run", str(rid), "-o", str(out), env=iowall_env)
     assert cp.returncode == 0, cp.stderr
-    assert cp.stdout.strip() == str(out) and out.read_bytes()[:4] == b"\x89PNG"
+    assert cp.stderr.strip() == f"wrote {out}" and out.read_bytes()[:4] == b"\x89PNG"
+    assert cp.stdout == ""
     cp = iowall("plot", "run", str(rid), "-o", str(tmp_path / "r.gif"), env=iowall_env)
     assert cp.returncode == 2 and cp.stderr.count("\n") == 1 and ".png or .svg" in cp.stderr
+
+
+def test_compare_long_points_keep_the_width_and_one_run_has_no_whisker() -> None:
+    from iowall.analysis.compare import Side, compare
+    from iowall.report.compare import figure, render_json
+
+    from .compare_data import runs
+
+    # limits-like points (long texts); the base side has one run per point
+    write = {"bytes": 2147483648, "end_fsync": 1, "files_per_job": 10, "ioengine": "io_uring",
+             "kind": "fio"}
+    read = {"bytes": 1778384896, "end_fsync": 0, "files_per_job": 0, "ioengine": "io_uring",
+            "kind": "fio"}
+
+    def side(label: str, n: int, start: int) -> list[Run]:
+        return (runs(label, n=n, seed=start, start_id=start, params=write)
+                + runs(label, n=n, seed=start + 1, start_id=start + 50, params=read))
+
+    res = compare(Side("limits", side("limits", 1, 1)), [Side("again", side("again", 2, 100))])
+    assert max(len(r.point_text) for r in res.rows) > 60
+    assert all(r["ci_low"] is None and r["ci_high"] is None for r in render_json(res)["rows"])
+    fig = figure(res)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_position().width > 0.6, "labels take the width of the bars"
+    assert max(len(t.get_text()) for t in ax.get_yticklabels()) <= 24
+    assert not ax.collections, "a one-run side drew a whisker"
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes[:-1], boxes[1:], strict=True)), \
+        "x tick labels overlap"

@@ -246,3 +246,18 @@ def test_lines_match_across_labels_when_sizes_differ() -> None:
     assert write.differs == ("bed fs: xfs (xfs), ext4 (ext4)",)
     assert read.differs == (f"bytes: {1 << 30} (xfs), {3 << 29} (ext4)",
                             "bed fs: xfs (xfs), ext4 (ext4)")
+
+
+def test_time_metric_on_a_limits_like_selection_names_the_real_reason() -> None:
+    # as `iowall limits` stores them: memcopy points (threads), fio write and read points
+    # (jobs); only the write points have write_runtime_s. The reason given must be the one
+    # of the write points (a time on a strong-scaling sweep), not "no metric" from the others
+    # (memcopy first, as limits runs it)
+    runs = [mkrun("l", {"kind": "memcopy", "threads": t, "bytes_per_thread": 1 << 26},
+                  {"memcopy_bytes_per_s": 8e9 * t}) for t in (1, 2)]
+    runs += fio_sweep("l", [1, 2, 4], 100 * MIB, 0.1, 0.0, rw="write")
+    runs += fio_sweep("l", [1, 2, 4], 200 * MIB, 0.1, 0.0, rw="read")
+    assert build_curves([("l", runs)], metric="write_runtime_s") == []
+    why = why_no_curves(runs, metric="write_runtime_s")
+    assert "write_runtime_s is a time" in why and "not a throughput" in why
+    assert not why.startswith("no metric")

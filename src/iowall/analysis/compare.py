@@ -235,6 +235,25 @@ def _fact(run: Run, kind: str, key: str) -> Any:
     return run.label
 
 
+def shared_run(sides: Sequence[Side]) -> tuple[str, int, int] | None:
+    """The first run that two sides both hold, as ``(run, side i, side j)`` with i < j, or
+    None when the sides are disjoint. A run is known by its uuid (the same in the store and in
+    any bundle it travelled in), else by its store id."""
+    seen: dict[str, int] = {}
+    for j, side in enumerate(sides):
+        mine: set[str] = set()
+        for r in side.runs:
+            key = r.uuid or (f"id {r.id}" if r.id is not None else "")
+            if not key or key in mine:
+                continue
+            mine.add(key)
+            if key in seen:
+                name = str(r.id) if r.id is not None else r.uuid
+                return name, seen[key], j
+            seen[key] = j
+    return None
+
+
 def _seed(*parts: str) -> int:
     return zlib.crc32("\0".join(parts).encode())
 

@@ -53,6 +53,17 @@ class JoinedLock:
         return self.b.total_wait_s / self.a.total_wait_s if self.a.total_wait_s else None
 
 
+@dataclass(frozen=True)
+class LockComparison:
+    """Two sides' contention joined by caller: each side's selector and the runs it summed."""
+
+    a: str
+    a_runs: tuple[int, ...]
+    b: str
+    b_runs: tuple[int, ...]
+    rows: tuple[JoinedLock, ...]
+
+
 def _totals(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], LockTotals]:
     out: dict[tuple[str, str], LockTotals] = {}
     for r in rows:

@@ -387,11 +387,17 @@ def why_no_curves(runs: Sequence[Run], *, metric: str | None = None) -> str:
         if metric not in units and metric != TOTAL_BW:
             have = ", ".join(list(units)[:8])
             return f"no run of the sweep has metric {metric} (they have: {have})"
+        # the reason of the groups that have the metric (a time on a strong-scaling sweep,
+        # say), not that of others in the selection which never measured it (memcopy points)
+        whys = []
         for (rec, a) in counts:
-            rs = [r for r in swept if r.point.recipe == rec and axis_of(r.point.params) == a]
-            _, why = pick_metrics(rs, a, metric)
+            rs = [r for r in swept if r.point.recipe == rec and axis_of(r.point.params) == a
+                  and (metric == TOTAL_BW or r.metric(metric) is not None)]
+            _, why = pick_metrics(rs, a, metric) if rs else ([], "")
             if why:
-                return why
+                whys.append(why)
+        if whys:
+            return whys[0]
     return "no group of runs has the metric at two or more thread counts"
 
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from ..model import Run
+from ..report.emit import write, wrote
 from ..report.table import text_table
+from ..selection import collect_runs, parse_selection
+from ..store.bundle import import_runs, plan_import, read_bundle, redact_url, write_bundle
 from .common import open_store
-
-if TYPE_CHECKING:
-    from ..model import Run
+from .options import DbOpt
 
 
 def _n(count: int, word: str) -> str:
@@ -24,19 +26,18 @@ def _kernel(r: Run) -> str:
 
 
 def export(
+    output: Annotated[str, typer.Option(
+        "-o", "--output", metavar="FILE.json",
+        help="bundle file to write, atomically (- for stdout)")],
     selections: Annotated[list[str] | None, typer.Argument(
         metavar="SELECTION",
-        help="runs to export: a label, FIELD=V[,…], ids=3-9 or FILE.json[:…]; none = every run")] = None,
-    output: str = typer.Option(..., "-o", "--output", metavar="FILE.json",
-                               help="bundle file to write (- for stdout)"),
-    measured_only: bool = typer.Option(False, "--measured-only",
-                                       help="only completed measurements (ok, filled)"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+        help="runs to export: a label, FIELD=V[,…], ids=3-9 or FILE.json[:…]; none = every run",
+        show_default=False)] = None,
+    measured_only: Annotated[bool, typer.Option(
+        "--measured-only", help="only completed measurements (ok, filled)")] = False,
+    db: DbOpt = None,
 ) -> None:
     """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
-    from ..selection import parse_selection
-    from ..store.bundle import collect_runs, redact_url, write_bundle
-
     texts = list(selections or [])
     needs_store = not texts or any(parse_selection(t).bundle is None for t in texts)
     store = open_store(db) if needs_store else None
@@ -45,20 +46,21 @@ def export(
     n = write_bundle(runs, output, source=source)
     labels = {r.label for r in runs}
     kernels = {_kernel(r) for r in runs}
+    if output != "-":
+        wrote(output)
     where = "stdout" if output == "-" else output
     print(f"iowall: exported {_n(n, 'run')} ({_n(len(labels), 'label')}, "
           f"{_n(len(kernels), 'kernel')}) to {where}", file=sys.stderr)
 
 
 def import_(
-    files: Annotated[list[str], typer.Argument(metavar="FILE.json",
-                                               help="bundle files to import (- for stdin)")],
-    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be imported, change nothing"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    files: Annotated[list[str], typer.Argument(
+        metavar="FILE.json", help="bundle files to import (- for stdin)", show_default=False)],
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="list what would be imported, change nothing")] = False,
+    db: DbOpt = None,
 ) -> None:
     """Add the runs of bundle files to the store; runs already present (same uuid) are skipped."""
-    from ..store.bundle import import_runs, plan_import, read_bundle
-
     runs = [r for f in files for r in read_bundle(f)]  # every file valid before anything is written
     store = open_store(db)
     if dry_run:
@@ -66,9 +68,10 @@ def import_(
         known = {id(r) for r in present}
         rows = [["present" if id(r) in known else "import", r.uuid[:8], str(r.id), r.label,
                  r.point.recipe, r.status, _kernel(r), r.point.describe()] for r in runs]
-        typer.echo(text_table(["action", "uuid", "source id", "label", "recipe", "status", "kernel",
-                               "point"], rows, left=8, indent=0))
-        typer.echo(f"would import {_n(len(new), 'run')}, {len(present)} already present")
+        table = text_table(["action", "uuid", "source id", "label", "recipe", "status", "kernel",
+                            "point"], rows, left=8, indent=0)
+        write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n",
+              None)
         return
     added, skipped = import_runs(store, runs)
-    typer.echo(f"imported {_n(added, 'run')}, {skipped} already present")
+    write(f"imported {_n(added, 'run')}, {skipped} already present\n", None)

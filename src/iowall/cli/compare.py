@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from ..atomic import write_text
+from ..analysis.compare import CompareResult, Side, compare, shared_run
 from ..errors import UserError
-from .common import check_format, open_store
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-    from ..analysis.compare import CompareResult
-
-FORMATS = ("text", "md", "csv", "json", "html")
+from ..report.emit import emit
+from ..selection import FIELDS, load_all, parse_selection
+from .common import open_store
+from .options import CompareMetricOpt, DbOpt, FloorOpt, OutputOpt, RunSetsArg, TableFormat, TableFormatOpt
 
 
 def parse_floor(text: str) -> float:
@@ -34,8 +28,6 @@ def parse_floor(text: str) -> float:
 
 def compared_field(texts: list[str]) -> str:
     """The field the sides were chosen by (``label`` for plain labels)."""
-    from ..selection import FIELDS, parse_selection
-
     named: list[str] = []
     for t in texts:
         sel = parse_selection(t)
@@ -50,10 +42,8 @@ def compared_field(texts: list[str]) -> str:
 
 def build(sets: list[str] | None, base: str | None, new: list[str] | None,
           metric: list[str] | None, floor: str, db: str | None) -> CompareResult:
-    """Load the run sets named on the command line and compare them (shared with `plot`)."""
-    from ..analysis.compare import Side, compare
-    from ..selection import load_all
-
+    """Load the run sets named on the command line and compare them (shared with `plot`).
+    Sides that share a run (the same selection twice, or overlapping ones) are refused."""
     fl = parse_floor(floor)
     texts = list(sets or [])
     if base is not None or new:
@@ -67,17 +57,13 @@ def build(sets: list[str] | None, base: str | None, new: list[str] | None,
                         "'iowall compare base patched'")
     store = None if all(".json" in t for t in texts) else open_store(db)
     loaded = load_all(store, texts)
-    seen: dict[int, str] = {}
-    for sel, runs in loaded:
-        if sel.bundle is not None:
-            continue
-        for r in runs:
-            if r.id is not None and r.id in seen and seen[r.id] != sel.text:
-                raise UserError(f"run {r.id} is in both {seen[r.id]!r} and {sel.text!r}: "
-                                "the sides of a comparison must not overlap")
-            if r.id is not None:
-                seen[r.id] = sel.text
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
+    shared = shared_run(sides)
+    if shared is not None:
+        run, i, j = shared
+        what = (f"{texts[i]!r} is given twice" if texts[i] == texts[j]
+                else f"run {run} is in both {texts[i]!r} and {texts[j]!r}")
+        raise UserError(f"{what}: the sides of a comparison must not share runs")
     res = compare(sides[0], sides[1:], metrics=metric, floor=fl, compared=compared_field(texts))
     if not res.rows:
         why = "; ".join(f"{u.side}: {u.point_text}: {u.reason}" for u in res.unpaired[:3])
@@ -87,54 +73,16 @@ def build(sets: list[str] | None, base: str | None, new: list[str] | None,
 
 
 def compare_cmd(
-    sets: Annotated[list[str] | None, typer.Argument(
-        metavar="BASE NEW [NEW…]", help="run sets: a label, FIELD=VALUE[,…] (label, recipe, "
-        "host, kernel, batch, status), ids=3-9, or a bundle FILE.json[:FIELD=VALUE]")] = None,
-    base: str | None = typer.Option(None, "--base", help="the base run set"),
+    sets: RunSetsArg = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="SET",
+                                             help="the base run set")] = None,
     new: Annotated[list[str] | None, typer.Option(
-        "--new", help="a new run set (repeatable: one column per set)")] = None,
-    metric: Annotated[list[str] | None, typer.Option(
-        "--metric", help="metric name or glob (repeatable); 'all' for every metric "
-        "(default: throughput, IOPS, p99 latency, rates, times)")] = None,
-    floor: str = typer.Option("2%", help="smallest change ever marked (e.g. 2% or 0.02)"),
-    fmt: str = typer.Option("text", "--format", help="text, md, csv, json or html"),
-    output: str | None = typer.Option(None, "-o", "--output", help="write to FILE, not stdout"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+        "--new", metavar="SET", help="a new run set (repeatable: one column per set)")] = None,
+    metric: CompareMetricOpt = None,
+    floor: FloorOpt = "2%",
+    fmt: TableFormatOpt = TableFormat.text,
+    output: OutputOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Base vs new, point by point: medians, ratio, 95% interval, better/worse."""
-    from ..report import compare as rep
-
-    check_format(fmt, FORMATS)
-    res = build(sets, base, new, metric, floor, db)
-    if fmt == "json":
-        text = json.dumps(rep.render_json(res), indent=2, default=str) + "\n"
-    elif fmt == "html":
-        text = rep.render_html(res, _svg(res))
-    elif fmt == "md":
-        text = rep.render_md(res)
-    elif fmt == "csv":
-        text = rep.render_csv(res)
-    else:
-        text = rep.render_text(res)
-    if output and output != "-":
-        write_text(output, text, what="report")
-        print(f"iowall: wrote {output}", file=sys.stderr)
-    else:
-        typer.echo(text, nl=False)
-
-
-def figure(res: CompareResult) -> Figure:
-    """New/base per point and metric with interval whiskers."""
-    from ..report.plots import CompareBar, compare_figure
-
-    bars = [CompareBar(point=r.point_text, metric=r.metric, label=r.label, ratio=r.cmp.ratio,
-                       ci_low=r.cmp.ci_low, ci_high=r.cmp.ci_high,
-                       significant=r.cmp.significant, better=r.cmp.better)
-            for r in res.rows]
-    return compare_figure(bars, title=f"{res.base} vs {', '.join(res.news)}")
-
-
-def _svg(res: CompareResult) -> str:
-    from ..report.plots import to_svg
-
-    return to_svg(figure(res))
+    emit(build(sets, base, new, metric, floor, db), fmt, output)

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
+from ..errors import UserError
+from ..paths import data_dir
+from ..report.doctor import Check, Doctor
+from ..report.emit import emit
 from ..sysinfo import mem_total_bytes, meminfo
 from ..units import fmt_bytes
-from .common import check_format, print_json
-
-
-@dataclass(frozen=True)
-class Check:
-    """One thing iowall needs: whether it is here, what its absence disables, the fix."""
-
-    name: str
-    ok: bool
-    detail: str
-    disables: str
-    fix: str
-    needed_by_limits: bool = False
+from ..workloads.engine import engine_path
+from ..workloads.fio import fio_version
+from .options import OutputOpt, RecordFormat, RecordFormatOpt
 
 
 def _tool(name: str, pkg: str, disables: str, limits: bool = False) -> Check:
@@ -42,9 +35,6 @@ def checks() -> list[Check]:
     detail = "not found"
     ok = False
     if fio:
-        from ..errors import UserError
-        from ..workloads.fio import fio_version
-
         try:
             detail = f"fio {'.'.join(map(str, fio_version()))} ({fio})"
             ok = True
@@ -52,8 +42,6 @@ def checks() -> list[Check]:
             detail = str(e)
     out.append(Check("fio", ok, detail, "every I/O workload", "apt-get install fio", True))
     try:
-        from ..workloads.engine import engine_path
-
         eng = engine_path()
         out.append(Check("iowall-engine", True, eng, "", "", True))
     except Exception as e:
@@ -93,29 +81,14 @@ def checks() -> list[Check]:
     out.append(Check("memory", True, f"{fmt_bytes(mem_total_bytes())} total, "
                      f"{fmt_bytes(meminfo().get('MemAvailable', 0))} available, /dev/shm "
                      f"{fmt_bytes(shm.f_bavail * shm.f_frsize)} free", "", ""))
-    from ..paths import data_dir
-
     d = os.statvfs(data_dir())
     out.append(Check("disk", True, f"{fmt_bytes(d.f_bavail * d.f_frsize)} free in {data_dir()}",
                      "", ""))
     return out
 
 
-def doctor(fmt: str = typer.Option("text", "--format", help="text or json")) -> None:
+def doctor(fmt: RecordFormatOpt = RecordFormat.text, output: OutputOpt = None) -> None:
     """Check what iowall needs; exit 0 when `iowall limits` can run."""
-    check_format(fmt, ("text", "json"))
-    cs = checks()
-    can_run = all(c.ok for c in cs if c.needed_by_limits)
-    if fmt == "json":
-        print_json({"can_run_limits": can_run, "checks": [c.__dict__ for c in cs]})
-    else:
-        for c in cs:
-            mark = "ok " if c.ok else "-- "
-            line = f"{mark} {c.name:<32} {c.detail}"
-            if not c.ok:
-                line += f"\n     disables: {c.disables}; fix: {c.fix}"
-            typer.echo(line)
-        typer.echo("")
-        typer.echo("iowall limits can run." if can_run else
-                   "iowall limits cannot run yet: fix the lines marked -- that it needs.")
-    raise typer.Exit(0 if can_run else 1)
+    found = Doctor(tuple(checks()))
+    emit(found, fmt, output)
+    raise typer.Exit(0 if found.can_run_limits else 1)

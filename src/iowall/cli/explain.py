@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 
-import typer
-
 from ..analysis.context import explain_context, skipped_probes
 from ..analysis.explain import explain as explain_rules
-from ..analysis.explain import sentences, to_json
 from ..model import Run
+from ..report.emit import emit
+from ..report.run import Explanation
 from ..store import RunFilter, Store
-from ..units import fmt_rate
-from .common import check_format, open_store, print_json
+from .common import open_store
+from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 
 def verdicts_for(run: Run, store: Store) -> tuple[list, dict[str, float]]:  # type: ignore[type-arg]
@@ -33,22 +32,14 @@ def verdicts_for(run: Run, store: Store) -> tuple[list, dict[str, float]]:  # ty
 
 
 def explain(
-    run_id: int = typer.Argument(..., metavar="RUN", help="run id"),
-    fmt: str = typer.Option("text", "--format", help="text or json"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    run_id: RunIdArg,
+    fmt: RecordFormatOpt = RecordFormat.text,
+    output: OutputOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Say why a run's throughput is where it is: the rules that fire, with their numbers."""
-    check_format(fmt, ("text", "json"))
     store = open_store(db)
     run = store.get_run(run_id)
     verdicts, ctx = verdicts_for(run, store)
-    skipped = skipped_probes(run)
-    if fmt == "json":
-        print_json(to_json(run_id, verdicts, skipped))
-        return
-    tp = ctx.get("throughput_bytes_per_s")
-    typer.echo(f"run {run_id}: {run.point.describe()}" + (f", {fmt_rate(tp)}" if tp else ""))
-    for s in sentences(verdicts):
-        typer.echo(f"  - {s}")
-    for sk in skipped:
-        typer.echo(f"  (probe {sk['probe']} skipped: {sk['reason']})")
+    emit(Explanation(run, tuple(verdicts), ctx.get("throughput_bytes_per_s"),
+                     tuple(skipped_probes(run))), fmt, output)

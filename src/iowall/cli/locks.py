@@ -4,14 +4,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from ..analysis.locks import format_locks_table, join_contention
+from ..analysis.locks import LockComparison, join_contention
 from ..errors import UserError
+from ..report.emit import emit
 from ..store import RunFilter, Store
-from .common import check_format, open_store, print_json
+from .common import open_store
+from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt
+
+SideArg = Annotated[str, typer.Argument(metavar="A|B", help="a run id or a label: A the base, "
+                                        "B the new side", show_default=False)]
 
 
 def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list[int]]:
@@ -33,24 +38,16 @@ def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list
 
 
 def locks(
-    a: str = typer.Argument(..., metavar="A", help="base: a run id or a label"),
-    b: str = typer.Argument(..., metavar="B", help="new: a run id or a label"),
-    top: int = typer.Option(20, help="callers to show"),
-    fmt: str = typer.Option("text", "--format", help="text or json"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    a: SideArg,
+    b: SideArg,
+    top: Annotated[int, typer.Option(min=1, metavar="N", help="callers to show")] = 20,
+    fmt: RecordFormatOpt = RecordFormat.text,
+    output: OutputOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Join two lock-contention profiles by caller, with contended and wait deltas."""
-    check_format(fmt, ("text", "json"))
     store = open_store(db)
     a_rows, a_ids = contention_rows(store, a)
     b_rows, b_ids = contention_rows(store, b)
-    joined = join_contention(a_rows, b_rows)[:top]
-    if fmt == "json":
-        print_json({"a": {"selector": a, "runs": a_ids}, "b": {"selector": b, "runs": b_ids},
-                    "rows": [{"caller": j.caller, "type": j.type,
-                              "a": j.a.__dict__, "b": j.b.__dict__,
-                              "delta_contended": j.delta_contended,
-                              "delta_wait_s": j.delta_wait_s} for j in joined]})
-        return
-    typer.echo(f"lock contention: (a) {a} runs {a_ids}   (b) {b} runs {b_ids}")
-    typer.echo(format_locks_table(joined))
+    emit(LockComparison(a, tuple(a_ids), b, tuple(b_ids),
+                        tuple(join_contention(a_rows, b_rows)[:top])), fmt, output)

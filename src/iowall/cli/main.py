@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
+from typer._click import Context
+from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.main import get_command
 
 from ..errors import Interrupted, IowallError, UserError
 from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, report, run, runs, scaling
@@ -53,10 +57,46 @@ app.command("import")(bundle.import_)
 app.command("doctor")(doctor.doctor)
 
 
+def _flags_as_flags(cmd: TyperCommand | TyperGroup) -> None:
+    """Show boolean flags bare in ``--help``. Typer's rich help prints every option's type,
+    ``<bool>`` for a flag too (``TyperOption.display_type_rich`` ignores ``is_flag``, unlike
+    the plain help); an empty metavar is what it prints instead. Walks every command, the
+    help option included (it is made per command on demand, then cached)."""
+    for p in cmd.get_params(Context(cmd, help_option_names=CONTEXT["help_option_names"])):
+        if isinstance(p, TyperOption) and p.is_flag:
+            p.metavar = ""
+    if isinstance(cmd, TyperGroup):
+        for sub in cmd.commands.values():
+            _flags_as_flags(sub)  # type: ignore[arg-type]
+
+
+def command() -> TyperGroup:
+    """The click command tree of ``app``, ready to run."""
+    cmd = get_command(app)
+    assert isinstance(cmd, TyperGroup)
+    _flags_as_flags(cmd)
+    return cmd
+
+
+_NOT_ONE_OF = re.compile(r"^(?:Value error, )?('.*') is not one of (.*?)\.?$")
+
+
+def _usage(e: Exception) -> str:
+    """A usage error's line; a value outside a choice (an Enum option) reads as iowall's own
+    do, ``--format 'xml': use one of text, md, json``, instead of pydantic's wording."""
+    message = str(getattr(e, "message", "") or e)
+    opts = getattr(getattr(e, "param", None), "opts", None)
+    m = _NOT_ONE_OF.match(message)
+    if m and opts:
+        choices = ", ".join(c.strip().strip("'") for c in m.group(2).split(","))
+        return f"{max(opts, key=len)} {m.group(1)}: use one of {choices}"
+    return str(e.format_message())  # type: ignore[attr-defined]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
     try:
-        app(args=argv, standalone_mode=False)
+        command().main(args=argv, prog_name="iowall", standalone_mode=False)
     except UserError as e:
         print(f"iowall: error: {e}", file=sys.stderr)
         return 2
@@ -75,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
         kinds = {c.__name__ for c in type(e).__mro__}
         if "UsageError" in kinds:
-            print(f"iowall: error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+            print(f"iowall: error: {_usage(e)}", file=sys.stderr)
             return 2
         if "Abort" in kinds:
             return 130

@@ -25,6 +25,22 @@ class ListFormat(str, Enum):
     csv = "csv"
 
 
+class RecordFormat(str, Enum):
+    """One record or a verdict (show, explain, locks, doctor)."""
+
+    text = "text"
+    json = "json"
+
+
+class ScalingFormat(str, Enum):
+    """Scaling curves (scaling)."""
+
+    text = "text"
+    md = "md"
+    csv = "csv"
+    json = "json"
+
+
 class TableFormat(str, Enum):
     """Analyses with a table (compare, scaling, locks)."""
 
@@ -47,6 +63,30 @@ ProbesOpt = Annotated[str, typer.Option(
 ReportFormatOpt = Annotated[ReportFormat, typer.Option("--format", help="output format")]
 ListFormatOpt = Annotated[ListFormat, typer.Option("--format", help="output format")]
 TableFormatOpt = Annotated[TableFormat, typer.Option("--format", help="output format")]
+RecordFormatOpt = Annotated[RecordFormat, typer.Option("--format", help="output format")]
+ScalingFormatOpt = Annotated[ScalingFormat, typer.Option("--format", help="output format")]
+FigureOpt = Annotated[str, typer.Option(
+    "-o", "--output", metavar="FILE.png|FILE.svg",
+    help="the figure to write (atomically); the format follows the extension")]
+RunSetsArg = Annotated[list[str] | None, typer.Argument(
+    metavar="BASE NEW [NEW…]", help="run sets: a label, FIELD=VALUE[,…] (label, recipe, "
+    "host, kernel, batch, status), ids=3-9, or a bundle FILE.json[:FIELD=VALUE]",
+    show_default=False)]
+CompareMetricOpt = Annotated[list[str] | None, typer.Option(
+    "--metric", metavar="NAME|GLOB|all", help="metric name or glob (repeatable); 'all' for "
+    "every metric (default: throughput, IOPS, p99 latency, rates, times)")]
+FloorOpt = Annotated[str, typer.Option(
+    "--floor", metavar="PCT", help="smallest change ever marked (e.g. 2% or 0.02)")]
+SelectionsArg = Annotated[list[str], typer.Argument(
+    metavar="SELECTION", help="runs: a label, FIELD=VALUE,…, ids=3-9 or a bundle.json; "
+    "each one a side", show_default=False)]
+ScalingMetricOpt = Annotated[str | None, typer.Option(
+    "--metric", metavar="NAME",
+    help="metric to scale (default: the recipe's throughput, e.g. write_bw_bytes_per_s)")]
+KneeOpt = Annotated[float, typer.Option(
+    "--knee", metavar="EFF", help="knee: first N whose efficiency falls under this")]
+RunIdArg = Annotated[int, typer.Argument(metavar="RUN", help="run id (see `iowall runs`)",
+                                         show_default=False)]
 LabelOpt = Annotated[str | None, typer.Option("--label", help="label stored with every run")]
 RepeatOpt = Annotated[str | None, typer.Option(
     "--repeat", metavar="N|auto[:MAX]",

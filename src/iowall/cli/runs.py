@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-import datetime as dt
+from enum import Enum
+from typing import Annotated
 
 import typer
 
+from ..errors import UserError
 from ..model import Run
-from ..report.table import text_table
+from ..report.emit import emit, write
+from ..report.run import RunList, run_json
 from ..store import RunFilter
 from ..units import fmt_rate
-from .common import check_format, open_store, print_json
+from .common import open_store
+from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
+
+__all__ = ["run_json", "runs", "show"]
+
+
+class Status(str, Enum):
+    """A run's status, as stored."""
+
+    ok = "ok"
+    failed = "failed"
+    interrupted = "interrupted"
+    filled = "filled"
 
 
 def _headline(r: Run) -> str:
@@ -22,77 +37,46 @@ def _headline(r: Run) -> str:
     return ""
 
 
-def run_json(r: Run, *, full: bool = False) -> dict[str, object]:
-    """A run as JSON (the shape `runs --format json` and `show --format json` print)."""
-    doc: dict[str, object] = {
-        "id": r.id, "label": r.label, "recipe": r.point.recipe, "point": dict(r.point.params),
-        "status": r.status, "batch": r.batch, "repeat_index": r.repeat_index,
-        "started_at": r.started_at, "finished_at": r.finished_at,
-        "kernel": r.env.get("kernel"), "host": (r.env.get("host") or {}).get("hostname"),
-        "fingerprint": r.fingerprint(),
-        "metrics": {m.name: {"value": m.value, "unit": m.unit, "direction": m.direction}
-                    for m in r.metrics},
-        "error": r.error, "notes": list(r.notes),
-    }
-    if full:
-        doc.update(env=dict(r.env), bed=dict(r.bed),
-                   artifacts=[{"name": a.name, "content_type": a.content_type,
-                               "bytes": len(a.body)} for a in r.artifacts],
-                   series=[{"probe": s.probe, "name": s.name, "unit": s.unit,
-                            "samples": len(s.samples)} for s in r.series])
-    return doc
-
-
 def runs(
-    label: str | None = typer.Option(None, help="only this label"),
-    recipe: str | None = typer.Option(None, help="only this recipe"),
-    batch: str | None = typer.Option(None, help="only this batch (one invocation)"),
-    status: str | None = typer.Option(None, help="ok, failed, interrupted or filled"),
-    host: str | None = typer.Option(None, help="only this host"),
-    kernel: str | None = typer.Option(None, help="only this kernel release"),
-    last: int | None = typer.Option(None, help="only the last N runs"),
-    fmt: str = typer.Option("text", "--format", help="text or json"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    label: Annotated[str | None, typer.Option(help="only this label")] = None,
+    recipe: Annotated[str | None, typer.Option(help="only this recipe")] = None,
+    batch: Annotated[str | None, typer.Option(help="only this batch (one invocation)")] = None,
+    status: Annotated[Status | None, typer.Option(help="only runs with this status")] = None,
+    host: Annotated[str | None, typer.Option(help="only this host")] = None,
+    kernel: Annotated[str | None, typer.Option(
+        metavar="RELEASE", help="only kernels whose release starts with this, e.g. 6.18 or "
+        "6.18.44")] = None,
+    last: Annotated[int | None, typer.Option(
+        min=0, metavar="N", help="only the last N runs (0: none; a negative N is refused)")
+    ] = None,
+    fmt: ListFormatOpt = ListFormat.text,
+    output: OutputOpt = None,
+    db: DbOpt = None,
 ) -> None:
-    """List stored runs."""
-    check_format(fmt, ("text", "json"))
-    if status is not None and status not in ("ok", "failed", "interrupted", "filled"):
-        from ..errors import UserError
-
-        raise UserError(f"--status {status!r}: use ok, failed, interrupted or filled")
-    found = open_store(db).runs(RunFilter(label=label, recipe=recipe, batch=batch, status=status,
-                                          host=host, kernel=kernel, limit=last))
-    if fmt == "json":
-        print_json([run_json(r) for r in found])
-        return
-    rows = [[str(r.id), dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M:%S"),
-             r.label, r.point.recipe, r.status, r.point.describe(), _headline(r)] for r in found]
-    typer.echo(text_table(["id", "started", "label", "recipe", "status", "point", "result"],
-                          rows, left=6, indent=0))
+    """List stored runs, oldest first."""
+    found = open_store(db).runs(RunFilter(
+        label=label, recipe=recipe, batch=batch, status=status.value if status else None,
+        host=host, kernel=kernel, limit=last))
+    emit(RunList(tuple(found), tuple(_headline(r) for r in found)), fmt, output)
 
 
 def show(
-    run_id: int = typer.Argument(..., metavar="RUN", help="run id"),
-    fmt: str = typer.Option("text", "--format", help="text or json"),
-    raw: str | None = typer.Option(None, help="print one raw artifact (e.g. fio.json)"),
-    db: str | None = typer.Option(None, envvar="IOWALL_DB", help="store URL"),
+    run_id: RunIdArg,
+    fmt: RecordFormatOpt = RecordFormat.text,
+    raw: Annotated[str | None, typer.Option(
+        metavar="NAME", help="print one raw artifact (e.g. fio.json, job.fio)")] = None,
+    output: OutputOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Show one run: point, metrics, environment, bed, raw artifacts and series."""
-    check_format(fmt, ("text", "json"))
-    store = open_store(db)
-    r = store.get_run(run_id)
-    if raw is not None:
-        a = next((a for a in r.artifacts if a.name == raw), None)
-        if a is None:
-            from ..errors import UserError
-
-            names = ", ".join(a.name for a in r.artifacts) or "none"
-            raise UserError(f"run {run_id} has no artifact {raw!r} (it has: {names})")
-        typer.echo(a.body)
+    r = open_store(db).get_run(run_id)
+    if raw is None:
+        emit(r, fmt, output)
         return
-    if fmt == "json":
-        print_json(run_json(r, full=True))
-        return
-    from ..report.run import render_run
-
-    typer.echo(render_run(r), nl=False)
+    a = next((a for a in r.artifacts if a.name == raw), None)
+    if a is None:
+        names = ", ".join(a.name for a in r.artifacts) or "none"
+        raise UserError(f"run {run_id} has no artifact {raw!r} (it has: {names})")
+    # exactly the stored bytes into a file; on a terminal, ending in a newline
+    newline = "" if output or a.body.endswith("\n") else "\n"
+    write(a.body + newline, output, what="artifact")

@@ -1,3 +1,6 @@
-"""Rendering: every module registers its renderers with ``emit.renders`` on import."""
+"""Renderers: each module registers, with ``emit.renders``, how its data reads in each format.
+Importing the package registers them all, so ``emit`` serves every command's ``--format``."""
 
-from . import recipe  # noqa: F401  (registers the Report renderers)
+from . import compare, doctor, locks, recipe, run, scaling
+
+__all__ = ["compare", "doctor", "locks", "recipe", "run", "scaling"]

@@ -9,12 +9,17 @@ import io
 import math
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import SCHEMA_VERSION, CompareResult, Row
 from ..units import fmt_metric as fmt_value
 from ..units import json_number
+from .emit import Format, json_text, renders
+from .plots import CompareBar, compare_figure, to_svg
 from .table import md_table, text_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 WIDTH = 80
 
@@ -40,12 +45,21 @@ def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
-def fmt_ci(row: Row) -> str:
-    """The interval of the change in percent, ``[-13.0,-8.7]``; n/a with one run a side."""
+def interval(row: Row) -> tuple[float, float] | None:
+    """The interval of new/base, or None when it is unbounded (one run on a side gives
+    (0, inf)): JSON writes null for it, the text n/a, the figure no whisker."""
     lo, hi = row.cmp.ci_low, row.cmp.ci_high
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0:
+        return None
+    return lo, hi
+
+
+def fmt_ci(row: Row) -> str:
+    """The interval of the change in percent, ``[-13.0,-8.7]``; n/a with one run a side."""
+    ci = interval(row)
+    if ci is None:
         return "n/a"
-    return f"[{(lo - 1) * 100:+.1f},{(hi - 1) * 100:+.1f}]"
+    return f"[{(ci[0] - 1) * 100:+.1f},{(ci[1] - 1) * 100:+.1f}]"
 
 
 def mark(row: Row) -> str:
@@ -59,16 +73,41 @@ def _sides(res: CompareResult) -> str:
     return f"{res.base} vs {', '.join(res.news)}"
 
 
+def _wrap(text: str, indent: str = "", more: str = "  ") -> list[str]:
+    """``text`` in lines of at most WIDTH columns; long words (paths) are broken too."""
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + more,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _differences_text(res: CompareResult) -> list[str]:
+    """The facts that differ: a table when it fits in WIDTH, else one block per fact."""
+    rows = [[d.field, *d.values] for d in res.differences]
+    table = text_table(["", res.base, *res.news], rows, left=len(rows[0]))
+    if max(len(line) for line in table.splitlines()) <= WIDTH:
+        return table.splitlines()
+    out = []
+    for d in res.differences:
+        out.append(f"  {d.field}")
+        for name, v in zip([res.base, *res.news], d.values, strict=True):
+            out += _wrap(f"{name}: {v}", "    ", "    ")
+    return out
+
+
+def _title(res: CompareResult) -> str:
+    return f"iowall compare: {_sides(res)} (by {res.compared})"
+
+
 def _header(res: CompareResult, *, markdown: bool = False) -> list[str]:
-    out = [f"iowall compare: {_sides(res)} (by {res.compared})"]
+    title = _title(res)
+    out = [title] if markdown else _wrap(title)
     if res.differences:
         out.append("")
         out.append(f"Differences besides {res.compared}:")
-        rows = [[d.field, *d.values] for d in res.differences]
         if markdown:
+            rows = [[d.field, *d.values] for d in res.differences]
             out += ["", md_table(["fact", res.base, *res.news], rows)]
         else:
-            out.append(text_table(["", res.base, *res.news], rows, left=len(rows[0])))
+            out += _differences_text(res)
     else:
         out += ["", f"Nothing differs besides {res.compared} (environment, sysctls, knobs, bed)."]
     if res.common:
@@ -76,8 +115,7 @@ def _header(res: CompareResult, *, markdown: bool = False) -> list[str]:
         if markdown:
             out += ["", f"Common to every point: `{common}`"]
         else:
-            out += [""] + textwrap.wrap("Common to every point: " + common, WIDTH,
-                                        subsequent_indent="  ")
+            out += [""] + _wrap("Common to every point: " + common)
     return out
 
 
@@ -89,12 +127,14 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
         for lab, m, v in gm:
             n = sum(1 for r in res.rows if r.label == lab and r.metric == m)
             who = f"{lab}: " if len(res.news) > 1 else ""
-            out.append(f"{'- ' if markdown else '  '}{who}{short_metric(m)} {v:.3f} "
-                       f"({_pct(v)}, {n} point{'s' if n != 1 else ''})")
+            line = (f"{who}{short_metric(m)} {v:.3f} "
+                    f"({_pct(v)}, {n} point{'s' if n != 1 else ''})")
+            out += [f"- {line}"] if markdown else _wrap(line, "  ")
     if res.unpaired:
         out += ["", "Not compared:"]
         for u in res.unpaired:
-            out.append(f"{'- ' if markdown else '  '}{u.side}: {u.point_text}: {u.reason}")
+            line = f"{u.side}: {u.point_text}: {u.reason}"
+            out += [f"- {line}"] if markdown else _wrap(line, "  ")
     conf = f"{res.confidence * 100:.0f}%"
     legend = (f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
               f"minus 1; {conf} CI: calibrated bootstrap; marked better/worse only when the "
@@ -116,8 +156,10 @@ def _two_side_rows(rows: Sequence[Row]) -> list[list[str]]:
 _TWO_HEAD = ["metric", "base", "new", "change", "95% CI", "n", ""]
 
 
-def _multi(res: CompareResult) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """One column per new label against the base: ``-10.9% W`` (W worse, B better)."""
+def _multi(res: CompareResult, *, short: bool = False
+           ) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """One column per new label against the base: ``-10.9% W`` (W worse, B better); with
+    ``short``, the columns are headed base, new1, new2 … (for labels too long for WIDTH)."""
     cells: dict[tuple[str, str], dict[str, Row]] = {}
     order: list[tuple[str, str]] = []
     for r in res.rows:
@@ -135,9 +177,22 @@ def _multi(res: CompareResult) -> tuple[list[str], list[tuple[str, list[str]]]]:
                        (_pct(c.cmp.ratio) + (" " + ("B" if c.cmp.better else "W")
                                              if c.cmp.significant else "")))
         out.append((k[0], row))
+    if short:
+        return ["metric", "[base]", *[f"[new{i}]" for i in range(1, len(res.news) + 1)]], out
     return ["metric", f"[{res.base}]", *[f"[{lab}]" for lab in res.news]], out
 
 
+def _multi_text(res: CompareResult) -> list[str]:
+    """The multi-side table; its columns renamed, with a key above, when it is too wide."""
+    lines = _layout(*_multi(res))
+    if max(len(line) for line in lines) <= WIDTH:
+        return lines
+    key = [f"base: {res.base}"] + [f"new{i}: {lab}" for i, lab in enumerate(res.news, 1)]
+    return [x for k in key for x in _wrap(k, "  ", "    ")] + [""] + \
+        _layout(*_multi(res, short=True))
+
+
+@renders(CompareResult, Format.text)
 def render_text(res: CompareResult) -> str:
     """The table a reviewer pastes into a mail: fits in 80 columns."""
     out = _header(res)
@@ -147,7 +202,7 @@ def render_text(res: CompareResult) -> str:
         out += [""] + _layout(_TWO_HEAD, [(r.point_text, c) for r, c in
                                           zip(res.rows, _two_side_rows(res.rows), strict=True)])
     else:
-        out += [""] + _layout(*_multi(res))
+        out += [""] + _multi_text(res)
         out += ["", "B: significantly better, W: significantly worse (rule below)"]
     out += _footer(res)
     return "\n".join(out) + "\n"
@@ -171,7 +226,7 @@ def _grouped(head: list[str], rows: Sequence[tuple[str, list[str]]]) -> list[str
     last = None
     for (p, _), line in zip(rows, table[1:], strict=True):
         if p != last:
-            out.append("  " + p)
+            out += _wrap(p, "  ", "")
             last = p
         out.append(line)
     return out
@@ -187,6 +242,7 @@ def _full_cells(r: Row) -> list[str]:
             f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)]
 
 
+@renders(CompareResult, Format.md)
 def render_md(res: CompareResult) -> str:
     """The same in Markdown, with every column (medians of each side, interval, n)."""
     head = _header(res, markdown=True)
@@ -201,14 +257,15 @@ def render_md(res: CompareResult) -> str:
     return "\n".join(out) + "\n"
 
 
-
 def row_json(r: Row) -> dict[str, Any]:
     """One row as the JSON format names it (see docs/compare.md)."""
     c = r.cmp
+    ci = interval(r)
     return {"label": r.label, "point": dict(r.point), "point_text": r.point_text,
             "metric": r.metric, "unit": r.unit, "direction": r.direction,
             "base": c.base_median, "new": c.new_median, "n_base": c.n_base, "n_new": c.n_new,
-            "ratio": json_number(c.ratio), "ci_low": json_number(c.ci_low), "ci_high": json_number(c.ci_high),
+            "ratio": json_number(c.ratio), "ci_low": ci[0] if ci else None,
+            "ci_high": ci[1] if ci else None,
             "significant": c.significant, "better": c.better,
             "base_samples": list(r.base_samples), "new_samples": list(r.new_samples),
             "base_runs": list(r.base_runs), "new_runs": list(r.new_runs)}
@@ -231,10 +288,16 @@ def render_json(res: CompareResult) -> dict[str, Any]:
             "notes": list(res.notes)}
 
 
+@renders(CompareResult, Format.json)
+def _json(res: CompareResult) -> str:
+    return json_text(render_json(res))
+
+
 CSV_FIELDS = ("label", "point", "metric", "unit", "direction", "base", "new", "n_base", "n_new",
               "ratio", "ci_low", "ci_high", "significant", "better")
 
 
+@renders(CompareResult, Format.csv)
 def render_csv(res: CompareResult) -> str:
     """One line per label, point and metric; numbers unformatted."""
     buf = io.StringIO()
@@ -250,8 +313,8 @@ def render_csv(res: CompareResult) -> str:
 def render_html(res: CompareResult, svg: str | None = None) -> str:
     """A self-contained page (no external assets): header, differences, table, plot."""
     e = html.escape
-    head = _header(res)
-    parts = [f"<h1>{e(head[0])}</h1>"]
+    title = _title(res)
+    parts = [f"<h1>{e(title)}</h1>"]
     if res.differences:
         parts.append(f"<h2>Differences besides {e(res.compared)}</h2><table><tr><th>fact</th>"
                      + "".join(f"<th>{e(s)}</th>" for s in (res.base, *res.news)) + "</tr>")
@@ -281,5 +344,22 @@ def render_html(res: CompareResult, svg: str | None = None) -> str:
              "tr.better td{background:#e4f6e4}tr.worse td{background:#fbe3e3}"
              ".plot svg{max-width:100%;height:auto}")
     return ("<!doctype html><html><head><meta charset=utf-8><title>"
-            f"{e(head[0])}</title><style>{style}</style></head><body>"
+            f"{e(title)}</title><style>{style}</style></head><body>"
             + "\n".join(parts) + "</body></html>\n")
+
+
+@renders(CompareResult, Format.html)
+def _html(res: CompareResult) -> str:
+    return render_html(res, to_svg(figure(res)))
+
+
+def figure(res: CompareResult) -> Figure:
+    """New/base per point and metric with interval whiskers (`plot compare`, the HTML page)."""
+    bars = []
+    for r in res.rows:
+        ci = interval(r)
+        bars.append(CompareBar(point=r.point_text, metric=short_metric(r.metric), label=r.label,
+                               ratio=r.cmp.ratio, ci_low=ci[0] if ci else None,
+                               ci_high=ci[1] if ci else None, significant=r.cmp.significant,
+                               better=r.cmp.better))
+    return compare_figure(bars, title=_sides(res))

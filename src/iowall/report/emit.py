@@ -8,7 +8,9 @@ format is one function in one module. Every JSON document carries ``schema_versi
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, TypeVar
@@ -93,7 +95,29 @@ def write(text: str, output: str | None, *, what: str = "report") -> None:
         sys.stdout.flush()
         return
     write_text(output, text, what=what)
-    print(f"wrote {output}", file=sys.stderr)
+    wrote(output)
+
+
+def wrote(path: str) -> None:
+    """Say on stderr that ``path`` is written (stdout stays the data's)."""
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def write_bytes(path: str, data: bytes, *, what: str = "file") -> None:
+    """``data`` to ``path`` whole or not at all (a temporary file beside it, renamed over it);
+    a UserError naming ``what`` when it cannot be written."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".iowall-", suffix=".tmp",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise UserError(f"cannot write {what} {path}: {e.strerror or e}") from None
 
 
 def json_text(doc: Mapping[str, Any] | list[Any]) -> str:

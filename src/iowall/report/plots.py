@@ -12,19 +12,23 @@ import io
 import math
 import os
 import re
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ..analysis.scaling import UslFit, usl
 from ..errors import UserError
 from ..model import Run, Series
+from .emit import write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..analysis.scaling import UslFit
 
 #: Colours of a compare bar: significant and better, significant and worse, neither.
 BETTER = "#2e7d32"
@@ -39,6 +43,10 @@ FORMATS = (".png", ".svg")
 RATE_UNITS = ("B/s", "bytes_per_s")
 SIZE_UNITS = ("B", "bytes")
 _PER_CPU = re.compile(r"^cpu\d+_")
+#: Point texts up to this long sit beside each bar; longer ones head their block of bars.
+MAX_TICK_POINT = 24
+#: A point heading wraps at this many characters.
+HEADING_CHARS = 110
 
 
 @dataclass(frozen=True)
@@ -56,14 +64,15 @@ class ScalingCurve:
 
 @dataclass(frozen=True)
 class CompareBar:
-    """One new/base ratio of a metric at a point with its interval and verdict."""
+    """One new/base ratio of a metric at a point with its interval (None when unbounded: a
+    side with one run) and verdict."""
 
     point: str
     metric: str
     label: str
     ratio: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None
+    ci_high: float | None
     significant: bool
     better: bool | None
 
@@ -108,9 +117,6 @@ def scaling_figure(curves: Sequence[ScalingCurve], *, title: str, ylabel: str,
     reference from the first (smallest-N) point, the fitted Universal Scalability Law
     X(N) = λN / (1 + σ(N−1) + κN(N−1)) on a fine grid, and its peak N* = sqrt((1−σ)/κ) when
     it lies within twice the measured range. ``unit`` "B/s" shows binary prefixes."""
-    import numpy as np
-
-    from ..analysis.scaling import usl
 
     if not curves:
         raise UserError("nothing to plot: no scaling curves")
@@ -175,48 +181,91 @@ def bar_color(bar: CompareBar) -> str:
     return BETTER if bar.better else WORSE
 
 
+def _compare_rows(bars: Sequence[CompareBar]) -> list[tuple[str, str, CompareBar | None]]:
+    """Rows top to bottom as ``(kind, text, bar)``: ``label`` (a block per new side when
+    there are several), ``point`` (a heading over its metrics when point texts are too long
+    to sit beside each bar) and ``bar``."""
+    labels = list(dict.fromkeys(b.label for b in bars))
+    headings = max(len(b.point) for b in bars) > MAX_TICK_POINT
+    rows: list[tuple[str, str, CompareBar | None]] = []
+    for lab in labels:
+        if len(labels) > 1:
+            rows.append(("label", lab, None))
+        mine = [b for b in bars if b.label == lab]
+        if not headings:
+            rows += [("bar", f"{b.point}  {b.metric}", b) for b in mine]
+            continue
+        for point in dict.fromkeys(b.point for b in mine):
+            rows.append(("point", "\n".join(textwrap.wrap(point, HEADING_CHARS)) or point, None))
+            rows += [("bar", b.metric, b) for b in mine if b.point == point]
+    return rows
+
+
 def compare_figure(bars: Sequence[CompareBar], *, title: str) -> Figure:
     """Horizontal bars of new/base ratio per point × metric, drawn from 1.0, with whiskers
-    for the interval and colour by verdict; one block per label when there are several."""
+    for the interval (none when a side has one run: ``ci_low`` None) and colour by verdict;
+    one block per label when there are several. Long point texts become headings over their
+    metrics, so that the bars keep the width; the x axis is the change in percent."""
     from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     if not bars:
         raise UserError("nothing to plot: no comparisons")
-    labels = list(dict.fromkeys(b.label for b in bars))
-    rows: list[tuple[str, CompareBar | None]] = []  # top to bottom; None is a block title
-    for lab in labels:
-        if len(labels) > 1:
-            rows.append((lab, None))
-        rows += [(f"{b.point}  {b.metric}", b) for b in bars if b.label == lab]
-    fig = _figure(9.0, 1.4 + 0.32 * len(rows))
+    rows = _compare_rows(bars)
+    heights = [0.45 * (text.count("\n") + 1) + 0.35 if kind == "point" else 1.0
+               for kind, text, _ in rows]
+    fig = _figure(9.0, 1.6 + 0.32 * sum(heights))
     ax = fig.add_subplot()
-    ys = list(range(len(rows)))[::-1]
+    top = sum(heights)
+    ys: list[float] = []
+    for h in heights:
+        top -= h
+        ys.append(top + h / 2)
     k = 0
-    for y, (text, bar) in zip(ys, rows, strict=True):
-        if bar is None:
+    xs = [1.0]
+    ticks: list[tuple[float, str]] = []
+    for y, (kind, text, bar) in zip(ys, rows, strict=True):
+        if kind == "label":
             ax.text(-0.01, y, text, transform=ax.get_yaxis_transform(), ha="right",
                     va="center", fontweight="bold", fontsize=9)
             ax.axhline(y + 0.5, color="#cccccc", linewidth=0.8)
+            ticks.append((y, ""))
             continue
+        if kind == "point":
+            ax.text(0.005, y, text, transform=ax.get_yaxis_transform(), ha="left",
+                    va="center", fontsize=7.5, color="#333333",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
+            continue
+        assert bar is not None
+        ticks.append((y, text))
         rect = ax.barh([y], [bar.ratio - 1.0], left=1.0, height=0.6,
                        color=bar_color(bar)).patches[0]
         rect.set_gid(_gid(f"bar-{k}"))
-        lo, hi = min(bar.ci_low, bar.ratio), max(bar.ci_high, bar.ratio)
-        ax.errorbar([bar.ratio], [y], xerr=[[bar.ratio - lo], [hi - bar.ratio]], fmt="none",
-                    ecolor="black", capsize=3, linewidth=1)
-        ax.annotate(f"{(bar.ratio - 1.0) * 100:+.1f}%", (hi, y), textcoords="offset points",
-                    xytext=(4, 0), va="center", fontsize=7)
+        hi = bar.ratio
+        if bar.ci_low is not None and bar.ci_high is not None:
+            lo, hi = min(bar.ci_low, bar.ratio), max(bar.ci_high, bar.ratio)
+            ax.errorbar([bar.ratio], [y], xerr=[[bar.ratio - lo], [hi - bar.ratio]],
+                        fmt="none", ecolor="black", capsize=3, linewidth=1)
+            xs += [lo, hi]
+        xs.append(bar.ratio)
+        ax.annotate(f"{(bar.ratio - 1.0) * 100:+.1f}%", (max(hi, bar.ratio, 1.0), y),
+                    textcoords="offset points", xytext=(4, 0), va="center", fontsize=7)
         k += 1
     ax.axvline(1.0, color="black", linewidth=1)
-    ax.set_yticks(ys, [t if b is not None else "" for t, b in rows], fontsize=8)
+    ax.set_yticks([y for y, _ in ticks], [t for _, t in ticks], fontsize=8)
     ax.tick_params(axis="y", length=0)
-    ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel("new / base")
+    ax.set_ylim(0, sum(heights))
+    lo_x, hi_x = min(xs), max(xs)
+    pad = max(hi_x - lo_x, 0.02) * 0.12
+    ax.set_xlim(lo_x - pad, hi_x + 1.5 * pad)  # room on the right for the labels
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=7))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{(v - 1.0) * 100:+.0f}%"))
+    ax.set_xlabel("change, new / base − 1 (whiskers: 95% interval; none with one run a side)")
     ax.set_title(title)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(handles=[Patch(color=BETTER, label="better"), Patch(color=WORSE, label="worse"),
                        Patch(color=NEUTRAL, label="not significant")],
-              fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+              fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, frameon=False)
     return fig
 
 
@@ -309,12 +358,11 @@ def _savefig(fig: Figure, target: Any, fmt: str) -> None:
 
 
 def save(fig: Figure, path: str) -> None:
-    """Write ``fig`` to ``path`` as PNG or SVG (from the extension)."""
+    """Write ``fig`` to ``path`` as PNG or SVG (from the extension), atomically."""
     fmt = check_path(path)
-    try:
-        _savefig(fig, path, fmt)
-    except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from e
+    buf = io.BytesIO()
+    _savefig(fig, buf, fmt)
+    write_bytes(path, buf.getvalue(), what="figure")
 
 
 def to_svg(fig: Figure) -> str:

@@ -1,14 +1,26 @@
-"""One run as text: what ran, where, what it measured, what raw data is kept."""
+"""Runs as a reader wants them: one run whole (`show`), a list of runs (`runs`), and why a run
+is where it is (`explain`); text, JSON and CSV. Values are shown in the unit a kernel list
+reads them in: bandwidth in MiB/s, latency in ms/us, shares in percent."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from ..analysis.explain import Verdict, sentences, to_json
 from ..model import Run
-from ..units import fmt_bytes, fmt_metric
+from ..units import fmt_bytes, fmt_rate
+from .emit import Format, json_text, renders
+from .plots import RATE_UNITS, SIZE_UNITS, binary_scale
 from .table import text_table
 
 SPARK = "▁▂▃▄▅▆▇█"
+#: Units that are a fraction of one, shown as percent.
+SHARE_UNITS = ("share",)
 
 
 def sparkline(values: list[float], width: int = 40) -> str:
@@ -21,6 +33,41 @@ def sparkline(values: list[float], width: int = 40) -> str:
     lo, hi = min(values), max(values)
     span = hi - lo or 1.0
     return "".join(SPARK[min(7, int((v - lo) / span * 7.999))] for v in values)
+
+
+def unit_scale(unit: str, peak: float) -> tuple[float, str]:
+    """Factor and unit label to show values of ``unit`` up to ``peak``: bytes with a binary
+    prefix (MiB/s, GiB), seconds as s/ms/us, shares as %, ``_per_s`` as ``/s``."""
+    peak = abs(peak)
+    if unit in RATE_UNITS or unit in SIZE_UNITS:
+        div, label = binary_scale(unit, peak)
+        return 1.0 / div, label
+    if unit in SHARE_UNITS:
+        return 100.0, "%"
+    if unit == "s":
+        if peak >= 1 or peak == 0:
+            return 1.0, "s"
+        return (1e3, "ms") if peak >= 1e-3 else (1e6, "us")
+    return 1.0, unit.replace("_per_s", "/s")
+
+
+def fmt_value(value: float, unit: str) -> str:
+    """One value in its best unit, four significant digits: ``28.7 ms``, ``1077 MiB/s``."""
+    factor, label = unit_scale(unit, value)
+    return f"{value * factor:.4g} {label}".strip()
+
+
+def fmt_range(values: Sequence[float], unit: str) -> str:
+    """``lo..hi UNIT``, both ends in the unit the larger one is best shown in (an end below
+    a thousandth of the other reads 0, not ``3.81e-05``)."""
+    lo, hi = min(values), max(values)
+    top = max(abs(lo), abs(hi))
+    factor, label = unit_scale(unit, top)
+
+    def end(v: float) -> str:
+        return "0" if abs(v) < top * 1e-3 else f"{v * factor:.3g}"
+
+    return f"{end(lo)}..{end(hi)} {label}".strip()
 
 
 def render_run(r: Run) -> str:
@@ -43,14 +90,14 @@ def render_run(r: Run) -> str:
         out.append("sysctls   " + " ".join(f"{k.removeprefix('vm.')}={v}"
                                            for k, v in sysctls.items() if v not in ("", "0")))
     out += ["", "metrics", text_table(["name", "value"], [
-        [m.name, fmt_metric(m.value, m.unit, precise=True)] for m in r.metrics])]
+        [m.name, fmt_value(m.value, m.unit)] for m in r.metrics])]
     if r.series:
         out += ["", "series"]
         rows = []
         for s in r.series:
             vals = [v for _, v in s.samples]
             rows.append([f"{s.probe}.{s.name}", sparkline(vals),
-                         f"{min(vals):.3g}..{max(vals):.3g} {s.unit}" if vals else ""])
+                         fmt_range(vals, s.unit) if vals else ""])
         out.append(text_table(["series", "", "range"], rows, left=2))
     if r.notes:
         out += ["", "notes"] + [f"  - {n}" for n in r.notes]
@@ -58,3 +105,111 @@ def render_run(r: Run) -> str:
         out += ["", "raw (iowall show RUN --raw NAME)"] + [
             f"  {a.name}  {a.content_type}  {len(a.body)} bytes" for a in r.artifacts]
     return "\n".join(out) + "\n"
+
+
+def run_json(r: Run, *, full: bool = False) -> dict[str, Any]:
+    """A run as JSON (the shape `runs --format json` and `show --format json` print)."""
+    doc: dict[str, Any] = {
+        "id": r.id, "label": r.label, "recipe": r.point.recipe, "point": dict(r.point.params),
+        "status": r.status, "batch": r.batch, "repeat_index": r.repeat_index,
+        "started_at": r.started_at, "finished_at": r.finished_at,
+        "kernel": r.env.get("kernel"), "host": (r.env.get("host") or {}).get("hostname"),
+        "fingerprint": r.fingerprint(),
+        "metrics": {m.name: {"value": m.value, "unit": m.unit, "direction": m.direction}
+                    for m in r.metrics},
+        "error": r.error, "notes": list(r.notes),
+    }
+    if full:
+        doc.update(env=dict(r.env), bed=dict(r.bed),
+                   artifacts=[{"name": a.name, "content_type": a.content_type,
+                               "bytes": len(a.body)} for a in r.artifacts],
+                   series=[{"probe": s.probe, "name": s.name, "unit": s.unit,
+                            "samples": len(s.samples)} for s in r.series])
+    return doc
+
+
+@renders(Run, Format.text)
+def _run_text(r: Run) -> str:
+    return render_run(r)
+
+
+@renders(Run, Format.json)
+def _run_json(r: Run) -> str:
+    return json_text(run_json(r, full=True))
+
+
+# ------------------------------------------------------------------------------ runs
+
+
+@dataclass(frozen=True)
+class RunList:
+    """Stored runs, oldest first, each with the one-line result `runs` shows for it."""
+
+    runs: tuple[Run, ...]
+    results: tuple[str, ...]
+
+
+@renders(RunList, Format.text)
+def _runs_text(rl: RunList) -> str:
+    if not rl.runs:
+        return "no runs\n"
+    rows = [[str(r.id), dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M:%S"),
+             r.label, r.point.recipe, r.status, r.point.describe(), res]
+            for r, res in zip(rl.runs, rl.results, strict=True)]
+    return text_table(["id", "started", "label", "recipe", "status", "point", "result"],
+                      rows, left=6, indent=0) + "\n"
+
+
+@renders(RunList, Format.json)
+def _runs_json(rl: RunList) -> str:
+    return json_text({"runs": [run_json(r) for r in rl.runs]})
+
+
+#: The columns of `runs --format csv` before one column per metric.
+RUN_CSV_FIELDS = ("id", "uuid", "started_at", "finished_at", "label", "recipe", "status",
+                  "batch", "repeat_index", "kernel", "host", "fingerprint", "point")
+
+
+@renders(RunList, Format.csv)
+def runs_csv(rl: RunList) -> str:
+    """A header line, then one line per run: its fields, then every metric any of the runs
+    has, one column each (empty where a run lacks it); numbers unformatted."""
+    names = list(dict.fromkeys(m.name for r in rl.runs for m in r.metrics))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*RUN_CSV_FIELDS, *names])
+    for r in rl.runs:
+        d = run_json(r)
+        d.update(uuid=r.uuid, point=r.point.describe())
+        mets = {m.name: m.value for m in r.metrics}
+        w.writerow([*("" if d[k] is None else d[k] for k in RUN_CSV_FIELDS),
+                    *(repr(mets[n]) if n in mets else "" for n in names)])
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------ explain
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a run is where it is: the verdicts of the rules that fire, its throughput (None
+    when it has none) and the probes it could not use (``{"probe", "reason"}``)."""
+
+    run: Run
+    verdicts: tuple[Verdict, ...]
+    throughput_bytes_per_s: float | None
+    skipped: tuple[Mapping[str, Any], ...]
+
+
+@renders(Explanation, Format.text)
+def _explanation_text(e: Explanation) -> str:
+    tp = e.throughput_bytes_per_s
+    out = [f"run {e.run.id}: {e.run.point.describe()}" + (f", {fmt_rate(tp)}" if tp else "")]
+    out += [f"  - {s}" for s in sentences(e.verdicts)]
+    out += [f"  (probe {sk['probe']} skipped: {sk['reason']})" for sk in e.skipped]
+    return "\n".join(out) + "\n"
+
+
+@renders(Explanation, Format.json)
+def _explanation_json(e: Explanation) -> str:
+    return json_text(to_json(e.run.id, e.verdicts, [dict(s) for s in e.skipped]))

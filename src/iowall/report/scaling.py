@@ -9,16 +9,24 @@ import io
 import math
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.scaling import UslFit
 from ..analysis.sweep import Curve, Scaling, SideBySide, SideEntry
+from ..errors import UserError
 from ..units import fmt_rate, json_number
+from .emit import Format, json_text, renders
+from .plots import ScalingCurve, scaling_figure
 from .table import md_table, text_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SCHEMA_VERSION = 1
 WIDTH = 80
 USL = "X(N) = λN / (1 + σ(N−1) + κN(N−1))"
+#: More curves than this make a figure nobody can read.
+MAX_PLOT_CURVES = 6
 
 
 # ------------------------------------------------------------------------------ numbers
@@ -189,6 +197,7 @@ def _side_notes(s: SideBySide, common: Sequence[str] = ()) -> list[str]:
 # ------------------------------------------------------------------------------ formats
 
 
+@renders(Scaling, Format.text)
 def render_text(sc: Scaling) -> str:
     """Every curve as a table with its knee and fit, then the labels side by side."""
     out = [f"iowall scaling — knee: first N with efficiency < {sc.knee_threshold:.2f}; "
@@ -215,6 +224,7 @@ def render_text(sc: Scaling) -> str:
     return "\n".join(out) + "\n"
 
 
+@renders(Scaling, Format.md)
 def render_md(sc: Scaling) -> str:
     """The same in Markdown."""
     out = ["# iowall scaling", "",
@@ -245,7 +255,6 @@ def render_md(sc: Scaling) -> str:
         if notes:
             out += [""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
-
 
 
 def _ci(ci: tuple[float, float]) -> list[float | None]:
@@ -287,6 +296,11 @@ def render_json(sc: Scaling) -> dict[str, Any]:
                              for s in sc.side_by_side]}
 
 
+@renders(Scaling, Format.json)
+def _json(sc: Scaling) -> str:
+    return json_text(render_json(sc))
+
+
 CSV_HEADERS = ("label", "recipe", "group", "axis", "metric", "unit", "n", "median", "low",
                "high", "runs", "efficiency", "per_thread", "knee", "sigma", "sigma_low",
                "sigma_high", "kappa", "kappa_low", "kappa_high", "n_star", "x_peak", "r2",
@@ -297,6 +311,7 @@ def _c(x: float | None) -> str:
     return "" if x is None else repr(float(x))
 
 
+@renders(Scaling, Format.csv)
 def render_csv(sc: Scaling) -> str:
     """One row per curve and N; the curve's knee and fit repeated on each of its rows."""
     buf = io.StringIO()
@@ -313,3 +328,27 @@ def render_csv(sc: Scaling) -> str:
                         _c(c.efficiency[i]) if c.efficiency else "", _c(c.per_thread[i]),
                         "" if c.knee is None else c.knee, *fit, c.fit_note])
     return buf.getvalue()
+
+
+def figure(curves: Sequence[Curve]) -> Figure:
+    """The curves (one unit, a readable number) with their USL fits; a UserError naming the
+    metrics to pick from when they are in several units or too many for one figure."""
+    units = sorted({c.unit for c in curves})
+    metrics = list(dict.fromkeys(c.metric for c in curves))
+    if len(units) > 1 or len(curves) > MAX_PLOT_CURVES:
+        why = (f"the curves are in different units ({', '.join(units)})" if len(units) > 1
+               else f"{len(curves)} curves are too many for one figure")
+        raise UserError(f"--plot: {why}; pass --metric (one of {', '.join(metrics)}) or "
+                        "narrow the selection")
+    recipes = {c.recipe for c in curves}
+
+    def name(c: Curve) -> str:
+        group = c.group.split(" ", 1)[1] if len(recipes) == 1 and " " in c.group else c.group
+        return f"{group} [{c.label}]"
+
+    axes = "/".join(sorted({c.axis for c in curves}))
+    return scaling_figure(
+        [ScalingCurve(label=name(c), n=c.n, x=c.median, x_low=c.low, x_high=c.high, fit=c.fit)
+         for c in curves],
+        title=f"{', '.join(sorted(recipes))}: {', '.join(metrics)}", ylabel="throughput",
+        xlabel=f"{axes} (N)", unit=units[0])

@@ -18,14 +18,16 @@ import sys
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.exc import IntegrityError
 
 from ..atomic import write_text
 from ..errors import UserError
-from ..model import MEASURED_STATUSES, Artifact, Metric, Point, Run, Series, fingerprint
-from .db import RunFilter, Store
+from ..model import Artifact, Metric, Point, Run, Series, fingerprint
+from .db import Store, is_unique_violation
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
@@ -366,8 +368,6 @@ def _run_doc(run: Run) -> Doc:
 
 
 def _iowall_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("iowall")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -403,39 +403,6 @@ def write_bundle(runs: Sequence[Run], path: str, *, source: Mapping[str, Any] | 
 # Export and import
 
 
-def collect_runs(store: Store | None, selections: Sequence[str], *,
-                 measured_only: bool = False) -> list[Run]:
-    """Whole runs (series and artifacts) named by ``selections`` (none = every stored run), in
-    the order named, each once. A selection may be a bundle file: its runs pass through."""
-    from ..selection import load, parse_selection
-
-    picked: list[tuple[bool, Run]] = []  # (from the store?, run)
-    if not selections:
-        if store is None:
-            raise UserError("export needs a store or a selection")
-        runs = [r for r in store.runs(RunFilter(), with_series=True)
-                if not measured_only or r.status in MEASURED_STATUSES]
-        if not runs:
-            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
-                            f"{store.url}")
-        picked = [(True, r) for r in runs]
-    for text in selections:
-        sel = parse_selection(text)
-        picked += [(sel.bundle is None, r)
-                   for r in load(store, sel, measured_only=measured_only, with_series=True)]
-    out: list[tuple[bool, Run]] = []
-    seen: set[str] = set()
-    for from_store, r in picked:
-        key = run_uuid(r)
-        if key not in seen:
-            seen.add(key)
-            out.append((from_store, r))
-    ids = [r.id for s, r in out if s and r.id is not None]
-    arts = store.artifacts_of(ids) if store is not None and ids else {}
-    return [replace(r, artifacts=arts.get(r.id, ())) if s and r.id is not None else r
-            for s, r in out]
-
-
 def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
     """Split ``runs`` into those to add and those already present (same uuid in the store,
     or earlier in ``runs``)."""
@@ -455,12 +422,14 @@ def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]
 def import_runs(store: Store, runs: Sequence[Run]) -> tuple[int, int]:
     """Add the runs whose uuid the store lacks, in one transaction (all or none), under new
     store ids; returns (added, skipped as already present). Running it twice adds nothing."""
-    from sqlalchemy.exc import IntegrityError
-
     new, present = plan_import(store, runs)
     try:
         store.add_runs([replace(r, id=None) for r in new])
-    except IntegrityError:
-        raise UserError(f"import into {store.url}: some of these runs were added by someone "
-                        "else meanwhile; nothing was imported, run the import again") from None
+    except IntegrityError as e:
+        if is_unique_violation(e):
+            raise UserError(f"import into {store.url}: some of these runs were added by someone "
+                            "else meanwhile; nothing was imported, run the import again") from None
+        what = str(getattr(e, "orig", e)).splitlines()[0]
+        raise UserError(f"import into {store.url}: the store refused a run ({what}); nothing "
+                        "was imported") from None
     return len(new), len(present)

@@ -4,25 +4,39 @@ kept current by Alembic migrations run on open."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid as uuidlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, select
+from sqlalchemy import Connection, Engine, create_engine, event, func, literal_column, or_, select
 
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
-from ..paths import default_db_url
+from ..paths import db_url, default_db_url
 from . import schema as t
 
 _MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
 
 
+#: What may follow a kernel selector in a release it matches: ``6.18`` matches ``6.18.44``,
+#: ``6.18-rc1`` and ``6.18+``, never ``6.180``.
+KERNEL_SEPARATORS = (".", "-", "+", "_", "~")
+
+
+def kernel_matches(release: str, selector: str) -> bool:
+    """Whether ``release`` (``uname -r``) is ``selector`` or starts with it followed by a
+    separator (KERNEL_SEPARATORS)."""
+    return release == selector or any(release.startswith(selector + sep)
+                                      for sep in KERNEL_SEPARATORS)
+
+
 @dataclass(frozen=True)
 class RunFilter:
-    """Which runs to list: every field set must match; ``ids`` overrides the rest."""
+    """Which runs to list: every field set must match; ``ids`` overrides the rest. ``kernel``
+    matches by release prefix (``kernel_matches``); ``limit`` keeps the last N (0: none)."""
 
     ids: Sequence[int] = ()
     label: str | None = None
@@ -38,7 +52,7 @@ class Store:
     """Runs, their metrics, raw artifacts and series, in one database."""
 
     def __init__(self, url: str | None = None) -> None:
-        self.url = url or default_db_url()
+        self.url = db_url(url) if url else default_db_url()
         try:
             self.engine: Engine = create_engine(self.url, future=True)
         except Exception as e:  # bad URL syntax, missing driver
@@ -87,10 +101,16 @@ class Store:
             bed_json=json.dumps(run.bed, sort_keys=True, default=str),
             error=run.error, notes_json=json.dumps(list(run.notes)),
         )).inserted_primary_key[0]  # type: ignore[index]
-        if run.metrics:
+        nan = [m for m in run.metrics if conn.dialect.name == "sqlite" and math.isnan(m.value)]
+        numbers = [m for m in run.metrics if m not in nan]
+        if numbers:
             conn.execute(t.metrics.insert(), [
                 {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,
-                 "direction": m.direction} for m in run.metrics])
+                 "direction": m.direction} for m in numbers])
+        for m in nan:  # as text, past the column type's float(), which SQLite would keep as NULL
+            conn.execute(t.metrics.insert().values(
+                run_id=rid, name=m.name, value=literal_column(f"'{SQLITE_NAN}'"), unit=m.unit,
+                direction=m.direction))
         if run.artifacts:
             conn.execute(t.artifacts.insert(), [
                 {"run_id": rid, "name": a.name, "content_type": a.content_type,
@@ -107,22 +127,28 @@ class Store:
         q = select(t.runs).order_by(t.runs.c.id)
         if flt.ids:
             q = q.where(t.runs.c.id.in_(list(flt.ids)))
-        for col in ("label", "recipe", "batch", "status", "host", "kernel"):
+        for col in ("label", "recipe", "batch", "status", "host"):
             v = getattr(flt, col)
             if v is not None:
                 q = q.where(getattr(t.runs.c, col) == v)
-        if flt.limit:
+        if flt.kernel is not None:
+            k = t.runs.c.kernel
+            q = q.where(or_(k == flt.kernel, *(k.startswith(flt.kernel + sep, autoescape=True)
+                                               for sep in KERNEL_SEPARATORS)))
+        if flt.limit is not None and flt.limit < 0:
+            raise UserError(f"keep the last {flt.limit} runs? give 0 or more")
+        if flt.limit is not None:
             q = q.order_by(None).order_by(t.runs.c.id.desc()).limit(flt.limit)
         with self.engine.connect() as conn:
             rows = list(conn.execute(q).mappings())
-            if flt.limit:
+            if flt.limit is not None:
                 rows.reverse()
             ids = [r["id"] for r in rows]
             mets: dict[int, list[Metric]] = {i: [] for i in ids}
             for chunk in _chunks(ids, 500):
                 for m in conn.execute(select(t.metrics).where(t.metrics.c.run_id.in_(chunk))
                                       .order_by(t.metrics.c.run_id, t.metrics.c.name)):
-                    mets[m.run_id].append(Metric(m.name, m.value, m.unit, m.direction))
+                    mets[m.run_id].append(Metric(m.name, float(m.value), m.unit, m.direction))
             sers: dict[int, list[Series]] = {i: [] for i in ids}
             if with_series:
                 for chunk in _chunks(ids, 500):
@@ -180,6 +206,20 @@ class Store:
         with self.engine.connect() as conn:
             q = select(t.runs.c.label, func.min(t.runs.c.id)).group_by(t.runs.c.label)
             return [r[0] for r in sorted(conn.execute(q), key=lambda r: r[1])]
+
+
+#: How SQLite keeps a NaN metric: it stores a NaN float as NULL, which the NOT NULL value
+#: column refuses; the text ``NaN`` keeps its meaning and reads back through ``float()``.
+SQLITE_NAN = "NaN"
+
+
+def is_unique_violation(e: Exception) -> bool:
+    """Whether a database error is a uniqueness conflict (a row someone else inserted),
+    not another constraint (NOT NULL, a foreign key, a check)."""
+    orig = getattr(e, "orig", e)
+    if getattr(orig, "sqlstate", None) == "23505":  # PostgreSQL unique_violation
+        return True
+    return "UNIQUE constraint failed" in str(orig)  # SQLite
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:

@@ -24,6 +24,8 @@ MIN_FIO = (3, 16)
 DIRECTIONS = ("read", "write", "trim")
 #: fio's averaging window for the bandwidth logs, ms (the probes' default interval).
 BW_LOG_MS = 1000
+#: The bandwidth logs' name, relative to the directory fio runs in (``iowall_bw.N.log``).
+BW_LOG_PREFIX = "iowall"
 
 
 def fio_version() -> tuple[int, ...]:
@@ -89,32 +91,44 @@ class FioResult:
                 Artifact("job.fio", "text/plain", self.jobfile))
 
 
+def with_bw_logs(job: JobFile | str, bw_log_ms: int) -> str:
+    """The text of ``job`` with its bandwidth-log options written in it (a ``[global]``
+    section ahead of a user's text): every job logs its bandwidth averaged over ``bw_log_ms``
+    (0: no log) to ``BW_LOG_PREFIX_bw.N.log`` in the directory fio runs in."""
+    logs = {"write_bw_log": BW_LOG_PREFIX, "log_avg_msec": bw_log_ms,
+            "log_unix_epoch": 1} if bw_log_ms > 0 else {}
+    if isinstance(job, JobFile):
+        return JobFile({**job.global_options, **logs}, job.sections).render()
+    if not logs:
+        return job
+    return JobFile(logs, ()).render() + "\n" + job
+
+
 def run_fio(job: JobFile | str, *, timeout: float | None = None,
             bw_log_ms: int = BW_LOG_MS) -> FioResult:
     """Run fio on a job file (ours or a user's text) with JSON output; parse it into metrics.
 
     fio writes its JSON to a file (``--output``) so that warnings on stdout cannot corrupt it.
-    Every job also writes a bandwidth log averaged over ``bw_log_ms`` (0: none), given on
-    the command line so the job file stays as written; the logs become the result's series.
+    Every job also writes a bandwidth log averaged over ``bw_log_ms`` (0: none), asked for in
+    the job file itself (``with_bw_logs``), which fio reads in a scratch directory where the
+    logs land; the logs become the result's series. The job file kept with the run is the
+    one fio ran: ``fio job.fio`` in any directory reproduces the point (output format aside).
     """
-    text = job.render() if isinstance(job, JobFile) else job
+    text = with_bw_logs(job, bw_log_ms)
     with tempfile.TemporaryDirectory(prefix="iowall-fio-") as tmp:
         jf = os.path.join(tmp, "job.fio")
         out = os.path.join(tmp, "out.json")
-        prefix = os.path.join(tmp, "log")
         with open(jf, "w") as f:
             f.write(text)
-        logging = [f"--write_bw_log={prefix}", f"--log_avg_msec={bw_log_ms}",
-                   "--log_unix_epoch=1"] if bw_log_ms > 0 else []
         launched_ms = time.time() * 1000.0
-        res = run_child(["fio", "--output-format=json", f"--output={out}", *logging, jf],
+        res = run_child(["fio", "--output-format=json", f"--output={out}", jf], cwd=tmp,
                         timeout=timeout)
         try:
             with open(out) as f:
                 body = f.read()
         except OSError:
             body = ""
-        logs = _read_logs(prefix) if bw_log_ms > 0 else []
+        logs = _read_logs(os.path.join(tmp, BW_LOG_PREFIX)) if bw_log_ms > 0 else []
     raw = _parse_json(body)
     err = (res.stderr or res.stdout).strip().splitlines()
     detail = next((e for e in err if "error" in e.lower() or "fio:" in e), err[-1] if err else "")
