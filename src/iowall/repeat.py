@@ -15,14 +15,12 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .analysis.decide import DecisionState, decision_state, median_ci
 from .errors import UserError
 from .model import MEASURED_STATUSES, Metric, Run, primary_metric
 from .units import json_number
-
-if TYPE_CHECKING:  # scipy loads slowly: the statistics are imported when first needed
-    from .analysis.decide import DecisionState
 
 #: The most runs ``auto`` makes of one point unless ``auto:MAX`` says otherwise.
 AUTO_MAX = 10
@@ -153,8 +151,6 @@ def _sample(run: Run, key_metric: KeyMetric) -> tuple[float | None, str]:
 
 def min_runs(confidence: float = CONFIDENCE) -> int:
     """The fewest runs whose order-statistic interval of the median is bounded (6 at 95%)."""
-    from .analysis.decide import median_ci
-
     n = 1
     while math.isinf(median_ci([float(i) for i in range(n)], confidence)[0]):
         n += 1
@@ -167,8 +163,6 @@ def point_state(samples: Sequence[float], runs: int, policy: RepeatPolicy) -> De
     Method: ``decision_state`` (exact order-statistic interval of the median within
     ±target). A fixed policy stops at its count whatever the interval; ``auto`` stops when
     decided or at its maximum. Runs without a sample (failed) count towards the maximum."""
-    from .analysis.decide import DecisionState, decision_state
-
     cap = policy.max_runs
     if not samples:
         return DecisionState(

@@ -11,17 +11,15 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .analysis.decide import DecisionState
 from .errors import Interrupted, WorkloadError
 from .model import Artifact, Metric, Point, Run, Series, Status, primary_metric
 from .probes import ProbeSet
 from .probes.base import Probe, ProbeContext
 from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
 from .store import Store
-
-if TYPE_CHECKING:
-    from .analysis.decide import DecisionState
 
 
 @dataclass(frozen=True)

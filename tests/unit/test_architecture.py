@@ -11,7 +11,7 @@ import grimp
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: Imports allowed inside functions: heavy libraries that would slow every CLI start-up.
-LAZY_OK = ("matplotlib", "alembic", "iowall.analysis.decide", ".analysis.decide")
+LAZY_OK = ("matplotlib", "alembic", "scipy")
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:

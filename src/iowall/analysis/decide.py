@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
 
 from .stats import _as_array, _rel, median
 
@@ -20,6 +19,7 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     so coverage is at least ``confidence`` for any continuous distribution. When no such
     k exists (n <= 5 at 95%) the interval is unbounded: (-inf, inf).
     """
+    from scipy import stats as _st  # heavy (0.8 s): imported when used
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
     arr = np.sort(_as_array(samples, "median_ci"))

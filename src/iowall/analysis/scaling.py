@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
-from scipy import stats as _st
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -165,6 +163,8 @@ def usl_fit(
     Needs at least 3 distinct N; repeats per N are used as they are. ``seed`` is
     accepted for interface stability (the method is deterministic).
     """
+    from scipy import optimize  # heavy: imported when used
+    from scipy import stats as _st  # heavy (0.8 s): imported when used
     del seed
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")

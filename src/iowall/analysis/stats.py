@@ -20,7 +20,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as _st
 
 Direction = Literal["higher", "lower"]
 FloatArray = npt.NDArray[np.float64]
@@ -242,6 +241,7 @@ def critical_value(n_base: int, n_new: int, confidence: float = 0.95) -> float:
     freedom; that multiple is interpolated linearly across confidence levels and, beyond
     12 runs a side, taken from the table's edge (it tends to 1 as n grows).
     """
+    from scipy import stats as _st  # heavy (0.8 s): imported when used
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
     if min(n_base, n_new) < 2:

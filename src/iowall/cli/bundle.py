@@ -12,8 +12,8 @@ from ..model import Run
 from ..report.emit import write, wrote
 from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
+from ..store import Store
 from ..store.bundle import import_runs, plan_import, read_bundle, redact_url, write_bundle
-from .common import open_store
 from .options import DbOpt
 
 
@@ -40,7 +40,7 @@ def export(
     """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
     texts = list(selections or [])
     needs_store = not texts or any(parse_selection(t).bundle is None for t in texts)
-    store = open_store(db) if needs_store else None
+    store = Store(db) if needs_store else None
     runs = collect_runs(store, texts, measured_only=measured_only)
     source = {"host": socket.gethostname(), "store": redact_url(store.url) if store else ""}
     n = write_bundle(runs, output, source=source)
@@ -62,7 +62,7 @@ def import_(
 ) -> None:
     """Add the runs of bundle files to the store; runs already present (same uuid) are skipped."""
     runs = [r for f in files for r in read_bundle(f)]  # every file valid before anything is written
-    store = open_store(db)
+    store = Store(db)
     if dry_run:
         new, present = plan_import(store, runs)
         known = {id(r) for r in present}

@@ -10,7 +10,7 @@ from ..analysis.compare import CompareResult, Side, compare, shared_run
 from ..errors import UserError
 from ..report.emit import emit
 from ..selection import FIELDS, load_all, parse_selection
-from .common import open_store
+from ..store import Store
 from .options import CompareMetricOpt, DbOpt, FloorOpt, OutputOpt, RunSetsArg, TableFormat, TableFormatOpt
 
 
@@ -55,7 +55,7 @@ def build(sets: list[str] | None, base: str | None, new: list[str] | None,
     if len(texts) < 2:
         raise UserError("compare needs a base and at least one new run set, e.g. "
                         "'iowall compare base patched'")
-    store = None if all(".json" in t for t in texts) else open_store(db)
+    store = None if all(".json" in t for t in texts) else Store(db)
     loaded = load_all(store, texts)
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
     shared = shared_run(sides)

@@ -10,7 +10,6 @@ from ..model import Run
 from ..report.emit import emit
 from ..report.run import Explanation
 from ..store import RunFilter, Store
-from .common import open_store
 from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 
@@ -38,7 +37,7 @@ def explain(
     db: DbOpt = None,
 ) -> None:
     """Say why a run's throughput is where it is: the rules that fire, with their numbers."""
-    store = open_store(db)
+    store = Store(db)
     run = store.get_run(run_id)
     verdicts, ctx = verdicts_for(run, store)
     emit(Explanation(run, tuple(verdicts), ctx.get("throughput_bytes_per_s"),

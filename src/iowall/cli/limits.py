@@ -14,9 +14,9 @@ from ..recipes.limits_sizing import parse_jobs
 from ..repeat import parse_repeat, parse_target
 from ..report.emit import emit
 from ..signals import interruptible
+from ..store import Store
 from ..store.reports import add_report
 from ..units import parse_size
-from .common import RichProgress, open_store
 from .options import (
     DbOpt,
     OutputOpt,
@@ -26,6 +26,7 @@ from .options import (
     ReportFormatOpt,
     TargetOpt,
 )
+from .progress import RichProgress
 
 
 def limits(
@@ -59,7 +60,7 @@ def limits(
                          jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
                          repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
                          mount_opts=mount_opts, probes=probes)
-    store = open_store(db)
+    store = Store(db)
     with exclusive("limits"), interruptible():
         journal.recover()
         report = run_limits(opts, store, RichProgress("limits"))

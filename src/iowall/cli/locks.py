@@ -12,7 +12,6 @@ from ..analysis.locks import LockComparison, join_contention
 from ..errors import UserError
 from ..report.emit import emit
 from ..store import RunFilter, Store
-from .common import open_store
 from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt
 
 SideArg = Annotated[str, typer.Argument(metavar="A|B", help="a run id or a label: A the base, "
@@ -46,7 +45,7 @@ def locks(
     db: DbOpt = None,
 ) -> None:
     """Join two lock-contention profiles by caller, with contended and wait deltas."""
-    store = open_store(db)
+    store = Store(db)
     a_rows, a_ids = contention_rows(store, a)
     b_rows, b_ids = contention_rows(store, b)
     emit(LockComparison(a, tuple(a_ids), b, tuple(b_ids),

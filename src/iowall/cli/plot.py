@@ -9,8 +9,8 @@ from ..errors import UserError
 from ..report.compare import figure as compare_figure
 from ..report.emit import wrote
 from ..report.plots import check_path, run_figure, save
+from ..store import Store
 from . import compare, scaling
-from .common import open_store
 from .options import (
     CompareMetricOpt,
     DbOpt,
@@ -31,7 +31,7 @@ plot_app = typer.Typer(no_args_is_help=True, help="Draw figures (PNG or SVG) fro
 def plot_run(run_id: RunIdArg, output: FigureOpt, db: DbOpt = None) -> None:
     """A run's time series: fio throughput, then one panel per probe and unit."""
     check_path(output)
-    run = open_store(db).get_run(run_id)
+    run = Store(db).get_run(run_id)
     if not run.series:
         raise UserError(f"run {run_id} has no time series to plot (no probes and no fio logs)")
     save(run_figure(run), output)

@@ -8,8 +8,8 @@ import typer
 
 from ..recipes.tables import reload_compare
 from ..report.emit import emit
+from ..store import Store
 from ..store.reports import get_report
-from .common import open_store
 from .options import DbOpt, OutputOpt, ReportFormat, ReportFormatOpt
 
 
@@ -22,5 +22,5 @@ def report_cmd(
     db: DbOpt = None,
 ) -> None:
     """Print a stored report again: its tables, sentences and notes as they were written."""
-    store = open_store(db)
+    store = Store(db)
     emit(reload_compare(store, get_report(store, batch)), fmt, output)

@@ -18,9 +18,8 @@ from ..repeat import parse_repeat, parse_target
 from ..report.emit import emit, json_text, write
 from ..report.recipe import report_json
 from ..signals import interruptible
-from ..store import RunFilter
+from ..store import RunFilter, Store
 from ..store.reports import add_report
-from .common import RichProgress, open_store
 from .options import (
     DbOpt,
     LabelOpt,
@@ -30,6 +29,7 @@ from .options import (
     ReportFormatOpt,
     TargetOpt,
 )
+from .progress import RichProgress
 from .runs import run_json
 
 
@@ -78,7 +78,7 @@ def run_cmd(
             if policy is None:
                 raise UserError("--target applies to --repeat auto[:MAX]: add --repeat auto")
             policy = policy.with_target(tgt)
-    store = open_store(db)
+    store = Store(db)
     with exclusive(f"run {target}"), interruptible():
         journal.recover()
         if plan is not None:

@@ -8,12 +8,11 @@ from typing import Annotated
 import typer
 
 from ..errors import UserError
-from ..model import Run
+from ..model import Run, primary_metric
 from ..report.emit import emit, write
 from ..report.run import RunList, run_json
-from ..store import RunFilter
+from ..store import RunFilter, Store
 from ..units import fmt_rate
-from .common import open_store
 from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 __all__ = ["run_json", "runs", "show"]
@@ -29,12 +28,14 @@ class Status(str, Enum):
 
 
 def _headline(r: Run) -> str:
-    """The one number that best describes a run."""
-    for name in ("write_bw_bytes_per_s", "read_bw_bytes_per_s", "memcopy_bytes_per_s"):
-        v = r.metric(name)
-        if v is not None:
-            return f"{name.split('_')[0]} {fmt_rate(v)}"
-    return ""
+    """The run's primary metric (``model.primary_metric``: what ``--repeat auto`` decides
+    on), e.g. ``write 7758MiB/s``, ``memcopy 21.3GiB/s``, ``create 24,310 files/s``."""
+    m = primary_metric(r)
+    if m is None:
+        return ""
+    if m.unit == "B/s":
+        return f"{m.name.removesuffix('_bytes_per_s').removesuffix('_bw')} {fmt_rate(m.value)}"
+    return f"{m.name.removesuffix('_files_per_s').removesuffix('_per_s')} {m.value:,.0f} {m.unit}"
 
 
 def runs(
@@ -54,7 +55,7 @@ def runs(
     db: DbOpt = None,
 ) -> None:
     """List stored runs, oldest first."""
-    found = open_store(db).runs(RunFilter(
+    found = Store(db).runs(RunFilter(
         label=label, recipe=recipe, batch=batch, status=status.value if status else None,
         host=host, kernel=kernel, limit=last))
     emit(RunList(tuple(found), tuple(_headline(r) for r in found)), fmt, output)
@@ -69,7 +70,7 @@ def show(
     db: DbOpt = None,
 ) -> None:
     """Show one run: point, metrics, environment, bed, raw artifacts and series."""
-    r = open_store(db).get_run(run_id)
+    r = Store(db).get_run(run_id)
     if raw is None:
         emit(r, fmt, output)
         return

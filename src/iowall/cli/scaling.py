@@ -13,7 +13,7 @@ from ..report.emit import emit, wrote
 from ..report.plots import check_path, save
 from ..report.scaling import figure
 from ..selection import load_all
-from .common import open_store
+from ..store import Store
 from .options import (
     DbOpt,
     KneeOpt,
@@ -32,7 +32,7 @@ def build(selections: list[str], metric: str | None, knee: float, db: str | None
     dup = next((s for i, s in enumerate(selections) if s in selections[:i]), None)
     if dup is not None:
         raise UserError(f"selection {dup!r} is given twice")
-    store = open_store(db)
+    store = Store(db)
     picked = [(sel.text, runs) for sel, runs in load_all(store, selections)]
     for text, runs in picked:
         if not analyse([(text, runs)], metric=metric, knee_at=knee).curves:

@@ -3,6 +3,7 @@ kept current by Alembic migrations run on open."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -245,6 +246,4 @@ def _run_from_row(r: Any, mets: list[Metric], sers: list[Series]) -> Run:
 
 
 def _replace(run: Run, **kw: Any) -> Run:
-    import dataclasses
-
     return dataclasses.replace(run, **kw)

@@ -1,36 +1,14 @@
-"""What several commands share: output formats, the store option, the progress bar."""
+"""The progress bar every long command shows: a rich bar with ETA on a terminal, one line per
+step otherwise (logs, CI)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..errors import UserError
 from ..runner import Progress as ProgressProtocol
-from ..store import Store
-
-FORMATS = ("text", "md", "json")
-
-
-def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
-    """A UserError for an unknown --format."""
-    if fmt not in allowed:
-        raise UserError(f"--format {fmt!r}: use one of {', '.join(allowed)}")
-    return fmt
-
-
-def open_store(db: str | None) -> Store:
-    """The store named by --db, IOWALL_DB or the default SQLite file."""
-    return Store(db)
-
-
-def print_json(doc: Any) -> None:
-    """JSON on stdout, stable key order."""
-    json.dump(doc, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
 
 
 class RichProgress(ProgressProtocol):
