@@ -47,7 +47,8 @@ def test_median_run_of_each_probed_point_is_explained() -> None:
     assert items[0]["verdicts"][0]["rule"] == "writers-throttled"
     assert not items[1]["fired"] and items[1]["skipped_probes"][0]["probe"] == "throttle"
     text = "\n".join(why_lines(items))
-    assert "Writers throttled" in text and "no rule fired: direct=1 jobs=2 rw=write (run 4)" in text
+    assert "Writers throttled" in text and "direct=1 jobs=2 rw=write (run 4):" in text
+    assert "no rule fired; nearest: " in text
     assert "probes skipped: throttle (no tracefs)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     assert why_lines([]) == []

@@ -36,12 +36,17 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         rt = run.metric(f"{d}_runtime_s")
         if rt:
             ctx["wall_s"] = rt
+        dev = run.metric(f"disk_{d}_bytes_per_s")
+        if dev:
+            ctx["device_bytes_per_s"] = dev
         good = [r for r in batch if r.status in MEASURED_STATUSES]
         direct: dict[int, list[float]] = {}
-        for r in good:
+        me = run.point.key()
+        for r in good:  # the ceiling comes from other points, never from the run's own
             q = r.point.params
             v2 = r.metric(f"{d}_bw_bytes_per_s")
-            if q.get("kind") == "fio" and q.get("direct") and q.get("rw") == d and v2:
+            if (q.get("kind") == "fio" and q.get("direct") and q.get("rw") == d and v2
+                    and r.point.key() != me):
                 direct.setdefault(int(q.get("jobs", 0)), []).append(v2)
         if direct:
             ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())
@@ -55,7 +60,28 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         wall = run.finished_at - run.started_at
         if wall > 0:
             ctx["wall_s"] = wall
+    ctx["device_physical"] = 1.0 if physical_device(str(run.bed.get("device") or "")) else 0.0
     return ctx
+
+
+#: Devices whose %util says nothing about saturation: loop, zram, RAM disks, virtual
+#: (virtio, Xen, nbd), stacked (dm, md): they complete requests in parallel or in software.
+VIRTUAL_DEVICES = ("loop", "zram", "ram", "nullb", "vd", "xvd", "nbd", "dm-", "md", "pmem")
+
+
+def physical_device(device: str) -> bool:
+    """Whether ``/dev/X`` is a physical device, on which a high %util can mean saturation."""
+    name = device.rsplit("/", 1)[-1]
+    return bool(name) and not name.startswith(VIRTUAL_DEVICES)
+
+
+def not_applicable(run: Run) -> str | None:
+    """Why explaining ``run`` makes no sense, or None: a memory-copy ceiling measures the
+    machine, not an I/O path."""
+    if run.point.params.get("kind") == "memcopy":
+        return ("not applicable: a memory-copy ceiling measures the machine's copy bandwidth, "
+                "not an I/O path")
+    return None
 
 
 def skipped_probes(run: Run) -> list[dict[str, Any]]:

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..units import fmt_rate
+from .attribution import consumers_text
 
 #: What the caller shows when no rule fires (``explain`` returns no verdict then).
 NO_RULE_FIRED = "no rule fired"
 
 #: Context keys ``explain`` understands (all optional).
 CONTEXT_KEYS = ("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "memcopy_bytes_per_s",
-                "wall_s", "jobs", "cpus")
+                "wall_s", "jobs", "cpus", "device_bytes_per_s", "device_physical")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class Rule:
     replaces: tuple[str, ...] = ()
     #: more quantities kept as evidence (beyond the conditions and the sentence's numbers).
     evidence: tuple[str, ...] = ()
+    #: a derived phrase appended to the sentence when it is known (where the CPU time went).
+    tail: str = ""
 
 
 RULES: tuple[Rule, ...] = (
@@ -90,12 +93,14 @@ RULES: tuple[Rule, ...] = (
          "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed.",
          evidence=("kswapd_cpu_share", "vm_pgscan_pages_per_s")),
     Rule("device-bound",
-         (Cond("direct_ceiling_ratio", ">=", 0.90),),
-         "Device-bound: {throughput} is {direct_ceiling_pct:.0f}% of the device's direct-I/O "
-         "ceiling ({direct_ceiling}).",
-         evidence=("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "disk_util")),
-    Rule("device-bound",
-         (Cond("disk_util", ">=", 0.90),),
+         (Cond("device_ratio", ">=", 0.90),),
+         "Device-bound: the device moved {device_rate} during the point (writeback included), "
+         "{device_pct:.0f}% of its direct-I/O ceiling measured at other points "
+         "({direct_ceiling}).",
+         evidence=("throughput_bytes_per_s", "device_bytes_per_s",
+                   "direct_ceiling_bytes_per_s", "disk_util")),
+    Rule("device-bound",  # %util is saturation only on a physical device, never on loop/zram
+         (Cond("disk_util", ">=", 0.90), Cond("device_physical", ">=", 1)),
          "Device-bound: the bed's device was busy {disk_util_pct:.0f}% of the run "
          "(average queue depth {disk_queue_depth:.1f}).",
          evidence=("disk_util_max",)),
@@ -114,13 +119,25 @@ RULES: tuple[Rule, ...] = (
          (Cond("cpu_kernel_share", ">=", 0.85),),
          "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
          "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs); idle and iowait {cpu_free_pct:.0f}%.",
-         replaces=("cpu-saturated",), evidence=("cpu_sys_share", "cpu_irq_share")),
+         replaces=("cpu-saturated",), evidence=("cpu_sys_share", "cpu_irq_share"),
+         tail="where_cpu"),
     Rule("cpu-saturated",
          (Cond("cpu_free_share", "<=", 0.05),),
          "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% "
          "in the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the "
          "machine).",
-         evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share")),
+         evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share"), tail="where_cpu"),
+    Rule("neighbours",
+         (Cond("tasks_neighbours_share", ">=", 0.20),),
+         "Other work shares the CPUs: processes outside the workload took "
+         "{neighbours_pct:.0f}% of the CPU time ({neighbours_top}).",
+         evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s")),
+    Rule("latency-bound",
+         (Cond("cpu_free_share", ">=", 0.40), Cond("device_ratio", "<=", 0.60)),
+         "Neither the CPUs nor the device: the CPUs were {cpu_free_pct:.0f}% idle or waiting "
+         "and the device moved {device_pct:.0f}% of its direct-I/O ceiling, so the wall is "
+         "latency or queue depth ({jobs:.0f} job(s)): more jobs or a deeper queue would move "
+         "it.", evidence=("cpu_idle_share", "cpu_iowait_share", "disk_util")),
 )
 
 
@@ -187,8 +204,35 @@ def _lock_top(v: Values) -> str:
     return f"the top caller waited {top:.2f} s" if top is not None else "no caller table"
 
 
+def _device_bps(v: Values) -> float | None:
+    """What the device moved per second during the point (diskstats, writeback included),
+    else the workload's own throughput."""
+    return _num(v, "device_bytes_per_s") or _num(v, "throughput_bytes_per_s")
+
+
+def _where_cpu(v: Values) -> str | None:
+    text = consumers_text(v)
+    return None if text is None else f"Where the CPU time went: {text}."
+
+
+def _neighbours_top(v: Values) -> str:
+    rows = v.get("tasks_top")
+    if isinstance(rows, Sequence):
+        names = [f"{r['comm']} {float(r['cpu_s']):.2f} s" for r in rows
+                 if isinstance(r, Mapping) and r.get("class") == "neighbours"][:3]
+        if names:
+            return "top: " + ", ".join(names)
+    return f"{_num(v, 'tasks_neighbours_cpu_s') or 0.0:.2f} CPU-seconds"
+
+
 #: Quantities computed from metrics and context, usable in conditions and sentences.
 DERIVED: dict[str, Derive] = {
+    "device_ratio": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s")),
+    "device_pct": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s"), 100.0),
+    "device_rate": lambda v: None if _device_bps(v) is None else fmt_rate(_device_bps(v) or 0.0),
+    "where_cpu": _where_cpu,
+    "neighbours_pct": _scaled("tasks_neighbours_share", 100.0),
+    "neighbours_top": _neighbours_top,
     "writer_time_s": _writer_time_s,
     "throttled_share": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v)),
     "throttled_pct": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v), 100.0),
@@ -224,23 +268,18 @@ def _round(x: Any) -> Any:
 
 
 def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
-            lock_rows: Sequence[Mapping[str, Any]] = ()) -> list[Verdict]:
+            lock_rows: Sequence[Mapping[str, Any]] = (),
+            tasks_top: Sequence[Mapping[str, Any]] = ()) -> list[Verdict]:
     """Verdicts of the rules that fire, in table order; ``[]`` when none does (the caller
     shows :data:`NO_RULE_FIRED`).
 
     ``metrics``: the run's metrics by name; ``context``: what the caller knows of the run
     (:data:`CONTEXT_KEYS`), which overrides a metric of the same name (``cpus``).
     ``lock_rows``: the ``locks`` probe's table (``lock_contention.json``) to name the top
-    callers in the lock-contention sentence.
+    callers in the lock-contention sentence; ``tasks_top``: the ``tasks`` probe's busiest
+    threads (``tasks_top.json``) to name neighbours.
     """
-    values: dict[str, Any] = {**metrics, **context}
-    if lock_rows:
-        values["lock_rows"] = list(lock_rows)
-    for name, fn in DERIVED.items():
-        if name not in values:
-            x = fn(values)
-            if x is not None:
-                values[name] = x
+    values = _values(metrics, context, lock_rows, tasks_top)
     fired: dict[str, Verdict] = {}
     dropped: set[str] = set()
     for row in RULES:
@@ -258,9 +297,83 @@ def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
                                     for k in [*nums, *fields, *row.evidence]
                                     if k in values and not isinstance(values[k], str)}
         evidence["thresholds"] = {c.key: f"{c.op} {c.threshold:g}" for c in row.when}
-        fired[row.rule] = Verdict(row.rule, row.sentence.format(**values), evidence)
+        sentence = row.sentence.format(**values)
+        if row.tail and isinstance(values.get(row.tail), str):
+            sentence += " " + values[row.tail]
+        fired[row.rule] = Verdict(row.rule, sentence, evidence)
         dropped.update(row.replaces)
     return [v for name, v in fired.items() if name not in dropped]
+
+
+def _values(metrics: Mapping[str, float], context: Mapping[str, float],
+            lock_rows: Sequence[Mapping[str, Any]] = (),
+            tasks_top: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Metrics, context and every derived quantity that can be computed from them."""
+    values: dict[str, Any] = {**metrics, **context}
+    if lock_rows:
+        values["lock_rows"] = list(lock_rows)
+    if tasks_top:
+        values["tasks_top"] = list(tasks_top)
+    for name, fn in DERIVED.items():
+        if name not in values:
+            x = fn(values)
+            if x is not None:
+                values[name] = x
+    return values
+
+
+#: How a near miss names a quantity: label and how to print a value of it.
+_LABELS: dict[str, tuple[str, str]] = {
+    "flusher_cpu_share_max": ("flusher CPU", "cpu"), "throttled_share": ("time throttled", "%"),
+    "kswapd_cpu_share": ("kswapd CPU", "cpu"), "vm_pgsteal_pages_per_s": ("pages reclaimed/s", "n"),
+    "vm_allocstall_events_per_s": ("direct reclaim/s", "n"),
+    "device_ratio": ("share of the direct ceiling", "%"), "disk_util": ("device busy", "%"),
+    "device_physical": ("a physical device", "flag"), "memcopy_ratio": ("share of memory copy", "%"),
+    "lock_wait_share": ("lock wait", "%"), "cpu_kernel_share": ("kernel CPU", "%"),
+    "cpu_free_share": ("CPU idle", "%"), "tasks_neighbours_share": ("neighbours' CPU", "%"),
+}
+
+
+def _fmt(kind: str, x: float) -> str:
+    if kind == "%":
+        return f"{100 * x:.0f}%"
+    if kind == "cpu":
+        return f"{x:.2f} CPU"
+    if kind == "flag":
+        return "yes" if x else "no"
+    return f"{x:,.0f}"
+
+
+def near_misses(metrics: Mapping[str, float], context: Mapping[str, float], fired: Sequence[str]
+                ) -> list[str]:
+    """For every rule that did not fire, its closest row: each condition's value against its
+    threshold (``kernel CPU 75%, needs >= 85%``); rows with a missing quantity are skipped."""
+    values = _values(metrics, context)
+    best: dict[str, tuple[float, str]] = {}
+    for row in RULES:
+        if row.rule in fired:
+            continue
+        nums = {c.key: _num(values, c.key) for c in row.when}
+        if any(x is None for x in nums.values()):
+            continue
+        closeness = min(_closeness(c, nums[c.key] or 0.0) for c in row.when)
+        parts = []
+        for c in row.when:
+            label, kind = _LABELS.get(c.key, (c.key, "n"))
+            parts.append(f"{label} {_fmt(kind, nums[c.key] or 0.0)}, needs {c.op} "
+                         f"{_fmt(kind, c.threshold)}")
+        if row.rule not in best or closeness > best[row.rule][0]:
+            best[row.rule] = (closeness, f"{row.rule}: " + "; ".join(parts))
+    return [text for _, text in sorted(best.values(), key=lambda x: -x[0])]
+
+
+def _closeness(c: Cond, value: float) -> float:
+    """1 when the condition holds, towards 0 the further it is from holding."""
+    if c.holds(value):
+        return 1.0
+    if c.op == ">=":
+        return max(0.0, value / c.threshold) if c.threshold > 0 else 0.0
+    return max(0.0, c.threshold / value) if value > 0 else 0.0
 
 
 def sentences(verdicts: Sequence[Verdict]) -> list[str]:

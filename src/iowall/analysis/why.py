@@ -8,32 +8,51 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import MEASURED_STATUSES, Run, primary_metric
-from .context import explain_context, representative, skipped_probes
-from .explain import explain, sentences
+from .attribution import classes
+from .context import explain_context, not_applicable, representative, skipped_probes
+from .explain import explain, near_misses, sentences
+
+
+def _artifact_json(run: Run, name: str) -> Any:
+    for a in run.artifacts:
+        if a.name == name:
+            try:
+                return json.loads(a.body)
+            except json.JSONDecodeError:
+                return None
+    return None
 
 
 def lock_rows(run: Run) -> list[Any]:
     """The locks probe's table, when the run carries it (``lock_contention.json``)."""
-    for a in run.artifacts:
-        if a.name == "lock_contention.json":
-            try:
-                doc = json.loads(a.body)
-            except json.JSONDecodeError:
-                return []
-            rows = doc.get("rows", doc) if isinstance(doc, dict) else doc
-            return list(rows) if isinstance(rows, list) else []
-    return []
+    doc = _artifact_json(run, "lock_contention.json")
+    rows = doc.get("rows", doc) if isinstance(doc, dict) else doc
+    return list(rows) if isinstance(rows, list) else []
+
+
+def tasks_top(run: Run) -> list[Any]:
+    """The tasks probe's busiest threads, when the run carries them (``tasks_top.json``)."""
+    doc = _artifact_json(run, "tasks_top.json")
+    return list(doc) if isinstance(doc, list) else []
 
 
 def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
-    """The verdicts on one run, as reports keep them."""
-    verdicts = explain({m.name: m.value for m in run.metrics}, explain_context(run, batch),
-                       lock_rows=lock_rows(run))
-    return {"run": run.id, "point": run.point.describe(), "sentences": sentences(verdicts),
-            "fired": bool(verdicts),
+    """The verdicts on one run, as reports keep them: the rules that fired, the nearest miss
+    of each rule that did not, and where the CPU time went (the ``tasks`` probe)."""
+    base = {"run": run.id, "point": run.point.describe(), "skipped_probes": skipped_probes(run)}
+    na = not_applicable(run)
+    if na is not None:
+        return {**base, "sentences": [na], "fired": False, "applicable": False,
+                "verdicts": [], "near_misses": [], "attribution": []}
+    metrics = {m.name: m.value for m in run.metrics}
+    ctx = explain_context(run, batch)
+    verdicts = explain(metrics, ctx, lock_rows=lock_rows(run), tasks_top=tasks_top(run))
+    return {**base, "sentences": sentences(verdicts), "fired": bool(verdicts),
+            "applicable": True,
             "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence}
                          for v in verdicts],
-            "skipped_probes": skipped_probes(run)}
+            "near_misses": near_misses(metrics, ctx, [v.rule for v in verdicts]),
+            "attribution": classes(metrics)}
 
 
 def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:

@@ -23,19 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json import dumps
 
+from ..cpuclasses import CLASSES, UNATTRIBUTED
 from ..model import Artifact, Metric, Series
 from .base import ProbeResult
 from .cpu import FIELDS, parse_stat
 from .sampling import CLK_TCK, SampledProbe, metric, read_text, series
 
-#: Classes, in the order reports list them.
-CLASSES = ("workload", "io_uring", "loop", "flusher", "kswapd", "fs", "kthreads", "iowall",
-           "neighbours", "steal")
-TITLES = {"workload": "workload threads (fio, engine)", "io_uring": "io_uring workers",
-          "loop": "loop workers of the bed", "flusher": "flush kworkers of the bed",
-          "kswapd": "kswapd", "fs": "filesystem workers", "kthreads": "other kernel threads",
-          "iowall": "iowall itself (probes)", "neighbours": "other processes (neighbours)",
-          "steal": "steal (hypervisor)", "unattributed": "unattributed"}
 _FS = re.compile(r"(^|[-+/])(xfsaild|xfs[-_]|btrfs[-_]|jbd2|ext4[-_])")
 _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9 (flags)
 
@@ -178,7 +171,7 @@ def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     out["steal"] = steal / 1e9
     out["busy"] = busy / 1e9 + out["steal"]
     named = sum(out[c] for c in CLASSES)
-    out["unattributed"] = max(0.0, out["busy"] - named)
+    out[UNATTRIBUTED] = max(0.0, out["busy"] - named)
     return out
 
 
@@ -209,7 +202,7 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
     cpu = attribute(samples)
     busy = cpu["busy"]
     metrics = [metric("tasks_busy_cpu_s", busy, "s")]
-    for c in (*CLASSES, "unattributed"):
+    for c in (*CLASSES, UNATTRIBUTED):
         metrics.append(metric(f"tasks_{c}_cpu_s", cpu[c], "s"))
         if busy > 0:
             metrics.append(metric(f"tasks_{c}_share", cpu[c] / busy, "share"))

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.explain import Verdict, sentences, to_json
+from ..analysis.explain import Verdict, to_json
 from ..model import Run
 from ..units import fmt_bytes, fmt_rate
 from .emit import Format, json_text, renders
@@ -192,24 +192,37 @@ def runs_csv(rl: RunList) -> str:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why a run is where it is: the verdicts of the rules that fire, its throughput (None
-    when it has none) and the probes it could not use (``{"probe", "reason"}``)."""
+    """Why a run is where it is (``analysis.why.why_run``: verdicts, nearest misses, where
+    the CPU time went, skipped probes) and its throughput (None when it has none)."""
 
     run: Run
-    verdicts: tuple[Verdict, ...]
+    why: Mapping[str, Any]
     throughput_bytes_per_s: float | None
-    skipped: tuple[Mapping[str, Any], ...]
 
 
 @renders(Explanation, Format.text)
 def _explanation_text(e: Explanation) -> str:
-    tp = e.throughput_bytes_per_s
+    tp, w = e.throughput_bytes_per_s, e.why
     out = [f"run {e.run.id}: {e.run.point.describe()}" + (f", {fmt_rate(tp)}" if tp else "")]
-    out += [f"  - {s}" for s in sentences(e.verdicts)]
-    out += [f"  (probe {sk['probe']} skipped: {sk['reason']})" for sk in e.skipped]
+    out += [f"  - {s}" for s in w["sentences"]]
+    if w.get("near_misses"):
+        out += ["", "  nearest misses (the rules that did not fire):"]
+        out += [f"    {m}" for m in w["near_misses"]]
+    if w.get("attribution"):
+        rows = [[a["title"], f"{a['cpu_s']:.2f}", f"{100 * a['share']:.0f}%"]
+                for a in w["attribution"]]
+        out += ["", "  where the CPU time went (tasks probe; share of busy CPU time):",
+                text_table(["class", "CPU-s", "share"], rows, indent=4)]
+    out += [f"  (probe {sk['probe']} skipped: {sk['reason']})" for sk in w["skipped_probes"]]
     return "\n".join(out) + "\n"
 
 
 @renders(Explanation, Format.json)
 def _explanation_json(e: Explanation) -> str:
-    return json_text(to_json(e.run.id, e.verdicts, [dict(s) for s in e.skipped]))
+    w = e.why
+    doc = to_json(e.run.id, [Verdict(v["rule"], v["sentence"], v["evidence"])
+                             for v in w["verdicts"]], list(w["skipped_probes"]))
+    doc.update(applicable=w.get("applicable", True), sentences=list(w["sentences"]),
+               near_misses=list(w.get("near_misses", [])),
+               attribution=list(w.get("attribution", [])))
+    return json_text(doc)

@@ -14,13 +14,14 @@ def why_lines(items: Sequence[Mapping[str, Any]], *, markdown: bool = False) -> 
         return []
     title = "Why (explain rules on each point's median run; 'iowall explain RUN' for more)"
     out = ["", f"**{title}**", ""] if markdown else ["", title]
-    quiet = [f"{w['point']} (run {w['run']})" for w in items if not w["fired"]]
     for w in items:
-        if w["fired"]:
-            out += _item(f"{w['point']} (run {w['run']}):", markdown)
+        out += _item(f"{w['point']} (run {w['run']}):", markdown)
+        if w["fired"] or not w.get("applicable", True):
             out += _item(w["sentences"], markdown, level=1)
-    if quiet:
-        out += _item("no rule fired: " + "; ".join(quiet), markdown)
+        else:
+            misses = list(w.get("near_misses", []))[:2]
+            out += _item("no rule fired" + (f"; nearest: {'; '.join(misses)}" if misses else ""),
+                         markdown, level=1)
     skipped = sorted({f"{sk['probe']} ({sk['reason']})" for w in items
                       for sk in w.get("skipped_probes", [])})
     if skipped:
