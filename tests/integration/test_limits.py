@@ -81,7 +81,7 @@ def test_text_report_and_runs_listing(small_run: tuple[dict, str], tmp_path: Pat
     doc, url = small_run
     env = dict(os.environ, IOWALL_DB=url)
     cp = iowall("runs", "--format", "json", env=env, check=True)
-    listed = json.loads(cp.stdout)
+    listed = json.loads(cp.stdout)["runs"]
     assert [r["id"] for r in listed] == doc["run_ids"]
     cp = iowall("runs", "--status", "ok", env=env, check=True)
     assert "limits" in cp.stdout
