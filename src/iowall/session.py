@@ -29,7 +29,7 @@ from .repeat import Decider, KeyMetric, RepeatPolicy
 from .runner import Partial, Progress, Schedule, Task
 from .store import Store
 from .sysinfo import drop_caches, environment
-from .workloads.fio import fio_version
+from .workloads.fio import BW_LOG_MS, fio_version
 
 NOT_ROOT = ("not root: caches are not dropped between points (fio still invalidates the cache "
             "of its own files) and nothing is formatted")
@@ -58,7 +58,7 @@ class Session:
     def __post_init__(self) -> None:
         self.root = os.geteuid() == 0
         self.fio_version = ".".join(map(str, fio_version()))
-        self.extra = {"fio_version": self.fio_version, **self.extra}
+        self.extra = {"fio_version": self.fio_version, "fio_bw_log_ms": BW_LOG_MS, **self.extra}
         self._beds: list[Bed] = []
         self._facts: Callable[[], dict[str, Any]] | None = None
         self._env: dict[str, Any] | None = None

@@ -99,7 +99,7 @@ def write_job(directory: str, runtime: int, jobs: int = 2) -> JobFile:
 
 
 def test_real_fio_write_bw_series_matches_reported_bandwidth(shm_dir: str) -> None:
-    res = run_fio(write_job(shm_dir, runtime=4))
+    res = run_fio(write_job(shm_dir, runtime=4), bw_log_ms=1000)
     reported = next(m.value for m in res.metrics if m.name == "write_bw_bytes_per_s")
     assert reported == pytest.approx(2 * RATE_MIB * 2**20, rel=0.02)
     (s,) = [x for x in res.series if x.name == "write_bw"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import MEASURED_STATUSES, Run, primary_metric
+from .phases import write_phases
 
 
 def throughput(run: Run) -> tuple[str, float] | None:
@@ -36,6 +37,7 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         rt = run.metric(f"{d}_runtime_s")
         if rt:
             ctx["wall_s"] = rt
+        ctx.update(phase_context(run))
         dev = run.metric(f"disk_{d}_bytes_per_s")
         if dev:
             ctx["device_bytes_per_s"] = dev
@@ -62,6 +64,25 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
             ctx["wall_s"] = wall
     ctx["device_physical"] = 1.0 if physical_device(str(run.bed.get("device") or "")) else 0.0
     return ctx
+
+
+def phase_context(run: Run) -> dict[str, float]:
+    """The copy and writeback phases of a buffered write that ends with fsync
+    (``analysis.phases``), as context keys; empty for any other point."""
+    p = run.point.params
+    if p.get("rw") != "write" or p.get("direct") or not p.get("end_fsync"):
+        return {}
+    series = next((s for s in run.series if s.probe == "fio" and s.name == "write_bw"), None)
+    total, runtime = run.metric("write_io_bytes"), run.metric("write_runtime_s")
+    if series is None or not total or not runtime:
+        return {}
+    ph = write_phases(series.samples, total_bytes=total, runtime_s=runtime,
+                      interval_s=float(run.env.get("fio_bw_log_ms", 1000)) / 1000.0)
+    if ph is None:
+        return {}
+    return {"copy_s": ph.copy_s, "writeback_s": ph.writeback_s, "write_bytes": ph.bytes,
+            "copy_bytes_per_s": ph.copy_bytes_per_s, "writeback_share": ph.writeback_share,
+            "phase_resolution_s": ph.resolution_s}
 
 
 #: Devices whose %util says nothing about saturation: loop, zram, RAM disks, virtual

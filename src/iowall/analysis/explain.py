@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..units import fmt_rate
+from ..units import fmt_bytes, fmt_rate
 from .attribution import consumers_text
 
 #: What the caller shows when no rule fires (``explain`` returns no verdict then).
@@ -28,7 +28,9 @@ NO_RULE_FIRED = "no rule fired"
 
 #: Context keys ``explain`` understands (all optional).
 CONTEXT_KEYS = ("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "memcopy_bytes_per_s",
-                "wall_s", "jobs", "cpus", "device_bytes_per_s", "device_physical")
+                "wall_s", "jobs", "cpus", "device_bytes_per_s", "device_physical", "copy_s",
+                "writeback_s", "write_bytes", "copy_bytes_per_s", "writeback_share",
+                "phase_resolution_s")
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,13 @@ RULES: tuple[Rule, ...] = (
          "in the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the "
          "machine).",
          evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share"), tail="where_cpu"),
+    Rule("writeback-phase",
+         (Cond("writeback_share", ">=", 0.25),),
+         "Writeback is {writeback_pct:.0f}% of the point: copying {write_size} into the page "
+         "cache took {copy_s:.2f} s ({copy_rate}), then end_fsync wrote back for "
+         "{writeback_s:.2f} s (fio's {phase_resolution_ms:.0f} ms bandwidth log: each phase "
+         "±{phase_resolution_ms:.0f} ms).",
+         evidence=("copy_bytes_per_s", "throughput_bytes_per_s")),
     Rule("neighbours",
          (Cond("tasks_neighbours_share", ">=", 0.20),),
          "Other work shares the CPUs: processes outside the workload took "
@@ -231,6 +240,11 @@ DERIVED: dict[str, Derive] = {
     "device_pct": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s"), 100.0),
     "device_rate": lambda v: None if _device_bps(v) is None else fmt_rate(_device_bps(v) or 0.0),
     "where_cpu": _where_cpu,
+    "writeback_pct": _scaled("writeback_share", 100.0),
+    "write_size": lambda v: None if _num(v, "write_bytes") is None else fmt_bytes(
+        _num(v, "write_bytes") or 0.0),
+    "copy_rate": _rate("copy_bytes_per_s"),
+    "phase_resolution_ms": _scaled("phase_resolution_s", 1000.0),
     "neighbours_pct": _scaled("tasks_neighbours_share", 100.0),
     "neighbours_top": _neighbours_top,
     "writer_time_s": _writer_time_s,
@@ -331,6 +345,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "device_physical": ("a physical device", "flag"), "memcopy_ratio": ("share of memory copy", "%"),
     "lock_wait_share": ("lock wait", "%"), "cpu_kernel_share": ("kernel CPU", "%"),
     "cpu_free_share": ("CPU idle", "%"), "tasks_neighbours_share": ("neighbours' CPU", "%"),
+    "writeback_share": ("writeback's share of the time", "%"),
 }
 
 

@@ -148,25 +148,27 @@ def _busy_ns(a: Mapping[str, tuple[int, ...]], b: Mapping[str, tuple[int, ...]]
 def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     """CPU-seconds per class over the samples (pure), plus ``busy`` and ``unattributed``.
 
-    Per thread: its last seen CPU time minus its first (0 for one seen first after the
-    start: its whole time, as it began during the point). The workload's reaped children
-    add ``reaped_ns``; io_uring workers are workload threads and are not counted twice."""
+    Interval by interval, each thread's CPU time since the snapshot before (all of it for a
+    thread first seen then: it began during the point) goes to the class its name has at the
+    interval's end: a kworker is named after the work it last ran (``-loop0``, ``-flush-7:0``),
+    so its time follows its work. A thread that exits between two snapshots keeps what was
+    seen of it; the workload's processes, once reaped, are counted whole through
+    ``reaped_ns`` instead, less what was already counted of their threads."""
     first, last = samples[0][1], samples[-1][1]
-    seen: dict[tuple[int, int], tuple[int, int, str]] = {}
-    for _, snap in samples:
-        for key, (_, ns, cls) in snap.threads.items():
-            start = first.threads[key][1] if key in first.threads else 0
-            if key in seen:
-                start = seen[key][0]
-            seen[key] = (start, ns, cls)
     out = {c: 0.0 for c in CLASSES}
-    for start, end, cls in seen.values():
-        out[cls] += max(0, end - start) / 1e9
+    exited: dict[str, float] = {"workload": 0.0, "io_uring": 0.0}
+    prev = first
+    for _, snap in samples[1:]:
+        for key, (_, ns, cls) in snap.threads.items():
+            before = prev.threads.get(key)
+            out[cls] += max(0, ns - (before[1] if before else 0)) / 1e9
+        for key, (_, _ns, cls) in prev.threads.items():
+            if key not in snap.threads and cls in exited:
+                exited[cls] += _counted(samples, key)
+        prev = snap
     reaped = max(0, last.reaped_ns - first.reaped_ns) / 1e9
-    # the workload's processes, reaped, hold their io_uring workers' time as well
-    out["workload"] = max(out["workload"], 0.0) + max(0.0, reaped - _exited(seen, last,
-                                                                           "workload")
-                                                      - _exited(seen, last, "io_uring"))
+    # reaped time includes the exited threads' time (and their io_uring workers'): add the rest
+    out["workload"] += max(0.0, reaped - exited["workload"] - exited["io_uring"])
     busy, steal = _busy_ns(first.stat, last.stat)
     out["steal"] = steal / 1e9
     out["busy"] = busy / 1e9 + out["steal"]
@@ -175,12 +177,12 @@ def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     return out
 
 
-def _exited(seen: Mapping[tuple[int, int], tuple[int, int, str]], last: Snapshot,
-            cls: str) -> float:
-    """CPU-seconds already counted for threads of ``cls`` that were gone by ``last``: their
-    reaped time must not be added again."""
-    return sum(max(0, e - s) for k, (s, e, c) in seen.items()
-               if c == cls and k not in last.threads) / 1e9
+def _counted(samples: Sequence[tuple[float, Snapshot]], key: tuple[int, int]) -> float:
+    """CPU-seconds counted for thread ``key`` over the samples (last seen − first seen, or all
+    of its last seen time when it began during the point)."""
+    seen = [s.threads[key][1] for _, s in samples if key in s.threads]
+    start = samples[0][1].threads[key][1] if key in samples[0][1].threads else 0
+    return max(0, seen[-1] - start) / 1e9 if seen else 0.0
 
 
 def top_threads(samples: Sequence[tuple[float, Snapshot]], n: int = 12

@@ -22,8 +22,9 @@ from ..proc import run, run_child
 #: Oldest fio whose JSON carries everything parsed here (bw_bytes, job_runtime, io_uring).
 MIN_FIO = (3, 16)
 DIRECTIONS = ("read", "write", "trim")
-#: fio's averaging window for the bandwidth logs, ms (the probes' default interval).
-BW_LOG_MS = 1000
+#: fio's averaging window for the bandwidth logs, ms: fine enough to split a sub-second
+#: buffered write into its copy and end_fsync phases (analysis/phases.py).
+BW_LOG_MS = 100
 #: The bandwidth logs' name, relative to the directory fio runs in (``iowall_bw.N.log``).
 BW_LOG_PREFIX = "iowall"
 
