@@ -17,6 +17,7 @@ from .diskstats import DiskstatsProbe
 from .flusher import FlusherProbe
 from .locks import LocksProbe
 from .meminfo import MeminfoProbe
+from .profile import ProfileProbe
 from .psi import PsiProbe
 from .reclaim import ReclaimProbe
 from .throttle import ThrottleProbe
@@ -27,11 +28,12 @@ __all__ = ["DEFAULT_PROBES", "REGISTRY", "Probe", "ProbeContext", "ProbeResult",
 
 REGISTRY: dict[str, type[Probe]] = {
     c.name: c for c in (CpuProbe, VmstatProbe, MeminfoProbe, DiskstatsProbe, PsiProbe,
-                        FlusherProbe, ThrottleProbe, ReclaimProbe, LocksProbe)
+                        FlusherProbe, ThrottleProbe, ReclaimProbe, LocksProbe, ProfileProbe)
 }
-#: Cheap enough to run always (docs/benchmarks-probes.md); ``locks`` is not.
+#: Cheap enough to run always (docs/benchmarks-probes.md); ``locks`` is not. ``profile``
+#: (perf at 99 Hz) reports itself skipped where perf is missing or refuses.
 DEFAULT_PROBES: tuple[str, ...] = ("cpu", "vmstat", "meminfo", "diskstats", "psi", "flusher",
-                                   "throttle", "reclaim")
+                                   "throttle", "reclaim", "profile")
 
 
 def resolve(spec: str) -> list[type[Probe]]:
