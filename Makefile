@@ -6,10 +6,10 @@ PYTHON  ?= python3
 ARGS    ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup limits test deps engine lint typecheck clean
+.PHONY: setup limits test deps engine inferno lint typecheck clean
 
 ## setup: Debian packages (as root), the virtualenv, the package and its C engine. Idempotent.
-setup: deps $(VENV)/.stamp-install engine
+setup: deps $(VENV)/.stamp-install engine inferno
 
 deps:
 	@sh scripts/setup-debs.sh
@@ -24,6 +24,10 @@ $(VENV)/.stamp-install: $(VENV)/bin/python pyproject.toml setup.py
 
 engine: $(VENV)/.stamp-install
 	@$(MAKE) -s -C engine OUT=$(CURDIR)/src/iowall/_bin
+
+## inferno: the flame-graph tools (inferno crate) in $(VENV)/bin: profile probe, plot flame.
+inferno: $(VENV)/bin/python
+	@sh scripts/setup-inferno.sh $(VENV)
 
 ## limits: the main job on the default bed.
 limits: setup

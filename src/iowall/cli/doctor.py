@@ -10,6 +10,7 @@ import typer
 
 from ..errors import UserError
 from ..paths import data_dir
+from ..probes.profile import inferno_tool
 from ..report.doctor import Check, Doctor
 from ..report.emit import emit
 from ..sysinfo import mem_total_bytes, meminfo
@@ -51,7 +52,10 @@ def checks() -> list[Check]:
     out.append(_tool("mkfs.ext4", "e2fsprogs", "--fs ext4"))
     out.append(_tool("mkfs.btrfs", "btrfs-progs", "--fs btrfs"))
     out.append(_tool("losetup", "util-linux", "ram and loop beds", root))
-    out.append(_tool("perf", "linux-perf", "the locks probe (perf lock contention)"))
+    out.append(_tool("perf", "linux-perf", "the locks and profile probes"))
+    fg = inferno_tool("inferno-flamegraph") if inferno_tool("inferno-collapse-perf") else None
+    out.append(Check("inferno", fg is not None, fg or "not found",
+                     "the profile probe, iowall plot flame", "make setup (cargo install inferno)"))
     out.append(_tool("fs_mark", "fsmark", "the engine-vs-fs_mark benchmark"))
     tp = Path("/sys/kernel/tracing/events/writeback/balance_dirty_pages")
     tracefs_mounted = Path("/sys/kernel/tracing/events").is_dir()

@@ -13,7 +13,21 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 from typer.main import get_command
 
 from ..errors import Interrupted, IowallError, UserError
-from . import bundle, compare, doctor, explain, limits, locks, plot, recipes, report, run, runs, scaling
+from . import (
+    bundle,
+    compare,
+    doctor,
+    explain,
+    flame,
+    limits,
+    locks,
+    plot,
+    recipes,
+    report,
+    run,
+    runs,
+    scaling,
+)
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -51,6 +65,7 @@ app.command("explain")(explain.explain)
 app.command("locks")(locks.locks)
 app.command("compare")(compare.compare_cmd)
 app.command("scaling")(scaling.scaling)
+plot.plot_app.command("flame")(flame.plot_flame)
 app.add_typer(plot.plot_app, name="plot")
 app.command("export")(bundle.export)
 app.command("import")(bundle.import_)

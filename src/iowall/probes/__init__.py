@@ -17,6 +17,7 @@ from .diskstats import DiskstatsProbe
 from .flusher import FlusherProbe
 from .locks import LocksProbe
 from .meminfo import MeminfoProbe
+from .profile import ProfileProbe
 from .psi import PsiProbe
 from .reclaim import ReclaimProbe
 from .tasks import TasksProbe
@@ -28,11 +29,13 @@ __all__ = ["DEFAULT_PROBES", "REGISTRY", "Probe", "ProbeContext", "ProbeResult",
 
 REGISTRY: dict[str, type[Probe]] = {
     c.name: c for c in (CpuProbe, VmstatProbe, MeminfoProbe, DiskstatsProbe, PsiProbe,
-                        FlusherProbe, ThrottleProbe, ReclaimProbe, TasksProbe, LocksProbe)
+                        FlusherProbe, ThrottleProbe, ReclaimProbe, TasksProbe, LocksProbe,
+                        ProfileProbe)
 }
-#: Cheap enough to run always (docs/benchmarks-probes.md); ``locks`` is not.
+#: Cheap enough to run always (docs/benchmarks-probes.md); ``locks`` is not. ``profile``
+#: (perf at 99 Hz) reports itself skipped where perf is missing or refuses.
 DEFAULT_PROBES: tuple[str, ...] = ("cpu", "vmstat", "meminfo", "diskstats", "psi", "flusher",
-                                   "throttle", "reclaim", "tasks")
+                                   "throttle", "reclaim", "tasks", "profile")
 
 
 def resolve(spec: str) -> list[type[Probe]]:

@@ -1,0 +1,231 @@
+"""``profile``: where every CPU was, from ``perf record -e cpu-clock -F 99 -a -g`` around the
+point, folded into stacks (``comm;frame;…;frame count``) by ``inferno-collapse-perf`` and kept
+with the run as a compressed artifact. cpu-clock is a software event, so it works in VMs
+without hardware counters; 99 Hz on every CPU costs little (docs/probes.md).
+
+The probe only records and folds: which kernel path a stack belongs to is decided later, from
+the stored stacks, by ``iowall.analysis.paths`` (probes may not import analysis, and a better
+table then applies to old runs too).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .. import journal
+from ..errors import IowallError
+from ..model import Artifact
+from .base import Probe, ProbeContext, ProbeResult
+from .sampling import metric
+
+FREQ_HZ = 99
+#: the folded stacks, gzip then base64 (artifact bodies are text); ``decode_folded`` in
+#: ``iowall.analysis.paths`` reads it back.
+ARTIFACT = "profile.folded.gz"
+CONTENT_TYPE = "application/gzip+base64"
+COLLAPSE = "inferno-collapse-perf"
+#: fields for perf script: no ``period``, so the collapser counts samples, not nanoseconds.
+SCRIPT_FIELDS = "comm,pid,tid,cpu,time,event,ip,sym,dso"
+#: a run of frames that perf could not resolve (a frame-pointer walk through code built
+#: without frame pointers yields dozens): kept as one frame, they carry nothing more.
+UNKNOWN_RUN = re.compile(r"(?:;\[unknown\])+")
+STOP_WAIT_S = 30.0
+SCRIPT_TIMEOUT_S = 600.0
+
+
+def inferno_tool(name: str) -> str | None:
+    """An inferno tool: beside this Python (``make setup`` installs them in the venv's bin/,
+    which need not be on PATH), else on PATH."""
+    here = os.path.dirname(sys.executable)
+    return shutil.which(name, path=os.pathsep.join([here, os.environ.get("PATH", "")]))
+
+
+def record_argv(data: str) -> list[str]:
+    """``perf record`` for the profile, under ``setpriv --pdeathsig INT`` when there is one, so
+    perf stops even if iowall is killed. ``-N``: no copies of every binary in ~/.debug."""
+    argv = ["perf", "record", "-e", "cpu-clock", "-F", str(FREQ_HZ), "-a", "-g", "-N",
+            "-o", data]
+    if shutil.which("setpriv"):
+        argv = ["setpriv", "--pdeathsig", "INT", "--", *argv]
+    return argv
+
+
+def tidy_folded(text: str) -> dict[str, int]:
+    """Folded lines → ``{stack: samples}``, runs of ``[unknown]`` frames made one (stacks
+    that then coincide are summed); lines that are not ``stack count`` are ignored."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        stack = UNKNOWN_RUN.sub(";[unknown]", stack)
+        out[stack] = out.get(stack, 0) + int(count)
+    return out
+
+
+def encode_folded(stacks: dict[str, int]) -> str:
+    """The artifact body: ``stack count`` lines, heaviest first, gzip, base64."""
+    lines = "".join(f"{s} {n}\n" for s, n in sorted(stacks.items(), key=lambda kv: (-kv[1], kv[0])))
+    return base64.b64encode(gzip.compress(lines.encode(), compresslevel=6, mtime=0)).decode()
+
+
+def fold(data: Path, collapse: str) -> str:
+    """``perf script -i DATA | inferno-collapse-perf --all`` (kernel frames marked ``_[k]``)."""
+    with tempfile.TemporaryFile() as err, subprocess.Popen(
+            ["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(data)],
+            stdout=subprocess.PIPE, stderr=err) as script:
+        assert script.stdout is not None
+        try:
+            col = subprocess.run([collapse, "--all", "--quiet"], stdin=script.stdout,
+                                 capture_output=True, timeout=SCRIPT_TIMEOUT_S)
+        finally:
+            script.stdout.close()
+            try:
+                script.wait(SCRIPT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                script.kill()
+                script.wait()
+        if script.returncode != 0:
+            err.seek(0)
+            raise IowallError(f"perf script failed ({script.returncode}): {_last_line(err.read())}")
+    if col.returncode != 0:
+        raise IowallError(f"{collapse} failed ({col.returncode}): {_last_line(col.stderr)}")
+    return col.stdout.decode(errors="replace")
+
+
+def _last_line(b: bytes) -> str:
+    return (b.decode(errors="replace").strip().splitlines() or [""])[-1]
+
+
+def recorded_samples(log: str) -> int | None:
+    """perf record's own count, from ``[ perf record: Captured and wrote … (N samples) ]``."""
+    m = re.search(r"\((\d+) samples\)", log)
+    return int(m[1]) if m else None
+
+
+class ProfileProbe(Probe):
+    """System-wide CPU profile with kernel and user stacks, folded and stored compressed."""
+
+    name = "profile"
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        super().__init__(ctx)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._data: Path | None = None
+        self._log: Path | None = None
+        self._tokens: list[Path] = []
+        self._notes: list[str] = []
+
+    def unavailable(self) -> str | None:
+        if shutil.which("perf") is None:
+            return "perf not found: install it with 'apt-get install linux-perf'"
+        if inferno_tool(COLLAPSE) is None:
+            return f"{COLLAPSE} not found: run 'make setup' (it builds the inferno crate)"
+        if os.geteuid() != 0:
+            try:
+                level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+            except (OSError, ValueError):
+                level = 2
+            if level > 0:
+                return (f"perf refuses system-wide sampling: kernel.perf_event_paranoid={level}"
+                        " (needs root or a value <= 0)")
+        return None
+
+    def start(self) -> None:
+        try:
+            self._setup()
+        except BaseException:
+            self._kill()
+            self._cleanup()
+            raise
+
+    def _setup(self) -> None:
+        base = Path(self.ctx.workdir)
+        base.mkdir(parents=True, exist_ok=True)
+        stem = f"iowall-perf-profile-{os.getpid()}-{time.monotonic_ns()}"
+        self._data, self._log = base / f"{stem}.data", base / f"{stem}.log"
+        for p in (self._data, self._log):
+            self._tokens.append(journal.add({"undo": "unlink", "path": str(p)}))
+        with open(self._log, "wb") as log:
+            self._proc = subprocess.Popen(
+                record_argv(str(self._data)), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # recording starts once the header is written
+            if self._proc.poll() is not None:
+                raise IowallError(f"perf record exited: {self._log_text().strip()[-300:]}")
+            if self._data.exists() and self._data.stat().st_size > 0:
+                time.sleep(0.1)
+                return
+            time.sleep(0.05)
+        raise IowallError("perf record did not start within 10 s")
+
+    def _log_text(self) -> str:
+        try:
+            return self._log.read_text(errors="replace") if self._log else ""
+        except OSError:
+            return ""
+
+    def _kill(self) -> None:
+        """SIGINT (perf then writes its trailer), a bounded wait, then SIGKILL."""
+        p, self._proc = self._proc, None
+        if p is None or p.poll() is not None:
+            return
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            self._notes.append("perf record did not stop on SIGINT: killed")
+
+    def _cleanup(self) -> None:
+        for p in (self._data, self._log):
+            if p is not None:
+                p.unlink(missing_ok=True)
+        for t in self._tokens:
+            journal.done(t)
+        self._tokens.clear()
+
+    def stop(self) -> ProbeResult:
+        try:
+            self._kill()
+            if self._data is None or not self._data.exists() or self._data.stat().st_size == 0:
+                return ProbeResult(self.name, skipped="perf record wrote no data",
+                                   notes=tuple(self._notes))
+            size = self._data.stat().st_size
+            log = self._log_text()
+            collapse = inferno_tool(COLLAPSE)
+            if collapse is None:
+                raise IowallError(f"{COLLAPSE} vanished during the run")
+            stacks = tidy_folded(fold(self._data, collapse))
+        finally:
+            self._cleanup()
+        samples = sum(stacks.values())
+        if samples == 0:
+            return ProbeResult(self.name, skipped="perf recorded no samples",
+                               notes=tuple(self._notes))
+        self._notes.append(f"perf.data was {size} bytes (removed)")
+        perf_count = recorded_samples(log)
+        if perf_count is not None and perf_count != samples:
+            self._notes.append(f"perf recorded {perf_count} samples, {samples} folded")
+        lost = re.findall(r"(?i)lost \d+ \w+.*", log)
+        if lost:
+            self._notes.append(f"perf: {lost[0].strip()}")
+        return ProbeResult(
+            self.name,
+            metrics=(metric("profile_samples", samples, "samples"),
+                     metric("profile_cpu_s", samples / FREQ_HZ, "s"),
+                     metric("profile_stacks", len(stacks), "stacks")),
+            artifacts=(Artifact(ARTIFACT, CONTENT_TYPE, encode_folded(stacks)),),
+            notes=tuple(self._notes))
