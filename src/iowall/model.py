@@ -45,6 +45,10 @@ class Point:
         return " ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
 
 
+#: The artifact holding a run's CPU profile: folded stacks, gzip, base64 (``profile`` probe).
+PROFILE_ARTIFACT = "profile.folded.gz"
+
+
 @dataclass(frozen=True)
 class Artifact:
     """Raw output kept with a run (fio's JSON, engine JSON, probe data)."""

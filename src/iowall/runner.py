@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .analysis.decide import DecisionState
+from .analysis.paths import attribute, decode_folded, path_metrics
 from .errors import Interrupted, WorkloadError
-from .model import Artifact, Metric, Point, Run, Series, Status, primary_metric
+from .model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
 from .probes import ProbeSet
 from .probes.base import Probe, ProbeContext
 from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
@@ -186,6 +187,7 @@ class Schedule:
                 partial.metrics.extend(r.metrics)
                 partial.series.extend(r.series)
                 partial.artifacts.extend(r.artifacts)
+                partial.metrics.extend(derived_metrics(r.artifacts))
                 partial.notes.extend(r.notes)
                 if r.skipped:
                     partial.notes.append(f"probe {r.probe} skipped: {r.skipped}")
@@ -208,6 +210,18 @@ class Schedule:
         run = replace(run, id=rid)
         self.runs.append(run)
         return run
+
+
+def derived_metrics(artifacts: Sequence[Artifact]) -> list[Metric]:
+    """Metrics computed from a probe's raw data: the share of CPU time of every kernel path
+    (``analysis.paths``) from the profile's folded stacks, so compare and history see them."""
+    out: list[Metric] = []
+    for a in artifacts:
+        if a.name == PROFILE_ARTIFACT:
+            stacks = decode_folded(a.body)
+            if stacks:
+                out += path_metrics(attribute(stacks))
+    return out
 
 
 def _from_partial(p: Partial, status: Status, error: str) -> Outcome:

@@ -1,23 +1,49 @@
-"""explain on real runs (issue 10): a buffered write that ends with fsync is split into its
-copy and writeback phases; every probed point says where its CPU time went."""
+"""explain on real runs (issue 10), each a trigger made for real on this machine: a buffered
+write that ends with fsync split into its copy and writeback phases; a buffered write on tmpfs
+whose kernel time is mostly the copy; a tiny vm.dirty_bytes that still yields throttling;
+many threads creating files in one XFS directory showing lock slow paths."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from iowall.analysis.why import why_run
+from iowall.beds import BedSpec, provision
+from iowall.model import Metric, Point, Run
+from iowall.probes import ProbeContext, ProbeSet, resolve
+from iowall.probes.profile import inferno_tool
+from iowall.workloads.engine import run_meta
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow]
+pytestmark = [needs_root, pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("perf") is None
+                                 or inferno_tool("inferno-collapse-perf") is None,
+                                 reason="perf or inferno missing (make setup)")]
+
+
+def run_plan(tmp_path: Path, env: dict[str, str], body: str, *args: str) -> dict[str, Any]:
+    plan = tmp_path / "p.toml"
+    plan.write_text(textwrap.dedent(body))
+    cp = iowall("run", str(plan), "--format", "json", *args, env=env)
+    assert cp.returncode == 0, cp.stderr
+    (rid,) = json.loads(cp.stdout)["run_ids"]
+    cp = iowall("explain", str(rid), "--format", "json", env=env)
+    assert cp.returncode == 0, cp.stderr
+    doc: dict[str, Any] = json.loads(cp.stdout)
+    assert doc["schema_version"] == 1 and doc["applicable"]
+    return doc
 
 
 def test_buffered_write_phases_and_attribution(tmp_path: Path,
                                                iowall_env: dict[str, str]) -> None:
-    plan = tmp_path / "fsync.toml"
-    plan.write_text(textwrap.dedent("""\
+    doc = run_plan(tmp_path, iowall_env, """\
         label = "fsync"
         repeat = 1
         [workload]
@@ -27,27 +53,83 @@ def test_buffered_write_phases_and_attribution(tmp_path: Path,
         jobs = 2
         ioengine = "io_uring"
         end_fsync = 1
-        """))
-    cp = iowall("run", str(plan), "--format", "json", env=iowall_env)
-    assert cp.returncode == 0, cp.stderr
-    (rid,) = json.loads(cp.stdout)["run_ids"]
-    cp = iowall("explain", str(rid), "--format", "json", env=iowall_env)
-    assert cp.returncode == 0, cp.stderr
-    doc = json.loads(cp.stdout)
-    assert doc["schema_version"] == 1 and doc["applicable"]
-    # where the CPU time went: named classes, unattributed last, shares of the busy time
-    att = doc["attribution"]
+        """)
+    att = doc["attribution"]  # shares of the busy CPU time, unattributed last
     assert att[-1]["class"] == "unattributed"
     assert sum(a["share"] for a in att) == pytest.approx(1.0, abs=0.06)
-    assert {"workload", "loop"} <= {a["class"] for a in att[:4]}
+    assert att[-1]["share"] <= 0.2, att
+    assert doc["paths"] and doc["paths"][0]["top_functions"]
     verdicts = {v["rule"]: v for v in doc["verdicts"]}
-    misses = " ".join(doc["near_misses"])
-    ev = (verdicts.get("writeback-phase") or {}).get("evidence")
-    if ev is None:  # the split is measured, the verdict depends on this machine's speed
-        assert "writeback-phase: writeback's share of the time" in misses
-    else:
-        assert ev["copy_s"] + ev["writeback_s"] == pytest.approx(
-            ev["copy_s"] / (1 - ev["writeback_share"]), rel=0.01)
-        assert "then end_fsync wrote back for" in ev and False or True
-    text = iowall("explain", str(rid), env=iowall_env).stdout
-    assert "where the CPU time went" in text
+    if "writeback-phase" in verdicts:
+        ev = verdicts["writeback-phase"]["evidence"]
+        assert ev["copy_s"] > 0 and ev["writeback_s"] > 0
+        assert ev["writeback_share"] == pytest.approx(
+            ev["writeback_s"] / (ev["copy_s"] + ev["writeback_s"]), rel=0.02)
+    else:  # measured, but under the verdict's 25% on this run: the nearest miss says so
+        assert any(m.startswith("writeback-phase: writeback's share of the time")
+                   for m in doc["near_misses"])
+    text = iowall("explain", str(doc["run"]), env=iowall_env).stdout
+    assert "where the CPU time went" in text and "kernel paths (profile" in text
+
+
+def test_tmpfs_buffered_write_is_mostly_the_copy(tmp_path: Path,
+                                                 iowall_env: dict[str, str]) -> None:
+    doc = run_plan(tmp_path, iowall_env, """\
+        label = "tmpfs"
+        repeat = 1
+        [workload]
+        rw = "write"
+        bs = "1M"
+        size = "512M"
+        jobs = 2
+        time_based = 1
+        runtime = 4
+        [bed]
+        kind = "tmpfs"
+        """)
+    kernel = [p for p in doc["paths"] if p["path"] not in ("user", "idle")]
+    assert kernel[0]["path"] == "copy", doc["paths"]
+    assert kernel[0]["share"] > 0.4, doc["paths"]
+    assert "% copy to/from user" in " ".join(doc["sentences"]) or not doc["verdicts"]
+
+
+def test_tiny_dirty_bytes_still_throttles(tmp_path: Path, iowall_env: dict[str, str]) -> None:
+    doc = run_plan(tmp_path, iowall_env, """\
+        label = "tiny-dirty"
+        repeat = 1
+        [workload]
+        rw = "write"
+        bs = "1M"
+        size = "512M"
+        jobs = 2
+        [axes]
+        "sysctl:vm.dirty_bytes" = [1048576]
+        """)
+    rules = [v["rule"] for v in doc["verdicts"]]
+    assert {"writers-throttled", "flusher-saturated"} & set(rules), doc["sentences"]
+
+
+def test_creating_in_one_xfs_directory_shows_lock_slow_paths() -> None:
+    with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=1 << 30) as bed:
+        ctx = ProbeContext(devices=tuple(bed.devices), devnos=(bed.devno,), workdir=bed.path)
+        ps = ProbeSet(resolve("default"), ctx)
+        d = os.path.join(bed.path, "shared")
+        os.makedirs(d)
+        ps.start()
+        try:
+            (rec,) = run_meta(d, 8, 20000, ["create"], shared_dir=True)
+        finally:
+            results = ps.stop()
+        run = Run(point=Point("t", {"kind": "meta", "threads": 8}), label="t", status="ok",
+                  started_at=0.0, finished_at=float(rec["wall_s"]), bed=dict(bed.facts),
+                  metrics=tuple(m for r in results for m in r.metrics)
+                  + (Metric("create_files_per_s", float(rec["files_per_s"]), "files/s"),),
+                  artifacts=tuple(a for r in results for a in r.artifacts),
+                  series=tuple(s for r in results for s in r.series), id=1)
+    w = why_run(run, [run])
+    lock = [p for p in w["paths"] if p["path"] == "lock"]
+    assert lock and lock[0]["share"] > 0.05, w["paths"]
+    assert "->" in lock[0]["top_functions"][0]["function"]  # the lock's caller is named
+    if lock[0]["share"] >= 0.10:
+        v = next(v for v in w["verdicts"] if v["rule"] == "lock-contention")
+        assert "lock slow paths (top callers" in v["sentence"]

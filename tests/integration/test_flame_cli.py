@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,13 +20,6 @@ pytestmark = [needs_root, pytest.mark.slow,
               pytest.mark.skipif(inferno_tool(COLLAPSE) is None or not os.path.exists(
                   "/usr/bin/perf"), reason="perf or inferno missing (make setup)")]
 
-#: `iowall plot flame` through the real main (exit codes, error lines); registers the command
-#: itself while cli/main.py does not yet.
-MAIN = ("import sys\n"
-        "from iowall.cli import flame, main, plot\n"
-        "if not any(c.name == 'flame' for c in plot.plot_app.registered_commands):\n"
-        "    plot.plot_app.command('flame')(flame.plot_flame)\n"
-        "sys.exit(main.main(sys.argv[1:]))\n")
 PLAN = """label = "flame"
 repeat = 1
 probes = ["profile"]
@@ -45,8 +37,7 @@ jobs = [1, 2]
 
 
 def flame(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", MAIN, "plot", "flame", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return iowall("plot", "flame", *args, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -164,10 +164,12 @@ def test_missing_context_does_not_fire() -> None:
 
 
 def test_table_refers_only_to_known_quantities() -> None:
+    from iowall.analysis.paths import PATHS
     from iowall.cpuclasses import CLASSES, UNATTRIBUTED
 
-    known = set(CONTEXT_KEYS) | set(DERIVED) | {"tasks_busy_cpu_s"} | {
-        f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")}
+    known = set(CONTEXT_KEYS) | set(DERIVED) | {"tasks_busy_cpu_s", "lock_callers", "profile_top_functions"} | {
+        f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")} | {
+        f"profile_{p}_share" for p in PATHS}
     for p in RUNS.glob("*.json"):
         known |= set(json.loads(p.read_text())["metrics"])
     for row in RULES:

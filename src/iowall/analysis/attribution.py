@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cpuclasses import CLASSES, TITLES, UNATTRIBUTED
+from .paths import LABELS, PATHS, Attribution
 
 #: Classes below this share of the busy CPU time are left out of sentences.
 MIN_SHARE = 0.03
@@ -58,12 +59,46 @@ def consumers_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
 
 
 def paths(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Kernel paths by share of the profile's samples, largest first (``profile`` probe)."""
+    """Kernel paths by share of all sampled CPU time, largest first, idle left out
+    (``profile_<path>_share``, from the ``profile`` probe)."""
     out = []
-    for k in metrics:
-        if k.startswith("profile_path_") and k.endswith("_share"):
-            share = _share(metrics, k)
-            if share is not None:
-                out.append({"path": k.removeprefix("profile_path_").removesuffix("_share"),
-                            "share": share})
+    for p in PATHS:
+        share = _share(metrics, f"profile_{p}_share")
+        if share is not None and p != "idle":
+            out.append({"path": p, "label": LABELS[p], "share": share})
     return sorted(out, key=lambda x: -x["share"])
+
+
+def paths_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
+    """``38% copy to/from user, 21% filesystem …, 17% loop worker (the bed's own cost)``
+    (shares of all CPU time sampled), or None without the ``profile`` probe."""
+    ps = [p for p in paths(metrics) if p["share"] >= MIN_SHARE][:top]
+    if not ps:
+        return None
+    return ", ".join(f"{100 * p['share']:.0f}% {p['label']}" for p in ps)
+
+
+def top_paths(att: Attribution, top: int = 6) -> list[dict[str, Any]]:
+    """The heaviest kernel paths of a profile with their heaviest functions, for JSON."""
+    return [{"path": p.path, "label": p.label, "samples": p.samples, "share": p.share,
+             "top_functions": [{"function": f.name, "share": f.share}
+                               for f in p.top_functions]}
+            for p in att.ranked()[:top]]
+
+
+def lock_callers(att: Attribution, top: int = 3) -> str | None:
+    """``path_openat -> rwsem_down_write_slowpath 12%, …`` from the profile's lock path."""
+    lock = next((p for p in att.paths if p.path == "lock"), None)
+    if lock is None or not lock.samples:
+        return None
+    return ", ".join(f"{f.name} {100 * f.share:.0f}%" for f in lock.top_functions[:top])
+
+
+def top_functions(att: Attribution, top: int = 2) -> str | None:
+    """``copy_folio_from_iter_atomic 41%, _copy_to_iter 9%``: the heaviest functions of the
+    heaviest path (idle left out)."""
+    ranked = att.ranked()
+    if not ranked:
+        return None
+    fs = [f for f in ranked[0].top_functions[:top] if f.share >= 0.01]
+    return ", ".join(f"{f.name} {100 * f.share:.0f}%" for f in fs) or None

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..units import fmt_bytes, fmt_rate
-from .attribution import consumers_text
+from .attribution import consumers_text, paths_text
+from .paths import LABELS
 
 #: What the caller shows when no rule fires (``explain`` returns no verdict then).
 NO_RULE_FIRED = "no rule fired"
@@ -117,18 +118,24 @@ RULES: tuple[Rule, ...] = (
          "{lock_wait_pct:.0f}% of the run's {cpu_time_s:.1f} CPU-seconds ({cpus:.0f} CPUs x "
          "{wall_s:.1f} s); {lock_top}.",
          evidence=("lock_top_wait_s", "lock_contended")),
+    Rule("lock-contention",  # from the profile: cheap, no locks probe needed
+         (Cond("profile_lock_share", ">=", 0.10),),
+         "Lock contention: {profile_lock_pct:.0f}% of the sampled CPU time spun or slept in "
+         "lock slow paths ({lock_callers}).",
+         evidence=("profile_lock_share",)),
     Rule("kernel-cpu-bound",
          (Cond("cpu_kernel_share", ">=", 0.85),),
          "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
          "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs); idle and iowait {cpu_free_pct:.0f}%.",
-         replaces=("cpu-saturated",), evidence=("cpu_sys_share", "cpu_irq_share"),
+         replaces=("cpu-saturated", "kernel-path"), evidence=("cpu_sys_share", "cpu_irq_share"),
          tail="where_cpu"),
     Rule("cpu-saturated",
          (Cond("cpu_free_share", "<=", 0.05),),
          "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% "
          "in the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the "
          "machine).",
-         evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share"), tail="where_cpu"),
+         evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share"), tail="where_cpu",
+         replaces=("kernel-path",)),
     Rule("writeback-phase",
          (Cond("writeback_share", ">=", 0.25),),
          "Writeback is {writeback_pct:.0f}% of the point: copying {write_size} into the page "
@@ -136,6 +143,11 @@ RULES: tuple[Rule, ...] = (
          "{writeback_s:.2f} s (fio's {phase_resolution_ms:.0f} ms bandwidth log: each phase "
          "±{phase_resolution_ms:.0f} ms).",
          evidence=("copy_bytes_per_s", "throughput_bytes_per_s")),
+    Rule("kernel-path",
+         (Cond("profile_top_share", ">=", 0.30),),
+         "Most of the CPU time is one path: {profile_top_pct:.0f}% of the sampled CPU time "
+         "{profile_top_label} ({profile_top_functions}): {profile_top_meaning}.",
+         evidence=("profile_copy_share", "profile_loop_share", "profile_filesystem_share")),
     Rule("neighbours",
          (Cond("tasks_neighbours_share", ">=", 0.20),),
          "Other work shares the CPUs: processes outside the workload took "
@@ -220,8 +232,55 @@ def _device_bps(v: Values) -> float | None:
 
 
 def _where_cpu(v: Values) -> str | None:
+    parts = []
     text = consumers_text(v)
-    return None if text is None else f"Where the CPU time went: {text}."
+    if text is not None:
+        parts.append(f"Where the CPU time went: {text}.")
+    kernel = paths_text(v)
+    if kernel is not None:
+        parts.append(f"Kernel paths (profile): {kernel}.")
+    return " ".join(parts) or None
+
+
+#: What it means when most CPU time is one path (``analysis.paths``), for the sentence.
+PATH_MEANING = {
+    "copy": "the memory-copy wall: buffered I/O moves every byte through the CPU",
+    "page_cache": "page-cache management (folio allocation, LRU) costs more than the copy",
+    "filesystem": "the filesystem's own code path is the cost",
+    "writeback": "writeback of dirty pages",
+    "block": "the block layer's submission and completion",
+    "loop": "the bed's loop worker writing its backing file, a cost a real device would not "
+            "have",
+    "reclaim": "memory reclaim and compaction",
+    "lock": "lock slow paths: contention",
+    "other": "kernel code outside the known paths (see the profile's top functions)",
+    "user": "user space: the workload's own code (or a neighbour's)",
+}
+
+
+def _top_path(v: Values) -> tuple[str, float] | None:
+    best: tuple[str, float] | None = None
+    for p in PATH_MEANING:
+        s = _num(v, f"profile_{p}_share")
+        if s is not None and (best is None or s > best[1]):
+            best = (p, s)
+    return best
+
+
+#: How the kernel-path sentence says what the CPU was doing in a path.
+_DOING = {"copy": "copies data to/from user space", "user": "runs in user space",
+          "lock": "spins or sleeps in lock slow paths"}
+
+
+def _top_field(v: Values, field: str) -> Any:
+    """One field of the heaviest path of the profile: share, pct, label or meaning."""
+    top = _top_path(v)
+    if top is None:
+        return None
+    path, share = top
+    return {"share": share, "pct": 100.0 * share,
+            "label": _DOING.get(path, f"is in the {LABELS.get(path, path)}"),
+            "meaning": PATH_MEANING[path]}[field]
 
 
 def _neighbours_top(v: Values) -> str:
@@ -240,6 +299,11 @@ DERIVED: dict[str, Derive] = {
     "device_pct": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s"), 100.0),
     "device_rate": lambda v: None if _device_bps(v) is None else fmt_rate(_device_bps(v) or 0.0),
     "where_cpu": _where_cpu,
+    "profile_lock_pct": _scaled("profile_lock_share", 100.0),
+    "profile_top_share": lambda v: _top_field(v, "share"),
+    "profile_top_pct": lambda v: _top_field(v, "pct"),
+    "profile_top_label": lambda v: _top_field(v, "label"),
+    "profile_top_meaning": lambda v: _top_field(v, "meaning"),
     "writeback_pct": _scaled("writeback_share", 100.0),
     "write_size": lambda v: None if _num(v, "write_bytes") is None else fmt_bytes(
         _num(v, "write_bytes") or 0.0),
@@ -283,7 +347,9 @@ def _round(x: Any) -> Any:
 
 def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
             lock_rows: Sequence[Mapping[str, Any]] = (),
-            tasks_top: Sequence[Mapping[str, Any]] = ()) -> list[Verdict]:
+            tasks_top: Sequence[Mapping[str, Any]] = (),
+            lock_callers: str | None = None, top_functions: str | None = None
+            ) -> list[Verdict]:
     """Verdicts of the rules that fire, in table order; ``[]`` when none does (the caller
     shows :data:`NO_RULE_FIRED`).
 
@@ -294,6 +360,14 @@ def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
     threads (``tasks_top.json``) to name neighbours.
     """
     values = _values(metrics, context, lock_rows, tasks_top)
+    if top_functions:
+        values["profile_top_functions"] = top_functions
+    elif "profile_top_functions" not in values:
+        values["profile_top_functions"] = "functions not recorded"
+    if lock_callers:
+        values["lock_callers"] = f"top callers {lock_callers}"
+    elif "lock_callers" not in values:
+        values["lock_callers"] = "callers not recorded"
     fired: dict[str, Verdict] = {}
     dropped: set[str] = set()
     for row in RULES:
@@ -346,6 +420,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "lock_wait_share": ("lock wait", "%"), "cpu_kernel_share": ("kernel CPU", "%"),
     "cpu_free_share": ("CPU idle", "%"), "tasks_neighbours_share": ("neighbours' CPU", "%"),
     "writeback_share": ("writeback's share of the time", "%"),
+    "profile_lock_share": ("lock slow paths", "%"),
 }
 
 

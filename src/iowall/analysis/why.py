@@ -7,10 +7,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import MEASURED_STATUSES, Run, primary_metric
-from .attribution import classes
+from ..model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
+from .attribution import classes, lock_callers, top_functions, top_paths
 from .context import explain_context, not_applicable, representative, skipped_probes
 from .explain import explain, near_misses, sentences
+from .paths import Attribution, attribute, decode_folded, path_metrics
 
 
 def _artifact_json(run: Run, name: str) -> Any:
@@ -36,6 +37,18 @@ def tasks_top(run: Run) -> list[Any]:
     return list(doc) if isinstance(doc, list) else []
 
 
+def profile(run: Run) -> Attribution | None:
+    """The kernel-path attribution of the run's CPU profile, when it carries one."""
+    for a in run.artifacts:
+        if a.name == PROFILE_ARTIFACT:
+            try:
+                stacks = decode_folded(a.body)
+            except (ValueError, OSError, EOFError):
+                return None
+            return attribute(stacks) if stacks else None
+    return None
+
+
 def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     """The verdicts on one run, as reports keep them: the rules that fired, the nearest miss
     of each rule that did not, and where the CPU time went (the ``tasks`` probe)."""
@@ -43,16 +56,23 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     na = not_applicable(run)
     if na is not None:
         return {**base, "sentences": [na], "fired": False, "applicable": False,
-                "verdicts": [], "near_misses": [], "attribution": []}
+                "verdicts": [], "near_misses": [], "attribution": [], "paths": []}
     metrics = {m.name: m.value for m in run.metrics}
     ctx = explain_context(run, batch)
-    verdicts = explain(metrics, ctx, lock_rows=lock_rows(run), tasks_top=tasks_top(run))
+    att = profile(run)
+    if att is not None and not any(k.startswith("profile_") and k.endswith("_share")
+                                   for k in metrics):
+        metrics.update({m.name: m.value for m in path_metrics(att)})  # older runs
+    verdicts = explain(metrics, ctx, lock_rows=lock_rows(run), tasks_top=tasks_top(run),
+                       lock_callers=lock_callers(att) if att is not None else None,
+                       top_functions=top_functions(att) if att is not None else None)
     return {**base, "sentences": sentences(verdicts), "fired": bool(verdicts),
             "applicable": True,
             "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence}
                          for v in verdicts],
             "near_misses": near_misses(metrics, ctx, [v.rule for v in verdicts]),
-            "attribution": classes(metrics)}
+            "attribution": classes(metrics),
+            "paths": top_paths(att) if att is not None else []}
 
 
 def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:

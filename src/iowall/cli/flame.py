@@ -13,7 +13,6 @@ from ..errors import UserError
 from ..probes.profile import ARTIFACT
 from ..report.flame import diff_flamegraph, flamegraph, subtitle, write_svg
 from ..store import Store
-from .common import open_store
 from .options import DbOpt
 
 
@@ -49,7 +48,7 @@ def plot_flame(
         raise UserError(f"give one run or two (base new), not {len(runs)}")
     if os.path.splitext(output)[1].lower() != ".svg":
         raise UserError(f"{output}: a flame graph is an SVG: name the file .svg")
-    store = open_store(db)
+    store = Store(db)
     profiles = [load_profile(store, r) for r in runs]
     if len(profiles) == 1:
         rid, what, stacks = profiles[0]

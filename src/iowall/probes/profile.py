@@ -24,14 +24,14 @@ from pathlib import Path
 
 from .. import journal
 from ..errors import IowallError
-from ..model import Artifact
+from ..model import PROFILE_ARTIFACT, Artifact
 from .base import Probe, ProbeContext, ProbeResult
 from .sampling import metric
 
 FREQ_HZ = 99
 #: the folded stacks, gzip then base64 (artifact bodies are text); ``decode_folded`` in
 #: ``iowall.analysis.paths`` reads it back.
-ARTIFACT = "profile.folded.gz"
+ARTIFACT = PROFILE_ARTIFACT
 CONTENT_TYPE = "application/gzip+base64"
 COLLAPSE = "inferno-collapse-perf"
 #: fields for perf script: no ``period``, so the collapser counts samples, not nanoseconds.

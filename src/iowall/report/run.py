@@ -213,6 +213,11 @@ def _explanation_text(e: Explanation) -> str:
                 for a in w["attribution"]]
         out += ["", "  where the CPU time went (tasks probe; share of busy CPU time):",
                 text_table(["class", "CPU-s", "share"], rows, indent=4)]
+    if w.get("paths"):
+        rows = [[p["label"], (p["top_functions"] or [{"function": ""}])[0]["function"][:34],
+                 f"{100 * p['share']:.0f}%"] for p in w["paths"]]
+        out += ["", "  kernel paths (profile; share of all sampled CPU time):",
+                text_table(["path", "top function", "share"], rows, indent=4, left=2)]
     out += [f"  (probe {sk['probe']} skipped: {sk['reason']})" for sk in w["skipped_probes"]]
     return "\n".join(out) + "\n"
 
@@ -224,5 +229,5 @@ def _explanation_json(e: Explanation) -> str:
                              for v in w["verdicts"]], list(w["skipped_probes"]))
     doc.update(applicable=w.get("applicable", True), sentences=list(w["sentences"]),
                near_misses=list(w.get("near_misses", [])),
-               attribution=list(w.get("attribution", [])))
+               attribution=list(w.get("attribution", [])), paths=list(w.get("paths", [])))
     return json_text(doc)
