@@ -9,17 +9,14 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import time
-from pathlib import Path
 from typing import Any
 
-from .. import journal
 from ..errors import IowallError
 from ..model import Artifact, Metric
 from . import tracefs
 from .base import Probe, ProbeContext, ProbeResult
+from .perf import PerfRecording
 from .sampling import metric
 
 #: perf prints times with these units (lock_stat_key_print_time in tools/perf/builtin-lock.c).
@@ -109,10 +106,7 @@ class LocksProbe(Probe):
 
     def __init__(self, ctx: ProbeContext) -> None:
         super().__init__(ctx)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._data: Path | None = None
-        self._log: Path | None = None
-        self._tokens: list[Path] = []
+        self._rec: PerfRecording | None = None
         self._acquired = False
         self._notes: list[str] = []
 
@@ -128,76 +122,38 @@ class LocksProbe(Probe):
 
     def start(self) -> None:
         try:
-            self._setup()
+            # Mount tracefs ourselves: perf would mount it and leave it mounted.
+            tracefs.acquire()
+            self._acquired = True
+            self._rec = PerfRecording(self.ctx.workdir, "lock", "perf lock record", 60.0)
+            self._rec.start(perf_argv)
         except BaseException:
-            self._kill()
             self._cleanup()
             raise
 
-    def _setup(self) -> None:
-        # Mount tracefs ourselves: perf would mount it and leave it mounted.
-        tracefs.acquire()
-        self._acquired = True
-        base = Path(self.ctx.workdir)
-        base.mkdir(parents=True, exist_ok=True)
-        stem = f"iowall-perf-lock-{os.getpid()}-{time.monotonic_ns()}"
-        self._data, self._log = base / f"{stem}.data", base / f"{stem}.log"
-        for p in (self._data, self._log):
-            self._tokens.append(journal.add({"undo": "unlink", "path": str(p)}))
-        with open(self._log, "wb") as log:
-            self._proc = subprocess.Popen(
-                perf_argv(str(self._data)), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # recording starts once the header is written
-            if self._proc.poll() is not None:
-                raise IowallError(f"perf lock record exited: {self._log_tail()}")
-            if self._data.exists() and self._data.stat().st_size > 0:
-                time.sleep(0.1)
-                return
-            time.sleep(0.05)
-        raise IowallError("perf lock record did not start within 10 s")
-
-    def _log_tail(self) -> str:
-        try:
-            lines = self._log.read_text(errors="replace").strip().splitlines() if self._log \
-                else []
-        except OSError:
-            lines = []
-        return lines[-1] if lines else ""
-
-    def _kill(self) -> None:
-        p, self._proc = self._proc, None
-        if p is None or p.poll() is not None:
-            return
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            self._notes.append("perf lock record did not stop on SIGINT: killed")
-
     def _cleanup(self) -> None:
-        for p in (self._data, self._log):
-            if p is not None:
-                p.unlink(missing_ok=True)
-        for t in self._tokens:
-            journal.done(t)
-        self._tokens.clear()
+        if self._rec is not None:
+            self._rec.stop()
+            self._rec.cleanup()
+            self._notes += self._rec.notes
+            self._rec = None
         if self._acquired:
             self._acquired = False
             if not tracefs.release():
                 self._notes.append("tracefs left mounted: busy (another user)")
 
     def stop(self) -> ProbeResult:
+        rec = self._rec
+        if rec is None:
+            return ProbeResult(self.name, skipped="not started")
         try:
-            self._kill()
-            if self._data is None or not self._data.exists():
+            rec.stop()
+            size = rec.size()
+            if size == 0:
+                self._cleanup()
                 return ProbeResult(self.name, skipped="perf lock record wrote no data",
                                    notes=tuple(self._notes))
-            size = self._data.stat().st_size
-            r = subprocess.run(["perf", "lock", "contention", "-v", "-i", str(self._data)],
+            r = subprocess.run(["perf", "lock", "contention", "-v", "-i", str(rec.data)],
                                capture_output=True, text=True, errors="replace", timeout=300)
             text = r.stdout + r.stderr  # perf prints the table on stderr (pr_info)
             if r.returncode != 0 and not ROW.search(text):

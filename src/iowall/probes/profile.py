@@ -15,17 +15,15 @@ import gzip
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from .. import journal
 from ..errors import IowallError
 from ..model import PROFILE_ARTIFACT, Artifact
 from .base import Probe, ProbeContext, ProbeResult
+from .perf import PerfRecording
 from .sampling import metric
 
 FREQ_HZ = 99
@@ -120,11 +118,7 @@ class ProfileProbe(Probe):
 
     def __init__(self, ctx: ProbeContext) -> None:
         super().__init__(ctx)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._data: Path | None = None
-        self._log: Path | None = None
-        self._tokens: list[Path] = []
-        self._notes: list[str] = []
+        self._rec: PerfRecording | None = None
 
     def unavailable(self) -> str | None:
         if shutil.which("perf") is None:
@@ -142,90 +136,46 @@ class ProfileProbe(Probe):
         return None
 
     def start(self) -> None:
+        self._rec = PerfRecording(self.ctx.workdir, "profile", "perf record", STOP_WAIT_S)
         try:
-            self._setup()
+            self._rec.start(record_argv)
         except BaseException:
-            self._kill()
-            self._cleanup()
+            self._rec.stop()
+            self._rec.cleanup()
             raise
 
-    def _setup(self) -> None:
-        base = Path(self.ctx.workdir)
-        base.mkdir(parents=True, exist_ok=True)
-        stem = f"iowall-perf-profile-{os.getpid()}-{time.monotonic_ns()}"
-        self._data, self._log = base / f"{stem}.data", base / f"{stem}.log"
-        for p in (self._data, self._log):
-            self._tokens.append(journal.add({"undo": "unlink", "path": str(p)}))
-        with open(self._log, "wb") as log:
-            self._proc = subprocess.Popen(
-                record_argv(str(self._data)), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # recording starts once the header is written
-            if self._proc.poll() is not None:
-                raise IowallError(f"perf record exited: {self._log_text().strip()[-300:]}")
-            if self._data.exists() and self._data.stat().st_size > 0:
-                time.sleep(0.1)
-                return
-            time.sleep(0.05)
-        raise IowallError("perf record did not start within 10 s")
-
-    def _log_text(self) -> str:
-        try:
-            return self._log.read_text(errors="replace") if self._log else ""
-        except OSError:
-            return ""
-
-    def _kill(self) -> None:
-        """SIGINT (perf then writes its trailer), a bounded wait, then SIGKILL."""
-        p, self._proc = self._proc, None
-        if p is None or p.poll() is not None:
-            return
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            self._notes.append("perf record did not stop on SIGINT: killed")
-
-    def _cleanup(self) -> None:
-        for p in (self._data, self._log):
-            if p is not None:
-                p.unlink(missing_ok=True)
-        for t in self._tokens:
-            journal.done(t)
-        self._tokens.clear()
-
     def stop(self) -> ProbeResult:
+        rec = self._rec
+        if rec is None:
+            return ProbeResult(self.name, skipped="not started")
+        notes = rec.notes
         try:
-            self._kill()
-            if self._data is None or not self._data.exists() or self._data.stat().st_size == 0:
+            rec.stop()
+            size = rec.size()
+            if size == 0:
                 return ProbeResult(self.name, skipped="perf record wrote no data",
-                                   notes=tuple(self._notes))
-            size = self._data.stat().st_size
-            log = self._log_text()
+                                   notes=tuple(notes))
+            log = rec.log_text()
             collapse = inferno_tool(COLLAPSE)
             if collapse is None:
                 raise IowallError(f"{COLLAPSE} vanished during the run")
-            stacks = tidy_folded(fold(self._data, collapse))
+            stacks = tidy_folded(fold(rec.data, collapse))
         finally:
-            self._cleanup()
+            rec.cleanup()
         samples = sum(stacks.values())
         if samples == 0:
-            return ProbeResult(self.name, skipped="perf recorded no samples",
-                               notes=tuple(self._notes))
-        self._notes.append(f"perf.data was {size} bytes (removed)")
+            return ProbeResult(self.name, skipped="perf recorded no samples", notes=tuple(notes))
+        notes.append(f"perf.data was {size} bytes (removed)")
         perf_count = recorded_samples(log)
         if perf_count is not None and perf_count != samples:
-            self._notes.append(f"perf recorded {perf_count} samples, {samples} folded")
+            notes.append(f"perf recorded {perf_count} samples, {samples} folded")
         lost = re.findall(r"(?i)lost \d+ \w+.*", log)
         if lost:
-            self._notes.append(f"perf: {lost[0].strip()}")
+            notes.append(f"perf: {lost[0].strip()}")
         return ProbeResult(
             self.name,
             metrics=(metric("profile_samples", samples, "samples"),
                      metric("profile_cpu_s", samples / FREQ_HZ, "s"),
                      metric("profile_stacks", len(stacks), "stacks")),
             artifacts=(Artifact(ARTIFACT, CONTENT_TYPE, encode_folded(stacks)),),
-            notes=tuple(self._notes))
+            notes=tuple(notes))
