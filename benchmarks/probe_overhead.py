@@ -6,7 +6,10 @@
     .venv/bin/python benchmarks/probe_overhead.py --probes none     # A/A: the noise floor
 
 The workload is a buffered sequential write at nproc jobs on a ram bed (fio, 1 MiB blocks,
-psync, time based, end_fsync), the point ``iowall limits`` measures first. Runs are
+psync, time based, end_fsync), the point ``iowall limits`` measures first, or with
+``--workload create`` the engine's create phase (nproc threads, empty files, files/s). The
+default probe set includes ``tasks`` (schedstat of every thread) and ``profile`` (perf at 99
+Hz with call graphs, folded at stop). Runs are
 interleaved in pairs (A B, B A, A B …: order alternates so drift does not favour one side),
 and the verdict is the ratio of the medians, probes / none, against a floor (0.98).
 
@@ -32,6 +35,7 @@ from typing import Any
 
 from iowall.beds import BedSpec, provision
 from iowall.probes import ProbeContext, ProbeSet, resolve
+from iowall.workloads.engine import run_meta
 
 Workload = Callable[[str], float]
 FLOOR = 0.98
@@ -47,6 +51,16 @@ def fio_buffered_write(jobs: int, seconds: int, size: str = "384M") -> Workload:
         out = subprocess.run(argv, capture_output=True, text=True, check=True,
                              timeout=seconds * 10 + 60)
         return float(json.loads(out.stdout)["jobs"][0]["write"]["bw_bytes"])
+    return run
+
+
+def engine_create(threads: int, files: int = 20000) -> Workload:
+    """The engine's create phase: ``threads`` threads x ``files`` empty files; files/s."""
+    def run(path: str) -> float:
+        d = os.path.join(path, "create")
+        os.makedirs(d)
+        (rec,) = run_meta(d, threads, files, ["create"])
+        return float(rec["files_per_s"])
     return run
 
 
@@ -94,7 +108,7 @@ def measure(workload: Workload, probes_a: str, probes_b: str = "none", *, pairs:
                 r = one(workload, spec, b.path, ctx)
                 r["pair"], r["side"] = i, side
                 runs.append(r)
-                log(f"pair {i} {side} {spec:>16}: {r['bytes_per_s'] / (1 << 20):8.0f} MiB/s "
+                log(f"pair {i} {side} {spec:>16}: {r['bytes_per_s']:14.0f} per s "
                     f"(wall {r['wall_s']:.1f} s, iowall CPU {r['self_cpu_s']:.3f} s)")
     a = [r["bytes_per_s"] for r in runs if r["side"] == "a"]
     b_ = [r["bytes_per_s"] for r in runs if r["side"] == "b"]
@@ -118,18 +132,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5, help="fio runtime per run")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--workload", choices=("write", "create"), default="write",
+                    help="fio buffered write (MiB/s) or the engine's create (files/s)")
     ap.add_argument("--json", help="write the full result here")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("probe_overhead: needs root (ram bed, tracefs, perf)", file=sys.stderr)
         return 2
-    res = measure(fio_buffered_write(args.jobs, args.seconds), args.probes, args.baseline,
-                  pairs=args.pairs)
-    res["workload"] = {"fio": "buffered write", "jobs": args.jobs, "seconds": args.seconds,
-                       "bs": "1M", "bed": "ram", "fs": "xfs"}
-    mib = 1 << 20
-    print(f"{args.probes} vs {args.baseline}: median {res['median_bytes_per_s'] / mib:.0f} vs "
-          f"{res['baseline_median_bytes_per_s'] / mib:.0f} MiB/s, ratio of medians "
+    if args.workload == "create":
+        work, unit, scale = engine_create(args.jobs), "files/s", 1.0
+        res = measure(work, args.probes, args.baseline, pairs=args.pairs)
+        res["workload"] = {"engine": "create", "threads": args.jobs, "files_per_thread": 20000,
+                           "bed": "ram", "fs": "xfs"}
+    else:
+        work, unit, scale = fio_buffered_write(args.jobs, args.seconds), "MiB/s", float(1 << 20)
+        res = measure(work, args.probes, args.baseline, pairs=args.pairs)
+        res["workload"] = {"fio": "buffered write", "jobs": args.jobs, "seconds": args.seconds,
+                           "bs": "1M", "bed": "ram", "fs": "xfs"}
+    print(f"{args.probes} vs {args.baseline} ({args.workload}): median "
+          f"{res['median_bytes_per_s'] / scale:.0f} vs "
+          f"{res['baseline_median_bytes_per_s'] / scale:.0f} {unit}, ratio of medians "
           f"{res['ratio_of_medians']:.3f}, median pair ratio {res['median_pair_ratio']:.3f} "
           f"({'ok' if res['ok'] else 'BELOW'} floor {FLOOR}); iowall's own CPU "
           f"{100 * res['self_cpu_share']:.2f}% of one CPU")

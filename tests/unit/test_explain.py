@@ -167,7 +167,8 @@ def test_table_refers_only_to_known_quantities() -> None:
     from iowall.analysis.paths import PATHS
     from iowall.cpuclasses import CLASSES, UNATTRIBUTED
 
-    known = set(CONTEXT_KEYS) | set(DERIVED) | {"tasks_busy_cpu_s", "lock_callers", "profile_top_functions"} | {
+    extra = {"tasks_busy_cpu_s", "lock_callers", "profile_top_functions"}
+    known = set(CONTEXT_KEYS) | set(DERIVED) | extra | {
         f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")} | {
         f"profile_{p}_share" for p in PATHS}
     for p in RUNS.glob("*.json"):
