@@ -255,22 +255,23 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
 
 
 def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """Explain the buffered peak of each direction: the rules that fire on its median run."""
+    """Explain every buffered point (its median run): the rules that fire, the nearest misses,
+    where the CPU time went; the peak of each direction first."""
     out: list[dict[str, Any]] = []
     by_id = {r.id: r for r in runs}
     for direction in ("write", "read"):
         rows = [r for r in summary.rows if r.direction == direction and r.buffered]
-        if not rows:
-            continue
-        peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0)
-        assert peak.buffered is not None
-        group = [by_id[i] for i in peak.buffered.run_ids if i in by_id]
-        run = representative(group, f"{direction}_bw_bytes_per_s")
-        if run is None:
-            continue
-        w = why_run(run, runs)
-        out.append({**w, "point": f"buffered {direction} at {peak.jobs} jobs",
-                    "direction": direction, "jobs": peak.jobs})
+        peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0, default=None)
+        for row in sorted(rows, key=lambda r: (r is not peak, r.jobs)):
+            assert row.buffered is not None
+            group = [by_id[i] for i in row.buffered.run_ids if i in by_id]
+            run = representative(group, f"{direction}_bw_bytes_per_s")
+            if run is None:
+                continue
+            w = why_run(run, runs)
+            tag = " (the peak)" if row is peak else ""
+            out.append({**w, "point": f"buffered {direction} at {row.jobs} jobs{tag}",
+                        "direction": direction, "jobs": row.jobs})
     return out
 
 
