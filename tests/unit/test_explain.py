@@ -218,12 +218,16 @@ def test_near_misses_name_the_gap() -> None:
 
 
 def test_latency_bound_when_cpus_and_device_idle() -> None:
-    m = {"cpu_idle_share": 0.7, "cpu_iowait_share": 0.1, "disk_write_bytes_per_s": 4e8}
+    m = {"cpu_idle_share": 0.7, "cpu_iowait_share": 0.1, "disk_write_bytes_per_s": 4e8,
+         "cpu_sys_share_max": 0.3}
     c = {"throughput_bytes_per_s": 4e8, "device_bytes_per_s": 4e8,
          "direct_ceiling_bytes_per_s": 2e9, "jobs": 1, "cpus": 2}
     (v,) = explain(m, c)
     assert v.rule == "latency-bound" and "80% idle or waiting" in v.sentence
     assert "20% of its direct-I/O ceiling" in v.sentence
+    # a short point whose busiest interval saturated the CPUs is CPU-bound, not latency-bound
+    (v,) = explain({**m, "cpu_sys_share_max": 0.97, "cpu_kernel_share": 0.45}, c)
+    assert v.rule == "kernel-cpu-bound" and "busiest interval system time took 97%" in v.sentence
 
 
 def test_cpu_bound_says_where_the_time_went_and_names_neighbours() -> None:

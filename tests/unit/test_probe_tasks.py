@@ -16,6 +16,7 @@ DEV, DEVNO = ("loop3",), ("7:3",)
     ("iou-sqp-99", False, True, False, "io_uring"),
     ("kworker/u8:4+iou_exit", True, False, False, "io_uring"),
     ("python", False, False, True, "iowall"),
+    ("perf", False, True, False, "iowall"),
     ("rustc", False, False, False, "neighbours"),
     ("kswapd0", True, False, False, "kswapd"),
     ("kworker/u8:1+flush-7:3", True, False, False, "flusher"),

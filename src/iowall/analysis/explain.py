@@ -129,6 +129,13 @@ RULES: tuple[Rule, ...] = (
          "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs); idle and iowait {cpu_free_pct:.0f}%.",
          replaces=("cpu-saturated", "kernel-path"), evidence=("cpu_sys_share", "cpu_irq_share"),
          tail="where_cpu"),
+    Rule("kernel-cpu-bound",  # a short point: the average includes start-up and fsync waits
+         (Cond("cpu_sys_share_max", ">=", 0.90),),
+         "CPU-bound in the kernel while it ran: in its busiest interval system time took "
+         "{cpu_sys_max_pct:.0f}% of all {cpus:.0f} CPUs ({cpu_kernel_pct:.0f}% on average over "
+         "the whole point, start-up and waits included).",
+         replaces=("cpu-saturated", "kernel-path", "latency-bound"),
+         evidence=("cpu_sys_share", "cpu_idle_share"), tail="where_cpu"),
     Rule("cpu-saturated",
          (Cond("cpu_free_share", "<=", 0.05),),
          "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% "
@@ -154,7 +161,8 @@ RULES: tuple[Rule, ...] = (
          "{neighbours_pct:.0f}% of the CPU time ({neighbours_top}).",
          evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s")),
     Rule("latency-bound",
-         (Cond("cpu_free_share", ">=", 0.40), Cond("device_ratio", "<=", 0.60)),
+         (Cond("cpu_free_share", ">=", 0.40), Cond("device_ratio", "<=", 0.60),
+          Cond("cpu_sys_share_max", "<=", 0.60)),
          "Neither the CPUs nor the device: the CPUs were {cpu_free_pct:.0f}% idle or waiting "
          "and the device moved {device_pct:.0f}% of its direct-I/O ceiling, so the wall is "
          "latency or queue depth ({jobs:.0f} job(s)): more jobs or a deeper queue would move "
@@ -249,8 +257,8 @@ PATH_MEANING = {
     "filesystem": "the filesystem's own code path is the cost",
     "writeback": "writeback of dirty pages",
     "block": "the block layer's submission and completion",
-    "loop": "the bed's loop worker writing its backing file, a cost a real device would not "
-            "have",
+    "loop": "the bed's loop worker copying to or from its backing file, a cost a real "
+            "device would not have",
     "reclaim": "memory reclaim and compaction",
     "lock": "lock slow paths: contention",
     "other": "kernel code outside the known paths (see the profile's top functions)",
@@ -300,6 +308,7 @@ DERIVED: dict[str, Derive] = {
     "device_rate": lambda v: None if _device_bps(v) is None else fmt_rate(_device_bps(v) or 0.0),
     "where_cpu": _where_cpu,
     "profile_lock_pct": _scaled("profile_lock_share", 100.0),
+    "cpu_sys_max_pct": _scaled("cpu_sys_share_max", 100.0),
     "profile_top_share": lambda v: _top_field(v, "share"),
     "profile_top_pct": lambda v: _top_field(v, "pct"),
     "profile_top_label": lambda v: _top_field(v, "label"),
@@ -418,7 +427,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "device_ratio": ("share of the direct ceiling", "%"), "disk_util": ("device busy", "%"),
     "device_physical": ("a physical device", "flag"), "memcopy_ratio": ("share of memory copy", "%"),
     "lock_wait_share": ("lock wait", "%"), "cpu_kernel_share": ("kernel CPU", "%"),
-    "cpu_free_share": ("CPU idle", "%"), "tasks_neighbours_share": ("neighbours' CPU", "%"),
+    "cpu_free_share": ("CPU idle", "%"), "cpu_sys_share_max": ("kernel CPU at peak", "%"),
+    "tasks_neighbours_share": ("neighbours' CPU", "%"),
     "writeback_share": ("writeback's share of the time", "%"),
     "profile_lock_share": ("lock slow paths", "%"),
 }

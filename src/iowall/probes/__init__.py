@@ -68,7 +68,9 @@ class ProbeSet:
 
     def __init__(self, classes: Sequence[type[Probe]], ctx: ProbeContext) -> None:
         self.ctx = ctx
-        self.probes: list[Probe] = [c(ctx) for c in classes]
+        # innermost probes start last and stop first (the others' start-up, stop and folding
+        # then fall outside their window), the rest in the order given
+        self.probes: list[Probe] = [c(ctx) for c in sorted(classes, key=lambda c: c.innermost)]
         self._running: list[Probe] = []
         self._results: dict[str, ProbeResult] = {}
         self._stopped: list[ProbeResult] | None = None

@@ -41,6 +41,8 @@ class Probe(ABC):
     """Base class: ``unavailable()`` says why it cannot run; ``start``/``stop`` bracket the work."""
 
     name: ClassVar[str]
+    #: started last and stopped first: a probe that accounts for the others' cost (``tasks``)
+    innermost: ClassVar[bool] = False
 
     def __init__(self, ctx: ProbeContext) -> None:
         self.ctx = ctx

@@ -32,6 +32,9 @@ from .sampling import CLK_TCK, SampledProbe, metric, read_text, series
 _FS = re.compile(r"(^|[-+/])(xfsaild|xfs[-_]|btrfs[-_]|jbd2|ext4[-_])")
 _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9 (flags)
 
+#: Children of iowall that are its probes' tools, not the workload.
+IOWALL_TOOLS = ("perf", "inferno-", "setpriv")
+
 #: (pid, tid) → (comm, CPU ns, class)
 Threads = dict[tuple[int, int], tuple[str, int, str]]
 
@@ -83,6 +86,8 @@ def classify(comm: str, *, kthread: bool, workload: bool, self_: bool,
              devices: Sequence[str], devnos: Sequence[str]) -> str:
     """The class of one thread from its name and whose it is (pure)."""
     if workload:
+        if comm.startswith(IOWALL_TOOLS):  # the probes' own children: perf, its folding
+            return "iowall"
         return "io_uring" if comm.startswith(("iou-wrk-", "iou-sqp-")) else "workload"
     if kthread and re.search(r"[-+]iou_", comm):  # kworkers on io_uring's own work (iou_exit)
         return "io_uring"
@@ -230,6 +235,7 @@ class TasksProbe(SampledProbe[Snapshot]):
     """CPU time per class of thread: workload, io_uring, loop, flusher, kswapd, fs, …"""
 
     name = "tasks"
+    innermost = True
     summarize = staticmethod(summarize)
 
     def unavailable(self) -> str | None:
