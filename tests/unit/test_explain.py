@@ -167,7 +167,7 @@ def test_table_refers_only_to_known_quantities() -> None:
     from iowall.analysis.paths import PATHS
     from iowall.cpuclasses import CLASSES, UNATTRIBUTED
 
-    extra = {"tasks_busy_cpu_s", "lock_callers", "profile_top_functions"}
+    extra = {"tasks_busy_cpu_s", "tasks_wall_s", "lock_callers", "profile_top_functions"}
     known = set(CONTEXT_KEYS) | set(DERIVED) | extra | {
         f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")} | {
         f"profile_{p}_share" for p in PATHS}
@@ -265,3 +265,17 @@ def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None
              started_at=0.0, finished_at=1.0, id=3)
     w = why_run(mc, [mc])
     assert not w["applicable"] and w["sentences"][0].startswith("not applicable")
+
+
+def test_one_busy_thread_is_the_wall_not_latency() -> None:
+    m = {"cpu_idle_share": 0.5, "cpu_iowait_share": 0.05, "cpu_sys_share_max": 0.55,
+         "tasks_wall_s": 5.0}
+    c = {"throughput_bytes_per_s": 4e8, "device_bytes_per_s": 4e8,
+         "direct_ceiling_bytes_per_s": 4e9, "jobs": 1, "cpus": 2}
+    top = [{"class": "io_uring", "comm": "iou-wrk-7", "cpu_s": 4.3},
+           {"class": "neighbours", "comm": "spin", "cpu_s": 4.9}]
+    (v,) = explain(m, c, tasks_top=top)
+    assert v.rule == "thread-bound"
+    assert v.sentence.startswith("One thread is the wall: iou-wrk-7 (io_uring) was on a CPU "
+                                 "86% of the point (4.30 of 5.00 s)")
+    assert rules(explain(m, c, tasks_top=top[1:])) == ["latency-bound"]  # a neighbour is not

@@ -38,9 +38,11 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         if rt:
             ctx["wall_s"] = rt
         ctx.update(phase_context(run))
-        dev = run.metric(f"disk_{d}_bytes_per_s")
-        if dev:
-            ctx["device_bytes_per_s"] = dev
+        # what the device moved while fio ran (its runtime includes an end_fsync), not
+        # diluted by the probes' window (cache drop, start-up)
+        dev_bytes = run.metric(f"disk_{d}_bytes")
+        if dev_bytes and rt:
+            ctx["device_bytes_per_s"] = dev_bytes / rt
         good = [r for r in batch if r.status in MEASURED_STATUSES]
         direct: dict[int, list[float]] = {}
         me = run.point.key()

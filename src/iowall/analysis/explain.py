@@ -160,6 +160,12 @@ RULES: tuple[Rule, ...] = (
          "Other work shares the CPUs: processes outside the workload took "
          "{neighbours_pct:.0f}% of the CPU time ({neighbours_top}).",
          evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s")),
+    Rule("thread-bound",
+         (Cond("busiest_thread_share", ">=", 0.75),),
+         "One thread is the wall: {busiest_thread} was on a CPU {busiest_thread_pct:.0f}% of "
+         "the point ({busiest_thread_s:.2f} of {tasks_wall_s:.2f} s): it does the work of the "
+         "point alone; more jobs or a deeper queue spread it.",
+         replaces=("latency-bound",), evidence=("jobs", "cpus")),
     Rule("latency-bound",
          (Cond("cpu_free_share", ">=", 0.40), Cond("device_ratio", "<=", 0.60),
           Cond("cpu_sys_share_max", "<=", 0.60)),
@@ -291,6 +297,26 @@ def _top_field(v: Values, field: str) -> Any:
             "meaning": PATH_MEANING[path]}[field]
 
 
+def _busiest(v: Values) -> tuple[str, float] | None:
+    """The busiest thread of the workload (``tasks_top``): name and CPU-seconds."""
+    rows = v.get("tasks_top")
+    if not isinstance(rows, Sequence):
+        return None
+    mine = [r for r in rows if isinstance(r, Mapping)
+            and r.get("class") in ("workload", "io_uring", "loop", "flusher", "fs")]
+    if not mine:
+        return None
+    top = max(mine, key=lambda r: float(r["cpu_s"]))
+    return f"{top['comm']} ({top['class']})", float(top["cpu_s"])
+
+
+def _busiest_share(v: Values) -> float | None:
+    """The busiest workload thread's CPU time over the tasks probe's window (the same window
+    its CPU time was counted in)."""
+    b, wall = _busiest(v), _num(v, "tasks_wall_s")
+    return None if b is None or not wall else min(1.0, b[1] / wall)
+
+
 def _neighbours_top(v: Values) -> str:
     rows = v.get("tasks_top")
     if isinstance(rows, Sequence):
@@ -309,6 +335,10 @@ DERIVED: dict[str, Derive] = {
     "where_cpu": _where_cpu,
     "profile_lock_pct": _scaled("profile_lock_share", 100.0),
     "cpu_sys_max_pct": _scaled("cpu_sys_share_max", 100.0),
+    "busiest_thread_share": _busiest_share,
+    "busiest_thread_pct": lambda v: _div(_busiest_share(v), 1.0, 100.0),
+    "busiest_thread": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0))[0],
+    "busiest_thread_s": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0.0))[1],
     "profile_top_share": lambda v: _top_field(v, "share"),
     "profile_top_pct": lambda v: _top_field(v, "pct"),
     "profile_top_label": lambda v: _top_field(v, "label"),
@@ -427,10 +457,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "device_ratio": ("share of the direct ceiling", "%"), "disk_util": ("device busy", "%"),
     "device_physical": ("a physical device", "flag"), "memcopy_ratio": ("share of memory copy", "%"),
     "lock_wait_share": ("lock wait", "%"), "cpu_kernel_share": ("kernel CPU", "%"),
-    "cpu_free_share": ("CPU idle", "%"), "cpu_sys_share_max": ("kernel CPU at peak", "%"),
+    "cpu_free_share": ("CPU idle or waiting", "%"), "cpu_sys_share_max": ("kernel CPU at peak", "%"),
     "tasks_neighbours_share": ("neighbours' CPU", "%"),
     "writeback_share": ("writeback's share of the time", "%"),
     "profile_lock_share": ("lock slow paths", "%"),
+    "profile_top_share": ("heaviest path of the profile", "%"),
+    "busiest_thread_share": ("busiest thread on a CPU", "%"),
 }
 
 
@@ -457,11 +489,13 @@ def near_misses(metrics: Mapping[str, float], context: Mapping[str, float], fire
         if any(x is None for x in nums.values()):
             continue
         closeness = min(_closeness(c, nums[c.key] or 0.0) for c in row.when)
+        if closeness >= 1.0:
+            continue  # it held: the rule fired, or a more specific verdict replaced it
         parts = []
         for c in row.when:
             label, kind = _LABELS.get(c.key, (c.key, "n"))
-            parts.append(f"{label} {_fmt(kind, nums[c.key] or 0.0)}, needs {c.op} "
-                         f"{_fmt(kind, c.threshold)}")
+            need = "yes" if kind == "flag" else f"{c.op} {_fmt(kind, c.threshold)}"
+            parts.append(f"{label} {_fmt(kind, nums[c.key] or 0.0)}, needs {need}")
         if row.rule not in best or closeness > best[row.rule][0]:
             best[row.rule] = (closeness, f"{row.rule}: " + "; ".join(parts))
     return [text for _, text in sorted(best.values(), key=lambda x: -x[0])]

@@ -208,7 +208,8 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
         return [], []
     cpu = attribute(samples)
     busy = cpu["busy"]
-    metrics = [metric("tasks_busy_cpu_s", busy, "s")]
+    metrics = [metric("tasks_busy_cpu_s", busy, "s"),
+                metric("tasks_wall_s", samples[-1][0] - samples[0][0], "s")]
     for c in (*CLASSES, UNATTRIBUTED):
         metrics.append(metric(f"tasks_{c}_cpu_s", cpu[c], "s"))
         if busy > 0:

@@ -269,8 +269,9 @@ def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
             if run is None:
                 continue
             w = why_run(run, runs)
-            tag = " (the peak)" if row is peak else ""
-            out.append({**w, "point": f"buffered {direction} at {row.jobs} jobs{tag}",
+            tag = ", the peak" if row is peak else ""
+            jobs = f"{row.jobs} job" + ("" if row.jobs == 1 else "s")
+            out.append({**w, "point": f"buffered {direction} at {jobs}{tag}",
                         "direction": direction, "jobs": row.jobs})
     return out
 
@@ -356,8 +357,8 @@ def limits_report(s: LimitsSummary, ctx: dict[str, Any]) -> Report:
               f"{fmt_bytes(host['mem_total_bytes'])} RAM, fio {ctx['fio_version']}",),
         sections=tuple(sections), notes=tuple(ctx.get("notes", [])),
         notes_title="How it was measured", why=tuple(ctx.get("why", [])),
-        tail=(f"runs {ids[0]}–{ids[-1]} (batch {ctx['batch']}); 'iowall show RUN' for raw data"
-              if ids else "no runs stored",),
+        tail=(f"runs {ids[0]}–{ids[-1]}; 'iowall show RUN' for raw data" if ids
+              else "no runs stored", f"batch {ctx['batch']} ('iowall report' prints it again)"),
         label=str(ctx.get("label", "")), batch=str(ctx["batch"]), run_ids=tuple(ids), data=data)
 
 

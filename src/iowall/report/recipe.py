@@ -33,7 +33,7 @@ def _section_text(s: Section) -> list[str]:
 @renders(Report, Format.text)
 def render_text(r: Report) -> str:
     """The report as plain text."""
-    out = [r.title, *r.head]
+    out = [r.title, *[line for h in r.head for line in textwrap.wrap(h, 80) or [""]]]
     for s in r.sections:
         out += _section_text(s)
     if r.tail:

@@ -200,6 +200,11 @@ class Explanation:
     throughput_bytes_per_s: float | None
 
 
+def _short(name: str, width: int = 56) -> str:
+    """A function name cut to ``width`` with an ellipsis (C++ templates run long)."""
+    return name if len(name) <= width else name[:width - 1] + "…"
+
+
 @renders(Explanation, Format.text)
 def _explanation_text(e: Explanation) -> str:
     tp, w = e.throughput_bytes_per_s, e.why
@@ -214,7 +219,7 @@ def _explanation_text(e: Explanation) -> str:
         out += ["", "  where the CPU time went (tasks probe; share of busy CPU time):",
                 text_table(["class", "CPU-s", "share"], rows, indent=4)]
     if w.get("paths"):
-        rows = [[p["label"], (p["top_functions"] or [{"function": ""}])[0]["function"][:34],
+        rows = [[p["path"], _short((p["top_functions"] or [{"function": ""}])[0]["function"]),
                  f"{100 * p['share']:.0f}%"] for p in w["paths"]]
         out += ["", "  kernel paths (profile; share of all sampled CPU time):",
                 text_table(["path", "top function", "share"], rows, indent=4, left=2)]
