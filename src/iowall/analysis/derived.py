@@ -1,0 +1,210 @@
+"""Quantities ``explain`` computes from a run's metrics and context, usable in the rules'
+conditions and sentences (``DERIVED``): shares, rates, the busiest thread, where the CPU
+time went and the heaviest kernel path, with what it means. Pure."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..units import fmt_bytes, fmt_rate
+from .attribution import consumers_text, paths_text
+from .paths import LABELS
+
+Values = Mapping[str, Any]
+Derive = Callable[[Values], Any]
+
+
+def _num(v: Values, key: str) -> float | None:
+    x = v.get(key)
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
+
+
+def _div(a: float | None, b: float | None, scale: float = 1.0) -> float | None:
+    return a / b * scale if a is not None and b else None
+
+
+def _ratio(num: str, den: str, scale: float = 1.0) -> Derive:
+    return lambda v: _div(_num(v, num), _num(v, den), scale)
+
+
+def _scaled(key: str, scale: float) -> Derive:
+    return lambda v: _div(_num(v, key), 1.0, scale)
+
+
+def _rate(key: str) -> Derive:
+    return lambda v: None if _num(v, key) is None else fmt_rate(_num(v, key) or 0.0)
+
+
+def _writer_time_s(v: Values) -> float | None:
+    """Writers' run time: jobs × wall; without ``jobs``, the tasks that were throttled."""
+    wall = _num(v, "wall_s")
+    jobs = _num(v, "jobs") or _num(v, "throttle_tasks")
+    return wall * jobs if wall and jobs else None
+
+
+def _cpu_time_s(v: Values) -> float | None:
+    """The run's CPU time available: wall × CPUs."""
+    wall, cpus = _num(v, "wall_s"), _num(v, "cpus")
+    return wall * cpus if wall and cpus else None
+
+
+def _free_pct(v: Values) -> float | None:
+    idle, iowait = _num(v, "cpu_idle_share"), _num(v, "cpu_iowait_share")
+    return None if idle is None else 100.0 * (idle + (iowait or 0.0))
+
+
+def _lock_top(v: Values) -> str:
+    """The top three callers from ``lock_rows`` (when given), else the top wait alone."""
+    rows = v.get("lock_rows")
+    if isinstance(rows, Sequence) and rows:
+        cpu_s = _cpu_time_s(v)
+        parts = []
+        for r in sorted(rows, key=lambda r: -float(r["total_wait_s"]))[:3]:
+            wait = float(r["total_wait_s"])
+            share = f", {100 * wait / cpu_s:.0f}%" if cpu_s else ""
+            parts.append(f"{r['caller']} ({r['type']}, {wait:.2f} s{share}, "
+                         f"{int(r['contended'])} contended)")
+        return "top callers " + ", ".join(parts)
+    top = _num(v, "lock_top_wait_s")
+    return f"the top caller waited {top:.2f} s" if top is not None else "no caller table"
+
+
+def _device_bps(v: Values) -> float | None:
+    """What the device moved per second during the point (diskstats, writeback included),
+    else the workload's own throughput."""
+    return _num(v, "device_bytes_per_s") or _num(v, "throughput_bytes_per_s")
+
+
+def _where_cpu(v: Values) -> str | None:
+    parts = []
+    text = consumers_text(v)
+    if text is not None:
+        parts.append(f"Where the CPU time went: {text}.")
+    kernel = paths_text(v)
+    if kernel is not None:
+        parts.append(f"Kernel paths (profile): {kernel}.")
+    return " ".join(parts) or None
+
+
+#: What it means when most CPU time is one path (``analysis.paths``), for the sentence.
+PATH_MEANING = {
+    "copy": "the memory-copy wall: buffered I/O moves every byte through the CPU",
+    "page_cache": "page-cache management (folio allocation, LRU) costs more than the copy",
+    "filesystem": "the filesystem's own code path is the cost",
+    "writeback": "writeback of dirty pages",
+    "block": "the block layer's submission and completion",
+    "loop": "the bed's loop worker copying to or from its backing file, a cost a real "
+            "device would not have",
+    "reclaim": "memory reclaim and compaction",
+    "lock": "lock slow paths: contention",
+    "other": "kernel code outside the known paths (see the profile's top functions)",
+    "user": "user space: the workload's own code (or a neighbour's)",
+}
+
+
+def _top_path(v: Values) -> tuple[str, float] | None:
+    best: tuple[str, float] | None = None
+    for p in PATH_MEANING:
+        s = _num(v, f"profile_{p}_share")
+        if s is not None and (best is None or s > best[1]):
+            best = (p, s)
+    return best
+
+
+#: How the kernel-path sentence says what the CPU was doing in a path.
+_DOING = {"copy": "copies data to/from user space", "user": "runs in user space",
+          "lock": "spins or sleeps in lock slow paths"}
+
+
+def _top_field(v: Values, field: str) -> Any:
+    """One field of the heaviest path of the profile: share, pct, label or meaning."""
+    top = _top_path(v)
+    if top is None:
+        return None
+    path, share = top
+    return {"share": share, "pct": 100.0 * share,
+            "label": _DOING.get(path, f"is in the {LABELS.get(path, path)}"),
+            "meaning": PATH_MEANING[path]}[field]
+
+
+def _busiest(v: Values) -> tuple[str, float] | None:
+    """The busiest thread of the workload (``tasks_top``): name and CPU-seconds."""
+    rows = v.get("tasks_top")
+    if not isinstance(rows, Sequence):
+        return None
+    mine = [r for r in rows if isinstance(r, Mapping)
+            and r.get("class") in ("workload", "io_uring", "loop", "flusher", "fs")]
+    if not mine:
+        return None
+    top = max(mine, key=lambda r: float(r["cpu_s"]))
+    return f"{top['comm']} ({top['class']})", float(top["cpu_s"])
+
+
+def _busiest_share(v: Values) -> float | None:
+    """The busiest workload thread's CPU time over the tasks probe's window (the same window
+    its CPU time was counted in)."""
+    b, wall = _busiest(v), _num(v, "tasks_wall_s")
+    return None if b is None or not wall else min(1.0, b[1] / wall)
+
+
+def _neighbours_top(v: Values) -> str:
+    rows = v.get("tasks_top")
+    if isinstance(rows, Sequence):
+        names = [f"{r['comm']} {float(r['cpu_s']):.2f} s" for r in rows
+                 if isinstance(r, Mapping) and r.get("class") == "neighbours"][:3]
+        if names:
+            return "top: " + ", ".join(names)
+    return f"{_num(v, 'tasks_neighbours_cpu_s') or 0.0:.2f} CPU-seconds"
+
+
+#: Quantities computed from metrics and context, usable in conditions and sentences.
+DERIVED: dict[str, Derive] = {
+    "device_ratio": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s")),
+    "device_pct": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s"), 100.0),
+    "device_rate": lambda v: None if _device_bps(v) is None else fmt_rate(_device_bps(v) or 0.0),
+    "where_cpu": _where_cpu,
+    "profile_lock_pct": _scaled("profile_lock_share", 100.0),
+    "cpu_sys_max_pct": _scaled("cpu_sys_share_max", 100.0),
+    "busiest_thread_share": _busiest_share,
+    "busiest_thread_pct": lambda v: _div(_busiest_share(v), 1.0, 100.0),
+    "busiest_thread": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0))[0],
+    "busiest_thread_s": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0.0))[1],
+    "profile_top_share": lambda v: _top_field(v, "share"),
+    "profile_top_pct": lambda v: _top_field(v, "pct"),
+    "profile_top_label": lambda v: _top_field(v, "label"),
+    "profile_top_meaning": lambda v: _top_field(v, "meaning"),
+    "writeback_pct": _scaled("writeback_share", 100.0),
+    "write_size": lambda v: None if _num(v, "write_bytes") is None else fmt_bytes(
+        _num(v, "write_bytes") or 0.0),
+    "copy_rate": _rate("copy_bytes_per_s"),
+    "phase_resolution_ms": _scaled("phase_resolution_s", 1000.0),
+    "neighbours_pct": _scaled("tasks_neighbours_share", 100.0),
+    "neighbours_top": _neighbours_top,
+    "writer_time_s": _writer_time_s,
+    "throttled_share": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v)),
+    "throttled_pct": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v), 100.0),
+    "throttle_limit_mib": _scaled("throttle_limit_bytes", 1 / (1 << 20)),
+    "cpu_kernel_pct": _scaled("cpu_kernel_share", 100.0),
+    "kernel_cpus": lambda v: (None if _num(v, "cpus") is None
+                              else _div(_num(v, "cpu_kernel_share"), 1.0, _num(v, "cpus") or 0)),
+    "cpu_free_share": lambda v: _div(_free_pct(v), 100.0),
+    "cpu_free_pct": _free_pct,
+    "cpu_busy_pct": lambda v: None if _free_pct(v) is None else 100.0 - (_free_pct(v) or 0.0),
+    "cpu_user_pct": _scaled("cpu_user_share", 100.0),
+    "disk_util_pct": _scaled("disk_util", 100.0),
+    "direct_ceiling_ratio": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s"),
+    "direct_ceiling_pct": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", 100.0),
+    "memcopy_ratio": _ratio("throughput_bytes_per_s", "memcopy_bytes_per_s"),
+    "memcopy_pct": _ratio("throughput_bytes_per_s", "memcopy_bytes_per_s", 100.0),
+    "throughput": _rate("throughput_bytes_per_s"),
+    "direct_ceiling": _rate("direct_ceiling_bytes_per_s"),
+    "memcopy": _rate("memcopy_bytes_per_s"),
+    "cpu_time_s": _cpu_time_s,
+    "lock_wait_share": lambda v: _div(_num(v, "lock_wait_total_s"), _cpu_time_s(v)),
+    "lock_wait_pct": lambda v: _div(_num(v, "lock_wait_total_s"), _cpu_time_s(v), 100.0),
+    "lock_top": _lock_top,
+}
