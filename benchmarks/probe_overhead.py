@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5, help="fio runtime per run")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--files", type=int, default=150000, help="files per thread (create)")
     ap.add_argument("--workload", choices=("write", "create"), default="write",
                     help="fio buffered write (MiB/s) or the engine's create (files/s)")
     ap.add_argument("--json", help="write the full result here")
@@ -140,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         print("probe_overhead: needs root (ram bed, tracefs, perf)", file=sys.stderr)
         return 2
     if args.workload == "create":
-        work, unit, scale = engine_create(args.jobs), "files/s", 1.0
+        work, unit, scale = engine_create(args.jobs, args.files), "files/s", 1.0
         res = measure(work, args.probes, args.baseline, pairs=args.pairs)
-        res["workload"] = {"engine": "create", "threads": args.jobs, "files_per_thread": 20000,
+        res["workload"] = {"engine": "create", "threads": args.jobs, "files_per_thread": args.files,
                            "bed": "ram", "fs": "xfs"}
     else:
         work, unit, scale = fio_buffered_write(args.jobs, args.seconds), "MiB/s", float(1 << 20)
