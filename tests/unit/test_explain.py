@@ -277,5 +277,8 @@ def test_one_busy_thread_is_the_wall_not_latency() -> None:
     (v,) = explain(m, c, tasks_top=top)
     assert v.rule == "thread-bound"
     assert v.sentence.startswith("One thread is the wall: iou-wrk-7 (io_uring) was on a CPU "
-                                 "86% of the point (4.30 of 5.00 s)")
+                                 "for 4.30 s of the point's 5.00 s (86%)")
+    c2 = {**c, "wall_s": 4.5, "copy_s": 3.9}  # a buffered write: judged over its copy phase
+    (v,) = explain({**m, "tasks_wall_s": 5.5}, c2, tasks_top=top)
+    assert "4.30 s of the copy phase's 3.90 s (100%)" in v.sentence
     assert rules(explain(m, c, tasks_top=top[1:])) == ["latency-bound"]  # a neighbour is not

@@ -144,11 +144,21 @@ def _busiest(v: Values) -> tuple[str, float] | None:
     return f"{top['comm']} ({top['class']})", float(top["cpu_s"])
 
 
+def _window(v: Values) -> tuple[float, str] | None:
+    """The time the workload did its I/O: a buffered write's copy phase, else fio's runtime,
+    else the tasks probe's whole window."""
+    for key, what in (("copy_s", "the copy phase"), ("wall_s", "fio's runtime"),
+                      ("tasks_wall_s", "the point")):
+        x = _num(v, key)
+        if x:
+            return x, what
+    return None
+
+
 def _busiest_share(v: Values) -> float | None:
-    """The busiest workload thread's CPU time over the tasks probe's window (the same window
-    its CPU time was counted in)."""
-    b, wall = _busiest(v), _num(v, "tasks_wall_s")
-    return None if b is None or not wall else min(1.0, b[1] / wall)
+    """The busiest workload thread's CPU time over the time the workload did its I/O."""
+    b, w = _busiest(v), _window(v)
+    return None if b is None or w is None else min(1.0, b[1] / w[0])
 
 
 def _neighbours_top(v: Values) -> str:
@@ -170,6 +180,8 @@ DERIVED: dict[str, Derive] = {
     "profile_lock_pct": _scaled("profile_lock_share", 100.0),
     "cpu_sys_max_pct": _scaled("cpu_sys_share_max", 100.0),
     "busiest_thread_share": _busiest_share,
+    "busy_window_s": lambda v: None if _window(v) is None else (_window(v) or (0.0, ""))[0],
+    "busy_window": lambda v: None if _window(v) is None else (_window(v) or (0.0, ""))[1],
     "busiest_thread_pct": lambda v: _div(_busiest_share(v), 1.0, 100.0),
     "busiest_thread": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0))[0],
     "busiest_thread_s": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0.0))[1],

@@ -159,9 +159,9 @@ RULES: tuple[Rule, ...] = (
          evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s")),
     Rule("thread-bound",
          (Cond("busiest_thread_share", ">=", 0.75),),
-         "One thread is the wall: {busiest_thread} was on a CPU {busiest_thread_pct:.0f}% of "
-         "the point ({busiest_thread_s:.2f} of {tasks_wall_s:.2f} s): it does the work of the "
-         "point alone; more jobs or a deeper queue spread it.",
+         "One thread is the wall: {busiest_thread} was on a CPU for {busiest_thread_s:.2f} s of "
+         "{busy_window}'s {busy_window_s:.2f} s ({busiest_thread_pct:.0f}%): it does the "
+         "point's work alone; more jobs or a deeper queue spread it.",
          replaces=("latency-bound",), evidence=("jobs", "cpus")),
     Rule("latency-bound",
          (Cond("cpu_free_share", ">=", 0.40), Cond("device_ratio", "<=", 0.60),
