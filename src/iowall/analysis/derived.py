@@ -131,17 +131,21 @@ def _top_field(v: Values, field: str) -> Any:
             "meaning": PATH_MEANING[path]}[field]
 
 
-def _busiest(v: Values) -> tuple[str, float] | None:
-    """The busiest thread of the workload (``tasks_top``): name and CPU-seconds."""
+def _busiest(v: Values) -> tuple[str, float, float] | None:
+    """The busiest thread of the workload (``tasks_top``): its name, CPU-seconds, and its share
+    of all the workload threads' CPU time. Pool kworkers are left out: they run any queued
+    work, and their name says only what they ran last."""
     rows = v.get("tasks_top")
     if not isinstance(rows, Sequence):
         return None
     mine = [r for r in rows if isinstance(r, Mapping)
-            and r.get("class") in ("workload", "io_uring", "loop", "flusher", "fs")]
+            and r.get("class") in ("workload", "io_uring", "loop", "flusher", "fs")
+            and not str(r.get("comm", "")).startswith("kworker/")]
     if not mine:
         return None
     top = max(mine, key=lambda r: float(r["cpu_s"]))
-    return f"{top['comm']} ({top['class']})", float(top["cpu_s"])
+    total = sum(float(r["cpu_s"]) for r in mine)
+    return f"{top['comm']} ({top['class']})", float(top["cpu_s"]), float(top["cpu_s"]) / total
 
 
 def _window(v: Values) -> tuple[float, str] | None:
@@ -183,8 +187,10 @@ DERIVED: dict[str, Derive] = {
     "busy_window_s": lambda v: None if _window(v) is None else (_window(v) or (0.0, ""))[0],
     "busy_window": lambda v: None if _window(v) is None else (_window(v) or (0.0, ""))[1],
     "busiest_thread_pct": lambda v: _div(_busiest_share(v), 1.0, 100.0),
-    "busiest_thread": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0))[0],
-    "busiest_thread_s": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0.0))[1],
+    "busiest_thread": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0, 0))[0],
+    "busiest_thread_s": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0, 0))[1],
+    "busiest_thread_alone": lambda v: None if _busiest(v) is None else (
+        _busiest(v) or ("", 0, 0))[2],
     "profile_top_share": lambda v: _top_field(v, "share"),
     "profile_top_pct": lambda v: _top_field(v, "pct"),
     "profile_top_label": lambda v: _top_field(v, "label"),
@@ -193,6 +199,14 @@ DERIVED: dict[str, Derive] = {
     "write_size": lambda v: None if _num(v, "write_bytes") is None else fmt_bytes(
         _num(v, "write_bytes") or 0.0),
     "copy_rate": _rate("copy_bytes_per_s"),
+    # an upper bound: some of the data may have been written back while the copy ran
+    "writeback_bytes_per_s": _ratio("write_bytes", "writeback_s"),
+    "writeback_rate": lambda v: None if _div(_num(v, "write_bytes"), _num(v, "writeback_s"))
+    is None else fmt_rate(_div(_num(v, "write_bytes"), _num(v, "writeback_s")) or 0.0),
+    "writeback_ceiling_ratio": lambda v: _div(_div(_num(v, "write_bytes"), _num(v, "writeback_s")),
+                                              _num(v, "direct_ceiling_bytes_per_s")),
+    "writeback_ceiling_pct": lambda v: _div(_div(_num(v, "write_bytes"), _num(v, "writeback_s")),
+                                            _num(v, "direct_ceiling_bytes_per_s"), 100.0),
     "phase_resolution_ms": _scaled("phase_resolution_s", 1000.0),
     "neighbours_pct": _scaled("tasks_neighbours_share", 100.0),
     "neighbours_top": _neighbours_top,

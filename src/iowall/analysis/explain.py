@@ -97,8 +97,17 @@ RULES: tuple[Rule, ...] = (
          "Device-bound: the device moved {device_rate} during the point (writeback included), "
          "{device_pct:.0f}% of its direct-I/O ceiling measured at other points "
          "({direct_ceiling}).",
+         replaces=("latency-bound",),
          evidence=("throughput_bytes_per_s", "device_bytes_per_s",
                    "direct_ceiling_bytes_per_s", "disk_util")),
+    Rule("device-bound",  # a buffered write whose end_fsync writeback is most of its time
+         (Cond("writeback_share", ">=", 0.50), Cond("writeback_ceiling_ratio", ">=", 0.80)),
+         "Device-bound in writeback: end_fsync's writeback took {writeback_pct:.0f}% of the "
+         "point, writing {write_size} back at up to {writeback_rate} "
+         "({writeback_ceiling_pct:.0f}% of the direct-I/O ceiling measured at other points, "
+         "{direct_ceiling}).",
+         replaces=("latency-bound", "writeback-phase"),
+         evidence=("copy_s", "writeback_s", "direct_ceiling_bytes_per_s")),
     Rule("device-bound",  # %util is saturation only on a physical device, never on loop/zram
          (Cond("disk_util", ">=", 0.90), Cond("device_physical", ">=", 1)),
          "Device-bound: the bed's device was busy {disk_util_pct:.0f}% of the run "
@@ -158,7 +167,7 @@ RULES: tuple[Rule, ...] = (
          "{neighbours_pct:.0f}% of the CPU time ({neighbours_top}).",
          evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s")),
     Rule("thread-bound",
-         (Cond("busiest_thread_share", ">=", 0.75),),
+         (Cond("busiest_thread_share", ">=", 0.75), Cond("busiest_thread_alone", ">=", 0.6)),
          "One thread is the wall: {busiest_thread} was on a CPU for {busiest_thread_s:.2f} s of "
          "{busy_window}'s {busy_window_s:.2f} s ({busiest_thread_pct:.0f}%): it does the "
          "point's work alone; more jobs or a deeper queue spread it.",
@@ -257,9 +266,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "cpu_free_share": ("CPU idle or waiting", "%"), "cpu_sys_share_max": ("kernel CPU at peak", "%"),
     "tasks_neighbours_share": ("neighbours' CPU", "%"),
     "writeback_share": ("writeback's share of the time", "%"),
+    "writeback_ceiling_ratio": ("writeback's share of the direct ceiling", "%"),
     "profile_lock_share": ("lock slow paths", "%"),
     "profile_top_share": ("heaviest path of the profile", "%"),
     "busiest_thread_share": ("busiest thread on a CPU", "%"),
+    "busiest_thread_alone": ("its share of the workload's CPU", "%"),
 }
 
 
