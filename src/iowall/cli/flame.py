@@ -11,6 +11,7 @@ import typer
 from ..analysis.paths import attribute, decode_folded
 from ..errors import UserError
 from ..probes.profile import ARTIFACT
+from ..report.emit import wrote
 from ..report.flame import diff_flamegraph, flamegraph, subtitle, write_svg
 from ..store import Store
 from .options import DbOpt
@@ -59,4 +60,4 @@ def plot_flame(
         sub = f"base {wa} ({subtitle(attribute(a), 3)}); new {wb} ({subtitle(attribute(b), 3)})"
         svg = diff_flamegraph(a, b, title, sub)
     write_svg(svg, output)
-    typer.echo(output)
+    wrote(output)
