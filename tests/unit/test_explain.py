@@ -167,7 +167,7 @@ def test_table_refers_only_to_known_quantities() -> None:
     from iowall.analysis.paths import PATHS
     from iowall.cpuclasses import CLASSES, UNATTRIBUTED
 
-    extra = {"tasks_busy_cpu_s", "tasks_wall_s", "lock_callers", "profile_top_functions"}
+    extra = {"tasks_busy_cpu_s", "tasks_window_s", "lock_callers", "profile_top_functions"}
     known = set(CONTEXT_KEYS) | set(DERIVED) | extra | {
         f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")} | {
         f"profile_{p}_share" for p in PATHS}
@@ -269,7 +269,7 @@ def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None
 
 def test_one_busy_thread_is_the_wall_not_latency() -> None:
     m = {"cpu_idle_share": 0.5, "cpu_iowait_share": 0.05, "cpu_sys_share_max": 0.55,
-         "tasks_wall_s": 5.0}
+         "tasks_window_s": 5.0}
     c = {"throughput_bytes_per_s": 4e8, "device_bytes_per_s": 4e8,
          "direct_ceiling_bytes_per_s": 4e9, "jobs": 1, "cpus": 2}
     top = [{"class": "io_uring", "comm": "iou-wrk-7", "cpu_s": 4.3},
@@ -279,7 +279,7 @@ def test_one_busy_thread_is_the_wall_not_latency() -> None:
     assert v.sentence.startswith("One thread is the wall: iou-wrk-7 (io_uring) was on a CPU "
                                  "for 4.30 s of the point's 5.00 s (86%)")
     c2 = {**c, "wall_s": 4.5, "copy_s": 3.9}  # a buffered write: judged over its copy phase
-    (v,) = explain({**m, "tasks_wall_s": 5.5}, c2, tasks_top=top)
+    (v,) = explain({**m, "tasks_window_s": 5.5}, c2, tasks_top=top)
     assert "4.30 s of the copy phase's 3.90 s (100%)" in v.sentence
     assert rules(explain(m, c, tasks_top=top[1:])) == ["latency-bound"]  # a neighbour is not
     # four workers sharing the work: no one thread is the wall

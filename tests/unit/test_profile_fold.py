@@ -53,3 +53,12 @@ def test_collapse_of_real_perf_script_output() -> None:
         assert ";[unknown];[unknown]" not in s
     idle = [s for s in stacks if s.startswith("swapper;")]
     assert idle and all(s.endswith("pv_native_safe_halt_[k]") for s in idle)
+
+
+def test_differential_pairs_threads_of_the_same_kind() -> None:
+    from iowall.report.flame import by_thread_kind
+
+    a = by_thread_kind({"iou-wrk-2487;io_wq_worker_[k] 5": 0, "iou-wrk-2487;x_[k]": 3,
+                        "iou-wrk-99;x_[k]": 2, "kworker/u8:1-loop0;lo_rw_aio_[k]": 4})
+    assert a == {"iou-wrk-N;io_wq_worker_[k] 5": 0, "iou-wrk-N;x_[k]": 5,
+                 "kworker/uN:N-loopN;lo_rw_aio_[k]": 4}

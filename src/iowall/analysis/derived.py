@@ -152,7 +152,7 @@ def _window(v: Values) -> tuple[float, str] | None:
     """The time the workload did its I/O: a buffered write's copy phase, else fio's runtime,
     else the tasks probe's whole window."""
     for key, what in (("copy_s", "the copy phase"), ("wall_s", "fio's runtime"),
-                      ("tasks_wall_s", "the point")):
+                      ("tasks_window_s", "the point")):
         x = _num(v, key)
         if x:
             return x, what

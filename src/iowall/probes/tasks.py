@@ -209,7 +209,7 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
     cpu = attribute(samples)
     busy = cpu["busy"]
     metrics = [metric("tasks_busy_cpu_s", busy, "s"),
-                metric("tasks_wall_s", samples[-1][0] - samples[0][0], "s")]
+                metric("tasks_window_s", samples[-1][0] - samples[0][0], "s")]
     for c in (*CLASSES, UNATTRIBUTED):
         metrics.append(metric(f"tasks_{c}_cpu_s", cpu[c], "s"))
         if busy > 0:

@@ -6,6 +6,7 @@ search (docs/flamegraphs.md)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -62,13 +63,28 @@ def diff_flamegraph(base: Mapping[str, int], new: Mapping[str, int], title: str,
     diff = _tool("inferno-diff-folded")
     with tempfile.TemporaryDirectory(prefix="iowall-flame-") as d:
         a, b = os.path.join(d, "base.folded"), os.path.join(d, "new.folded")
-        for path, stacks in ((a, base), (b, new)):
+        for path, stacks in ((a, by_thread_kind(base)), (b, by_thread_kind(new))):
             with open(path, "w") as f:
                 f.write(folded_text(stacks))
         diffed = _run([diff, "--normalize", a, b], "")
     argv = [_tool("inferno-flamegraph"), "--title", title, "--hash",
             "--countname", "samples (normalised)"]
     return _run(argv + (["--subtitle", sub] if sub else []), diffed)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def by_thread_kind(stacks: Mapping[str, int]) -> dict[str, int]:
+    """Stacks with the numbers of their thread name (the root frame) made ``N``: two runs'
+    ``iou-wrk-2487`` and ``iou-wrk-9120`` are the same kind of thread, and a differential
+    graph must pair them."""
+    out: dict[str, int] = {}
+    for stack, n in stacks.items():
+        comm, sep, rest = stack.partition(";")
+        key = _NUMBER.sub("N", comm) + sep + rest
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 def write_svg(svg: str, path: str) -> None:
