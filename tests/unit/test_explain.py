@@ -282,6 +282,9 @@ def test_one_busy_thread_is_the_wall_not_latency() -> None:
     (v,) = explain({**m, "tasks_window_s": 5.5}, c2, tasks_top=top)
     assert "4.30 s of the copy phase's 3.90 s (100%)" in v.sentence
     assert rules(explain(m, c, tasks_top=top[1:])) == ["latency-bound"]  # a neighbour is not
+    # threads seen but never timed (a point shorter than a tick): nothing to say, no error
+    idle = [{"class": "workload", "comm": "fio", "cpu_s": 0.0}]
+    assert "thread-bound" not in rules(explain(m, c, tasks_top=idle))
     # four workers sharing the work: no one thread is the wall
     four = [{"class": "io_uring", "comm": f"iou-wrk-{i}", "cpu_s": 4.3} for i in range(4)]
     assert "thread-bound" not in rules(explain(m, c, tasks_top=four))

@@ -145,6 +145,8 @@ def _busiest(v: Values) -> tuple[str, float, float] | None:
         return None
     top = max(mine, key=lambda r: float(r["cpu_s"]))
     total = sum(float(r["cpu_s"]) for r in mine)
+    if total <= 0:
+        return None  # a point too short for any workload thread to be timed
     return f"{top['comm']} ({top['class']})", float(top["cpu_s"]), float(top["cpu_s"]) / total
 
 
