@@ -261,6 +261,16 @@ def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None
     assert explain_context(b, [a, b])["direct_ceiling_bytes_per_s"] == 1.0e9
     assert "direct_ceiling_bytes_per_s" not in explain_context(a, [a])
     assert explain_context(a, [a])["device_physical"] == 0.0
+    # random writes are judged against other random direct points, not sequential ones
+    def rnd(jobs: int, bw: float, rid: int) -> Run:
+        p = Point("tag-fairness", {"kind": "fio", "rw": "randwrite", "direct": 1,
+                                   "numjobs": jobs})
+        return Run(point=p, label="l", status="ok", started_at=0.0, finished_at=1.0,
+                   metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),), id=rid)
+
+    r1, r2, r3 = rnd(1, 1.0e9, 4), rnd(16, 3.0e9, 5), rnd(4, 2.0e9, 6)
+    # the best other job count, not the median of the other points lumped together
+    assert explain_context(r1, [r1, r2, r3, a, b])["direct_ceiling_bytes_per_s"] == 3.0e9
     mc = Run(point=Point("limits", {"kind": "memcopy", "threads": 1}), label="l", status="ok",
              started_at=0.0, finished_at=1.0, id=3)
     w = why_run(mc, [mc])
