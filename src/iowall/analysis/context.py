@@ -27,7 +27,7 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
     if cpus:
         ctx["cpus"] = float(cpus)
     p = run.point.params
-    jobs = int(p.get("jobs") or p.get("threads") or 0)
+    jobs = int(p.get("jobs") or p.get("numjobs") or p.get("threads") or 0)
     if jobs:
         ctx["jobs"] = float(jobs)
     tp = throughput(run)
