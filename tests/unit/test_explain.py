@@ -263,8 +263,7 @@ def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None
     assert explain_context(a, [a])["device_physical"] == 0.0
     # random writes are judged against other random direct points, not sequential ones
     def rnd(jobs: int, bw: float, rid: int) -> Run:
-        p = Point("tag-fairness", {"kind": "fio", "rw": "randwrite", "direct": 1,
-                                   "numjobs": jobs})
+        p = Point("tag-fairness", {"rw": "randwrite", "direct": 1, "numjobs": jobs})  # no kind
         return Run(point=p, label="l", status="ok", started_at=0.0, finished_at=1.0,
                    metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),), id=rid)
 
