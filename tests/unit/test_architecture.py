@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import grimp
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: Imports allowed inside functions: heavy libraries that would slow every CLI start-up.
@@ -53,20 +54,15 @@ def test_no_import_cycles() -> None:
     assert _cycles(grimp.build_graph("iowall")) == []
 
 
-def test_cycle_finder_finds_a_cycle(tmp_path: Path, monkeypatch: object) -> None:
+def test_cycle_finder_finds_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check above can fail: a two-module cycle is found."""
     pkg = tmp_path / "cyc"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from . import b\n")
     (pkg / "b.py").write_text("from . import a\n")
-    import sys
-
-    sys.path.insert(0, str(tmp_path))
-    try:
-        assert _cycles(grimp.build_graph("cyc")) == [["cyc.a", "cyc.b"]]
-    finally:
-        sys.path.remove(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _cycles(grimp.build_graph("cyc")) == [["cyc.a", "cyc.b"]]
 
 
 def test_modules_stay_small() -> None:

@@ -40,12 +40,6 @@ def classes(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [row for _, row in sorted(named, key=lambda x: -x[0])] + rest
 
 
-def attributed_share(metrics: Mapping[str, Any]) -> float | None:
-    """The share of the busy CPU time that named classes account for."""
-    un = _share(metrics, f"tasks_{UNATTRIBUTED}_share")
-    return None if un is None else max(0.0, 1.0 - un)
-
-
 def consumers_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
     """``52% workload threads (fio, engine), 21% loop workers of the bed; 3% unattributed``
     (shares of the busy CPU time), or None without the ``tasks`` probe."""

@@ -49,9 +49,9 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         for r in good:  # the ceiling comes from other points, never from the run's own
             q = r.point.params
             v2 = r.metric(f"{d}_bw_bytes_per_s")
-            same_rw = q.get("rw") == p.get("rw", d) or (q.get("rw") == d and "rw" not in p)
-            if (q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2
-                    and r.point.key() != me):
+            same_rw = q.get("rw") == p.get("rw", d)
+            if q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2 \
+                    and r.point.key() != me:
                 direct.setdefault(int(q.get("jobs") or q.get("numjobs") or 0), []).append(v2)
         if direct:
             ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())

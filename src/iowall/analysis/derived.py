@@ -39,6 +39,11 @@ def _rate(key: str) -> Derive:
     return lambda v: None if _num(v, key) is None else fmt_rate(_num(v, key) or 0.0)
 
 
+def _part(fn: Callable[[Values], tuple[Any, ...] | None], i: int) -> Derive:
+    """Item ``i`` of what ``fn`` returns, or None when it returns None."""
+    return lambda v: None if (x := fn(v)) is None else x[i]
+
+
 def _writer_time_s(v: Values) -> float | None:
     """Writers' run time: jobs × wall; without ``jobs``, the tasks that were throttled."""
     wall = _num(v, "wall_s")
@@ -177,22 +182,23 @@ def _neighbours_top(v: Values) -> str:
     return f"{_num(v, 'tasks_neighbours_cpu_s') or 0.0:.2f} CPU-seconds"
 
 
-#: Quantities computed from metrics and context, usable in conditions and sentences.
+#: Quantities computed from metrics and context, usable in conditions and sentences. They are
+#: computed in this order, so a later one may read an earlier one (``writeback_rate``).
 DERIVED: dict[str, Derive] = {
-    "device_ratio": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s")),
-    "device_pct": lambda v: _div(_device_bps(v), _num(v, "direct_ceiling_bytes_per_s"), 100.0),
-    "device_rate": lambda v: None if _device_bps(v) is None else fmt_rate(_device_bps(v) or 0.0),
+    "device_bytes_per_s": _device_bps,
+    "device_ratio": _ratio("device_bytes_per_s", "direct_ceiling_bytes_per_s"),
+    "device_pct": _ratio("device_bytes_per_s", "direct_ceiling_bytes_per_s", 100.0),
+    "device_rate": _rate("device_bytes_per_s"),
     "where_cpu": _where_cpu,
     "profile_lock_pct": _scaled("profile_lock_share", 100.0),
     "cpu_sys_max_pct": _scaled("cpu_sys_share_max", 100.0),
     "busiest_thread_share": _busiest_share,
-    "busy_window_s": lambda v: None if _window(v) is None else (_window(v) or (0.0, ""))[0],
-    "busy_window": lambda v: None if _window(v) is None else (_window(v) or (0.0, ""))[1],
-    "busiest_thread_pct": lambda v: _div(_busiest_share(v), 1.0, 100.0),
-    "busiest_thread": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0, 0))[0],
-    "busiest_thread_s": lambda v: None if _busiest(v) is None else (_busiest(v) or ("", 0, 0))[1],
-    "busiest_thread_alone": lambda v: None if _busiest(v) is None else (
-        _busiest(v) or ("", 0, 0))[2],
+    "busiest_thread_pct": _scaled("busiest_thread_share", 100.0),
+    "busy_window_s": _part(_window, 0),
+    "busy_window": _part(_window, 1),
+    "busiest_thread": _part(_busiest, 0),
+    "busiest_thread_s": _part(_busiest, 1),
+    "busiest_thread_alone": _part(_busiest, 2),
     "profile_top_share": lambda v: _top_field(v, "share"),
     "profile_top_pct": lambda v: _top_field(v, "pct"),
     "profile_top_label": lambda v: _top_field(v, "label"),
@@ -203,12 +209,10 @@ DERIVED: dict[str, Derive] = {
     "copy_rate": _rate("copy_bytes_per_s"),
     # an upper bound: some of the data may have been written back while the copy ran
     "writeback_bytes_per_s": _ratio("write_bytes", "writeback_s"),
-    "writeback_rate": lambda v: None if _div(_num(v, "write_bytes"), _num(v, "writeback_s"))
-    is None else fmt_rate(_div(_num(v, "write_bytes"), _num(v, "writeback_s")) or 0.0),
-    "writeback_ceiling_ratio": lambda v: _div(_div(_num(v, "write_bytes"), _num(v, "writeback_s")),
-                                              _num(v, "direct_ceiling_bytes_per_s")),
-    "writeback_ceiling_pct": lambda v: _div(_div(_num(v, "write_bytes"), _num(v, "writeback_s")),
-                                            _num(v, "direct_ceiling_bytes_per_s"), 100.0),
+    "writeback_rate": _rate("writeback_bytes_per_s"),
+    "writeback_ceiling_ratio": _ratio("writeback_bytes_per_s", "direct_ceiling_bytes_per_s"),
+    "writeback_ceiling_pct": _ratio("writeback_bytes_per_s", "direct_ceiling_bytes_per_s",
+                                    100.0),
     "phase_resolution_ms": _scaled("phase_resolution_s", 1000.0),
     "neighbours_pct": _scaled("tasks_neighbours_share", 100.0),
     "neighbours_top": _neighbours_top,
@@ -224,8 +228,6 @@ DERIVED: dict[str, Derive] = {
     "cpu_busy_pct": lambda v: None if _free_pct(v) is None else 100.0 - (_free_pct(v) or 0.0),
     "cpu_user_pct": _scaled("cpu_user_share", 100.0),
     "disk_util_pct": _scaled("disk_util", 100.0),
-    "direct_ceiling_ratio": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s"),
-    "direct_ceiling_pct": _ratio("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", 100.0),
     "memcopy_ratio": _ratio("throughput_bytes_per_s", "memcopy_bytes_per_s"),
     "memcopy_pct": _ratio("throughput_bytes_per_s", "memcopy_bytes_per_s", 100.0),
     "throughput": _rate("throughput_bytes_per_s"),

@@ -42,12 +42,3 @@ def get_report(store: Store, batch: str) -> Report:
         return Report.from_json(doc)
     except (ValueError, KeyError) as e:
         raise UserError(f"cannot read the report of batch {rows[0][0]}: {e}") from None
-
-
-def batches(store: Store, limit: int = 20) -> list[tuple[str, str, str, float]]:
-    """The newest stored reports: (batch, kind, name, created_at)."""
-    with store.engine.connect() as conn:
-        rows = conn.execute(select(t.reports.c.batch, t.reports.c.kind, t.reports.c.name,
-                                   t.reports.c.created_at)
-                            .order_by(t.reports.c.created_at.desc()).limit(limit)).all()
-    return [(str(b), str(k), str(n), float(c)) for b, k, n, c in rows]
