@@ -116,6 +116,12 @@ def test_vmstat_levels_in_bytes_and_no_gauge_rates(monkeypatch: pytest.MonkeyPat
     thr = next(s for s in series if s.name == "dirty_threshold_bytes")
     assert [v for _, v in thr.samples][1:-1] == [32 << 20] * (len(thr.samples) - 2)
     assert thr.samples[0][1] > 32 << 20
+    # the range it moved in: min and max over the window, as the series shows it
+    vals = [v for _, v in thr.samples]
+    assert m["vm_dirty_threshold_min_bytes"] == min(vals) == 32 << 20
+    assert m["vm_dirty_threshold_max_bytes"] == max(vals) > 32 << 20
+    bg = [v for s in series if s.name == "dirty_background_threshold_bytes" for _, v in s.samples]
+    assert m["vm_dirty_background_threshold_min_bytes"] == min(bg) < m["vm_dirty_threshold_min_bytes"]
     for name in ("pgscan", "pgsteal", "allocstall"):
         assert any(s.name == f"{name}_per_s" for s in series)
 

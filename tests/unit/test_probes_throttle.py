@@ -47,6 +47,10 @@ def test_totals_match_an_independent_count() -> None:
     # vm.dirty_bytes was 32 MiB: limit=8192 pages
     assert m["throttle_limit_bytes"] == 32 << 20
     assert m["throttle_setpoint_bytes"] < m["throttle_limit_bytes"]
+    limits = [int(x) for x in re.findall(r" limit=(\d+) ", "\n".join(TRACE))]
+    setpoints = [int(x) for x in re.findall(r" setpoint=(\d+) ", "\n".join(TRACE))]
+    assert m["throttle_limit_min_bytes"] == min(limits) * PAGE_SIZE
+    assert m["throttle_setpoint_min_bytes"] == min(setpoints) * PAGE_SIZE
     table = st.table()
     assert sum(r["pause_s"] for r in table) == pytest.approx(m["throttle_pause_s"])  # type: ignore
     assert table[0]["comm"] == "fio"
@@ -83,3 +87,15 @@ def test_other_devices_and_garbage_are_counted_not_summed() -> None:
     st.feed("CPU:1 [LOST 12 EVENTS]")
     st.feed("   fio-1 [000] ..... 1.0: balance_dirty_pages: bdi 7:99: limit=x pause=4")
     assert st.calls == 0 and st.other_bdi == len(TRACE) and st.unparsed == 1
+
+
+def test_limit_range_follows_the_events() -> None:
+    st = ThrottleStats()
+    for limit, setpoint in ((9000, 8000), (8192, 7000), (8500, 7500)):
+        st.feed(f"   fio-1 [000] ..... 1.0: balance_dirty_pages: bdi 7:0: limit={limit} "
+                f"setpoint={setpoint} dirty=7000 pause=0")
+    m = {x.name: x.value for x in st.metrics(lost=0)}
+    assert (m["throttle_limit_min_bytes"], m["throttle_limit_bytes"]) == (8192 * PAGE_SIZE,
+                                                                          9000 * PAGE_SIZE)
+    assert m["throttle_setpoint_min_bytes"] == 7000 * PAGE_SIZE
+    assert {x.name: x.value for x in ThrottleStats().metrics(lost=0)}["throttle_limit_min_bytes"] == 0

@@ -19,6 +19,7 @@ from typing import Any
 from ..knob import looks_like_knob
 from ..model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
 from ..model import fingerprint as _fingerprint
+from .env_numbers import numeric_differences
 from .stats import Comparison, compare_samples, geomean
 
 SCHEMA_VERSION = 1
@@ -193,8 +194,9 @@ def describe_points(points: Sequence[Mapping[str, Any]]) -> tuple[list[str], dic
 
 
 def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Difference]:
-    """Facts whose values are not the same on every side: environment, sysctls, knobs, bed.
-    A side with several values shows them all, joined by ``|``."""
+    """Facts whose values are not the same on every side: environment, sysctls, knobs, bed;
+    then the dirty threshold and the load average at start, beyond their margins
+    (analysis/env_numbers.py). A side with several values shows them all, joined by ``|``."""
     skip = set(skip)
     fields: list[tuple[str, str, str]] = [(f, "env", f) for f in ENV_FIELDS]
     sysctl_names = sorted({k for s in sides for r in s.runs for k in (r.env.get("sysctls") or {})})
@@ -219,6 +221,8 @@ def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Differe
             per_side.append(" | ".join(vals) if vals else "-")
         if len(set(per_side)) > 1:
             out.append(Difference(name, tuple(per_side)))
+    out += [Difference(name, vals) for name, vals in numeric_differences([s.runs for s in sides])
+            if name not in skip]
     return out
 
 

@@ -6,6 +6,14 @@ its ``trace_pipe`` drained by a thread. The event's ``pause``, ``paused``, ``per
 the format file gives no unit). An event with ``pause <= 0`` is a call that did not sleep;
 ``pause > 0`` is a sleep of that many ms (``io_schedule_timeout``). ``limit``, ``setpoint``,
 ``dirty`` and ``wb_dirty`` are pages.
+
+``limit`` is not /proc/vmstat's ``nr_dirty_threshold``: it is the global domain's smoothed
+hard limit ``global_wb_domain.dirty_limit`` (kernels that trace ``dtc->limit`` print
+``hard_dirty_limit()``, the larger of it and the threshold). mm/page-writeback.c,
+``update_dirty_limit``: it follows the threshold up at once and down by 1/32 of the gap per
+200 ms update, and is updated only while writers are throttled. ``setpoint`` = (limit +
+(threshold + background) / 2) / 2 lies between the freerun ceiling and it.
+analysis/dirty.py puts the two side by side.
 """
 
 from __future__ import annotations
@@ -78,7 +86,9 @@ class ThrottleStats:
     tasks: dict[int, TaskPause] = field(default_factory=dict)
     buckets: dict[int, Bucket] = field(default_factory=dict)
     limit_max: int = 0
+    limit_min: int = 0
     setpoint_max: int = 0
+    setpoint_min: int = 0
     dirty_max: int = 0
     other_bdi: int = 0
     unparsed: int = 0
@@ -105,7 +115,9 @@ class ThrottleStats:
         b = self.buckets.setdefault(idx, Bucket())
         b.limit, b.setpoint, b.dirty = limit, setpoint, dirty
         self.limit_max = max(self.limit_max, limit)
+        self.limit_min = min(self.limit_min, limit) if self.limit_min else limit
         self.setpoint_max = max(self.setpoint_max, setpoint)
+        self.setpoint_min = min(self.setpoint_min, setpoint) if self.setpoint_min else setpoint
         self.dirty_max = max(self.dirty_max, dirty)
         if pause <= 0:  # the task was let through without sleeping
             return
@@ -145,7 +157,8 @@ class ThrottleStats:
         ]
 
     def metrics(self, lost: int) -> list[Metric]:
-        """Summary metrics: total pause, sleeps, tasks, limits seen, lost events."""
+        """Summary metrics: total pause, sleeps, tasks, the range of limits and setpoints seen
+        (0 when no event came), lost events."""
         top = max((t.pause_ms for t in self.tasks.values()), default=0)
         return [metric("throttle_pause_s", self.pause_ms / 1000, "s"),
                 metric("throttle_events", self.sleeps, "events"),
@@ -154,7 +167,10 @@ class ThrottleStats:
                 metric("throttle_pause_max_s", self.max_pause_ms / 1000, "s"),
                 metric("throttle_task_pause_max_s", top / 1000, "s"),
                 metric("throttle_limit_bytes", self.limit_max * PAGE_SIZE, "bytes", "higher"),
+                metric("throttle_limit_min_bytes", self.limit_min * PAGE_SIZE, "bytes", "higher"),
                 metric("throttle_setpoint_bytes", self.setpoint_max * PAGE_SIZE, "bytes",
+                       "higher"),
+                metric("throttle_setpoint_min_bytes", self.setpoint_min * PAGE_SIZE, "bytes",
                        "higher"),
                 metric("throttle_dirty_max_bytes", self.dirty_max * PAGE_SIZE, "bytes"),
                 metric("throttle_lost_events", lost, "events")]

@@ -12,7 +12,9 @@ from .sampling import PAGE_SIZE, SampledProbe, intervals, mean, metric, series, 
 COUNTER_PREFIXES = ("pgscan", "pgsteal", "allocstall", "workingset", "thp")
 #: Gauges among the prefixed names (not counters: their differences mean nothing).
 GAUGES = frozenset({"workingset_nodes"})
-#: Levels (in pages) kept as levels, converted to bytes.
+#: Levels (in pages) kept as levels, converted to bytes. The two thresholds are the kernel's
+#: own figures, computed when /proc/vmstat is read (global_dirty_limits(): dirtyable memory,
+#: i.e. free + file LRU pages − totalreserve_pages, times vm.dirty_ratio, or vm.dirty_bytes).
 LEVELS = ("nr_dirty", "nr_writeback", "nr_dirty_threshold", "nr_dirty_background_threshold")
 #: Aggregates that do not double count (pgscan_anon/_file split the same scans again).
 AGGREGATES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -83,8 +85,10 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
         if lv in ("nr_dirty", "nr_writeback"):
             metrics.append(metric(f"vm_{base}_max_bytes", max(vals), "bytes"))
             metrics.append(metric(f"vm_{base}_mean_bytes", mean(vals), "bytes"))
-        else:
+        else:  # the kernel's thresholds: the mean, and the range it moved in over the run
             metrics.append(metric(f"vm_{base}_bytes", mean(vals), "bytes", "higher"))
+            metrics.append(metric(f"vm_{base}_min_bytes", min(vals), "bytes", "higher"))
+            metrics.append(metric(f"vm_{base}_max_bytes", max(vals), "bytes", "higher"))
     return out, metrics
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.context import representative
+from ..analysis.dirty import applied_threshold_note
 from ..analysis.limits import Cell, LimitsSummary, summarise
 from ..analysis.why import why_run
 from ..beds import Bed, BedSpec, provision
@@ -242,6 +243,8 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
         assert session.decider is not None
         names = {t.point.key(): t.title for t in tasks}
         notes += summary_lines(policy, session.decider, names)
+        if (applied := applied_threshold_note(runs, sized_from=threshold)) is not None:
+            notes.append(applied)
         ctx: dict[str, Any] = {"bed": dict(bed.facts), "kernel": os.uname().release,
                                "host": host_facts(), "fio_version": session.fio_version,
                                "batch": session.batch, "notes": notes,

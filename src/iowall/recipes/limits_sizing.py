@@ -1,7 +1,7 @@
 """How ``limits`` sizes its points for the machine it is on: the job counts, the bed, the bytes
-each write and read point moves (from the dirty threshold in force, so buffered writes cross
-it), and the memory-copy ceiling's threads; every number it picks is explained in notes.
-Pure arithmetic."""
+each write and read point moves (from the kernel's dirty threshold read after provisioning, so
+buffered writes cross it), and the memory-copy ceiling's threads; every number it picks is
+explained in notes. Pure arithmetic."""
 
 from __future__ import annotations
 
@@ -77,8 +77,9 @@ def plan_bed_size(*, bed_kind: str, mem_available: int, dirty_ratio: int, dirty_
 
 def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: int,
                 jobs: Sequence[int], quick: bool) -> Sizing:
-    """Data per write and read point from the bed's free space and the dirty threshold now in
-    force; every number it picks is explained in ``notes``."""
+    """Data per write and read point from the bed's free space and ``dirty_threshold``, the
+    kernel's own figure (nr_dirty_threshold in /proc/vmstat, sysinfo.dirty_thresholds_bytes)
+    read after the bed was provisioned; every number it picks is explained in ``notes``."""
     notes: list[str] = []
     max_jobs = max(jobs)
     usable = int(free_bytes * 0.85)
@@ -97,8 +98,9 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
     ratio = write / dirty_threshold if dirty_threshold else float("inf")
     notes.append(
         f"each write point writes {fmt_bytes(write)} in all ({FILES_PER_JOB} files per job), "
-        f"{ratio:.1f}x the dirty threshold in force ({fmt_bytes(dirty_threshold)}); "
-        "buffered writes end with fsync, so their time includes writeback")
+        f"{ratio:.1f}x the dirty threshold ({fmt_bytes(dirty_threshold)}, nr_dirty_threshold "
+        "read from /proc/vmstat after the bed was provisioned); buffered writes end with "
+        "fsync, so their time includes writeback")
     if ratio < 1.0:
         notes.append("the write set is smaller than the dirty threshold: buffered writes are "
                      "absorbed by the page cache before any throttling, and their figure is "
