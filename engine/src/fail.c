@@ -2,6 +2,7 @@
 /*
  * fail.c - recording and printing the engine's error object.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,21 @@ void fail_json(struct json *j, const struct fail *f)
 		json_str(j, "path", f->path);
 	else
 		json_null(j, "path");
+}
+
+void fail_result_begin(struct json *j, const struct fail *first, const char *mode)
+{
+	if (first)
+		fail_json(j, first);
+	else
+		json_begin(j);
+	json_str(j, "mode", mode);
+	if (!first)
+		json_str(j, "status", "ok");
+	else if (first->err == ENOSPC || first->err == EDQUOT)
+		json_str(j, "status", "filled");
+	else
+		json_str(j, "status", "failed");
 }
 
 void fail_emit(const struct fail *f)

@@ -27,6 +27,11 @@ void fail_msg(struct fail *f, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Begin an error object with the four standard members; the caller may add more. */
 void fail_json(struct json *j, const struct fail *f);
+/*
+ * Begin a mode's result object: the error members when first is set, then
+ * "mode" and "status": ok, filled (ENOSPC, EDQUOT) or failed.
+ */
+void fail_result_begin(struct json *j, const struct fail *first, const char *mode);
 /* Write a complete error object for f on stdout. */
 void fail_emit(const struct fail *f);
 /* "ENOSPC" for ENOSPC, or NULL. */

@@ -2,7 +2,8 @@
 /*
  * iowall-engine - the native workloads of iowall that fio does not cover:
  * the memory-copy ceiling, the metadata phases with per-thread trees and a
- * start barrier, and the small-file stream.  JSON objects on stdout, one per
+ * start barrier, the small-file stream, and the sequential stream of
+ * uncached (RWF_DONTCACHE) buffered I/O that fio cannot always generate.  JSON objects on stdout, one per
  * line; errors as {"error", "errno", "errno_name", "path"} and a non-zero
  * exit; bad arguments: one line on stderr and exit status 2.
  */
@@ -22,6 +23,8 @@ static const char usage[] =
 	"             [--shared-dir] [--chmod-mode OCTAL] --phases create,walk,chmod,unlink\n"
 	"  smallfiles --dir D --threads T [--size B] (--seconds S | --files N)\n"
 	"             [--fsync none|close] [--files-per-dir N]\n"
+	"  stream     --rw read|write --mode buffered|uncached|direct --bs B --file-size B\n"
+	"             --files-from LIST [--end-fsync] [--log-ms MS]   (LIST: 'JOB PATH' lines)\n"
 	"  version\n";
 
 int main(int argc, char **argv)
@@ -29,7 +32,7 @@ int main(int argc, char **argv)
 	struct json j;
 
 	if (argc < 2) {
-		fputs("iowall-engine: missing MODE (memcopy, meta, smallfiles, version); "
+		fputs("iowall-engine: missing MODE (memcopy, meta, smallfiles, stream, version); "
 		      "see iowall-engine --help\n", stderr);
 		return EXIT_USAGE;
 	}
@@ -43,6 +46,8 @@ int main(int argc, char **argv)
 		return mode_meta(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "smallfiles"))
 		return mode_smallfiles(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stream"))
+		return mode_stream(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		json_begin(&j);
 		json_str(&j, "engine", "iowall-engine");
@@ -50,7 +55,7 @@ int main(int argc, char **argv)
 		json_emit(&j);
 		return 0;
 	}
-	fprintf(stderr, "iowall-engine: unknown mode '%s' (memcopy, meta, smallfiles, version)\n",
-		argv[1]);
+	fprintf(stderr, "iowall-engine: unknown mode '%s' "
+		"(memcopy, meta, smallfiles, stream, version)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -8,5 +8,6 @@
 int mode_memcopy(int argc, char **argv);
 int mode_meta(int argc, char **argv);
 int mode_smallfiles(int argc, char **argv);
+int mode_stream(int argc, char **argv);
 
 #endif

@@ -320,17 +320,7 @@ int mode_smallfiles(int argc, char **argv)
 		first = &f;
 	}
 
-	if (first)
-		fail_json(&j, first);
-	else
-		json_begin(&j);
-	json_str(&j, "mode", "smallfiles");
-	if (!first)
-		json_str(&j, "status", "ok");
-	else if (first->err == ENOSPC || first->err == EDQUOT)
-		json_str(&j, "status", "filled");
-	else
-		json_str(&j, "status", "failed");
+	fail_result_begin(&j, first, "smallfiles");
 	json_str(&j, "dir", r.dir);
 	json_u64(&j, "threads", r.threads);
 	json_u64(&j, "size", r.size);

@@ -96,3 +96,36 @@ def test_bad_arguments_under_asan(asan_engine: str) -> None:
     r = run("meta", "--dir", "/nonexistent", "--threads", "1", "--files-per-thread", "1",
             "--phases", "walk,bogus")
     assert r.rc == 2
+
+
+def test_stream_under_asan(asan_engine: str, tmpfs: Path, scratch: Path, mount_tmpfs) -> None:
+    run = san_run(asan_engine)
+    lst = scratch / "files.list"
+    lst.write_text("".join(f"{j} {scratch}/j{j}.f{k}\n" for j in range(2) for k in range(3)))
+    for mode in ("buffered", "uncached", "direct"):
+        for rw in ("write", "read"):
+            r = run("stream", "--rw", rw, "--mode", mode, "--bs", "64K", "--file-size", "1M",
+                    "--files-from", str(lst), "--end-fsync", "--log-ms", "1")
+            assert r.rc == 0 and r.records[0]["bytes"] == 6 << 20, r.stdout
+    # error paths: EOPNOTSUPP on tmpfs, ENOSPC, a short file, a missing list, a bad list
+    tl = tmpfs / "files.list"
+    tl.write_text(f"0 {tmpfs}/a\n1 {tmpfs}/b\n")
+    r = run("stream", "--rw", "write", "--mode", "uncached", "--bs", "4K", "--file-size", "8K",
+            "--files-from", str(tl))
+    assert r.rc == 1 and r.records[0]["errno_name"] == "EOPNOTSUPP"
+    full = mount_tmpfs("size=1m")
+    fl = scratch / "full.list"
+    fl.write_text(f"0 {full}/a\n1 {full}/b\n")
+    r = run("stream", "--rw", "write", "--mode", "buffered", "--bs", "64K", "--file-size",
+            "1M", "--files-from", str(fl), "--log-ms", "1")
+    assert r.rc == 1 and r.records[0]["status"] == "filled"
+    r = run("stream", "--rw", "read", "--mode", "buffered", "--bs", "64K", "--file-size",
+            "2M", "--files-from", str(lst))
+    assert r.rc == 1 and r.records[0]["errno"] == 0
+    r = run("stream", "--rw", "read", "--mode", "buffered", "--bs", "64K", "--file-size",
+            "2M", "--files-from", str(scratch / "none"))
+    assert r.rc == 1 and r.records[0]["errno_name"] == "ENOENT"
+    (scratch / "bad.list").write_text("0 /x\n3 /y\n")
+    r = run("stream", "--rw", "read", "--mode", "buffered", "--bs", "64K", "--file-size",
+            "2M", "--files-from", str(scratch / "bad.list"))
+    assert r.rc == 2
