@@ -43,6 +43,9 @@ class Partial:
     artifacts: list[Artifact] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: wall-clock time the probes' series count from (None: no probes); a workload's own
+    #: series (fio's logs) are placed on the same axis by passing it on
+    origin_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,7 @@ class Schedule:
         when the task is interrupted)."""
         ps = ProbeSet(self.probes, self.probe_ctx or ProbeContext())
         ps.start()
+        partial.origin_s = ps.origin_s
         try:
             outcome = task.execute(partial)
         finally:

@@ -7,15 +7,23 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from iowall.analysis.phases import step_of, write_phases
+from iowall.beds import BedSpec, provision
 from iowall.model import Point
+from iowall.probes import ProbeContext
+from iowall.probes.diskstats import DiskstatsProbe
 from iowall.recipes.tasks import fio_task
-from iowall.runner import Partial
+from iowall.runner import Partial, Schedule
+from iowall.store import Store
 from iowall.workloads.fio import JobFile, JobSection, bw_series, parse_metrics, run_fio
+from iowall.workloads.fio_series import series_step_ms
+from tests.conftest import needs_root
 
 KIB = 1024.0
 
@@ -59,14 +67,33 @@ def test_two_samples_of_one_job_in_a_bucket_are_averaged_not_added() -> None:
     assert [v for _, v in s.samples] == [100 * KIB, 100 * KIB]
 
 
-def test_late_group_keeps_its_time() -> None:
-    # a stonewalled second group starts after the first ends: its samples follow, not overlay
+def test_late_group_keeps_its_time_and_the_gap_reads_zero() -> None:
+    # a stonewalled second group starts after the first ends: its samples follow, not overlay,
+    # and the window between them, which fio did not log (nothing completed), reads zero
     first = "5000, 100, 1, 0, 0\n6000, 100, 1, 0, 0\n"
     second = "7500, 300, 1, 0, 0\n8500, 300, 1, 0, 0\n"
     (s,) = bw_series([first, second], interval_ms=1000, origin_ms=4000)
-    assert [v / KIB for _, v in s.samples] == [100, 100, 300, 300]
-    assert [t for t, _ in s.samples] == sorted(t for t, _ in s.samples)
-    assert s.samples[0][0] == 1.0 and s.samples[-1][0] > 4.0
+    assert [v / KIB for _, v in s.samples] == [100, 100, 0, 300, 300]
+    assert [t for t, _ in s.samples] == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_fine_log_resampled_and_padded_to_the_end() -> None:
+    # 10 ms windows, 25 of them at 100 KiB/s then 5 at 200: 50 ms steps average 5 windows;
+    # the last step only partly covered is averaged over what it covers; then zeros to the end
+    log = "".join(f"{1000 + 10 * i}, {100 if i < 25 else 200}, 1, 0, 0\n" for i in range(32))
+    (s,) = bw_series([log], interval_ms=10, origin_ms=990, step_ms=50, end_ms=1500)
+    vals = [v / KIB for _, v in s.samples]
+    times = [t for t, _ in s.samples]
+    assert vals[:5] == [100] * 5 and vals[5] == 200 and vals[6] == 200
+    assert times[:7] == [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.32]
+    assert vals[7:] == [0.0] * (len(vals) - 7)
+    assert times[-1] == pytest.approx(0.51, abs=0.025)  # the step holding the end
+
+
+def test_series_step_gives_twenty_points_at_most_100ms_apart() -> None:
+    assert series_step_ms(800, 10) == 40
+    assert series_step_ms(60_000, 10) == 100
+    assert series_step_ms(100, 10) == 10
 
 
 # ------------------------------------------------------------------------------ real fio
@@ -146,3 +173,54 @@ def test_stored_job_file_is_what_fio_ran_and_reproduces_the_point(shm_dir: str,
     user = run_fio(text)
     assert user.jobfile.endswith(text) and user.jobfile.startswith("[global]\nwrite_bw_log=")
     assert [s.name for s in user.series] == ["write_bw"]
+
+
+# ------------------------------------------------------------------------------ on a loop bed
+
+
+def onset(samples: tuple[tuple[float, float], ...]) -> float:
+    """End time of the first sample at a fifth of the series' peak or more."""
+    peak = max(v for _, v in samples)
+    return next(t for t, v in samples if v >= 0.2 * peak)
+
+
+@needs_root
+def test_fio_and_diskstats_share_one_time_axis(db_url: str) -> None:
+    # a direct write on a loop device, started 1 s after the probes (as a cache drop that
+    # syncs dirty pages delays it): fio's series and the device's start together
+    interval = 0.25
+    with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=512 << 20) as bed:
+        job = JobFile({"directory": bed.path, "rw": "write", "bs": "1M", "size": "256m",
+                       "direct": 1, "ioengine": "psync", "time_based": 1, "runtime": 2,
+                       "rate": "200m"}, [JobSection("w", {})])
+        sched = Schedule(store=Store(db_url), label="t", env=dict, bed=dict,
+                         probes=[DiskstatsProbe],
+                         probe_ctx=ProbeContext(interval_s=interval, devices=bed.devices,
+                                                devnos=(bed.devno,)))
+        task = fio_task(Point("t", {}), lambda: job, title="w",
+                        prepare=lambda: time.sleep(1.0))
+        (run,) = sched.execute([task], 1)
+    fio = next(s for s in run.series if s.probe == "fio" and s.name == "write_bw")
+    disk = next(s for s in run.series if s.probe == "diskstats"
+                and s.name == f"{bed.devices[0]}_write_bytes_per_s")
+    assert abs(onset(fio.samples) - onset(disk.samples)) <= interval, (fio, disk)
+    # every point of the series at most 100 ms apart, at least 20 of them
+    assert len(fio.samples) >= 20 and step_of(fio.samples) <= 0.1
+
+
+@needs_root
+def test_end_fsync_tail_reads_zero_to_the_end(db_url: str) -> None:
+    # long enough a copy that fio logs it (fio's averaged log misses its first ~0.1 s)
+    with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=3 << 30) as bed:
+        job = JobFile({"directory": bed.path, "rw": "write", "bs": "1M", "size": "2g",
+                       "ioengine": "psync", "end_fsync": 1}, [JobSection("w", {})])
+        res = run_fio(job)
+    (s,) = [x for x in res.series if x.name == "write_bw"]
+    m = {x.name: x.value for x in res.metrics}
+    assert s.samples[-1][1] == 0.0
+    ph = write_phases(s.samples, total_bytes=m["write_io_bytes"], runtime_s=m["write_runtime_s"])
+    assert ph is not None and 0 < ph.copy_s < ph.runtime_s
+    zeros = [t for t, v in s.samples if v == 0.0 and t > max(t for t, v in s.samples if v)]
+    assert zeros and ph.writeback_s == pytest.approx(zeros[-1] - zeros[0] + ph.resolution_s,
+                                                     abs=2 * ph.resolution_s)
+    assert len(s.samples) >= 20 and step_of(s.samples) <= 0.1

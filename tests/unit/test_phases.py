@@ -26,3 +26,12 @@ def test_no_split_without_data() -> None:
     # a log longer than fio's runtime (start-up skew) never gives a negative writeback
     ph = write_phases([(0.1, GIB), (1.5, GIB)], total_bytes=GIB, runtime_s=1.2, interval_s=0.1)
     assert ph is not None and ph.writeback_s == 0.0 and ph.copy_s == 1.2
+
+
+def test_padded_series_takes_the_writeback_from_its_zero_tail() -> None:
+    # fio misses its log's first ~0.1 s: the copy is the runtime less the zero tail, and the
+    # step is read from the samples
+    samples = [(0.2, 4.0 * GIB), (0.3, 4.0 * GIB), (0.4, 0.0), (0.5, 0.0), (0.6, 0.0)]
+    ph = write_phases(samples, total_bytes=GIB, runtime_s=0.65)
+    assert ph is not None and ph.resolution_s == pytest.approx(0.1)
+    assert ph.writeback_s == pytest.approx(0.3) and ph.copy_s == pytest.approx(0.35)

@@ -79,8 +79,7 @@ def phase_context(run: Run) -> dict[str, float]:
     total, runtime = run.metric("write_io_bytes"), run.metric("write_runtime_s")
     if series is None or not total or not runtime:
         return {}
-    ph = write_phases(series.samples, total_bytes=total, runtime_s=runtime,
-                      interval_s=float(run.env.get("fio_bw_log_ms", 1000)) / 1000.0)
+    ph = write_phases(series.samples, total_bytes=total, runtime_s=runtime)
     if ph is None:
         return {}
     return {"copy_s": ph.copy_s, "writeback_s": ph.writeback_s, "write_bytes": ph.bytes,

@@ -1,10 +1,14 @@
 """Pure: the two phases of a buffered write that ends with ``end_fsync``: copying into the page
-cache, then writing back what is still dirty. fio's runtime covers both; its bandwidth log
-(100 ms windows) shows only the first, since no write completes while fsync runs.
+cache, then writing back what is still dirty. fio's runtime covers both; its bandwidth series
+shows the first as bandwidth and the second as zeros (no write completes while fsync runs).
 
-Method: the copy phase spans fio's bandwidth log from the start of its first window to the end
-of its last window above 5% of the peak window; the writeback phase is the rest of fio's
-runtime. The log's resolution (one window) bounds the error of each phase's duration.
+Method: the copy phase ends with the series' last step above 5% of its peak step. When the
+series runs on to the run's end (zeros after the copy: ``workloads.fio_series`` pads them), the
+writeback phase is the time from that step to the series' end, and the copy phase the rest of
+fio's runtime; fio's log misses its first ~0.1 s, so the start of the series is not used. A
+series that stops at its last busy step (stored before the padding) gives the copy phase from
+its first step's start to that step instead, and the writeback phase as the rest. The series'
+step (one resolution) bounds the error of each phase's duration.
 """
 
 from __future__ import annotations
@@ -35,16 +39,31 @@ class WritePhases:
         return self.writeback_s / self.runtime_s if self.runtime_s > 0 else 0.0
 
 
+def step_of(samples: Sequence[tuple[float, float]]) -> float:
+    """A series' step (s): the smallest gap between consecutive sample times, 0 for fewer
+    than two samples."""
+    gaps = [b - a for (a, _), (b, _) in zip(samples, samples[1:], strict=False) if b > a]
+    return round(min(gaps), 6) if gaps else 0.0
+
+
 def write_phases(samples: Sequence[tuple[float, float]], *, total_bytes: float,
-                 runtime_s: float, interval_s: float) -> WritePhases | None:
-    """Split ``runtime_s`` by fio's write bandwidth log ``samples`` (window end time in s,
-    B/s), or None when the log has no window or the split is below its resolution."""
-    if not samples or runtime_s <= 0 or interval_s <= 0 or total_bytes <= 0:
+                 runtime_s: float, interval_s: float | None = None) -> WritePhases | None:
+    """Split ``runtime_s`` by fio's write bandwidth series ``samples`` (step end time in s,
+    B/s; its step ``interval_s``, by default read from the samples), or None when the series
+    has no step or no data."""
+    if not samples or runtime_s <= 0 or total_bytes <= 0:
         return None
+    step = interval_s if interval_s is not None else step_of(samples)
     peak = max(v for _, v in samples)
-    if peak <= 0:
+    if peak <= 0 or step <= 0:
         return None
-    active = [t for t, v in samples if v >= TAIL * peak]
-    copy_s = min(runtime_s, max(active) - (min(t for t, _ in samples) - interval_s))
+    last_busy = max(t for t, v in samples if v >= TAIL * peak)
+    end = samples[-1][0]
+    if samples[-1][1] == 0.0 and end > last_busy:  # zeros to the run's end: the writeback
+        writeback_s = min(runtime_s, end - last_busy)
+        copy_s = runtime_s - writeback_s
+    else:
+        copy_s = min(runtime_s, last_busy - (samples[0][0] - step))
+        writeback_s = max(0.0, runtime_s - copy_s)
     return WritePhases(bytes=total_bytes, runtime_s=runtime_s, copy_s=copy_s,
-                       writeback_s=max(0.0, runtime_s - copy_s), resolution_s=interval_s)
+                       writeback_s=writeback_s, resolution_s=step)

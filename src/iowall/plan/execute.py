@@ -124,7 +124,7 @@ def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session) -> Task
             session.drop_caches(partial)
             session.point_environment(in_force)  # read while the knobs are in force
             try:
-                res = run_fio(plan.job(pp, workdir))
+                res = run_fio(plan.job(pp, workdir), origin_s=partial.origin_s)
             except FioFailure as e:
                 partial.artifacts.extend(e.result.artifacts())
                 raise

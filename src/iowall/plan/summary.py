@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.fiogroups import fio_groups
 from ..analysis.why import why_points
 from ..model import Run
 from ..repeat import replay, to_json
@@ -80,28 +81,42 @@ def id_ranges(ids: Sequence[int]) -> str:
     return ", ".join(out)
 
 
+def _lines(r: Row) -> list[tuple[str, str, Mapping[str, float], Mapping[str, float]]]:
+    """A point's table lines: ``(group title, metric prefix, medians, ranges)``, one per fio
+    group of a multi-group job file (its own figures), else one for the point."""
+    groups = fio_groups(r.runs[0], r.medians) if r.runs else []
+    if not groups:
+        return [("", "", r.medians, r.rel_range)]
+    return [(g.title, f"g{g.groupid}.", r.medians, r.rel_range) for g in groups]
+
+
 def table(rows: Sequence[Row], axes: Sequence[str]) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells: one column per axis, then per direction with data the median
-    bandwidth (± relative range over repeats), IOPS and p99 completion latency; ok runs."""
+    """Headers and cells: one column per axis (and the fio group, when a job file has
+    several: one line per group with fio's own figures for it, never summed across groups),
+    then per direction with data the median bandwidth (± relative range over repeats), IOPS
+    and p99 completion latency; ok runs."""
+    lines = [(r, ln) for r in rows for ln in _lines(r)]
     dirs = [d for d in ("read", "write", "trim")
-            if any(f"{d}_bw_bytes_per_s" in r.medians for r in rows)]
+            if any(f"{pre}{d}_bw_bytes_per_s" in med for _, (_, pre, med, _) in lines)]
     spread = any(r.rel_range for r in rows)
-    headers = list(axes) or ["point"]
+    grouped = any(title for _, (title, _, _, _) in lines)
+    headers = (list(axes) or ["point"]) + (["group"] if grouped else [])
     for d in dirs:
         headers += [f"{d} bw"] + (["±"] if spread else []) + [f"{d} IOPS", f"{d} p99"]
     headers.append("ok")
     cells = []
-    for r in rows:
+    for r, (title, pre, med, rng) in lines:
         line = [str(r.pp.values.get(a, "")) for a in axes] or [r.pp.title()]
+        line += [title] if grouped else []
         for d in dirs:
-            bw = r.medians.get(f"{d}_bw_bytes_per_s")
+            bw = med.get(f"{pre}{d}_bw_bytes_per_s")
             line.append(fmt_rate(bw) if bw is not None else "-")
             if spread:
-                rr = r.rel_range.get(f"{d}_bw_bytes_per_s")
+                rr = rng.get(f"{pre}{d}_bw_bytes_per_s")
                 line.append(f"{rr * 50:.0f}%" if rr is not None else "")
-            io = r.medians.get(f"{d}_iops")
+            io = med.get(f"{pre}{d}_iops")
             line.append(_fmt_iops(io) if io is not None else "-")
-            p99 = r.medians.get(f"{d}_clat_p99_s")
+            p99 = med.get(f"{pre}{d}_clat_p99_s")
             line.append(_fmt_lat(p99) if p99 is not None else "-")
         line.append(f"{r.ok}/{len(r.runs)}")
         cells.append(line)
@@ -114,6 +129,8 @@ def table_json(res: PlanResult) -> list[dict[str, Any]]:
     for r in summarise(res.points, res.runs):
         out.append({"point": dict(r.pp.values), "params": dict(r.pp.point.params),
                     "run_ids": [x.id for x in r.runs], "ok": r.ok, "runs": len(r.runs),
+                    "groups": {str(g.groupid): g.name for g in fio_groups(r.runs[0], r.medians)}
+                    if r.runs else {},
                     "median": {k: {"value": v, "unit": r.units.get(k, "")}
                                for k, v in sorted(r.medians.items())}})
     return out
@@ -125,7 +142,7 @@ def plan_report(res: PlanResult) -> Report:
     rows = summarise(res.points, res.runs)
     headers, cells = table(rows, [a.name for a in res.plan.axes])
     repeat = res.repeat_lines()
-    left = max(1, len(res.plan.axes))
+    left = max(1, len(res.plan.axes)) + ("group" in headers)
     bed = res.beds[0] if res.beds else {}
     bed_desc = " ".join(str(x) for x in (bed.get("kind", res.plan.bed.kind), bed.get("fs", ""),
                                           fmt_bytes(bed.get("image_bytes", 0))

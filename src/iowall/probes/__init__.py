@@ -74,6 +74,9 @@ class ProbeSet:
         self._running: list[Probe] = []
         self._results: dict[str, ProbeResult] = {}
         self._stopped: list[ProbeResult] | None = None
+        #: wall-clock time (``time.time()``) of the probes' common time origin, once started:
+        #: what other series (fio's logs, stamped in Unix time) are placed against
+        self.origin_s: float | None = None
 
     def start(self) -> None:
         """Start every available probe; never raises for a probe's own failure. An interrupt
@@ -86,6 +89,7 @@ class ProbeSet:
 
     def _start_all(self) -> None:
         t0 = time.monotonic()
+        self.origin_s = time.time() - (time.monotonic() - t0)
         for p in self.probes:
             try:
                 reason = p.unavailable()

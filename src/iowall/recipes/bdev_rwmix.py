@@ -84,7 +84,8 @@ def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int,
     def execute(partial: Partial) -> Outcome:
         session.drop_caches(partial)
         with ThreadPoolExecutor(PARTS) as ex:
-            results: list[FioResult] = list(ex.map(lambda d: run_fio(job(d)), devs))
+            results: list[FioResult] = list(ex.map(
+                lambda d: run_fio(job(d), origin_s=partial.origin_s), devs))
         metrics: list[Metric] = []
         arts: list[Artifact] = []
         sers: list[Series] = []

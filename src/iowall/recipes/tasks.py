@@ -24,7 +24,7 @@ def fio_task(point: Point, job: Callable[[], JobFile], *, title: str, weight: fl
         if drop is not None:
             drop(partial)
         try:
-            res = run_fio(job())
+            res = run_fio(job(), origin_s=partial.origin_s)
         except FioFailure as e:
             if expect_enospc and (e.result.metrics and _enospc(e)):
                 if cleanup:

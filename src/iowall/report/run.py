@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.explain import Verdict, to_json
+from ..analysis.fiogroups import fio_groups, group_values
 from ..model import Run
 from ..units import fmt_bytes, fmt_rate
 from .emit import Format, json_text, renders
@@ -89,8 +90,13 @@ def render_run(r: Run) -> str:
     if sysctls:
         out.append("sysctls   " + " ".join(f"{k.removeprefix('vm.')}={v}"
                                            for k, v in sysctls.items() if v not in ("", "0")))
+    grouped = {f"g{g}.{k}" for g, vals in group_values({m.name: m.value for m in r.metrics})
+               .items() for k in vals}
     out += ["", "metrics", text_table(["name", "value"], [
-        [m.name, fmt_value(m.value, m.unit)] for m in r.metrics])]
+        [m.name, fmt_value(m.value, m.unit)] for m in r.metrics if m.name not in grouped])]
+    if grouped:
+        out += ["", "groups (fio's own figures per group; un-prefixed: the average rate over "
+                "the groups that did the direction)", groups_table(r)]
     if r.series:
         out += ["", "series"]
         rows = []
@@ -105,6 +111,18 @@ def render_run(r: Run) -> str:
         out += ["", "raw (iowall show RUN --raw NAME)"] + [
             f"  {a.name}  {a.content_type}  {len(a.body)} bytes" for a in r.artifacts]
     return "\n".join(out) + "\n"
+
+
+def groups_table(r: Run) -> str:
+    """One row per fio group (and direction it did) of a multi-group run: bandwidth, IOPS,
+    bytes, runtime and p99 completion latency, each as fio reported it for the group."""
+    cols = (("bw_bytes_per_s", "B/s"), ("iops", "IO/s"), ("io_bytes", "B"),
+            ("runtime_s", "s"), ("clat_p99_s", "s"))
+    rows = [[g.title, d] + [fmt_value(g.values[f"{d}_{k}"], u) if f"{d}_{k}" in g.values
+                            else "-" for k, u in cols]
+            for g in fio_groups(r) for d in ("read", "write", "trim")
+            if f"{d}_bw_bytes_per_s" in g.values]
+    return text_table(["group", "dir", "bw", "IOPS", "bytes", "runtime", "p99"], rows, left=2)
 
 
 def run_json(r: Run, *, full: bool = False) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 import re
 import shutil
@@ -18,13 +17,18 @@ from typing import Any
 from ..errors import UserError, WorkloadError
 from ..model import Artifact, Metric, Series
 from ..proc import run, run_child
+from .fio_metrics import DIRECTIONS, parse_metrics
+from .fio_series import bw_series, series_step_ms
+
+__all__ = ["DIRECTIONS", "BW_LOG_MS", "FioFailure", "FioResult", "JobFile", "JobSection",
+           "bw_series", "distribute", "fio_version", "parse_metrics", "run_fio", "with_bw_logs"]
 
 #: Oldest fio whose JSON carries everything parsed here (bw_bytes, job_runtime, io_uring).
 MIN_FIO = (3, 16)
-DIRECTIONS = ("read", "write", "trim")
-#: fio's averaging window for the bandwidth logs, ms: fine enough to split a sub-second
-#: buffered write into its copy and end_fsync phases (analysis/phases.py).
-BW_LOG_MS = 100
+#: fio's averaging window for the bandwidth logs, ms: fine, so that the series resampled from
+#: it (``fio_series``: at least 20 points a run, at most 100 ms apart) are whole windows;
+#: measured cost against 100 ms windows in docs/fio-series.md.
+BW_LOG_MS = 10
 #: The bandwidth logs' name, relative to the directory fio runs in (``iowall_bw.N.log``).
 BW_LOG_PREFIX = "iowall"
 
@@ -106,7 +110,7 @@ def with_bw_logs(job: JobFile | str, bw_log_ms: int) -> str:
 
 
 def run_fio(job: JobFile | str, *, timeout: float | None = None,
-            bw_log_ms: int = BW_LOG_MS) -> FioResult:
+            bw_log_ms: int = BW_LOG_MS, origin_s: float | None = None) -> FioResult:
     """Run fio on a job file (ours or a user's text) with JSON output; parse it into metrics.
 
     fio writes its JSON to a file (``--output``) so that warnings on stdout cannot corrupt it.
@@ -114,6 +118,8 @@ def run_fio(job: JobFile | str, *, timeout: float | None = None,
     the job file itself (``with_bw_logs``), which fio reads in a scratch directory where the
     logs land; the logs become the result's series. The job file kept with the run is the
     one fio ran: ``fio job.fio`` in any directory reproduces the point (output format aside).
+    Series times are seconds from ``origin_s`` (wall clock: the probes' common start, so that
+    fio's and the probes' series share one axis), or from fio's launch.
     """
     text = with_bw_logs(job, bw_log_ms)
     with tempfile.TemporaryDirectory(prefix="iowall-fio-") as tmp:
@@ -135,7 +141,7 @@ def run_fio(job: JobFile | str, *, timeout: float | None = None,
     detail = next((e for e in err if "error" in e.lower() or "fio:" in e), err[-1] if err else "")
     if raw is None:
         raise WorkloadError(f"fio failed (exit {res.returncode}): {detail}")
-    series = bw_series(logs, interval_ms=bw_log_ms, origin_ms=launched_ms) if logs else ()
+    series = _series(raw, logs, bw_log_ms, launched_ms if origin_s is None else origin_s * 1e3)
     result = FioResult(raw, text, tuple(parse_metrics(raw)), res.stderr, series)
     if res.returncode != 0:
         raise FioFailure(f"fio failed (exit {res.returncode}): {detail}", result)
@@ -150,6 +156,22 @@ class FioFailure(WorkloadError):
         self.result = result
 
 
+def _series(raw: Mapping[str, Any], logs: Sequence[str], log_ms: float,
+            origin_ms: float) -> tuple[Series, ...]:
+    """The run's bandwidth series: resampled to at least 20 points over the run, padded with
+    zeros up to the run's end (fio's ``timestamp_ms``: when it wrote its JSON, after the last
+    job, end_fsync included)."""
+    if not logs:
+        return ()
+    end = raw.get("timestamp_ms")
+    end_ms = float(end) if isinstance(end, (int, float)) else None
+    start = min((float(x.split(",", 1)[0]) for text in logs for x in text.splitlines()[:1]
+                 if x.split(",", 1)[0].strip().isdigit()), default=None)
+    span = (end_ms - start) if end_ms is not None and start is not None else 0.0
+    step = series_step_ms(span, log_ms) if span > 0 else log_ms
+    return bw_series(logs, interval_ms=log_ms, origin_ms=origin_ms, step_ms=step, end_ms=end_ms)
+
+
 def _read_logs(prefix: str) -> list[str]:
     """The text of every job's bandwidth log (``PREFIX_bw.N.log``, or one shared log)."""
     out = []
@@ -162,53 +184,6 @@ def _read_logs(prefix: str) -> list[str]:
     return out
 
 
-def bw_series(logs: Sequence[str], *, interval_ms: float, origin_ms: float) -> tuple[Series, ...]:
-    """Series ``read_bw``/``write_bw``/``trim_bw`` (B/s) from fio bandwidth logs, one text per job.
-
-    A log line is ``time_ms, KiB/s, direction (0 read, 1 write, 2 trim), bs, offset[, prio]``,
-    each an average over ``interval_ms`` (``log_avg_msec``). Samples go to the nearest bucket
-    on a grid of ``interval_ms`` anchored one interval before the first sample, so jobs that
-    started a few ms apart share buckets; a job's samples in one bucket are averaged, the jobs
-    summed. The last bucket is dropped when fewer jobs logged it than the one before (fio
-    writes the window a job ends in for some jobs only). Times are seconds from
-    ``origin_ms`` (same clock as the log: fio's ``log_unix_epoch``, or 0 for job-relative
-    logs), at the bucket's end.
-    """
-    rows: list[tuple[int, float, int, float]] = []  # job, t_ms, direction, KiB/s
-    for job, text in enumerate(logs):
-        for line in text.splitlines():
-            parts = line.split(",")
-            if len(parts) < 3:
-                continue
-            try:
-                t, v, d = float(parts[0]), float(parts[1]), int(parts[2])
-            except ValueError:
-                continue
-            if 0 <= d < len(DIRECTIONS):
-                rows.append((job, t, d, v))
-    if not rows or interval_ms <= 0:
-        return ()
-    base = min(r[1] for r in rows) - interval_ms
-    per_job: dict[tuple[int, int, int], list[float]] = {}
-    for job, t, d, v in rows:
-        k = math.floor((t - base) / interval_ms + 0.5)
-        per_job.setdefault((d, k, job), []).append(v)
-    total: dict[tuple[int, int], float] = {}
-    jobs: dict[tuple[int, int], int] = {}
-    for (d, k, _job), vals in per_job.items():
-        total[(d, k)] = total.get((d, k), 0.0) + sum(vals) / len(vals) * 1024.0
-        jobs[(d, k)] = jobs.get((d, k), 0) + 1
-    out = []
-    for d, name in enumerate(DIRECTIONS):
-        pts = sorted((k, v) for (dd, k), v in total.items() if dd == d)
-        if len(pts) >= 2 and jobs[(d, pts[-1][0])] < jobs[(d, pts[-2][0])]:
-            pts.pop()  # fio logs the window a job ends in for some jobs only: not a drop
-        if pts:
-            out.append(Series("fio", f"{name}_bw", "B/s", tuple(
-                (round((base + k * interval_ms - origin_ms) / 1000.0, 3), v) for k, v in pts)))
-    return tuple(out)
-
-
 def _parse_json(body: str) -> dict[str, Any] | None:
     """fio may print notes before the JSON object; take the object."""
     start = body.find("{")
@@ -219,39 +194,6 @@ def _parse_json(body: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return doc if isinstance(doc, dict) else None
-
-
-def parse_metrics(raw: Mapping[str, Any]) -> list[Metric]:
-    """Metrics per direction summed over fio's reported jobs (one per group with
-    group_reporting): bandwidth and IOPS exactly as fio reports them, runtime, bytes,
-    completion-latency percentiles, and fio's own CPU accounting."""
-    jobs = list(raw.get("jobs", []))
-    if not jobs:
-        return []
-    out: list[Metric] = []
-    for d in DIRECTIONS:
-        parts = [j[d] for j in jobs if d in j and j[d].get("io_bytes", 0) > 0]
-        if not parts:
-            continue
-        out += [
-            Metric(f"{d}_bw_bytes_per_s", float(sum(p["bw_bytes"] for p in parts)), "B/s"),
-            Metric(f"{d}_iops", float(sum(p["iops"] for p in parts)), "IO/s"),
-            Metric(f"{d}_io_bytes", float(sum(p["io_bytes"] for p in parts)), "B"),
-            Metric(f"{d}_runtime_s", max(p["runtime"] for p in parts) / 1000.0, "s", "lower"),
-        ]
-        if len(parts) == 1:
-            pct = parts[0].get("clat_ns", {}).get("percentile", {})
-            for key, name in (("50.000000", "p50"), ("99.000000", "p99")):
-                if key in pct:
-                    out.append(Metric(f"{d}_clat_{name}_s", pct[key] / 1e9, "s", "lower"))
-    out.append(Metric("fio_usr_cpu_pct", float(sum(j.get("usr_cpu", 0.0) for j in jobs)), "%",
-                      "lower"))
-    out.append(Metric("fio_sys_cpu_pct", float(sum(j.get("sys_cpu", 0.0) for j in jobs)), "%",
-                      "lower"))
-    errors = [j.get("error", 0) for j in jobs if j.get("error", 0)]
-    if errors:
-        out.append(Metric("fio_error", float(errors[0]), "errno", "lower"))
-    return out
 
 
 def distribute(files: Sequence[str], jobs: int) -> list[list[str]]:
