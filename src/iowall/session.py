@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .beds import Bed
+from .guestmem import OFF_ORDER, reporting_order
 from .model import Run
 from .probes import ProbeContext
 from .probes import resolve as resolve_probes
@@ -34,6 +35,11 @@ from .workloads.fio import BW_LOG_MS, fio_version
 NOT_ROOT = ("not root: caches are not dropped between points (fio still invalidates the cache "
             "of its own files) and nothing is formatted")
 NOT_DROPPED = "caches not dropped before the point (needs root)"
+
+
+HOST_RECLAIMS = ("this VM hands freed memory back to its host (free page reporting): page cache "
+                 "allocated after a cache drop may pay host faults and read slower than it is; "
+                 "'iowall limits' holds reporting off and touches the memory first")
 
 
 @dataclass
@@ -54,6 +60,9 @@ class Session:
     batch: str = field(default_factory=lambda: str(uuid.uuid4()))
     #: what the report should say about how the points ran
     notes: list[str] = field(default_factory=list)
+    #: say so when the VM hands freed memory to its host and nothing holds that off (limits
+    #: does, see iowall.guestmem)
+    memory_note: bool = True
 
     def __post_init__(self) -> None:
         self.root = os.geteuid() == 0
@@ -69,6 +78,9 @@ class Session:
             self.schedule.key_metric = self.key_metric
         if not self.root:
             self.note(NOT_ROOT)
+        order = reporting_order()
+        if self.memory_note and order not in (None, str(OFF_ORDER)):
+            self.note(HOST_RECLAIMS)
 
     # -- beds ------------------------------------------------------------------------------
     def use_beds(self, *beds: Bed, facts: Callable[[], dict[str, Any]] | None = None) -> None:

@@ -18,12 +18,22 @@ from tests.conftest import iowall, leftovers, needs_root
 
 pytestmark = [needs_root, pytest.mark.slow]
 
-SMALL = ["--quick", "--jobs", "1,2", "--repeat", "1", "--size", "3G"]
+
+def cat_sysfs_order() -> str | None:
+    """The free page reporting order (guestmem holds it off during a run), or None."""
+    p = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+    return p.read_text().strip() if p.exists() else None
+
+
+ORDER_BEFORE = cat_sysfs_order()
+
+#: the default job counts: on this 2-CPU machine 1, 2, 3, 4 (at least four, for a USL fit)
+SMALL = ["--quick", "--repeat", "1", "--size", "3G"]
 
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
-    """One small limits run shared by the checks below (it takes ~20 s)."""
+    """One small limits run shared by the checks below (it takes about a minute)."""
     tmp = tmp_path_factory.mktemp("limits")
     env = dict(os.environ, IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
                XDG_DATA_HOME=str(tmp / "data"), XDG_STATE_HOME=str(tmp / "state"))
@@ -37,19 +47,49 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
 
 def test_json_shape(small_run: tuple[dict, str]) -> None:
     doc, _ = small_run
-    assert set(doc["ceilings"]["memcopy_bytes_per_s"]) == {"1", "2"}
+    jobs = sorted({p["jobs"] for p in doc["points"]})
+    assert len(jobs) >= 4 and jobs[0] == 1  # enough counts for `iowall scaling` to fit
+    assert set(doc["ceilings"]["memcopy_bytes_per_s"]) == {str(min(j, os.cpu_count() or 1))
+                                                           for j in jobs}
     assert doc["ceilings"]["direct_write_bytes_per_s"] > 0
     assert doc["ceilings"]["direct_read_bytes_per_s"] > 0
     pts = {(p["direction"], p["jobs"]) for p in doc["points"]}
-    assert pts == {("write", 1), ("write", 2), ("read", 1), ("read", 2)}
+    assert pts == {(d, j) for d in ("write", "read") for j in jobs}
     for p in doc["points"]:
         assert p["buffered_bytes_per_s"] > 0 and p["direct_bytes_per_s"] > 0
+        assert p["uncached_bytes_per_s"] > 0  # XFS on 6.18 takes RWF_DONTCACHE
         assert p["buffered_over_direct"] == pytest.approx(
             p["buffered_bytes_per_s"] / p["direct_bytes_per_s"])
-    assert any("stops scaling" in s or "still gains" in s for s in doc["sentences"])
+    assert any("stops scaling" in s or "keeps at least" in s for s in doc["sentences"])
+    assert any(s.startswith("Uncached write") for s in doc["sentences"])
     assert any("dirty threshold" in n for n in doc["notes"])
+    assert any("iowall-engine" in n and "0x40" in n for n in doc["notes"])  # fio 3.33's flag
     assert doc["bed"]["fs"] == "xfs" and doc["bed"]["device"].startswith("/dev/loop")
-    assert len(doc["run_ids"]) == 2 + 8  # memcopy at 1 and 2 threads + 8 fio points
+    memcopy = len(doc["ceilings"]["memcopy_bytes_per_s"])
+    assert len(doc["run_ids"]) == memcopy + 6 * len(jobs) + 2  # + the engine's two doubles
+
+
+def test_uncached_leaves_little_page_cache(small_run: tuple[dict, str]) -> None:
+    """Uncached writes leave at most 10% of the bytes written in the page cache (Cached
+    growth), buffered ones much more; the engine's buffered figure agrees with fio's."""
+    doc, _ = small_run
+    left = {(c["direction"], c["mode"]): c["value"] for c in doc["cache_left_per_byte"]}
+    assert 0 <= left[("write", "uncached")] <= 0.10, left
+    assert left[("write", "buffered")] >= 0.5, left
+    assert left[("read", "uncached")] <= 0.10 < 0.5 <= left[("read", "buffered")], left
+    assert {g["direction"] for g in doc["generators"]} == {"write", "read"}
+    for g in doc["generators"]:
+        assert g["fio"]["median"] > 0 and g["engine"]["median"] > 0
+
+
+def test_scaling_fits_the_usl_on_a_limits_batch(small_run: tuple[dict, str]) -> None:
+    doc, url = small_run
+    env = dict(os.environ, IOWALL_DB=url)
+    cp = iowall("scaling", f"batch={doc['batch']}", "--format", "json", env=env)
+    assert cp.returncode == 0, cp.stderr
+    curves = json.loads(cp.stdout)["curves"]
+    fitted = [c for c in curves if c.get("fit")]
+    assert fitted, [c.get("fit_note") for c in curves]
 
 
 def test_stored_metrics_equal_fio_json(small_run: tuple[dict, str]) -> None:
@@ -58,7 +98,7 @@ def test_stored_metrics_equal_fio_json(small_run: tuple[dict, str]) -> None:
     store = Store(url)
     fio_runs = [r for r in store.runs(RunFilter(ids=doc["run_ids"]))
                 if r.point.params.get("kind") == "fio"]
-    assert len(fio_runs) == 8
+    assert len(fio_runs) == 2 * 2 * len({r.point.params["jobs"] for r in fio_runs})
     for r in fio_runs:
         assert r.id is not None and r.status == "ok"
         art = store.artifact(r.id, "fio.json")
@@ -85,7 +125,7 @@ def test_text_report_and_runs_listing(small_run: tuple[dict, str], tmp_path: Pat
     assert [r["id"] for r in listed] == doc["run_ids"]
     cp = iowall("runs", "--status", "ok", env=env, check=True)
     assert "limits" in cp.stdout
-    rid = doc["run_ids"][-1]
+    rid = next(r["id"] for r in listed if r["point"].get("kind") == "fio")
     cp = iowall("show", str(rid), env=env, check=True)
     assert f"run {rid}" in cp.stdout and "fio.json" in cp.stdout
     cp = iowall("show", str(rid), "--raw", "fio.json", env=env, check=True)
@@ -133,6 +173,10 @@ def test_signal_mid_point_leaves_nothing(sig: signal.Signals, iowall_env: dict[s
     (["--repeat", "0"], "at least 1"),
     (["--size", "lots"], "cannot read"),
     (["--format", "xml"], "--format"),
+    (["--fs-block", "3k"], "powers of two from 1k to 64k"),
+    (["--fs-block", "128k"], "powers of two from 1k to 64k"),
+    (["--fs", "ext4", "--fs-block", "16k"], "applies to XFS"),
+    (["--bed", "tmpfs", "--fs-block", "16k"], "needs a bed iowall formats"),
 ])
 def test_bad_input_one_line_exit_2(args: list[str], msg: str, iowall_env: dict[str, str],
                                    no_leftovers: None) -> None:
@@ -141,6 +185,24 @@ def test_bad_input_one_line_exit_2(args: list[str], msg: str, iowall_env: dict[s
     lines = cp.stderr.strip().splitlines()
     assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("iowall: error:")
     assert Store(iowall_env["IOWALL_DB"]).count() == 0
+
+
+def test_fs_block_sizes_side_by_side(iowall_env: dict[str, str], no_leftovers: None) -> None:
+    """`--fs-block 4k,16k`: one XFS bed per block size (16k is above the 4k page size: large
+    block sizes), the same points on each, the tables side by side."""
+    cp = iowall("limits", "--quick", "--repeat", "1", "--size", "3G", "--jobs", "1,2",
+                "--fs-block", "4k,16k", "--probes", "none", "--format", "json", env=iowall_env)
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    assert [b["fs_info"].count("bsize=16384") > 0 for b in doc["beds"]] == [False, True]
+    assert {(p["fs_block"], p["direction"], p["jobs"]) for p in doc["points"]} == {
+        (b, d, j) for b in ("4k", "16k") for d in ("write", "read") for j in (1, 2)}
+    assert all(p["buffered_bytes_per_s"] > 0 and p["direct_bytes_per_s"] > 0
+               for p in doc["points"])
+    assert any(s.startswith("Best buffered write with 4k blocks") for s in doc["sentences"])
+    titles = [sec["title"] for sec in doc["sections"]]
+    assert "Sequential write, bs 2M, pvsync2, 16k fs blocks (median of 1, ± half-range)" in titles
+    assert cat_sysfs_order() == ORDER_BEFORE  # the free page reporting order came back
 
 
 def test_missing_fio(iowall_env: dict[str, str], no_leftovers: None, tmp_path: Path) -> None:

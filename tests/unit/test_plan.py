@@ -148,6 +148,18 @@ def test_bed_axes_are_outermost_and_shape_the_bed(tmp_path: Path) -> None:
     assert len({p.shape for p in pts}) == 4
 
 
+def test_fs_block_axis_makes_one_xfs_bed_per_block_size(tmp_path: Path) -> None:
+    plan = load_plan(write(tmp_path, BASE + '[axes]\nfs_block = ["4k", "16k", 65536]\n'))
+    pts = plan.expand()
+    assert [p.shape.fs_block for p in pts] == [4096, 16384, 65536]
+    assert [p.point.params["fs_block"] for p in pts] == ["4k", "16k", "64k"]
+    assert pts[1].shape.mkfs_argv == "-b size=16384"
+    assert "16k blocks" in pts[1].shape.describe()
+    for bad in ('"3k"', '"128k"', "true"):
+        e = plan_error(tmp_path, BASE + f"[axes]\nfs_block = [{bad}]\n")
+        assert "XFS block size" in str(e)
+
+
 def test_knob_axes_and_value_types(tmp_path: Path) -> None:
     plan = load_plan(write(tmp_path, BASE + """\
         [axes]

@@ -49,7 +49,7 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         for r in good:  # the ceiling comes from other points, never from the run's own
             q = r.point.params
             v2 = r.metric(f"{d}_bw_bytes_per_s")
-            same_rw = q.get("rw") == p.get("rw", d)
+            same_rw = q.get("rw") == p.get("rw", d) and q.get("fs_block") == p.get("fs_block")
             if q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2 \
                     and r.point.key() != me:
                 direct.setdefault(int(q.get("jobs") or q.get("numjobs") or 0), []).append(v2)
@@ -75,7 +75,8 @@ def phase_context(run: Run) -> dict[str, float]:
     p = run.point.params
     if p.get("rw") != "write" or p.get("direct") or not p.get("end_fsync"):
         return {}
-    series = next((s for s in run.series if s.probe == "fio" and s.name == "write_bw"), None)
+    series = next((s for s in run.series if s.probe in ("fio", "engine")
+                   and s.name == "write_bw"), None)
     total, runtime = run.metric("write_io_bytes"), run.metric("write_runtime_s")
     if series is None or not total or not runtime:
         return {}

@@ -86,7 +86,7 @@ def is_buffered_write(run: Run) -> bool:
     rw = str(p.get("rw", ""))
     writes = "write" in rw or rw in ("rw", "randrw")
     return (run.status in MEASURED_STATUSES and writes and not p.get("direct")
-            and p.get("mode", "buffered") == "buffered")
+            and not p.get("uncached") and p.get("mode", "buffered") == "buffered")
 
 
 def _series_span(run: Run, probe: str, name: str) -> Span | None:

@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 
 from .. import journal
+from ..beds.xfs_blocks import parse_fs_blocks
 from ..machine_lock import exclusive
 from ..probes import resolve
 from ..recipes.limits import LimitsOptions, run_limits
 from ..recipes.limits_sizing import parse_jobs
-from ..repeat import parse_repeat, parse_target
+from ..repeat import RepeatPolicy, parse_repeat, parse_target
 from ..report.emit import emit
 from ..signals import interruptible
 from ..store import Store
@@ -35,31 +36,37 @@ def limits(
     size: Annotated[str | None, typer.Option(
         help="bed size, e.g. 8G; default: sized for the job")] = None,
     jobs: Annotated[str | None, typer.Option(
-        help="job counts, e.g. 1,2,4 (default 1,2,4…nproc,2×nproc)")] = None,
-    repeat: Annotated[str, typer.Option(
+        help="job counts, e.g. 1,2,4 (default: powers of two to 2×nproc, at least 4 counts)")] = None,
+    repeat: Annotated[str | None, typer.Option(
         metavar="N|auto[:MAX]",
         help="runs of every point, interleaved: a number, or auto: repeat each point until "
-             "the 95% interval of its median is within ±--target (at most MAX, default 10)")
-    ] = "3",
+             "the 95% interval of its median is within ±--target (at most MAX, default 10); "
+             "default auto to ±5%, 3 with --quick")] = None,
     rel_target: TargetOpt = None,
     quick: QuickOpt = False,
     label: Annotated[str, typer.Option(help="label stored with every run")] = "limits",
     mkfs_opts: Annotated[str, typer.Option("--mkfs-opts", help="extra mkfs options")] = "",
     mount_opts: Annotated[str, typer.Option("--mount-opts", help="mount options")] = "",
+    fs_block: Annotated[str | None, typer.Option(
+        "--fs-block", metavar="4k,16k,…",
+        help="XFS block sizes, one bed each, side by side (large block sizes)")] = None,
     probes: ProbesOpt = "default",
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Measure the ceilings and buffered vs direct I/O at rising job counts; say where the wall is."""
-    policy = parse_repeat(repeat)
+    """Measure the ceilings and buffered vs uncached vs direct I/O at rising job counts; say
+    where the wall is."""
+    policy = parse_repeat(repeat) if repeat is not None else None
     if rel_target is not None:
-        policy = policy.with_target(parse_target(rel_target))
+        policy = (policy or RepeatPolicy.until_decided()).with_target(parse_target(rel_target))
     resolve(probes)
     opts = LimitsOptions(bed=bed, fs=fs, size=parse_size(size, what="--size") if size else None,
                          jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
                          repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
-                         mount_opts=mount_opts, probes=probes)
+                         mount_opts=mount_opts, probes=probes,
+                         fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None
+                         else ())
     store = Store(db)
     with exclusive("limits"), interruptible():
         journal.recover()

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..beds import FILESYSTEMS
+from ..beds.xfs_blocks import fmt_block, parse_fs_blocks
 from ..errors import UserError
 from ..knob import looks_like_knob, parse_knob
 from ..knobs import check_exists
@@ -61,6 +62,16 @@ def check_axis(name: str, values: Any, w: Where, loc: tuple[str | int, ...]) -> 
             out.append(getattr(fm, canon))
     elif canon in BED_AXES:
         for v in values:
+            if canon == "fs_block":
+                try:
+                    if isinstance(v, bool):
+                        raise ValueError(v)
+                    (b,) = parse_fs_blocks(str(v))
+                except (UserError, ValueError):
+                    raise w.error(loc, f"expected {_EXPECT[canon]}: a power of two from 1k "
+                                       f"to 64k (got {v!r})") from None
+                out.append(fmt_block(b))
+                continue
             if canon == "bed_size":
                 try:
                     _size(v)

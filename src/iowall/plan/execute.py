@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..beds import Bed, BedSpec, check_fs, default_size, provision
-from ..errors import UserError
+from ..beds.xfs_blocks import check_fs_blocks
+from ..errors import UserError, WorkloadError
 from ..knobs import KnobSession
 from ..model import Run
 from ..repeat import Decider, pct, replay, summary
@@ -22,9 +23,12 @@ from ..session import Session
 from ..signals import shielded
 from ..store import Store
 from ..units import GIB, MIB
-from ..workloads.fio import FioFailure, run_fio
+from ..workloads.dontcache import dontcache_support, fio_dontcache_ok
+from ..workloads.fio import FioFailure, FioResult, run_fio
 from ..workloads.jobfile import point_bytes
+from ..workloads.stream import StreamResult
 from .model import BedShape, Plan, PlanPoint, Workload
+from .stream import check_engine_point, run_engine_point, uses_engine
 
 
 def auto_bed_size(points: Sequence[PlanPoint], workload: Workload) -> int:
@@ -105,7 +109,8 @@ class _Beds:
     bed: Bed | None = None
 
 
-def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session) -> Task:
+def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session,
+               engine: bool = False) -> Task:
     def execute(partial: Partial) -> Outcome:
         bed = beds.bed
         assert bed is not None
@@ -123,8 +128,15 @@ def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session) -> Task
             os.makedirs(workdir)
             session.drop_caches(partial)
             session.point_environment(in_force)  # read while the knobs are in force
+            if pp.fio.get("mode") == "uncached":
+                ok, why_not = dontcache_support(workdir)
+                if not ok:
+                    raise WorkloadError(f"uncached not possible on this bed: {why_not}")
             try:
-                res = run_fio(plan.job(pp, workdir), origin_s=partial.origin_s)
+                res: FioResult | StreamResult = (
+                    run_engine_point(pp.fio, workdir, lambda: session.drop_caches(partial),
+                                     origin_s=partial.origin_s)
+                    if engine else run_fio(plan.job(pp, workdir), origin_s=partial.origin_s))
             except FioFailure as e:
                 partial.artifacts.extend(e.result.artifacts())
                 raise
@@ -136,9 +148,22 @@ def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session) -> Task
     return Task(pp.point, execute, weight=weight, title=pp.title())
 
 
-def check_points(points: Sequence[PlanPoint]) -> None:
-    """UserErrors, before anything runs, for knobs the points' beds cannot take."""
+def check_points(points: Sequence[PlanPoint], plan: Plan | None = None) -> set[str]:
+    """UserErrors, before anything runs, for knobs the points' beds cannot take and for modes
+    nothing here can generate; the keys of the points iowall-engine runs (uncached where fio
+    passes the old flag)."""
+    engine: set[str] = set()
+    if any(pp.fio.get("mode") == "uncached" for pp in points):
+        fio_ok, why_not = fio_dontcache_ok()
+        for pp in points:
+            if uses_engine(pp.fio, fio_ok):
+                check_engine_point(pp.fio, pp.title(), jobfile=bool(plan and plan.workload.jobfile),
+                                   options=plan.workload.options if plan else {},
+                                   why_not_fio=why_not)
+                engine.add(pp.point.key())
     for pp in points:
+        if pp.fio.get("mode") is not None and "direct" in pp.fio:
+            raise UserError(f"point {pp.title()}: mode and direct both set; mode sets direct")
         spec = BedSpec.parse(pp.shape.kind)
         check_fs(spec, pp.shape.fs)
         for knob, _ in pp.knobs:
@@ -148,8 +173,12 @@ def check_points(points: Sequence[PlanPoint]) -> None:
             if knob.needs_bed and spec.kind not in ("ram", "loop"):
                 raise UserError(f"knob {knob} needs a bed with a block device (ram or loop), "
                                 f"not {spec}")
+    blocks = {pp.shape.fs_block: pp.shape for pp in points if pp.shape.fs_block}
+    for b, shape in blocks.items():
+        check_fs_blocks(BedSpec.parse(shape.kind), shape.fs, [b], shape.mkfs_opts)
     if any(pp.knobs for pp in points) and os.geteuid() != 0:
         raise UserError("knobs (sysctl, sysfs, xfs) need root: run iowall as root")
+    return engine
 
 
 def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
@@ -162,7 +191,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     Knobs are applied for each point and restored right after it (journaled before writing).
     """
     points = plan.expand()
-    check_points(points)
+    engine = check_points(points, plan)
     sizes: dict[BedShape, int] = {}
     for shape in dict.fromkeys(pp.shape for pp in points):
         sizes[shape] = shape.size or auto_bed_size(
@@ -174,7 +203,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
                       extra={"plan": {**plan.describe(), "batch": batch}},
                       shuffle=plan.shuffle, batch=batch)
     beds = _Beds()
-    tasks = [_make_task(pp, plan, beds, session) for pp in points]
+    tasks = [_make_task(pp, plan, beds, session, pp.point.key() in engine) for pp in points]
     sched = session.schedule
     policy = sched.start(plan.repeats)
     decider = sched.decider
@@ -195,7 +224,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
                 stack = contextlib.ExitStack()
                 beds.bed = stack.enter_context(provision(
                     BedSpec.parse(pp.shape.kind), fs=pp.shape.fs, size_bytes=sizes[pp.shape],
-                    mkfs_opts=pp.shape.mkfs_opts, mount_opts=pp.shape.mount_opts))
+                    mkfs_opts=pp.shape.mkfs_argv, mount_opts=pp.shape.mount_opts))
                 current = pp.shape
                 facts[pp.shape] = dict(beds.bed.facts)
                 session.use_beds(beds.bed)

@@ -11,6 +11,7 @@ from itertools import product
 from typing import Any
 
 from ..beds import BedSpec
+from ..beds.xfs_blocks import fmt_block
 from ..knob import Knob, parse_knob
 from ..model import Point
 from ..repeat import RepeatPolicy, as_policy
@@ -33,6 +34,14 @@ class BedShape:
     size: int | None = None
     mkfs_opts: str = ""
     mount_opts: str = ""
+    #: XFS block size in bytes (the ``fs_block`` axis); 0: mkfs's default
+    fs_block: int = 0
+
+    @property
+    def mkfs_argv(self) -> str:
+        """The mkfs options the bed is made with: the plan's, then the block size."""
+        return " ".join(x for x in (self.mkfs_opts,
+                                    f"-b size={self.fs_block}" if self.fs_block else "") if x)
 
     def describe(self) -> str:
         out = [self.kind]
@@ -40,6 +49,8 @@ class BedShape:
             out.append(self.fs)
         if self.size:
             out.append(fmt_bytes(self.size))
+        if self.fs_block:
+            out.append(f"{fmt_block(self.fs_block)} blocks")
         if self.mkfs_opts:
             out.append(f"mkfs '{self.mkfs_opts}'")
         if self.mount_opts:
@@ -166,6 +177,8 @@ class Plan:
                     x for x in (self.bed.mount_opts, str(values["mount"])) if x))
             if "bed_size" in values:
                 shape = replace(shape, size=_bytes(values["bed_size"]))
+            if "fs_block" in values:
+                shape = replace(shape, fs_block=_bytes(values["fs_block"]))
             fio = {**self.workload.params,
                    **{k: v for k, v in values.items() if k in WORKLOAD_PARAMS}}
             knobs = tuple((parse_knob(k), v) for k, v in values.items()

@@ -92,7 +92,7 @@ RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randr
 
 WORKLOAD_KINDS = ("fio",)
 #: Axes that change the bed: points are grouped by the bed shape they need.
-BED_AXES = ("fs", "mkfs", "mount", "bed_size")
+BED_AXES = ("fs", "mkfs", "mount", "bed_size", "fs_block")
 
 
 class FioModel(BaseModel):
@@ -129,6 +129,9 @@ class FioModel(BaseModel):
     randrepeat: Flag | None = None
     norandommap: Flag | None = None
     thread: Flag | None = None
+    #: buffered, uncached (RWF_DONTCACHE) or direct: sets direct (and uncached) for fio, or
+    #: runs the point with iowall-engine where fio cannot pass RWF_DONTCACHE
+    mode: Literal["buffered", "uncached", "direct"] | None = None
     options: dict[str, Scalar] = Field(default_factory=dict)
 
 
@@ -182,6 +185,8 @@ _EXPECT: dict[str, str] = {
     **{k: "a string" for k in ("ioengine", "file_service_type", "fallocate", "jobfile",
                                "label", "kind", "fs", "mkfs_opts", "mount_opts", "mkfs",
                                "mount")},
+    "mode": "buffered, uncached or direct",
+    "fs_block": "an XFS block size such as 4k, 16k or 64k",
     "shuffle": "a seed (a whole number, 0 or more) or true",
     "workload": "a table: [workload]",
     "bed": "a table: [bed]",

@@ -17,13 +17,33 @@ FILES_PER_JOB = 10
 DIRTY_MULTIPLE = 2.0
 
 
-def default_jobs(cpus: int) -> list[int]:
-    """1, 2, 4 … up to the CPU count, the CPU count itself, and twice it."""
+#: The fewest distinct job counts a default sweep has: enough for a USL fit (iowall scaling).
+MIN_JOB_COUNTS = 4
+
+
+def _powers(cpus: int) -> list[int]:
+    """Powers of two up to twice the CPU count, the CPU count itself and twice it."""
     out, j = [], 1
-    while j < cpus:
+    while j <= 2 * cpus:
         out.append(j)
         j *= 2
     return sorted(set(out + [cpus, 2 * cpus]))
+
+
+def default_jobs(cpus: int) -> list[int]:
+    """``_powers(cpus)``; where that gives fewer than MIN_JOB_COUNTS counts (small machines),
+    1, 2, 3 … up to MIN_JOB_COUNTS, so that `iowall scaling` can fit the USL."""
+    jobs = _powers(cpus)
+    return jobs if len(jobs) >= MIN_JOB_COUNTS else list(range(1, MIN_JOB_COUNTS + 1))
+
+
+def describe_jobs(cpus: int) -> str:
+    """Why ``default_jobs(cpus)`` picked what it picked, for the report's notes."""
+    cpu_words = f"{cpus} CPU" + ("" if cpus == 1 else "s")
+    if len(_powers(cpus)) < MIN_JOB_COUNTS:
+        return (f"every count up to {MIN_JOB_COUNTS}: powers of two up to twice the "
+                f"{cpu_words} give fewer than the {MIN_JOB_COUNTS} counts a scaling fit needs")
+    return f"powers of two up to twice the {cpu_words}, and the CPU count itself"
 
 
 def parse_jobs(text: str) -> list[int]:

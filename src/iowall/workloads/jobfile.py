@@ -89,7 +89,7 @@ def build_job(fio: Mapping[str, Any], directory: str, *, options: Mapping[str, A
               jobfile_text: str = "") -> JobFile | str:
     """The fio job of a point: a JobFile from its parameters (plan names) and verbatim
     ``options``, or the retargeted text of the user's job file with them as overrides."""
-    params = {FIO_NAMES.get(k, k): _fio_value(v) for k, v in fio.items()}
+    params = {FIO_NAMES.get(k, k): _fio_value(v) for k, v in mode_options(fio).items()}
     if jobfile_text:
         return retarget_jobfile(jobfile_text, directory, {**params, **dict(options)})
     g: dict[str, Any] = {"directory": directory}
@@ -97,6 +97,19 @@ def build_job(fio: Mapping[str, Any], directory: str, *, options: Mapping[str, A
     g["group_reporting"] = 1
     g.update({k: _fio_value(v) for k, v in options.items()})
     return JobFile(g, [JobSection("plan", {})])
+
+
+def mode_options(fio: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters with ``mode`` turned into fio's options: direct=1 for direct, direct=0
+    for buffered, direct=0 and uncached=1 for uncached (only for a fio that passes
+    RWF_DONTCACHE; plan/stream.py runs the others with iowall-engine)."""
+    out = {k: v for k, v in fio.items() if k != "mode"}
+    mode = fio.get("mode")
+    if mode is not None:
+        out["direct"] = 1 if mode == "direct" else 0
+        if mode == "uncached":
+            out["uncached"] = 1
+    return out
 
 
 def point_bytes(fio: Mapping[str, Any]) -> int | None:

@@ -79,9 +79,11 @@ class StreamResult:
                 Artifact("files.list", "text/plain", self.files_list))
 
 
-def run_stream(spec: StreamSpec, *, timeout: float | None = None) -> StreamResult:
+def run_stream(spec: StreamSpec, *, timeout: float | None = None,
+               origin_s: float | None = None) -> StreamResult:
     """Run the stream to completion; an engine error object raises EngineRunError (ENOSPC
-    included: its record has status filled and the partial counts)."""
+    included: its record has status filled and the partial counts). Series times count from
+    ``origin_s`` (wall clock: the probes' common start, as fio's do), else from launch."""
     text = spec.files_list()
     with tempfile.TemporaryDirectory(prefix="iowall-stream-") as tmp:
         lst = os.path.join(tmp, "files.list")
@@ -89,8 +91,9 @@ def run_stream(spec: StreamSpec, *, timeout: float | None = None) -> StreamResul
             f.write(text)
         launched_ms = time.time() * 1000.0
         rec = run_engine(spec.args(lst), timeout=timeout)[-1]
+    origin_ms = launched_ms if origin_s is None else origin_s * 1e3
     return StreamResult(rec, text, tuple(stream_metrics(rec)),
-                        stream_series(rec, origin_ms=launched_ms))
+                        stream_series(rec, origin_ms=origin_ms))
 
 
 def stream_metrics(rec: Mapping[str, Any]) -> list[Metric]:
