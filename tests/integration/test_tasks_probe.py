@@ -75,7 +75,9 @@ def test_classes_cover_the_cpu_time(bed: Bed) -> None:
     assert m["tasks_unattributed_share"] <= 0.05, m
     # fio copies into the page cache; the bed's loop worker writes its backing file
     assert m["tasks_workload_share"] > 0.15 and m["tasks_loop_share"] > 0.15, m
-    assert m["tasks_workload_share"] + m["tasks_loop_share"] > 0.6, m
+    # of the CPU time this machine's own work took (other processes may share the machine)
+    own = 1.0 - m.get("tasks_neighbours_share", 0.0) - m.get("tasks_steal_share", 0.0)
+    assert m["tasks_workload_share"] + m["tasks_loop_share"] > 0.6 * own, m
     assert {s.name for s in run.series} >= {"workload_cpus"}
 
 

@@ -13,6 +13,7 @@ step (one resolution) bounds the error of each phase's duration.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,10 +41,10 @@ class WritePhases:
 
 
 def step_of(samples: Sequence[tuple[float, float]]) -> float:
-    """A series' step (s): the smallest gap between consecutive sample times, 0 for fewer
-    than two samples."""
+    """A series' step (s): the median gap between consecutive sample times (the last sample,
+    stamped at the run's end, may come sooner than a step), 0 for fewer than two samples."""
     gaps = [b - a for (a, _), (b, _) in zip(samples, samples[1:], strict=False) if b > a]
-    return round(min(gaps), 6) if gaps else 0.0
+    return round(statistics.median(gaps), 6) if gaps else 0.0
 
 
 def write_phases(samples: Sequence[tuple[float, float]], *, total_bytes: float,
