@@ -1,0 +1,286 @@
+"""Pure: change points in one metric's series of runs (a point's history in time or kernel order).
+
+Method (chosen by measurement, benchmarks/changepoints.py, docs/statistics.md): binary
+segmentation on ranks. In a segment, every allowed cut (a boundary between groups, at least
+``min_size`` runs each side) gets the standardised Mann-Whitney statistic of left vs right;
+the largest is tested against its permutation distribution (the same maximum over the same
+cuts, runs shuffled), so the p-value pays for searching every position. Significant cuts
+split the segment and both halves are searched again; a final pass re-tests each change
+point between its neighbours and drops the weakest until all hold (Otava's merge step).
+Ranks make one slow run (a neighbour's burst) or heavy tails count no more than any other
+run; the permutation test assumes only that runs are exchangeable when nothing changed, or
+with ``unit="group"`` that whole kernels are (each boot may land a little differently).
+Each side's median comes with its exact order-statistic interval (``decide.median_ci``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .decide import median_ci
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Per-test significance level; tuned in benchmarks/changepoints.py so that false alarms are
+#: no more frequent than Apache Otava's defaults on the same synthetic series.
+ALPHA = 0.002
+#: Fewest runs on either side of a change point.
+MIN_SIZE = 3
+#: Confidence of the order-statistic interval of each side's median.
+CONFIDENCE = 0.95
+
+#: What the permutation test shuffles: single runs (most power), or whole groups (a kernel's
+#: runs stay together, so an offset shared by one boot's runs is not taken for a change).
+Unit = Literal["run", "group"]
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """One change: ``index`` is the first run after it (an index into the values as given,
+    non-finite ones included), ``before``/``after`` the groups either side (last good and
+    first bad: the bisect window), medians of the segments either side with their exact
+    order-statistic intervals (``CONFIDENCE``; unbounded below 6 runs), the relative change
+    of the medians, and the permutation p-value of the cut between its neighbours."""
+
+    index: int
+    before: str | None
+    after: str | None
+    n_before: int
+    n_after: int
+    median_before: float
+    ci_before: tuple[float, float]
+    median_after: float
+    ci_after: tuple[float, float]
+    rel_change: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What ``analyse`` found: the change points, how many non-finite values were dropped,
+    and why none could be searched for (``reason`` is empty when the search ran)."""
+
+    points: tuple[ChangePoint, ...]
+    n_used: int
+    dropped: int
+    reason: str
+    method: str
+
+
+def detect(
+    values: Sequence[float],
+    groups: Sequence[str] | None = None,
+    *,
+    alpha: float = ALPHA,
+    min_size: int = MIN_SIZE,
+    unit: Unit = "run",
+    permutations: int | None = None,
+    seed: int = 0,
+) -> list[ChangePoint]:
+    """Change points of one metric's runs in order; repeats of a group are never split.
+
+    See ``analyse`` for the parameters; this returns only the change points.
+    """
+    return list(analyse(values, groups, alpha=alpha, min_size=min_size, unit=unit,
+                        permutations=permutations, seed=seed).points)
+
+
+def analyse(
+    values: Sequence[float],
+    groups: Sequence[str] | None = None,
+    *,
+    alpha: float = ALPHA,
+    min_size: int = MIN_SIZE,
+    unit: Unit = "run",
+    permutations: int | None = None,
+    seed: int = 0,
+) -> Detection:
+    """Find change points, with the count of dropped non-finite values and a reason when the
+    series is too short. ``groups`` labels each run (kernel or commit); a change point falls
+    only where the label changes. ``unit`` is what the permutation test shuffles (``Unit``).
+    ``permutations`` defaults to enough for ``alpha`` (at least 20/alpha); ``seed`` makes
+    the result reproducible."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be between 0 and 1")
+    if min_size < 1:
+        raise ValueError("min_size must be at least 1")
+    if groups is not None and len(groups) != len(values):
+        raise ValueError(f"{len(groups)} group labels for {len(values)} values")
+    raw = np.asarray(values, dtype=np.float64)
+    keep = np.flatnonzero(np.isfinite(raw))
+    x = raw[keep]
+    labels = [str(groups[int(i)]) for i in keep] if groups is not None else None
+    method = (f"binary segmentation, max standardised Mann-Whitney over cuts, permutation "
+              f"(shuffling {unit}s) p <= {alpha:g}, >= {min_size} runs a side")
+    dropped = int(raw.size - keep.size)
+    cuts = _group_cuts(labels, x.size)
+    reason = ""
+    if x.size < 2 * min_size:
+        reason = f"{x.size} finite runs; at least {2 * min_size} are needed ({min_size} a side)"
+    elif not _allowed(cuts, 0, x.size, min_size).size:
+        reason = f"no boundary between groups leaves {min_size} runs on each side"
+    if reason:
+        return Detection((), int(x.size), dropped, reason, method)
+    b = permutations if permutations is not None else max(999, math.ceil(20.0 / alpha))
+    blocks_at = cuts if unit == "group" else np.arange(1, x.size, dtype=np.int64)
+    search = _Search(x, cuts, blocks_at, min_size, b, seed)
+    found = search.prune(search.segment(alpha), alpha)
+    points = tuple(_describe(x, keep, labels, found, i) for i in range(len(found)))
+    return Detection(points, int(x.size), dropped, "", method)
+
+
+def _group_cuts(labels: Sequence[str] | None, n: int) -> IntArray:
+    """Positions (1..n-1) where a run starts a new group: the only places a change may fall."""
+    if labels is None:
+        return np.arange(1, n, dtype=np.int64)
+    return np.asarray([i for i in range(1, n) if labels[i] != labels[i - 1]], dtype=np.int64)
+
+
+def _allowed(cuts: IntArray, lo: int, hi: int, min_size: int) -> IntArray:
+    """Cuts in [lo, hi) with at least ``min_size`` runs on each side."""
+    return cuts[(cuts >= lo + min_size) & (cuts <= hi - min_size)]
+
+
+def _ranks(seg: FloatArray) -> FloatArray:
+    """Average ranks (1-based, ties share their mean rank)."""
+    order = np.argsort(seg, kind="mergesort")
+    s = seg[order]
+    ranks = np.empty(seg.size, dtype=np.float64)
+    i = 0
+    while i < s.size:
+        j = i
+        while j + 1 < s.size and s[j + 1] == s[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+@dataclass(frozen=True)
+class _Search:
+    """One series' search: values, where changes may fall (``cuts``), where the shuffled
+    blocks start (``blocks_at``: every run, or every group), and the permutation settings."""
+
+    x: FloatArray
+    cuts: IntArray
+    blocks_at: IntArray
+    min_size: int
+    b: int
+    seed: int
+
+    def scan(self, lo: int, hi: int, at: int | None = None) -> tuple[int, float] | None:
+        """Best allowed cut in x[lo:hi] by |standardised Mann-Whitney| (or the cut ``at``),
+        with its permutation p-value against the maximum over all allowed cuts there."""
+        cut_at = _allowed(self.cuts, lo, hi, self.min_size)
+        if not cut_at.size:
+            return None
+        seg = self.x[lo:hi]
+        n = seg.size
+        r = _ranks(seg)
+        rel = tuple(int(c) for c in cut_at - lo)
+        inner = self.blocks_at[(self.blocks_at > lo) & (self.blocks_at < hi)] - lo
+        blocks = tuple(int(v) for v in np.diff(np.concatenate(([0], inner, [n]))))
+        z = _zstats(r[None, :], rel)[0]
+        best = int(np.argmax(z)) if at is None else rel.index(at - lo)
+        if len(blocks) == n and np.unique(seg).size == n:  # single runs, no ties: one null per shape
+            null = _null_max(n, rel, self.b, self.seed)
+        else:
+            null = np.sort(_zstats(_shuffled(r, blocks, rel, self.b, self.seed), rel).max(axis=1))
+        exceed = null.size - int(np.searchsorted(null, z[best] - 1e-9, side="left"))
+        return int(cut_at[best]), (1.0 + exceed) / (1.0 + self.b)
+
+    def segment(self, alpha: float) -> list[int]:
+        """Binary segmentation: split while the best cut of a segment is significant."""
+        found: list[int] = []
+        todo = [(0, self.x.size)]
+        while todo:
+            lo, hi = todo.pop()
+            res = self.scan(lo, hi)
+            if res is not None and res[1] <= alpha:
+                found.append(res[0])
+                todo += [(lo, res[0]), (res[0], hi)]
+        return sorted(found)
+
+    def prune(self, found: list[int], alpha: float) -> list[tuple[int, float]]:
+        """Re-test each change point between its neighbours (still paying for the search over
+        every allowed cut there); drop the weakest until all hold."""
+        pts = list(found)
+        while pts:
+            ps = []
+            for i, cut in enumerate(pts):
+                lo = pts[i - 1] if i > 0 else 0
+                hi = pts[i + 1] if i + 1 < len(pts) else self.x.size
+                res = self.scan(lo, hi, at=cut)
+                ps.append(res[1] if res is not None else 1.0)
+            worst = int(np.argmax(ps))
+            if ps[worst] <= alpha:
+                return list(zip(pts, ps, strict=True))
+            del pts[worst]
+        return []
+
+
+def _zstats(r: FloatArray, rel: tuple[int, ...]) -> FloatArray:
+    """|standardised Mann-Whitney| of each row of ranks at each cut (runs before the cut)."""
+    n = r.shape[1]
+    k = np.asarray(rel, dtype=np.float64)
+    mean = k * (n + 1) / 2.0
+    sd = np.sqrt(k * (n - k) * (n + 1) / 12.0)
+    return np.asarray(np.abs(np.cumsum(r, axis=1)[:, np.asarray(rel) - 1] - mean) / sd)
+
+
+def _shuffled(r: FloatArray, blocks: tuple[int, ...], rel: tuple[int, ...], b: int,
+              seed: int) -> FloatArray:
+    """``b`` permutations of the ranks that move whole blocks, from a generator seeded by
+    the segment's shape only (a result does not depend on what was tested before it)."""
+    rng = np.random.default_rng([seed, *blocks, 0, *rel])
+    if all(s == 1 for s in blocks):
+        return np.asarray(rng.permuted(np.broadcast_to(r, (b, r.size)), axis=1))
+    sizes = np.asarray(blocks, dtype=np.int64)
+    of = np.repeat(np.arange(sizes.size), sizes)  # block of each run
+    within = np.arange(r.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    order = np.argsort(rng.random((b, sizes.size)), axis=1)  # blocks in their new order
+    placed = np.cumsum(sizes[order], axis=1) - sizes[order]  # where each slot starts
+    start = np.empty_like(placed)
+    np.put_along_axis(start, order, placed, axis=1)  # where each block now starts
+    out = np.empty((b, r.size))
+    np.put_along_axis(out, start[:, of] + within, np.broadcast_to(r, (b, r.size)), axis=1)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _null_max(n: int, rel: tuple[int, ...], b: int, seed: int) -> FloatArray:
+    """Sorted permutation null of the maximum statistic for n untied single runs."""
+    r = np.arange(1.0, n + 1.0)
+    return np.sort(_zstats(_shuffled(r, (1,) * n, rel, b, seed), rel).max(axis=1))
+
+
+def _describe(x: FloatArray, keep: IntArray, labels: Sequence[str] | None,
+              found: list[tuple[int, float]], i: int) -> ChangePoint:
+    """A change point with both sides' medians, intervals and groups."""
+    cut, p = found[i]
+    lo = found[i - 1][0] if i > 0 else 0
+    hi = found[i + 1][0] if i + 1 < len(found) else x.size
+    left, right = x[lo:cut], x[cut:hi]
+    mb, ma = float(np.median(left)), float(np.median(right))
+    rel = ma / mb - 1.0 if mb != 0.0 else math.nan
+    return ChangePoint(
+        index=int(keep[cut]),
+        before=labels[cut - 1] if labels is not None else None,
+        after=labels[cut] if labels is not None else None,
+        n_before=int(left.size),
+        n_after=int(right.size),
+        median_before=mb,
+        ci_before=median_ci(left.tolist(), CONFIDENCE),
+        median_after=ma,
+        ci_after=median_ci(right.tolist(), CONFIDENCE),
+        rel_change=rel,
+        p_value=p,
+    )

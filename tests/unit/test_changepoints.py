@@ -1,0 +1,120 @@
+"""Tests for iowall.analysis.changepoints: steps found where they are, none in A/A noise or for
+one outlier run, groups never split, non-finite values dropped with a count."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from iowall.analysis.changepoints import analyse, detect
+
+
+def lognormal(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
+    """Log-normal runs around 1000 with the given coefficient of variation."""
+    return 1000.0 * np.exp(rng.normal(0.0, math.sqrt(math.log1p(cv * cv)), n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ten_percent_step_found_within_one_run(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = lognormal(rng, 0.03, 40)
+    x[22:] *= 0.90
+    cps = detect(x.tolist())
+    assert len(cps) == 1
+    cp = cps[0]
+    assert abs(cp.index - 22) <= 1
+    assert cp.rel_change == pytest.approx(-0.10, abs=0.03)
+    assert cp.p_value <= 0.002
+    assert cp.ci_before[0] <= cp.median_before <= cp.ci_before[1]
+    assert cp.ci_after[0] <= cp.median_after <= cp.ci_after[1]
+    assert cp.ci_after[1] < cp.ci_before[0]  # a 10% step at CV 3%: the intervals do not touch
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_aa_series_has_no_change_point(seed: int) -> None:
+    x = lognormal(np.random.default_rng(100 + seed), 0.05, 40)
+    det = analyse(x.tolist())
+    assert det.points == ()
+    assert det.reason == ""
+
+
+@pytest.mark.parametrize("where", [0, 7, 20, 39])
+def test_single_outlier_run_gives_none(where: int) -> None:
+    x = lognormal(np.random.default_rng(7), 0.03, 40)
+    x[where] *= 0.5
+    assert detect(x.tolist()) == []
+
+
+def test_groups_never_split() -> None:
+    rng = np.random.default_rng(3)
+    groups = [f"v6.{i // 3}" for i in range(60)]
+    x = lognormal(rng, 0.03, 60)
+    x[31:] *= 1.10  # the step falls inside kernel v6.10 (runs 30, 31, 32)
+    cps = detect(x.tolist(), groups)
+    assert len(cps) == 1
+    cp = cps[0]
+    assert cp.index in (30, 33)
+    assert groups[cp.index - 1] == cp.before != cp.after == groups[cp.index]
+    assert cp.rel_change > 0.05
+
+
+def test_step_between_groups_names_the_bisect_window() -> None:
+    groups = [f"c{i // 3}" for i in range(45)]
+    x = lognormal(np.random.default_rng(4), 0.03, 45)
+    x[24:] *= 0.9
+    (cp,) = detect(x.tolist(), groups)
+    assert (cp.index, cp.before, cp.after) == (24, "c7", "c8")
+    assert (cp.n_before, cp.n_after) == (24, 21)
+
+
+def test_non_finite_dropped_and_counted() -> None:
+    x = lognormal(np.random.default_rng(5), 0.03, 40)
+    x[30:] *= 0.85
+    y = x.tolist()
+    y[3], y[10], y[35] = math.nan, math.inf, -math.inf
+    det = analyse(y)
+    assert det.dropped == 3 and det.n_used == 37
+    (cp,) = det.points
+    assert abs(cp.index - 30) <= 1  # index into the values as given, NaNs included
+    assert math.isfinite(cp.median_before) and math.isfinite(cp.median_after)
+
+
+def test_too_short_gives_reason() -> None:
+    det = analyse([1.0, 2.0, math.nan, 1.0, 5.0, 5.0])
+    assert det.points == () and det.dropped == 1
+    assert "6 are needed" in det.reason
+    det = analyse([1.0] * 3 + [2.0] * 3, ["a", "a", "a", "a", "b", "b"])
+    assert det.points == () and "no boundary" in det.reason
+
+
+def test_deterministic_and_validated() -> None:
+    x = lognormal(np.random.default_rng(6), 0.05, 50)
+    x[25:] *= 0.95
+    assert detect(x.tolist()) == detect(x.tolist())
+    with pytest.raises(ValueError):
+        detect([1.0, 2.0], ["a"])
+    with pytest.raises(ValueError):
+        detect([1.0, 2.0], alpha=0.0)
+
+
+def test_two_steps_both_found() -> None:
+    x = lognormal(np.random.default_rng(8), 0.02, 60)
+    x[20:] *= 0.85
+    x[40:] *= 1.25
+    cps = detect(x.tolist())
+    assert len(cps) == 2
+    assert [abs(c.index - t) <= 1 for c, t in zip(cps, (20, 40), strict=True)] == [True, True]
+    assert cps[0].n_after == cps[1].n_before  # the segment between them is shared
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_group_unit_takes_boot_offsets_for_noise_and_still_finds_a_step(seed: int) -> None:
+    rng = np.random.default_rng(200 + seed)
+    groups = [f"k{i // 3}" for i in range(60)]
+    x = lognormal(rng, 0.01, 60) * np.repeat(lognormal(rng, 0.03, 20), 3)
+    assert detect(x.tolist(), groups, unit="group") == []
+    x[30:] *= 0.75
+    (cp,) = detect(x.tolist(), groups, unit="group")
+    assert (cp.before, cp.after) == ("k9", "k10")
