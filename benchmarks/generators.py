@@ -6,19 +6,22 @@ and what the guest-memory touch buys on a VM whose host takes freed memory back.
     .venv/bin/python benchmarks/generators.py --rounds 9 --json out.json
 
 Prints per direction and job count the medians, their ratio engine / fio and each side's
-half-range; the verdict is the ratio's distance from 1 against the 10% agreement band the
-limits report uses (``analysis.limits.AGREE``). Run as root on a quiet machine.
+half-range; the verdict is the limits report's rule (``analysis.limits.Agreement.within``):
+the engine's median inside fio's range of repeats widened by the larger of the engine's
+half-range and 10%. Run as root on a quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import sys
 from typing import Any
 
-from iowall.analysis.limits import AGREE
+from iowall.analysis.limits import Agreement, Cell
 from iowall.beds import BedSpec, provision
 from iowall.guestmem import hold_guest_memory
 from iowall.knobs import KnobSession
@@ -64,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                         p = io_point(rw, "buffered", j, sizing)
                         order = ("fio", "engine") if r % 2 == 0 else ("engine", "fio")
                         for gen in order:
+                            if rw == "write":
+                                shutil.rmtree(lb.write_dir, ignore_errors=True)
+                                os.makedirs(lb.write_dir)
                             drop_caches()
                             if gen == "fio":
                                 bw = _bw(run_fio(io_job(p, lb, sizing), bw_log_ms=0).metrics, rw)
@@ -71,16 +77,17 @@ def main(argv: list[str] | None = None) -> int:
                                 bw = _bw(run_stream(stream_spec(p, lb, sizing)).metrics, rw)
                             figures.setdefault((rw, j, gen), []).append(bw)
                 print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    print(f"{'point':14} {'fio MiB/s':>16} {'engine MiB/s':>16} {'eng/fio':>8}  agree (±{AGREE:.0%})")
+    print(f"{'point':14} {'fio MiB/s':>16} {'engine MiB/s':>16} {'eng/fio':>8}  agree")
     for j in jobs:
         for rw in ("write", "read"):
             f, e = figures[(rw, j, "fio")], figures[(rw, j, "engine")]
             mf, me = statistics.median(f), statistics.median(e)
             hf, he = (max(f) - min(f)) / 2 / mf, (max(e) - min(e)) / 2 / me
             ratio = me / mf
+            agree = Agreement(rw, j, Cell.of(e, range(len(e))), Cell.of(f, range(len(f))))
             print(f"{rw + ' ' + str(j) + ' job' + ('s' if j > 1 else ''):14} "
                   f"{mf / MIB:10.0f} ±{hf:4.0%} {me / MIB:10.0f} ±{he:4.0%} {ratio:8.2f}  "
-                  f"{'yes' if abs(ratio - 1) <= AGREE else 'NO'}")
+                  f"{'yes' if agree.within else 'NO'}")
             out["points"].append({"rw": rw, "jobs": j, "fio": f, "engine": e, "ratio": ratio})
     if args.json:
         with open(args.json, "w") as fh:

@@ -18,7 +18,7 @@ from .store.bundle import read_bundle, run_uuid
 from .store.db import kernel_matches
 
 #: Fields a selection may name, as stored with every run.
-FIELDS = ("label", "recipe", "batch", "status", "host", "kernel")
+FIELDS = ("label", "recipe", "batch", "status", "host", "kernel", "commit")
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ def matches(run: Run, flt: RunFilter) -> bool:
     host = run.env.get("host", {})
     fields = {"label": run.label, "recipe": run.point.recipe, "batch": run.batch,
               "status": run.status, "kernel": str(run.env.get("kernel", "")),
-              "host": str(host.get("hostname", "")) if isinstance(host, dict) else ""}
+              "host": str(host.get("hostname", "")) if isinstance(host, dict) else "",
+              "commit": str(run.env.get("commit", ""))}
     if flt.kernel is not None and not kernel_matches(fields["kernel"], flt.kernel):
         return False
     return all(getattr(flt, k) is None or getattr(flt, k) == fields[k]

@@ -87,6 +87,11 @@ def host_facts() -> dict[str, Any]:
             "mem_total_bytes": mem_total_bytes(), "arch": platform.machine()}
 
 
+#: The commit or build id runs are recorded with (``--commit`` sets it): history and the
+#: bisect window then speak in commits, not only kernel release strings.
+COMMIT_ENV = "IOWALL_COMMIT"
+
+
 def environment(extra: dict[str, Any] | None = None,
                 knobs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything recorded with a run about where it ran (kernel is here, not in the
@@ -104,6 +109,8 @@ def environment(extra: dict[str, Any] | None = None,
         "euid": os.geteuid(),
         "loadavg_1m": loadavg(),
     }
+    if os.environ.get(COMMIT_ENV):
+        env["commit"] = os.environ[COMMIT_ENV]
     if knobs:
         env["knobs"] = dict(knobs)
     if extra:

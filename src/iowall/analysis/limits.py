@@ -228,7 +228,8 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
         worst = max(noisy, key=lambda n: n.spread)
         sentences.append(f"{len(noisy)} of {n_cells} cells spread more than ±{NOISY:.0%} "
                          f"(worst: {worst.cell}, ±{worst.spread:.0%}): see 'Noise' for what "
-                         "disturbed them; rerun on a quiet machine or with --repeat auto.")
+                         "disturbed them; rerun on a quiet machine, or with more runs "
+                         "(--repeat auto:20).")
     if statuses.get("failed") or statuses.get("interrupted"):
         sentences.append(f"Not every run completed: {statuses.get('failed', 0)} failed, "
                          f"{statuses.get('interrupted', 0)} interrupted; they are left out.")

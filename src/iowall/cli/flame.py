@@ -49,15 +49,17 @@ def plot_flame(
         raise UserError(f"give one run or two (base new), not {len(runs)}")
     if os.path.splitext(output)[1].lower() != ".svg":
         raise UserError(f"{output}: a flame graph is an SVG: name the file .svg")
-    store = Store(db)
+    write_svg(flame_svg(Store(db), runs), output)
+    wrote(output)
+
+
+def flame_svg(store: Store, runs: list[str]) -> str:
+    """The SVG of one run's flame graph, or of two runs' differential one (base, new)."""
     profiles = [load_profile(store, r) for r in runs]
     if len(profiles) == 1:
         rid, what, stacks = profiles[0]
-        svg = flamegraph(stacks, f"run {rid}: {what}", subtitle(attribute(stacks)))
-    else:
-        (ra, wa, a), (rb, wb, b) = profiles
-        title = f"run {ra} -> run {rb}: red more in {rb}, blue less (normalised)"
-        sub = f"base {wa} ({subtitle(attribute(a), 3)}); new {wb} ({subtitle(attribute(b), 3)})"
-        svg = diff_flamegraph(a, b, title, sub)
-    write_svg(svg, output)
-    wrote(output)
+        return flamegraph(stacks, f"run {rid}: {what}", subtitle(attribute(stacks)))
+    (ra, wa, a), (rb, wb, b) = profiles
+    title = f"run {ra} -> run {rb}: red more in {rb}, blue less (normalised)"
+    sub = f"base {wa} ({subtitle(attribute(a), 3)}); new {wb} ({subtitle(attribute(b), 3)})"
+    return diff_flamegraph(a, b, title, sub)

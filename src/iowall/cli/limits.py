@@ -19,6 +19,7 @@ from ..store import Store
 from ..store.reports import add_report
 from ..units import parse_size
 from .options import (
+    CommitOpt,
     DbOpt,
     OutputOpt,
     ProbesOpt,
@@ -26,6 +27,7 @@ from .options import (
     ReportFormat,
     ReportFormatOpt,
     TargetOpt,
+    record_commit,
 )
 from .progress import RichProgress
 
@@ -45,6 +47,7 @@ def limits(
     rel_target: TargetOpt = None,
     quick: QuickOpt = False,
     label: Annotated[str, typer.Option(help="label stored with every run")] = "limits",
+    commit: CommitOpt = None,
     mkfs_opts: Annotated[str, typer.Option("--mkfs-opts", help="extra mkfs options")] = "",
     mount_opts: Annotated[str, typer.Option("--mount-opts", help="mount options")] = "",
     fs_block: Annotated[str | None, typer.Option(
@@ -57,6 +60,7 @@ def limits(
 ) -> None:
     """Measure the ceilings and buffered vs uncached vs direct I/O at rising job counts; say
     where the wall is."""
+    record_commit(commit)
     policy = parse_repeat(repeat) if repeat is not None else None
     if rel_target is not None:
         policy = (policy or RepeatPolicy.until_decided()).with_target(parse_target(rel_target))

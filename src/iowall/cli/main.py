@@ -19,6 +19,8 @@ from . import (
     doctor,
     explain,
     flame,
+    gate,
+    history,
     limits,
     locks,
     plot,
@@ -65,6 +67,8 @@ app.command("explain")(explain.explain)
 app.command("locks")(locks.locks)
 app.command("compare")(compare.compare_cmd)
 app.command("scaling")(scaling.scaling)
+app.command("history")(history.history)
+app.command("gate")(gate.gate)
 plot.plot_app.command("flame")(flame.plot_flame)
 app.add_typer(plot.plot_app, name="plot")
 app.command("export")(bundle.export)
@@ -111,7 +115,7 @@ def _usage(e: Exception) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
     try:
-        command().main(args=argv, prog_name="iowall", standalone_mode=False)
+        rc = command().main(args=argv, prog_name="iowall", standalone_mode=False)
     except UserError as e:
         print(f"iowall: error: {e}", file=sys.stderr)
         return 2
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if "Abort" in kinds:
             return 130
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0  # a command's own exit code (gate: 1, 3)
 
 
 def entry() -> None:

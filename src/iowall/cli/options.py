@@ -3,10 +3,13 @@ the per-command format choices: a wrong ``--format`` lists the choices."""
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from typing import Annotated
 
 import typer
+
+from ..sysinfo import COMMIT_ENV
 
 
 class ReportFormat(str, Enum):
@@ -88,6 +91,16 @@ KneeOpt = Annotated[float, typer.Option(
 RunIdArg = Annotated[int, typer.Argument(metavar="RUN", help="run id (see `iowall runs`)",
                                          show_default=False)]
 LabelOpt = Annotated[str | None, typer.Option("--label", help="label stored with every run")]
+CommitOpt = Annotated[str | None, typer.Option(
+    "--commit", envvar="IOWALL_COMMIT", metavar="ID",
+    help="the commit or build id under test, stored with every run (history and gate speak "
+         "in commits)")]
+
+
+def record_commit(commit: str | None) -> None:
+    """Make ``--commit`` the commit every run of this invocation records."""
+    if commit:
+        os.environ[COMMIT_ENV] = commit
 RepeatOpt = Annotated[str | None, typer.Option(
     "--repeat", metavar="N|auto[:MAX]",
     help="runs of every point, interleaved: a number, or auto: repeat each point until the "

@@ -46,7 +46,19 @@ class RunFilter:
     status: str | None = None
     host: str | None = None
     kernel: str | None = None
+    #: the commit or build id the runs were made with (``--commit`` / ``IOWALL_COMMIT``)
+    commit: str | None = None
     limit: int | None = None
+
+
+def _env_commit(row: Any) -> str | None:
+    """The commit recorded in a run row's environment, if any."""
+    try:
+        env = json.loads(row["env_json"]) if row.get("env_json") else {}
+    except (TypeError, ValueError):
+        return None
+    c = env.get("commit") if isinstance(env, dict) else None
+    return str(c) if c is not None else None
 
 
 class Store:
@@ -138,12 +150,16 @@ class Store:
                                                for sep in KERNEL_SEPARATORS)))
         if flt.limit is not None and flt.limit < 0:
             raise UserError(f"keep the last {flt.limit} runs? give 0 or more")
-        if flt.limit is not None:
+        if flt.limit is not None and flt.commit is None:
             q = q.order_by(None).order_by(t.runs.c.id.desc()).limit(flt.limit)
         with self.engine.connect() as conn:
             rows = list(conn.execute(q).mappings())
-            if flt.limit is not None:
+            if flt.limit is not None and flt.commit is None:
                 rows.reverse()
+            if flt.commit is not None:  # kept in the environment, not a column
+                rows = [r for r in rows if _env_commit(r) == flt.commit]
+                if flt.limit is not None:
+                    rows = rows[len(rows) - flt.limit:] if flt.limit else []
             ids = [r["id"] for r in rows]
             mets: dict[int, list[Metric]] = {i: [] for i in ids}
             for chunk in _chunks(ids, 500):

@@ -1,0 +1,239 @@
+"""Pure: the regression gate's decision over a compare of a stored baseline with new runs.
+
+Every (point, metric) row of the compare is tested; the false-discovery rate across all of them
+is held by Benjamini-Hochberg on a per-row p-value (Welch's t-test on log values, which keeps
+its level with unequal sizes and spreads), and a row counts only when compare's own rule also
+calls it (calibrated Hodges-Lehmann interval excluding 1, change beyond the floor): the
+rejections are a subset of BH's, so the FDR bound holds. Only the headline metrics (throughput,
+latency, runtime; ``--fail-on``) can fail the gate; other metrics that changed are listed.
+A suspected regression (worse beyond the floor but not shown) is inconclusive, not a pass.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ..model import Run
+from .compare import HEADLINE, NOT_HEADLINE, CompareResult, Row
+
+Status = Literal["regression", "improvement", "same", "inconclusive", "accepted", "changed"]
+#: Exit codes: pass, regression confirmed, inconclusive (2 stays "bad input").
+EXIT_PASS, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class Accept:
+    """A known change that does not fail the gate: point text (glob), metric (glob),
+    direction (worse or better) and the last day it holds (ISO date, inclusive)."""
+
+    point: str
+    metric: str
+    direction: str = "worse"
+    until: str = ""
+    reason: str = ""
+
+    def covers(self, row: Row, today: str) -> bool:
+        return (fnmatch.fnmatchcase(row.point_text, self.point)
+                and fnmatch.fnmatchcase(row.metric, self.metric)
+                and (not self.until or today <= self.until))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row's outcome: the compare row, its p-value and BH q-value, the status and why."""
+
+    row: Row
+    p_value: float
+    q_value: float
+    status: Status
+    reason: str
+    gating: bool
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """All verdicts, and what the gate says."""
+
+    compare: CompareResult
+    verdicts: tuple[Verdict, ...]
+    fdr: float
+    floor: float
+
+    def of(self, status: Status) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == status]
+
+    @property
+    def suspected(self) -> list[Verdict]:
+        """Rows worth confirming: regressions, inconclusive rows, and gating rows whose
+        estimate is worse by more than half the floor (a regression the runs so far may
+        have hidden)."""
+        return [v for v in self.verdicts
+                if v.status in ("regression", "inconclusive")
+                or (v.gating and v.status == "same" and _worse(v.row)
+                    and abs(v.row.cmp.ratio - 1.0) > self.floor / 2)]
+
+    @property
+    def exit_code(self) -> int:
+        if self.of("regression"):
+            return EXIT_REGRESSION
+        if self.of("inconclusive"):
+            return EXIT_INCONCLUSIVE
+        return EXIT_PASS
+
+    @property
+    def word(self) -> str:
+        return {EXIT_PASS: "pass", EXIT_REGRESSION: "regression",
+                EXIT_INCONCLUSIVE: "inconclusive"}[self.exit_code]
+
+
+def _worse(row: Row) -> bool:
+    """Whether a row's estimate moved the bad way for its direction."""
+    r = row.cmp.ratio
+    return r != 1.0 and (r < 1.0) == (row.direction == "higher")
+
+
+def welch_p(base: Sequence[float], new: Sequence[float]) -> float:
+    """Two-sided p-value of Welch's t-test on log values (1.0 when either side has fewer than
+    two positive finite values or both have no spread)."""
+    from scipy import stats as sps
+
+    b = np.log([x for x in base if x > 0 and math.isfinite(x)])
+    n = np.log([x for x in new if x > 0 and math.isfinite(x)])
+    if b.size < 2 or n.size < 2:
+        return 1.0
+    if float(np.var(b)) == 0.0 and float(np.var(n)) == 0.0:
+        return 0.0 if float(b.mean()) != float(n.mean()) else 1.0
+    p = float(sps.ttest_ind(b, n, equal_var=False).pvalue)
+    return p if math.isfinite(p) else 1.0
+
+
+def bh_qvalues(pvalues: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in input order."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    q = [1.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, pvalues[i] * m / rank)
+        q[i] = min(1.0, running)
+    return q
+
+
+def gating(metric: str, fail_on: Sequence[str] | None) -> bool:
+    """Whether a metric can fail the gate: the headline metrics by default."""
+    if fail_on is None:
+        return (any(fnmatch.fnmatchcase(metric, p) for p in HEADLINE)
+                and not any(fnmatch.fnmatchcase(metric, p) for p in NOT_HEADLINE))
+    return any(fnmatch.fnmatchcase(metric, p) for p in fail_on)
+
+
+def decide(res: CompareResult, *, fdr: float = 0.05, accept: Sequence[Accept] = (),
+           today: str = "", fail_on: Sequence[str] | None = None) -> GateResult:
+    """Every row's verdict (see the module docstring for the method)."""
+    rows = list(res.rows)
+    ps = [welch_p(r.base_samples, r.new_samples) for r in rows]
+    qs = bh_qvalues(ps)
+    out = []
+    for r, p, q in zip(rows, ps, qs, strict=True):
+        c = r.cmp
+        gate = gating(r.metric, fail_on)
+        worse_est = _worse(r)
+        beyond = abs(c.ratio - 1.0) > res.floor
+        status: Status
+        if c.significant and q <= fdr:
+            bad = not c.better
+            if bad and any(a.covers(r, today) and a.direction == "worse" for a in accept):
+                status, why = "accepted", "a known change (--accept)"
+            elif not gate:
+                status, why = "changed", "changed, not a gating metric"
+            else:
+                status = "regression" if bad else "improvement"
+                why = f"q = {q:.2g} <= {fdr:g} and beyond the {res.floor:.0%} floor"
+        elif gate and worse_est and beyond:
+            status = "inconclusive"
+            why = ("worse beyond the floor but not shown: "
+                   + ("one run on a side" if min(c.n_base, c.n_new) < 2
+                      else f"interval includes no change or q = {q:.2g} > {fdr:g}"))
+        else:
+            status, why = "same", ""
+        out.append(Verdict(r, p, q, status, why, gate))
+    return GateResult(res, tuple(out), fdr, res.floor)
+
+
+def confirm(decide_now: Callable[[], GateResult], run_more: Callable[[], None],
+            rounds: int) -> tuple[GateResult, int]:
+    """Decide; while a row is suspected (``GateResult.suspected``) and rounds are left, run
+    more and decide again (a regression must survive its confirmation to fail the gate).
+    The final result and the confirmation rounds used."""
+    res = decide_now()
+    used = 0
+    while used < rounds and res.suspected:
+        run_more()
+        used += 1
+        res = decide_now()
+    return res, used
+
+
+@dataclass(frozen=True)
+class Shift:
+    """How one CPU-time share moved between the sides (medians over the point's runs)."""
+
+    metric: str
+    base: float
+    new: float
+
+    @property
+    def delta(self) -> float:
+        return self.new - self.base
+
+
+def attribution_shift(base: Sequence[Run], new: Sequence[Run], top: int = 3) -> list[Shift]:
+    """The CPU-time shares (``tasks_<class>_share``, ``profile_<path>_share``) that grew most
+    from base to new, largest gain first: what the new side spends its time on instead."""
+    def med(runs: Sequence[Run], name: str) -> float | None:
+        vals = sorted(v for r in runs if (v := r.metric(name)) is not None and math.isfinite(v))
+        return vals[len(vals) // 2] if vals else None
+
+    names = {m.name for r in [*base, *new] for m in r.metrics
+             if m.name.endswith("_share") and m.name.startswith(("tasks_", "profile_"))
+             and m.name not in ("tasks_unattributed_share",)}
+    out = []
+    for n in sorted(names):
+        b, x = med(base, n), med(new, n)
+        if b is not None and x is not None:
+            out.append(Shift(n, b, x))
+    return sorted((s for s in out if s.delta > 0), key=lambda s: -s.delta)[:top]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why one regression: the Why of each side's median run, the shares that grew most,
+    and the differential flame graph (a written file, or the command that draws it)."""
+
+    point: str
+    metric: str
+    base_run: int | None
+    new_run: int | None
+    why_base: tuple[str, ...]
+    why_new: tuple[str, ...]
+    shifts: tuple[Shift, ...]
+    flame: str
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """What `iowall gate` prints: the decision, the explanations, how to reproduce."""
+
+    result: GateResult
+    baseline: str
+    new: str
+    explanations: tuple[Explanation, ...] = ()
+    reproduce: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,221 @@
+"""`iowall gate TARGET --baseline SEL`: the regression gate for kernel CI. TARGET is a recipe or
+a plan (run now, and re-run to confirm a suspected regression) or a selection of stored runs;
+the decision is `analysis.gate`'s. Exit 0 pass, 1 regression confirmed, 3 inconclusive, 2 bad
+input."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shlex
+import sys
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+
+from ..analysis.compare import Side, compare, shared_run
+from ..analysis.context import representative
+from ..analysis.gate import (
+    Accept,
+    Explanation,
+    GateReport,
+    GateResult,
+    attribution_shift,
+    decide,
+)
+from ..analysis.gate import (
+    confirm as confirmed,
+)
+from ..analysis.why import why_run
+from ..atomic import write_text
+from ..errors import UserError
+from ..model import Run
+from ..recipes.registry import recipes
+from ..repeat import RepeatPolicy
+from ..report.emit import emit, wrote
+from ..report.flame import write_svg
+from ..report.gate import junit_xml
+from ..selection import load, parse_selection
+from ..store import Store
+from ..store.reports import add_report
+from .compare import parse_floor
+from .flame import flame_svg
+from .options import CommitOpt, DbOpt, OutputOpt, ReportFormat, ReportFormatOpt, record_commit
+from .run import _is_plan_path, run_target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def read_accept(path: str) -> list[Accept]:
+    """``[[accept]]`` entries (point, metric, direction, until, reason) from a TOML file."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise UserError(f"--accept {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"--accept {path}: not TOML: {e}") from None
+    out = []
+    for i, a in enumerate(doc.get("accept", []), 1):
+        if not isinstance(a, dict) or not {"point", "metric"} <= set(a):
+            raise UserError(f"--accept {path}: entry {i} needs point and metric "
+                            "(and optionally direction, until, reason)")
+        d = str(a.get("direction", "worse"))
+        if d not in ("worse", "better"):
+            raise UserError(f"--accept {path}: entry {i}: direction is worse or better")
+        until = str(a.get("until", ""))
+        if until:
+            try:
+                datetime.date.fromisoformat(until)
+            except ValueError:
+                raise UserError(f"--accept {path}: entry {i}: until {until!r} is not a date "
+                                "(YYYY-MM-DD)") from None
+        out.append(Accept(str(a["point"]), str(a["metric"]), d, until, str(a.get("reason", ""))))
+    return out
+
+
+def _is_workload(target: str) -> bool:
+    if _is_plan_path(target):
+        return True
+    return target in {r.name for r in recipes()}
+
+
+def _explain(res: GateResult, base: list[Run], new: list[Run], store: Store | None,
+             flames: str | None) -> list[Explanation]:
+    """The Why of both sides' median runs, the CPU-time shares that grew, and the differential
+    flame graph, for every regression."""
+    out = []
+    for v in res.of("regression"):
+        b_ids, n_ids = set(v.row.base_runs), set(v.row.new_runs)
+        b_runs = [r for r in base if r.id in b_ids]
+        n_runs = [r for r in new if r.id in n_ids]
+        rb, rn = representative(b_runs, v.row.metric), representative(n_runs, v.row.metric)
+        if rb is None or rn is None:
+            continue
+        if store is not None:
+            arts = store.artifacts_of([x for x in (rb.id, rn.id) if x is not None])
+            rb = replace(rb, artifacts=arts.get(rb.id or 0, ()))
+            rn = replace(rn, artifacts=arts.get(rn.id or 0, ()))
+        wb, wn = why_run(rb, b_runs), why_run(rn, n_runs)
+        flame = f"iowall plot flame {rb.id} {rn.id} -o diff.svg"
+        if flames is not None and store is not None:
+            path = os.path.join(flames, f"gate-{rb.id}-{rn.id}.svg")
+            try:
+                os.makedirs(flames, exist_ok=True)
+                write_svg(flame_svg(store, [str(rb.id), str(rn.id)]), path)
+                flame = path
+            except UserError as e:
+                flame = f"not drawn ({e}); {flame}"
+        out.append(Explanation(v.row.point_text, v.row.metric, rb.id, rn.id,
+                               tuple(wb.get("sentences", [])), tuple(wn.get("sentences", [])),
+                               tuple(attribution_shift(b_runs, n_runs)), flame))
+    return out
+
+
+def gate(
+    target: Annotated[str, typer.Argument(
+        metavar="RECIPE|PLAN.toml|SELECTION",
+        help="run a recipe or plan now, or gate stored runs (a label, FIELD=VALUE,…, ids=…)")],
+    baseline: Annotated[list[str], typer.Option(
+        "--baseline", metavar="SELECTION",
+        help="the stored runs to gate against (repeatable: their union)")],
+    label: Annotated[str | None, typer.Option(
+        "--label", help="label of the new runs (when TARGET is run)")] = None,
+    commit: CommitOpt = None,
+    repeat: Annotated[int, typer.Option(
+        "--repeat", min=1, help="runs of every point when TARGET is run")] = 3,
+    confirm: Annotated[int | None, typer.Option(
+        "--confirm", min=0, metavar="N",
+        help="re-run the target up to N more times while a regression is suspected, before "
+             "deciding (default 2 when the gate runs TARGET, 0 for stored runs)")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="the recipe's small sizes")] = False,
+    fdr: Annotated[float, typer.Option(
+        "--fdr", help="false-discovery rate across all points and metrics")] = 0.05,
+    floor: Annotated[str, typer.Option(
+        "--floor", help="smallest change that counts, e.g. 2%")] = "2%",
+    metric: Annotated[list[str] | None, typer.Option(
+        "--metric", metavar="GLOB", help="metrics to test (default: all)")] = None,
+    fail_on: Annotated[list[str] | None, typer.Option(
+        "--fail-on", metavar="GLOB",
+        help="metrics that can fail the gate (default: throughput, latency, runtime)")] = None,
+    accept: Annotated[str | None, typer.Option(
+        "--accept", metavar="FILE.toml", help="known changes that do not fail the gate")] = None,
+    junit: Annotated[str | None, typer.Option(
+        "--junit", metavar="FILE.xml", help="also write JUnit XML (one case per point and "
+                                            "metric)")] = None,
+    flames: Annotated[str | None, typer.Option(
+        "--flames", metavar="DIR", help="write each regression's differential flame graph "
+                                        "here")] = None,
+    fmt: ReportFormatOpt = ReportFormat.text,
+    output: OutputOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Gate new runs against a stored baseline: exit 0 pass, 1 regression, 3 inconclusive."""
+    if not 0 < fdr < 1:
+        raise UserError(f"--fdr {fdr:g}: give a rate between 0 and 1, e.g. 0.05")
+    fl = parse_floor(floor)
+    accepted = read_accept(accept) if accept else []
+    record_commit(commit)
+    store = Store(db)
+    base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}
+                     .values())
+    base_text = " + ".join(baseline)
+    workload = _is_workload(target)
+    rounds = confirm if confirm is not None else (2 if workload else 0)
+    if rounds and not workload:
+        raise UserError("--confirm re-runs the workload: give a recipe or plan as TARGET")
+    lbl = label or f"gate-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    new_ids: list[int] = []
+
+    def run_once() -> None:
+        rep = run_target(target, store, label=lbl, repeat=None, quick=quick)
+        add_report(store, rep)
+        new_ids.extend(rep.run_ids)
+
+    if workload:
+        rep = run_target(target, store, label=lbl, repeat=RepeatPolicy(repeat), quick=quick)
+        add_report(store, rep)
+        new_ids.extend(rep.run_ids)
+        new_text = f"label={lbl}"
+    else:
+        new_text = target
+    today = datetime.date.today().isoformat()
+
+    def decided() -> tuple[GateResult, list[Run]]:
+        new_runs = (load(store, parse_selection(f"ids={','.join(map(str, new_ids))}"))
+                    if workload else load(store, parse_selection(target)))
+        sides = [Side(base_text, base_runs), Side(new_text, new_runs)]
+        if shared_run(sides) is not None:
+            raise UserError("the baseline and the new runs share runs: gate disjoint sets")
+        res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=fl,
+                      compared="label")
+        if not res.rows:
+            raise UserError("nothing to gate: no point and metric measured on both sides")
+        return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on), new_runs
+
+    last: list[list[Run]] = []
+
+    def decide_now() -> GateResult:
+        res, runs = decided()
+        last[:] = [runs]
+        return res
+
+    result, used = confirmed(decide_now, run_once, rounds)
+    new_runs = last[0]
+    notes = ([f"confirmation: a regression or an inconclusive row was suspected, so the target "
+              f"ran {used} more time{'s' if used > 1 else ''} before the decision"] if used else [])
+    cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
+    if workload:
+        cmd += ["--repeat", str(repeat)] + (["--quick"] if quick else [])
+    report = GateReport(result, base_text, new_text,
+                        tuple(_explain(result, base_runs, new_runs, store, flames)),
+                        (shlex.join(cmd),), tuple(notes))
+    if junit is not None:
+        write_text(junit, junit_xml(report))
+        wrote(junit)
+    emit(report, fmt, output)
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,147 @@
+"""`iowall gate` output: text in the shape of an LKP regression mail (subject line, base vs new
+table, what else differs, why, how to reproduce), Markdown, JSON, and JUnit XML for CI (one
+test case per point and metric)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ..analysis.gate import GateReport, Status, Verdict
+from ..units import fmt_metric
+from .compare import row_json
+from .emit import Format, json_text, renders
+from .table import md_table, text_table
+
+SCHEMA_VERSION = 1
+#: Statuses shown in the table (``same`` rows are counted, not listed).
+SHOWN: tuple[Status, ...] = ("regression", "inconclusive", "improvement", "accepted", "changed")
+
+
+def _change(v: Verdict) -> str:
+    return f"{(v.row.cmp.ratio - 1) * 100:+.1f}%"
+
+
+def subject(g: GateReport) -> str:
+    """The mail's subject: the worst gating change, or the verdict."""
+    res = g.result
+    regs = sorted(res.of("regression"), key=lambda v: abs(v.row.cmp.ratio - 1), reverse=True)
+    if regs:
+        v = regs[0]
+        more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
+        return (f"[iowall gate] {v.row.point_text}: {v.row.metric} {_change(v)} regression"
+                f"{more}")
+    if res.of("inconclusive"):
+        return f"[iowall gate] inconclusive: {len(res.of('inconclusive'))} suspected, not shown"
+    return f"[iowall gate] pass: {len(res.verdicts)} point-metrics, no regression"
+
+
+def _rows(g: GateReport) -> list[list[str]]:
+    out = []
+    for st in SHOWN:
+        for v in g.result.of(st):
+            c, r = v.row.cmp, v.row
+            out.append([st, r.point_text, r.metric, fmt_metric(c.base_median, r.unit),
+                        fmt_metric(c.new_median, r.unit), _change(v),
+                        f"[{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%]",
+                        f"{v.q_value:.2g}"])
+    return out
+
+
+def _lines(g: GateReport, *, md: bool) -> list[str]:
+    res = g.result
+    counts = {st: len(res.of(st)) for st in (*SHOWN, "same")}
+    out = [("# " if md else "") + subject(g), "",
+           f"base: {g.baseline}   new: {g.new}",
+           f"verdict: {res.word} (exit {res.exit_code}); "
+           + ", ".join(f"{n} {k}" for k, n in counts.items() if n),
+           f"{len(res.verdicts)} point-metrics tested; false-discovery rate {res.fdr:g} "
+           f"(Benjamini-Hochberg), floor {res.floor:.0%}", ""]
+    headers = ["", "point", "metric", "base", "new", "change", "95% interval", "q"]
+    rows = _rows(g)
+    if rows:
+        out += [md_table(headers, rows, left=3) if md else text_table(headers, rows, left=3),
+                ""]
+    diffs = res.compare.differences
+    if diffs:
+        out.append(("## " if md else "") + "What else differs")
+        out += [f"  {d.field}: {' | '.join(d.values)}" for d in diffs] + [""]
+    for e in g.explanations:
+        out.append(("## " if md else "") + f"Why: {e.point} {e.metric}")
+        out.append(f"  base (run {e.base_run}):")
+        out += [f"    - {s}" for s in e.why_base] or ["    - no rule fired"]
+        out.append(f"  new (run {e.new_run}):")
+        out += [f"    - {s}" for s in e.why_new] or ["    - no rule fired"]
+        if e.shifts:
+            out.append("  where the CPU time went instead (share of busy CPU, base → new):")
+            out += [f"    - {s.metric}: {s.base:.0%} → {s.new:.0%} ({s.delta * 100:+.0f} points)"
+                    for s in e.shifts]
+        out += [f"  differential flame graph: {e.flame}", ""]
+    if g.reproduce:
+        out.append(("## " if md else "") + "Reproduce")
+        out += ["    " + c for c in g.reproduce] + [""]
+    out += [f"note: {n}" for n in g.notes]
+    return out
+
+
+@renders(GateReport, Format.text)
+def render_text(g: GateReport) -> str:
+    return "\n".join(_lines(g, md=False)).rstrip() + "\n"
+
+
+@renders(GateReport, Format.md)
+def render_md(g: GateReport) -> str:
+    return "\n".join(_lines(g, md=True)).rstrip() + "\n"
+
+
+def gate_json(g: GateReport) -> dict[str, Any]:
+    res = g.result
+    return {"schema_version": SCHEMA_VERSION, "verdict": res.word, "exit": res.exit_code,
+            "subject": subject(g), "baseline": g.baseline, "new": g.new, "fdr": res.fdr,
+            "floor": res.floor,
+            "rows": [{**row_json(v.row), "status": v.status, "p_value": v.p_value,
+                      "q_value": v.q_value, "gating": v.gating, "reason": v.reason}
+                     for v in res.verdicts],
+            "differences": [{"field": d.field, "values": list(d.values)}
+                            for d in res.compare.differences],
+            "explanations": [{"point": e.point, "metric": e.metric, "base_run": e.base_run,
+                              "new_run": e.new_run, "why_base": list(e.why_base),
+                              "why_new": list(e.why_new),
+                              "shifts": [{"metric": s.metric, "base": s.base, "new": s.new}
+                                         for s in e.shifts], "flame": e.flame}
+                             for e in g.explanations],
+            "reproduce": list(g.reproduce), "notes": list(g.notes)}
+
+
+@renders(GateReport, Format.json)
+def render_json(g: GateReport) -> str:
+    return json_text(gate_json(g))
+
+
+def junit_xml(g: GateReport) -> str:
+    """JUnit XML: one test case per point and metric (class = point, name = metric); a
+    regression is a failure, an inconclusive one is skipped with its reason."""
+    res = g.result
+    suite = ET.Element("testsuite", name="iowall gate", tests=str(len(res.verdicts)),
+                       failures=str(len(res.of("regression"))), errors="0",
+                       skipped=str(len(res.of("inconclusive"))))
+    for v in res.verdicts:
+        c = v.row.cmp
+        case = ET.SubElement(suite, "testcase", classname=v.row.point_text, name=v.row.metric,
+                             time="0")
+        detail = (f"{v.row.metric} {_change(v)}: base {fmt_metric(c.base_median, v.row.unit)} "
+                  f"(n={c.n_base}), new {fmt_metric(c.new_median, v.row.unit)} (n={c.n_new}), "
+                  f"95% interval [{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%], "
+                  f"q={v.q_value:.2g}")
+        if v.status == "regression":
+            ET.SubElement(case, "failure", message=f"regression {_change(v)}",
+                          type="regression").text = detail
+        elif v.status == "inconclusive":
+            ET.SubElement(case, "skipped", message=f"inconclusive: {v.reason}")
+        else:
+            ET.SubElement(case, "system-out").text = f"{v.status}: {detail}"
+    root = ET.Element("testsuites", name="iowall", tests=suite.get("tests", "0"),
+                      failures=suite.get("failures", "0"))
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

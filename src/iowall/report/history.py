@@ -1,0 +1,127 @@
+"""`iowall history`: the Report of a set of series with their change points (rendered by the
+generic Report renderers in text, md and json), and the figure of each series with its
+changes marked."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..analysis.history import History, Observation, Window, summary, worse
+from ..results import Report, Section, Table
+from ..units import fmt_metric
+from .plots import _figure, save
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _v(x: float, unit: str) -> str:
+    return "-" if not math.isfinite(x) else fmt_metric(x, unit)
+
+
+def _ci(ci: tuple[float, float], unit: str) -> str:
+    lo, hi = ci
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "(too few runs for a 95% interval)"
+    return f"[{_v(lo, unit)}, {_v(hi, unit)}]"
+
+
+def _who(o: Observation) -> str:
+    parts = [f"run {o.run_id}" if o.run_id is not None else f"#{o.index}"]
+    parts += [x for x in (o.label, o.kernel, o.commit and f"commit {o.commit}") if x]
+    return ", ".join(dict.fromkeys(parts))
+
+
+def _window_rows(h: History) -> list[list[str]]:
+    rows = []
+    for w in h.windows:
+        c = w.change
+        rows.append([f"{w.first_bad.index}", f"{c.rel_change:+.1%}",
+                     "worse" if worse(h, w) else "better",
+                     f"{_v(c.median_before, h.unit)} {_ci(c.ci_before, h.unit)}",
+                     f"{_v(c.median_after, h.unit)} {_ci(c.ci_after, h.unit)}",
+                     f"{c.p_value:.2g}"])
+    return rows
+
+
+def _window_json(h: History, w: Window) -> dict[str, Any]:
+    c = w.change
+    def obs(o: Observation) -> dict[str, Any]:
+        return {"index": o.index, "group": o.group, "run_id": o.run_id, "kernel": o.kernel,
+                "commit": o.commit, "label": o.label, "value": o.value}
+    return {"index": c.index, "before": c.before, "after": c.after, "n_before": c.n_before,
+            "n_after": c.n_after, "median_before": c.median_before,
+            "ci_before": list(c.ci_before), "median_after": c.median_after,
+            "ci_after": list(c.ci_after), "rel_change": c.rel_change, "p_value": c.p_value,
+            "worse": worse(h, w), "last_good": obs(w.last_good), "first_bad": obs(w.first_bad)}
+
+
+def history_report(histories: Sequence[History], source: str) -> Report:
+    """The report: one section per series (its change points, each with its bisect window),
+    the method, and every number in ``data`` for ``--format json``."""
+    s = summary(histories)
+    sections = []
+    for h in histories:
+        title = (f"{h.name} — {h.metric}: {len(h.observations)} runs"
+                 + (f" in {h.groups} {h.by}s" if h.by not in ("time", "index") else "")
+                 + (f", {h.detection.dropped} non-finite dropped" if h.detection.dropped else ""))
+        if h.windows:
+            bullets = tuple(
+                f"bisect window: last good {_who(w.last_good)}; first bad {_who(w.first_bad)}"
+                for w in h.windows)
+            sections.append(Section(title, Table.of(
+                ["at", "change", "", "median before [95%]", "median after [95%]", "p"],
+                _window_rows(h), left=0), bullets))
+        else:
+            sections.append(Section(title, bullets=(
+                "no change point" + (f": {h.detection.reason}" if h.detection.reason else ""),)))
+    method = histories[0].detection.method if histories else ""
+    data = {"source": source, **s,
+            "series": [{"key": h.key, "name": h.name, "metric": h.metric, "unit": h.unit,
+                        "direction": h.direction, "by": h.by, "dropped": h.detection.dropped,
+                        "reason": h.detection.reason,
+                        "values": [{"index": o.index, "value": o.value, "group": o.group,
+                                    "run_id": o.run_id, "kernel": o.kernel, "commit": o.commit}
+                                   for o in h.observations],
+                        "changes": [_window_json(h, w) for w in h.windows]}
+                       for h in histories]}
+    return Report(kind="history", name="history", title=f"iowall history — {source}",
+                  head=(f"{s['series']} series, {s['observations']} values, "
+                        f"{s['changes']} change point{'' if s['changes'] == 1 else 's'} "
+                        f"({s['worse']} worse)",),
+                  sections=tuple(sections), notes=(method,) if method else (),
+                  notes_title="Method", data=data)
+
+
+def history_figure(histories: Sequence[History]) -> Figure:
+    """Each series' values in order, medians before and after each change as steps, a
+    vertical line at every change point."""
+    n = max(1, len(histories))
+    fig = _figure(8.0, 2.6 * n)
+    axes = [fig.add_subplot(n, 1, i + 1) for i in range(n)]
+    for ax, h in zip(axes, histories, strict=False):
+        xs = [o.index for o in h.observations]
+        ax.plot(xs, [o.value for o in h.observations], "o", ms=3, color="#4477aa")
+        edges = [0] + [w.first_bad.index for w in h.windows] + [len(xs)]
+        for a, b in zip(edges, edges[1:], strict=False):
+            seg = sorted(o.value for o in h.observations[a:b] if math.isfinite(o.value))
+            if seg:
+                med = seg[len(seg) // 2] if len(seg) % 2 else (seg[len(seg) // 2 - 1]
+                                                               + seg[len(seg) // 2]) / 2
+                ax.hlines(med, a - 0.4, b - 0.6, colors="#222222", lw=1.5)
+        for w in h.windows:
+            ax.axvline(w.first_bad.index - 0.5, color="#cc3311" if worse(h, w) else "#009988",
+                       ls="--", lw=1)
+        ax.set_title(f"{h.name} — {h.metric}", fontsize=9, loc="left")
+        ax.set_ylabel(h.unit, fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[-1].set_xlabel(f"run (ordered by {histories[0].by})" if histories else "run",
+                        fontsize=8)
+    return fig  # the figure's constrained layout places the panels
+
+
+def draw_history(histories: Sequence[History], path: str) -> None:
+    """Write the figure to ``path`` (.png or .svg)."""
+    save(history_figure(histories), path)

@@ -1,0 +1,81 @@
+"""`iowall history`: series per fingerprint from stored runs or from rows, change points with
+their bisect windows, and the CLI's inputs."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from iowall.analysis.history import from_rows, from_runs, worse
+from iowall.cli.history import read_series
+from iowall.errors import UserError
+from iowall.model import Metric, Point, Run
+from iowall.report.history import history_report
+from iowall.report.recipe import render_text, report_json
+
+
+def _runs(kernels: int = 8, bad_from: int = 5, repeats: int = 3, cv: float = 0.02,
+          step: float = 0.10, seed: int = 1) -> list[Run]:
+    rng = random.Random(seed)
+    out, rid = [], 0
+    for k in range(1, kernels + 1):
+        for _ in range(repeats):
+            rid += 1
+            v = 1000.0 * (1 - step if k >= bad_from else 1.0) * rng.gauss(1.0, cv)
+            out.append(Run(point=Point("plan:p", {"rw": "write", "jobs": 2}), label=f"k{k}",
+                           status="ok", started_at=float(rid), finished_at=rid + 0.5, id=rid,
+                           env={"kernel": f"6.18.{k}", "commit": f"c{k:03d}"},
+                           metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),)))
+    return out
+
+
+def test_change_at_the_fifth_kernel_with_its_bisect_window() -> None:
+    (h,) = from_runs(_runs(), by="label")
+    assert h.groups == 8 and len(h.observations) == 24
+    (w,) = h.windows
+    assert w.last_good.label == "k4" and w.first_bad.label == "k5"
+    assert (w.last_good.kernel, w.first_bad.commit) == ("6.18.4", "c005")
+    assert worse(h, w) and w.change.rel_change == pytest.approx(-0.10, abs=0.03)
+    text = render_text(history_report([h], "recipe=plan:p"))
+    assert "bisect window: last good run 12, k4, 6.18.4, commit c004; first bad run 13" in text
+    doc = report_json(history_report([h], "recipe=plan:p"))
+    assert doc["changes"] == 1 and doc["series"][0]["changes"][0]["first_bad"]["label"] == "k5"
+
+
+def test_no_change_in_an_aa_history_and_groups_are_never_split() -> None:
+    (h,) = from_runs(_runs(step=0.0), by="label")
+    assert h.windows == ()
+    (t,) = from_runs(_runs(), by="time")
+    assert all(w.first_bad.index % 3 == 0 for w in from_runs(_runs(), by="label")[0].windows)
+    assert t.by == "time"
+
+
+def test_one_series_per_fingerprint_and_metric_choice() -> None:
+    runs = _runs(kernels=3, bad_from=99)
+    other = [Run(point=Point("plan:p", {"rw": "write", "jobs": 4}), label=r.label, status="ok",
+                 started_at=r.started_at, finished_at=r.finished_at, id=(r.id or 0) + 100,
+                 metrics=r.metrics) for r in runs]
+    assert len(from_runs(runs + other)) == 2
+    assert from_runs(runs, metric="nonesuch") == []
+
+
+def test_rows_and_files(tmp_path: Path) -> None:
+    rows = [("s", float(i), 10.0 if i < 20 else 12.0) for i in range(40)]
+    (h,) = from_rows(rows)
+    (w,) = h.windows
+    assert w.first_bad.index == 20
+    csv = tmp_path / "s.csv"
+    csv.write_text("series,index,value\n" + "".join(f"s,{i},{v}\n" for _, i, v in rows))
+    assert read_series(str(csv)) == rows
+    js = tmp_path / "s.json"
+    js.write_text(json.dumps([{"series": "s", "index": i, "value": v} for _, i, v in rows]))
+    assert read_series(str(js)) == rows
+    bad = tmp_path / "bad.csv"
+    bad.write_text("series,index,value\ns,1,fast\n")
+    with pytest.raises(UserError, match="row 1 is not series,index,value"):
+        read_series(str(bad))
+    with pytest.raises(UserError, match="no such file|No such file"):
+        read_series(str(tmp_path / "missing.csv"))
