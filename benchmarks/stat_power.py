@@ -22,7 +22,15 @@ Rules (written out here, not imported from those projects):
 run (each run independently 15% slow with probability 10%); ``--noise t3`` uses Student-t
 noise with 3 degrees of freedom (heavy tails) scaled to the same standard deviation.
 
+``--gate`` instead measures the cells where a regression gate lives: unequal sizes (2, 3, 5,
+10, 20, 50 runs a side, every pair, plus a few sizes between the calibration grid's), equal
+and 1:3 spreads (CV 3% against 9%, either side the wider), normal (on the raw scale),
+log-normal and t3 noise. Per cell: iowall's false-positive rate with the upper end of its 95%
+Monte-Carlo interval, and its power for a 5% change, next to Welch's t-test on the raw
+values (both at nominal 5%). It ends with the time one ``compare_samples`` call takes.
+
 Run:  .venv/bin/python benchmarks/stat_power.py [--cases 2000] [--seed 1] [--noise lognormal]
+      flock /tmp/iowall-tests.lock .venv/bin/python benchmarks/stat_power.py --gate [--cases 20000]
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sst
 
-from iowall.analysis.stats import compare_samples
+from iowall.analysis.stats import compare_samples, rule_calls
 
 CV = 0.03
 LOG_SD = math.sqrt(math.log1p(CV**2))
@@ -150,13 +158,99 @@ def table(rates: dict[tuple[str, int, float], float], cases: int, kind: str) -> 
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------- gate cells
+
+GATE_SIZES = (2, 3, 5, 10, 20, 50)
+#: Sizes between the calibration grid's (interpolated) and beyond it (its edge).
+GATE_EXTRA = ((4, 9), (9, 11), (7, 25), (25, 40), (2, 100), (3, 100))
+#: (base CV, new CV): equal spreads and 1:3 either way.
+GATE_SPREADS = ((0.03, 0.03), (0.03, 0.09), (0.09, 0.03))
+GATE_NOISES = ("normal", "lognormal", "t3")
+
+
+def gate_values(rng: np.random.Generator, kind: str, shape: tuple[int, int], cv: float) -> np.ndarray:
+    """Positive run values with median about 1 and coefficient of variation ``cv``."""
+    if kind == "normal":  # normal on the raw scale, as many throughput figures look
+        return np.maximum(1.0 + cv * rng.standard_normal(shape), 1e-6)
+    sd = math.sqrt(math.log1p(cv**2))
+    if kind == "t3":
+        return np.exp(rng.standard_t(3, shape) * sd / math.sqrt(3.0))
+    return np.exp(rng.normal(0.0, sd, shape))
+
+
+def welch_calls(b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Welch's t-test on raw values at 5% (mmtests' rule), vectorised: +1, -1 or 0."""
+    p = sst.ttest_ind(x, b, axis=1, equal_var=False).pvalue
+    return np.where(p < 0.05, np.sign(x.mean(axis=1) - b.mean(axis=1)), 0).astype(int)
+
+
+def gate_cells() -> list[tuple[int, int]]:
+    pairs = [(m, n) for i, m in enumerate(GATE_SIZES) for n in GATE_SIZES[i:]]
+    return pairs + list(GATE_EXTRA)
+
+
+def gate_table(cases: int, seed: int) -> tuple[str, float]:
+    """The gate cells as a markdown table, and the worst upper bound of iowall's false rate."""
+    lines = [
+        f"{cases} simulated comparisons per cell and shift; fp: false-positive rate "
+        "(any call, no change), [..]: upper end of its 95% Monte-Carlo interval; "
+        "power: calls of 'higher' for a 5% increase",
+        "",
+        "| base:new runs | CV base:new | noise | iowall fp | Welch fp | iowall power | Welch power |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    worst = 0.0
+    for m, n in gate_cells():
+        for cvb, cvx in GATE_SPREADS:
+            for kind in GATE_NOISES:
+                rng = np.random.default_rng([seed, m, n, int(cvb * 100), int(cvx * 100),
+                                             GATE_NOISES.index(kind)])
+                cells = []
+                for shift in (0.0, 0.05):
+                    b = gate_values(rng, kind, (cases, m), cvb)
+                    x = (1.0 + shift) * gate_values(rng, kind, (cases, n), cvx)
+                    ours = rule_calls(np.log(b), np.log(x))
+                    theirs = welch_calls(b, x)
+                    if shift == 0.0:
+                        cells += [float(np.mean(ours != 0)), float(np.mean(theirs != 0))]
+                    else:
+                        cells += [float(np.mean(ours == 1)), float(np.mean(theirs == 1))]
+                fp = cells[0]
+                upper = fp + 1.96 * math.sqrt(max(fp * (1 - fp), 1e-12) / cases)
+                worst = max(worst, upper)
+                lines.append(
+                    f"| {m}:{n} | {cvb:.0%}:{cvx:.0%} | {kind} | {fp:.3f} [{upper:.3f}] | "
+                    f"{cells[1]:.3f} | {cells[2]:.2f} | {cells[3]:.2f} |")
+    return "\n".join(lines), worst
+
+
+def time_per_comparison(n: int, reps: int = 300) -> float:
+    """Seconds per ``compare_samples`` call with n runs a side (after a warm-up call)."""
+    rng = np.random.default_rng(n)
+    b, x = (np.exp(rng.normal(0, LOG_SD, (reps, n))) for _ in range(2))
+    compare_samples(b[0].tolist(), x[0].tolist(), direction="higher")
+    t0 = time.perf_counter()
+    for i in range(reps):
+        compare_samples(b[i].tolist(), x[i].tolist(), direction="higher")
+    return (time.perf_counter() - t0) / reps
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--cases", type=int, default=2000, help="simulated comparisons per cell")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise", choices=NOISES, default="lognormal")
+    ap.add_argument("--gate", action="store_true", help="the gate cells (unequal sizes and spreads)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
+    if args.gate:
+        text, worst = gate_table(args.cases, args.seed)
+        print(text)
+        print(f"\nworst upper bound of iowall's false-positive rate: {worst:.3f}")
+        print("time per compare_samples call: " + ", ".join(
+            f"{n} a side {time_per_comparison(n) * 1e6:.0f} us" for n in (3, 10, 50)))
+        print(f"\n({time.monotonic() - t0:.0f} s)")
+        return 0
     rates = simulate(args.cases, args.seed, args.noise)
     print(table(rates, args.cases, args.noise))
     print(f"\n({time.monotonic() - t0:.0f} s)")

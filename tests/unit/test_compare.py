@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
+import math
 import os
 from pathlib import Path
 
 import pytest
 
 from iowall.analysis.compare import Side, compare, constant_knobs, select_metrics, shared_run
+from iowall.analysis.stats import compare_samples
+from iowall.model import Run
 from iowall.report.compare import render_csv, render_html, render_json, render_md, render_text
+from iowall.store.bundle import read_bundle, write_bundle
 
 from .compare_data import runs
 
@@ -189,3 +194,41 @@ def test_sides_sharing_a_run_are_found() -> None:
     moved = [dataclasses.replace(r, id=(r.id or 0) + 1000) for r in tagged[:3]]
     assert shared_run([Side("a", tagged), Side("b", new), Side("c", moved)]) == \
         (str(moved[0].id), 0, 2)
+
+
+def _with_value(run: Run, metric: str, value: float) -> Run:
+    return dataclasses.replace(run, metrics=tuple(
+        dataclasses.replace(m, value=value) if m.name == metric else m for m in run.metrics))
+
+
+def test_nan_and_inf_are_missing_values_with_a_note(tmp_path: Path) -> None:
+    # Bundles write and accept NaN / Infinity (docs/bundle-format.md); compare must not fail.
+    base, new = two_sides()
+    target = [r for r in base if r.point.params["direct"] == 1 and r.point.params["jobs"] == 1]
+    bad = {target[0].id: math.nan, target[1].id: math.inf}
+    base = [_with_value(r, "write_bw_bytes_per_s", bad[r.id]) if r.id in bad else r for r in base]
+    allbad = {r.id for r in new if r.point.params["direct"] == 0 and r.point.params["jobs"] == 2}
+    new = [_with_value(r, "write_iops", -math.inf) if r.id in allbad else r for r in new]
+    path = str(tmp_path / "nan.json")
+    write_bundle(base, path)
+    base = read_bundle(path)
+    res = compare(Side("base", base), [Side("patched", new)])
+    rows = {(r.point_text, r.metric): r for r in res.rows}
+    row = rows[("direct=1 jobs=1", "write_bw_bytes_per_s")]
+    assert row.dropped == 2 and row.cmp.n_base == 3 and row.cmp.n_new == 5
+    assert all(math.isfinite(v) for v in row.base_samples)
+    assert ("direct=0 jobs=2", "write_iops") not in rows  # no finite value on one side
+    note = next(n for n in res.notes if n.startswith("non-finite"))
+    assert "direct=1 jobs=1 write_bw_bytes_per_s (patched): 2" in note
+    assert "direct=0 jobs=2 write_iops (patched): 5" in note
+    assert "non-finite values" in render_text(res) and "NaN" in render_md(res)
+    assert any("non-finite" in n for n in render_json(res)["notes"])
+
+
+def test_compare_samples_drops_non_finite_values() -> None:
+    c = compare_samples([100.0, math.nan, 101.0, 99.0], [110.0, 111.0, math.inf, 109.0],
+                        direction="higher")
+    assert (c.n_base, c.n_new, c.dropped_base, c.dropped_new) == (3, 3, 1, 1)
+    assert c.significant and c.better is True and c.ratio == pytest.approx(1.1, rel=1e-3)
+    with pytest.raises(ValueError, match="no finite"):
+        compare_samples([math.nan, math.nan], [1.0, 2.0], direction="higher")

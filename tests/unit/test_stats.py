@@ -1,10 +1,12 @@
 """Tests for iowall.analysis.stats: helpers, the calibrated comparison rule, "decided".
 
 The simulation tests use fixed seeds and synthetic log-normal data with a 3% coefficient
-of variation. The rule is calibrated to flag exactly 5% of no-change comparisons (a little
-less where the floor bites), so a simulated rate scatters around its true value by its
-binomial standard error; rate assertions allow two standard errors of that Monte Carlo
-noise and no more (see ``allowance``).
+of variation. The rule is calibrated to flag at most 5% of no-change comparisons in its
+worst calibration cell (unequal spreads); with equal spreads it flags 3.2%, 4.5% and 4.5% at
+3, 5 and 10 runs a side (docs/statistics.md). A simulated rate scatters around its true
+value by its binomial standard error; rate assertions allow two standard errors of that
+Monte Carlo noise and no more (see ``allowance``). The unequal cells are checked in
+test_rule_calibration.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sst
 
-from iowall.analysis import stats
+from iowall.analysis.calibration import kappa
 from iowall.analysis.decide import decided, decision_state, median_ci
 from iowall.analysis.stats import (
     compare_samples,
@@ -112,9 +114,9 @@ def test_ratio_ci_is_deterministic_given_seed() -> None:
 @settings(derandomize=True, max_examples=40, deadline=None)
 @given(samples, samples, st.floats(min_value=1e-3, max_value=1e3))
 def test_ratio_ci_contains_estimate_and_is_scale_free(b: list[float], x: list[float], k: float) -> None:
-    ci = ratio_ci(b, x, n_boot=300)
+    ci = ratio_ci(b, x)
     assert ci.low <= ci.ratio <= ci.high
-    scaled = ratio_ci([v * k for v in b], [v * k for v in x], n_boot=300)
+    scaled = ratio_ci([v * k for v in b], [v * k for v in x])
     assert scaled.ratio == pytest.approx(ci.ratio, rel=1e-9)
     assert scaled.low == pytest.approx(ci.low, rel=1e-6)
     assert scaled.high == pytest.approx(ci.high, rel=1e-6)
@@ -144,25 +146,18 @@ def test_ratio_ci_zeros_switch_to_raw_scale() -> None:
 
 
 def test_critical_values_follow_student_t_for_larger_samples() -> None:
-    # Calibrated values approach Student's t with n_base + n_new - 2 df as n grows.
-    t18 = float(sst.t.ppf(0.975, 18))
-    assert critical_value(10, 10) == pytest.approx(t18, rel=0.05)
+    # The multiplier of Student's t tends to 1 as n grows: calibrated values approach t.
+    assert critical_value(10, 10) == pytest.approx(float(sst.t.ppf(0.975, 18)), rel=0.05)
     assert critical_value(40, 40) == pytest.approx(float(sst.t.ppf(0.975, 78)), rel=0.05)
-    # ... but not for tiny or unbalanced samples, where the calibration matters most.
-    assert critical_value(2, 2) > 1.3 * float(sst.t.ppf(0.975, 2))
-    assert critical_value(2, 10) > 1.3 * float(sst.t.ppf(0.975, 10))
+    # At the data's Welch df, which is what ratio_ci passes.
+    assert critical_value(5, 5, df=4.5) == pytest.approx(
+        kappa(5, 5) * float(sst.t.ppf(0.975, 4.5)))
+    # ... but not for tiny or very unbalanced samples, where the calibration matters most.
+    assert critical_value(2, 20, df=19.0) > 1.5 * float(sst.t.ppf(0.975, 19))
     assert math.isinf(critical_value(1, 10))
     # Monotone in the confidence level; symmetric in the two sizes.
     assert critical_value(5, 5, 0.9) < critical_value(5, 5, 0.95) < critical_value(5, 5, 0.99)
     assert critical_value(3, 7) == critical_value(7, 3)
-
-
-def test_calibration_table_reproduces() -> None:
-    # A fresh, smaller simulation agrees with the stored table within Monte Carlo error.
-    fresh = stats.calibrate_critical_values(4, 4, sims=6000, n_boot=200, seed=123)
-    stored = stats._CRIT[(4, 4)]
-    assert fresh[2] == pytest.approx(stored[2], rel=0.05)
-    assert fresh[1] == pytest.approx(stored[1], rel=0.05)
 
 
 # ------------------------------------------------------------------------ compare_samples
@@ -228,8 +223,8 @@ def test_comparison_fields() -> None:
 def test_no_shift_flags_at_most_five_percent(n: int, cases: int) -> None:
     flagged, _ = flag_rate(n, 0.0, seed=1000 + n, cases=cases)
     assert flagged <= 0.05 + allowance(0.05, cases)
-    # ... and it is calibrated, not merely conservative.
-    assert flagged >= 0.03
+    # ... and it is calibrated, not merely conservative (3.2% at n=3, 4.5% at 5 and 10).
+    assert flagged >= 0.025
 
 
 def test_five_percent_shift_with_ten_runs_is_found() -> None:

@@ -4,14 +4,15 @@ check a reviewer needs first (what differs besides the compared field).
 Points pair by fingerprint (recipe, parameters, bed shape, host shape; never the kernel).
 Knob parameters (``sysctl:…``, ``sysfs:…``, ``xfs:…``) that are constant within a side are
 the treatment, not the point: they leave the pairing key and show as differences. Each pair
-is judged by ``stats.compare_samples`` (Hodges–Lehmann ratio, calibrated bootstrap 95%
-interval, significance only beyond the floor); ``stats.geomean`` summarises each metric.
+is judged by ``stats.compare_samples`` (Hodges–Lehmann ratio, calibrated 95% interval,
+significance only beyond the floor); ``stats.geomean`` summarises each metric. NaN and
+infinite values are treated as missing: left out, counted in the row and named in a note.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import zlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,7 @@ class Row:
     new_samples: tuple[float, ...]
     base_runs: tuple[int, ...] = ()
     new_runs: tuple[int, ...] = ()
+    dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class CompareResult:
     unpaired: tuple[Unpaired, ...] = ()
     floor: float = 0.02
     confidence: float = 0.95
-    method: str = ("Hodges-Lehmann ratio new/base with a calibrated bootstrap interval; "
+    method: str = ("Hodges-Lehmann ratio new/base with a calibrated per-side (Welch) interval; "
                    "significant when the interval excludes 1 and |change| > floor")
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -258,8 +260,12 @@ def shared_run(sides: Sequence[Side]) -> tuple[str, int, int] | None:
     return None
 
 
-def _seed(*parts: str) -> int:
-    return zlib.crc32("\0".join(parts).encode())
+def _finite(values: Iterable[float | None]) -> tuple[list[float], int]:
+    """The finite values among a metric's per-run values, and how many were NaN or inf
+    (missing values, None, are not counted: the run did not report the metric)."""
+    vals = [v for v in values if v is not None]
+    ok = [v for v in vals if math.isfinite(v)]
+    return ok, len(vals) - len(ok)
 
 
 # ---------------------------------------------------------------------------- compare
@@ -300,6 +306,7 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
     rows: list[Row] = []
     unpaired: list[Unpaired] = []
     gm: dict[str, dict[str, float]] = {}
+    nonfinite: list[str] = []
     for s, g in zip(sides[1:], groups[1:], strict=True):
         paired = [k for k in order if k in g]
         for k in order:
@@ -317,17 +324,20 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
             names = ({m.name for r in b_runs for m in r.metrics}
                      & {m.name for r in n_runs for m in r.metrics})
             for m in select_metrics(names, metrics):
-                bv = [v for r in b_runs if (v := r.metric(m)) is not None]
-                nv = [v for r in n_runs if (v := r.metric(m)) is not None]
+                bv, b_bad = _finite([r.metric(m) for r in b_runs])
+                nv, n_bad = _finite([r.metric(m) for r in n_runs])
+                if b_bad or n_bad:
+                    nonfinite.append(f"{text_of[k]} {m} ({s.name}): {b_bad + n_bad}")
                 if not bv or not nv or min(bv + nv) < 0:
                     continue
                 proto = next(x for r in b_runs for x in r.metrics if x.name == m)
                 c = compare_samples(bv, nv, direction=proto.direction, floor=floor,
-                                    confidence=confidence, seed=_seed(k, m, s.name))
+                                    confidence=confidence)
                 rows.append(Row(s.name, point_of[k], text_of[k], m, proto.unit,
                                 proto.direction, c, tuple(bv), tuple(nv),
                                 tuple(r.id for r in b_runs if r.id is not None),
-                                tuple(r.id for r in n_runs if r.id is not None)))
+                                tuple(r.id for r in n_runs if r.id is not None),
+                                dropped=b_bad + n_bad))
                 if c.ratio > 0 and c.ratio != float("inf"):
                     ratios.setdefault(m, []).append(c.ratio)
         gm[s.name] = {m: geomean(v) for m, v in ratios.items()}
@@ -335,6 +345,9 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
     if any(min(r.cmp.n_base, r.cmp.n_new) < 2 for r in rows):
         notes.append("a point with one run on a side is never marked: repeat it (--repeat 3 or "
                      "--repeat auto) to get an interval")
+    if nonfinite:
+        notes.append("non-finite values (NaN, inf) treated as missing, not compared: "
+                     + "; ".join(nonfinite))
     if drop:
         notes.append("knobs constant within each side are the treatment, not the point: "
                      + ", ".join(sorted(drop)))

@@ -137,7 +137,7 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
             out += [f"- {line}"] if markdown else _wrap(line, "  ")
     conf = f"{res.confidence * 100:.0f}%"
     legend = (f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
-              f"minus 1; {conf} CI: calibrated bootstrap; marked better/worse only when the "
+              f"minus 1; {conf} CI: calibrated, per-side spread; marked better/worse only when the "
               f"interval excludes 0 and |change| > {res.floor * 100:g}%; n: runs base:new; "
               f"base/new: medians.")
     out += [""] + (["_" + legend + "_"] if markdown else textwrap.wrap(legend, WIDTH))
