@@ -3,16 +3,18 @@
 Every (point, metric) row of the compare is tested; the false-discovery rate across all of them
 is held by Benjamini-Hochberg on a per-row p-value (Welch's t-test on log values, which keeps
 its level with unequal sizes and spreads), and a row counts only when compare's own rule also
-calls it (calibrated Hodges-Lehmann interval excluding 1, change beyond the floor): the
+calls it (calibrated Hodges-Lehmann interval excluding 1, change beyond the floor; docs/statistics.md): the
 rejections are a subset of BH's, so the FDR bound holds. Only the headline metrics (throughput,
 latency, runtime; ``--fail-on``) can fail the gate; other metrics that changed are listed.
-A suspected regression (worse beyond the floor but not shown) is inconclusive, not a pass.
+A suspected regression (worse beyond the floor, not shown, its own p-value below 0.1) is
+inconclusive, not a pass.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -23,6 +25,9 @@ from ..model import Run
 from .compare import HEADLINE, NOT_HEADLINE, CompareResult, Row
 
 Status = Literal["regression", "improvement", "same", "inconclusive", "accepted", "changed"]
+#: A gating row worse beyond the floor, not shown, is inconclusive only when its own p-value
+#: leans this way (below it); a wide interval with no evidence either way is no alarm.
+LEANING = 0.10
 #: Exit codes: pass, regression confirmed, inconclusive (2 stays "bad input").
 EXIT_PASS, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
 
@@ -109,7 +114,9 @@ def welch_p(base: Sequence[float], new: Sequence[float]) -> float:
         return 1.0
     if float(np.var(b)) == 0.0 and float(np.var(n)) == 0.0:
         return 0.0 if float(b.mean()) != float(n.mean()) else 1.0
-    p = float(sps.ttest_ind(b, n, equal_var=False).pvalue)
+    with warnings.catch_warnings():  # nearly identical values: scipy warns, p is still right
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(sps.ttest_ind(b, n, equal_var=False).pvalue)
     return p if math.isfinite(p) else 1.0
 
 
@@ -156,11 +163,13 @@ def decide(res: CompareResult, *, fdr: float = 0.05, accept: Sequence[Accept] = 
             else:
                 status = "regression" if bad else "improvement"
                 why = f"q = {q:.2g} <= {fdr:g} and beyond the {res.floor:.0%} floor"
-        elif gate and worse_est and beyond:
+        elif gate and worse_est and beyond and (min(c.n_base, c.n_new) < 2 or c.significant
+                                                or p <= LEANING):
             status = "inconclusive"
             why = ("worse beyond the floor but not shown: "
                    + ("one run on a side" if min(c.n_base, c.n_new) < 2
-                      else f"interval includes no change or q = {q:.2g} > {fdr:g}"))
+                      else f"p = {p:.2g}, q = {q:.2g} > {fdr:g}" if c.significant
+                      else f"p = {p:.2g} leans that way, the interval includes no change"))
         else:
             status, why = "same", ""
         out.append(Verdict(r, p, q, status, why, gate))

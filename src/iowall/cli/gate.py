@@ -35,7 +35,7 @@ from ..recipes.registry import recipes
 from ..repeat import RepeatPolicy
 from ..report.emit import emit, wrote
 from ..report.flame import write_svg
-from ..report.gate import junit_xml
+from ..report.gate import _rank, junit_xml, point_name
 from ..selection import load, parse_selection
 from ..store import Store
 from ..store.reports import add_report
@@ -88,8 +88,8 @@ def _explain(res: GateResult, base: list[Run], new: list[Run], store: Store | No
              flames: str | None) -> list[Explanation]:
     """The Why of both sides' median runs, the CPU-time shares that grew, and the differential
     flame graph, for every regression."""
-    out = []
-    for v in res.of("regression"):
+    out: list[Explanation] = []
+    for v in sorted(res.of("regression"), key=_rank):
         b_ids, n_ids = set(v.row.base_runs), set(v.row.new_runs)
         b_runs = [r for r in base if r.id in b_ids]
         n_runs = [r for r in new if r.id in n_ids]
@@ -110,7 +110,12 @@ def _explain(res: GateResult, base: list[Run], new: list[Run], store: Store | No
                 flame = path
             except UserError as e:
                 flame = f"not drawn ({e}); {flame}"
-        out.append(Explanation(v.row.point_text, v.row.metric, rb.id, rn.id,
+        same = next((i for i, e in enumerate(out)
+                     if (e.base_run, e.new_run) == (rb.id, rn.id)), None)
+        if same is not None:  # the same median runs: one explanation, its metrics listed
+            out[same] = replace(out[same], metric=f"{out[same].metric}, {v.row.metric}")
+            continue
+        out.append(Explanation(point_name(v), v.row.metric, rb.id, rn.id,
                                tuple(wb.get("sentences", [])), tuple(wn.get("sentences", [])),
                                tuple(attribution_shift(b_runs, n_runs)), flame))
     return out

@@ -140,7 +140,7 @@ class _BedRuns:
     beds: list[dict[str, Any]] = field(default_factory=list)
     sizing_notes: list[str] = field(default_factory=list)
     sizing_doc: dict[str, Any] = field(default_factory=dict)
-    uncached_notes: list[str] = field(default_factory=list)
+    uncached_notes: list[tuple[str, str]] = field(default_factory=list)
     uncached_missing: str = "-"
     repeat_lines: list[str] = field(default_factory=list)
     repeat_docs: dict[str, Any] = field(default_factory=dict)
@@ -165,7 +165,7 @@ class _BedRuns:
         gen, why_uncached = _uncached_choice(lb)
         if gen is None:
             self.uncached_missing = "n/a"
-        self.uncached_notes.append(why_uncached + (f" ({block} blocks)" if block else ""))
+        self.uncached_notes.append((why_uncached, block))
         layout_read_pool(lb, sizing, self.cpus)
         tasks: list[Task] = ([make_memcopy_task(t, sizing) for t in sizing.memcopy_threads]
                              if first else [])
@@ -226,7 +226,7 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
                 run.on_bed(LimitsBed(bed, session), block, first=i == 0)
     notes += run.sizing_notes
     runs = session.runs
-    notes += list(dict.fromkeys(run.uncached_notes)) + session.notes
+    notes += _one_per_reason(run.uncached_notes) + session.notes
     notes.append("caches are dropped (sync; drop_caches=3) before every data point; points "
                  "run interleaved, one round after another")
     notes += run.repeat_lines
@@ -237,11 +237,20 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
                            "host": host_facts(), "fio_version": session.fio_version,
                            "batch": session.batch, "notes": notes, "sizing": run.sizing_doc,
                            "uncached_missing": run.uncached_missing, "auto": policy.auto,
-                           "uncached": run.uncached_notes,
+                           "uncached": _one_per_reason(run.uncached_notes),
                            "repeat": {"policy": policy.to_json(), "decisions": run.repeat_docs}}
     summary = summarise(runs, cpus)
     ctx["why"] = why(summary, runs)
     return limits_report(summary, ctx)
+
+
+def _one_per_reason(notes: Sequence[tuple[str, str]]) -> list[str]:
+    """(reason, block) pairs as notes: one per reason, naming the block sizes only when the
+    reason differs between them."""
+    reasons = list(dict.fromkeys(r for r, _ in notes))
+    if len(reasons) <= 1:
+        return reasons
+    return [r + f" ({', '.join(b for x, b in notes if x == r)} blocks)" for r in reasons]
 
 
 def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:

@@ -72,7 +72,8 @@ def _cache_section(s: LimitsSummary) -> Section | None:
 def _agreement_section(s: LimitsSummary) -> Section | None:
     if not s.agreement:
         return None
-    rows = [[f"{a.direction} {_plural(a.jobs, 'job')}{_blocks(a.block)}", fmt_rate(a.fio.median),
+    rows = [[f"{a.direction} {_plural(a.jobs, 'job')}" + (f" {a.block}" if a.block else ""),
+             fmt_rate(a.fio.median),
              f"{fmt_rate(a.fio.low)}–{fmt_rate(a.fio.high)}", _cell(a.engine),
              f"{a.ratio:.2f}", "yes" if a.within else "NO"] for a in s.agreement]
     return Section("Two generators, one point: fio pvsync2 and iowall-engine, buffered",

@@ -4,7 +4,9 @@ test case per point and metric)."""
 
 from __future__ import annotations
 
+import textwrap
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.gate import GateReport, Status, Verdict
@@ -16,32 +18,47 @@ from .table import md_table, text_table
 SCHEMA_VERSION = 1
 #: Statuses shown in the table (``same`` rows are counted, not listed).
 SHOWN: tuple[Status, ...] = ("regression", "inconclusive", "improvement", "accepted", "changed")
+#: The text table's rows: what can fail the gate, and what was let through.
+GATING: tuple[Status, ...] = ("regression", "inconclusive", "improvement", "accepted")
 
 
 def _change(v: Verdict) -> str:
     return f"{(v.row.cmp.ratio - 1) * 100:+.1f}%"
 
 
+def point_name(v: Verdict) -> str:
+    """The point as the mail names it: its varying parameters, or its recipe when it is
+    the only point."""
+    t = v.row.point_text
+    return str(v.row.point.get("recipe", t)) if t in ("", "-") else t
+
+
+def _rank(v: Verdict) -> tuple[int, float]:
+    """Throughput first (the LKP subject's metric), then the largest change."""
+    head = 0 if v.row.metric.endswith(("_bw_bytes_per_s", "files_per_s")) else 1
+    return head, -abs(v.row.cmp.ratio - 1)
+
+
 def subject(g: GateReport) -> str:
     """The mail's subject: the worst gating change, or the verdict."""
     res = g.result
-    regs = sorted(res.of("regression"), key=lambda v: abs(v.row.cmp.ratio - 1), reverse=True)
+    regs = sorted(res.of("regression"), key=_rank)
     if regs:
         v = regs[0]
         more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
-        return (f"[iowall gate] {v.row.point_text}: {v.row.metric} {_change(v)} regression"
+        return (f"[iowall gate] {point_name(v)}: {v.row.metric} {_change(v)} regression"
                 f"{more}")
     if res.of("inconclusive"):
         return f"[iowall gate] inconclusive: {len(res.of('inconclusive'))} suspected, not shown"
     return f"[iowall gate] pass: {len(res.verdicts)} point-metrics, no regression"
 
 
-def _rows(g: GateReport) -> list[list[str]]:
+def _rows(g: GateReport, shown: Sequence[Status] = SHOWN) -> list[list[str]]:
     out = []
-    for st in SHOWN:
-        for v in g.result.of(st):
+    for st in shown:
+        for v in sorted(g.result.of(st), key=_rank):
             c, r = v.row.cmp, v.row
-            out.append([st, r.point_text, r.metric, fmt_metric(c.base_median, r.unit),
+            out.append([st, point_name(v), r.metric, fmt_metric(c.base_median, r.unit),
                         fmt_metric(c.new_median, r.unit), _change(v),
                         f"[{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%]",
                         f"{v.q_value:.2g}"])
@@ -58,16 +75,22 @@ def _lines(g: GateReport, *, md: bool) -> list[str]:
            f"{len(res.verdicts)} point-metrics tested; false-discovery rate {res.fdr:g} "
            f"(Benjamini-Hochberg), floor {res.floor:.0%}", ""]
     headers = ["", "point", "metric", "base", "new", "change", "95% interval", "q"]
-    rows = _rows(g)
+    rows = _rows(g, SHOWN if md else GATING)
     if rows:
         out += [md_table(headers, rows, left=3) if md else text_table(headers, rows, left=3),
                 ""]
+    changed = sorted(res.of("changed"), key=lambda v: v.q_value)
+    if changed and not md:
+        top = ", ".join(f"{v.row.metric} {_change(v)}" for v in changed[:5])
+        out += textwrap.wrap(f"{len(changed)} other metrics changed (not gating; --format md "
+                             f"or json lists them): {top}" + (", …" if len(changed) > 5 else ""),
+                             80, subsequent_indent="  ") + [""]
     diffs = res.compare.differences
     if diffs:
         out.append(("## " if md else "") + "What else differs")
         out += [f"  {d.field}: {' | '.join(d.values)}" for d in diffs] + [""]
     for e in g.explanations:
-        out.append(("## " if md else "") + f"Why: {e.point} {e.metric}")
+        out.append(("## " if md else "") + f"Why: {e.point}: {e.metric}")
         out.append(f"  base (run {e.base_run}):")
         out += [f"    - {s}" for s in e.why_base] or ["    - no rule fired"]
         out.append(f"  new (run {e.new_run}):")
@@ -127,7 +150,7 @@ def junit_xml(g: GateReport) -> str:
                        skipped=str(len(res.of("inconclusive"))))
     for v in res.verdicts:
         c = v.row.cmp
-        case = ET.SubElement(suite, "testcase", classname=v.row.point_text, name=v.row.metric,
+        case = ET.SubElement(suite, "testcase", classname=point_name(v), name=v.row.metric,
                              time="0")
         detail = (f"{v.row.metric} {_change(v)}: base {fmt_metric(c.base_median, v.row.unit)} "
                   f"(n={c.n_base}), new {fmt_metric(c.new_median, v.row.unit)} (n={c.n_new}), "
