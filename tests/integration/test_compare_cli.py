@@ -42,11 +42,16 @@ def test_compare_labels_text_json_csv_html(db_url: str, iowall_env: dict[str, st
     assert page.read_text().startswith("<!doctype html>")
 
 
-def test_a_a_marks_nothing(db_url: str, iowall_env: dict[str, str]) -> None:
+def test_a_a_marks_almost_nothing(db_url: str, iowall_env: dict[str, str]) -> None:
+    """Two draws of the same runs: each row is called at most 5% of the time (the rule's
+    calibration, tests/unit/test_rule_calibration.py), so of these four points at most one
+    (bandwidth and IOPS of a point are one measurement); these seeds give one: buffered at
+    1 job, whose medians are 3.5% apart by chance."""
     _fill(db_url)
     doc = json.loads(iowall("compare", "base", "again", "--format", "json", env=iowall_env,
                             check=True).stdout)
-    assert doc["rows"] and not any(r["significant"] for r in doc["rows"])
+    called = [r for r in doc["rows"] if r["significant"]]
+    assert doc["rows"] and len({(r["point_text"]) for r in called}) <= 1, called
 
 
 def test_bad_input_exits_2_with_one_line(db_url: str, iowall_env: dict[str, str]) -> None:

@@ -59,7 +59,9 @@ def test_tiobench_shape_reports_each_group(tmp_path: Path, iowall_env: dict[str,
         assert med[f"g{j['groupid']}.{d}_bw_bytes_per_s"] == j[d]["bw_bytes"]
         assert med[f"g{j['groupid']}.{d}_iops"] == j[d]["iops"]
     reads = [j["read"] for j in fio["jobs"] if j["read"]["io_bytes"]]
-    assert med["read_bw_bytes_per_s"] <= max(r["bw_bytes"] for r in reads)
+    # the average over the read groups is never above the fastest group (fio rounds each
+    # group's bw_bytes down to whole bytes/s: allow that one byte)
+    assert med["read_bw_bytes_per_s"] <= max(r["bw_bytes"] for r in reads) + 1
     # the text table: one line per group, its name and direction's bandwidth
     cp = iowall("report", doc["batch"], env=iowall_env)
     assert cp.returncode == 0, cp.stderr

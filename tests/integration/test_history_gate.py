@@ -84,3 +84,21 @@ def test_aa_gate_passes(history: tuple[dict[str, str], Path]) -> None:
                 env=env)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert cp.stdout.startswith("[iowall gate] pass")
+
+
+def test_gate_runs_the_plan_and_confirms(history: tuple[dict[str, str], Path]) -> None:
+    """TARGET a plan: the gate runs it, and re-runs it while the regression is suspected
+    before it fails."""
+    env, tmp = history
+    base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
+    with KnobSession() as ks:
+        ks.set(Knob("sysctl", "vm.dirty_bytes"), 16 << 20)
+        cp = iowall("gate", str(tmp / "nightly.toml"), *base, "--label", "k9", "--repeat", "2",
+                    "--commit", "c009", "--format", "json", env=env)
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    doc = json.loads(cp.stdout)
+    assert doc["verdict"] == "regression" and doc["new"] == "label=k9"
+    assert any("confirmation" in n for n in doc["notes"])
+    regs = [r for r in doc["rows"] if r["status"] == "regression"]
+    assert any(r["metric"] == "write_bw_bytes_per_s" for r in regs)
+    assert all(r["n_new"] >= 4 for r in regs)  # 2 runs, then at least one confirmation round
