@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..model import MEASURED_STATUSES, Metric, Run, primary_metric
-from .changepoints import ChangePoint, Detection, analyse
+from .changepoints import ALPHA, ChangePoint, Detection, analyse
 
 #: How runs are ordered and grouped (repeats of one group are never split by a change).
 By = Literal["time", "label", "kernel", "commit"]
@@ -144,8 +144,7 @@ def from_rows(rows: Sequence[tuple[str, float, float]], *, metric: str = "value"
 
 def _detect(obs: Sequence[Observation], by: str, alpha: float | None) -> Detection:
     groups = None if by in ("time", "index") else [o.group for o in obs]
-    kw: dict[str, float] = {} if alpha is None else {"alpha": alpha}
-    return analyse([o.value for o in obs], groups, **kw)  # type: ignore[arg-type]
+    return analyse([o.value for o in obs], groups, alpha=ALPHA if alpha is None else alpha)
 
 
 def worse(h: History, w: Window) -> bool:

@@ -35,7 +35,7 @@ from ..recipes.registry import recipes
 from ..repeat import RepeatPolicy
 from ..report.emit import emit, wrote
 from ..report.flame import write_svg
-from ..report.gate import _rank, junit_xml, point_name
+from ..report.gate import junit_xml, point_name, rank
 from ..selection import load, parse_selection
 from ..store import Store
 from ..store.reports import add_report
@@ -89,7 +89,7 @@ def _explain(res: GateResult, base: list[Run], new: list[Run], store: Store | No
     """The Why of both sides' median runs, the CPU-time shares that grew, and the differential
     flame graph, for every regression."""
     out: list[Explanation] = []
-    for v in sorted(res.of("regression"), key=_rank):
+    for v in sorted(res.of("regression"), key=rank):
         b_ids, n_ids = set(v.row.base_runs), set(v.row.new_runs)
         b_runs = [r for r in base if r.id in b_ids]
         n_runs = [r for r in new if r.id in n_ids]
@@ -176,23 +176,21 @@ def gate(
     lbl = label or f"gate-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     new_ids: list[int] = []
 
-    def run_once() -> None:
-        rep = run_target(target, store, label=lbl, repeat=None, quick=quick)
+    def run_once() -> None:  # the first run and every confirmation: the same --repeat
+        rep = run_target(target, store, label=lbl, repeat=RepeatPolicy(repeat), quick=quick)
         add_report(store, rep)
         new_ids.extend(rep.run_ids)
 
     if workload:
-        rep = run_target(target, store, label=lbl, repeat=RepeatPolicy(repeat), quick=quick)
-        add_report(store, rep)
-        new_ids.extend(rep.run_ids)
-        new_text = f"label={lbl}"
-    else:
-        new_text = target
+        run_once()
+    new_text = f"label={lbl}" if workload else target
     today = datetime.date.today().isoformat()
+    new_runs: list[Run] = []
 
-    def decided() -> tuple[GateResult, list[Run]]:
-        new_runs = (load(store, parse_selection(f"ids={','.join(map(str, new_ids))}"))
-                    if workload else load(store, parse_selection(target)))
+    def decide_now() -> GateResult:
+        nonlocal new_runs
+        new_runs = load(store, parse_selection(f"ids={','.join(map(str, new_ids))}"
+                                               if workload else target))
         sides = [Side(base_text, base_runs), Side(new_text, new_runs)]
         if shared_run(sides) is not None:
             raise UserError("the baseline and the new runs share runs: gate disjoint sets")
@@ -200,17 +198,9 @@ def gate(
                       compared="label")
         if not res.rows:
             raise UserError("nothing to gate: no point and metric measured on both sides")
-        return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on), new_runs
-
-    last: list[list[Run]] = []
-
-    def decide_now() -> GateResult:
-        res, runs = decided()
-        last[:] = [runs]
-        return res
+        return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
 
     result, used = confirmed(decide_now, run_once, rounds)
-    new_runs = last[0]
     notes = ([f"confirmation: a regression or an inconclusive row was suspected, so the target "
               f"ran {used} more time{'s' if used > 1 else ''} before the decision"] if used else [])
     cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]

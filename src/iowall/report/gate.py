@@ -33,7 +33,7 @@ def point_name(v: Verdict) -> str:
     return str(v.row.point.get("recipe", t)) if t in ("", "-") else t
 
 
-def _rank(v: Verdict) -> tuple[int, float]:
+def rank(v: Verdict) -> tuple[int, float]:
     """Throughput first (the LKP subject's metric), then the largest change."""
     head = 0 if v.row.metric.endswith(("_bw_bytes_per_s", "files_per_s")) else 1
     return head, -abs(v.row.cmp.ratio - 1)
@@ -42,7 +42,7 @@ def _rank(v: Verdict) -> tuple[int, float]:
 def subject(g: GateReport) -> str:
     """The mail's subject: the worst gating change, or the verdict."""
     res = g.result
-    regs = sorted(res.of("regression"), key=_rank)
+    regs = sorted(res.of("regression"), key=rank)
     if regs:
         v = regs[0]
         more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
@@ -56,7 +56,7 @@ def subject(g: GateReport) -> str:
 def _rows(g: GateReport, shown: Sequence[Status] = SHOWN) -> list[list[str]]:
     out = []
     for st in shown:
-        for v in sorted(g.result.of(st), key=_rank):
+        for v in sorted(g.result.of(st), key=rank):
             c, r = v.row.cmp, v.row
             out.append([st, point_name(v), r.metric, fmt_metric(c.base_median, r.unit),
                         fmt_metric(c.new_median, r.unit), _change(v),
