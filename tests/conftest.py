@@ -1,4 +1,5 @@
-"""Shared fixtures: a private store per test, and a check that nothing is left mounted."""
+"""Shared fixtures: a private store per test (SQLite, or a database on the suite's own
+PostgreSQL cluster), and a check that nothing is left mounted."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from iowall.store import Store
+
+from .pg import TEMPLATE, Cluster, reap_stale
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (loop devices, mkfs, mount)")
@@ -64,3 +69,92 @@ def iowall(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
     if check:
         assert cp.returncode == 0, cp.stderr
     return cp
+
+
+def killed_after_setting_dirty_ratio(value: str, state_home: Path) -> None:
+    """A child iowall sets vm.dirty_ratio to ``value`` (journaled under ``state_home``) and
+    is SIGKILLed before it can restore it: the crash the journal exists for."""
+    import signal
+    import sys
+
+    code = ("import time\nfrom iowall.knobs import KnobSession, parse_knob\n"
+            f"KnobSession().set(parse_knob('sysctl:vm.dirty_ratio'), {value})\n"
+            "print('set', flush=True)\ntime.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, XDG_STATE_HOME=str(state_home)))
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "set"
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """The suite's own PostgreSQL server (tests/pg.py), started on first use, stopped and
+    removed at the end of the session; its template database migrated once."""
+    reap_stale()
+    cluster = Cluster()
+    try:
+        cluster.start()
+        Store(cluster.url(TEMPLATE)).engine.dispose()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _pg_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    name = cluster.fresh_db()
+    yield cluster.url(name)
+    cluster.drop_db(name)
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    yield from _pg_database(request)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A private empty store for one test, once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'iowall.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def store_url2(request: pytest.FixtureRequest, store_url: str, tmp_path: Path) -> str:
+    """A second private empty store on the same backend as ``store_url``."""
+    if store_url.startswith("sqlite"):
+        return f"sqlite:///{tmp_path / 'iowall2.db'}"
+    url: str = request.getfixturevalue("pg_url2")
+    return url
+
+
+@pytest.fixture
+def pg_url2(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Another fresh PostgreSQL database for one test."""
+    yield from _pg_database(request)
+
+
+#: Figures tests measure and the docs quote (crash trials, …): printed at the end of the run.
+FIGURES: dict[str, list[str]] = {}
+
+
+def figure(section: str, line: str) -> None:
+    """Record a line for the end-of-run section ``section`` (and print it for ``-s``)."""
+    FIGURES.setdefault(section, []).append(line)
+    print(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for section, lines in FIGURES.items():
+        terminalreporter.section(section)
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 from . import journal
 from .errors import IowallError, UserError
-from .knob import BARE, KINDS, PAIRS, SYNTAX, XFS_KNOBS, Knob, looks_like_knob, parse_knob
+from .knob import (
+    BARE,
+    KINDS,
+    PAIRS,
+    SYNTAX,
+    XFS_KNOBS,
+    Knob,
+    check_value,
+    looks_like_knob,
+    parse_knob,
+)
 from .proc import need, run
 from .signals import shielded
 from .units import parse_size
@@ -44,12 +55,43 @@ __all__ = ["BARE", "KINDS", "PAIRS", "SYNTAX", "XFS_KNOBS", "Knob", "KnobSession
            "looks_like_knob", "parse_knob", "read_value", "device_sysfs_dir"]
 
 
-def check_exists(knob: Knob) -> None:
-    """A UserError, before anything runs, for a global knob this kernel does not have."""
+def check_exists(knob: Knob, values: Sequence[Any] = ()) -> None:
+    """A UserError, before anything runs, for a global knob this kernel does not have or
+    cannot write, and for any of ``values`` it would not take (``check_value``,
+    ``check_against``)."""
+    for v in values:
+        check_value(knob, v)
     if knob.kind == "sysctl" or (knob.kind == "sysfs" and not knob.needs_bed):
         p = knob.path()
         if not os.path.isfile(p):
             raise UserError(f"unknown knob {knob}: {p} does not exist on this kernel")
+        if not os.stat(p).st_mode & 0o222:
+            raise UserError(f"knob {knob} is read-only ({p})")
+        try:
+            now = _read(p)
+        except OSError as e:
+            raise UserError(f"cannot read knob {knob} ({p}): {e.strerror}") from None
+        for v in values:
+            check_against(knob, now, v)
+
+
+def check_against(knob: Knob, current: str, value: Any) -> None:
+    """A UserError when ``value`` is not a choice of a selection file (``[none] mq-deadline``)
+    or not a whole number for a file that holds one; ``current`` is the file's text."""
+    choices = _choices(current)
+    text = _text(value).strip()
+    if choices and text not in choices:
+        raise UserError(f"knob {knob} = {value!r}: not one of its choices "
+                        f"({', '.join(choices)})")
+    if not choices and re.fullmatch(r"-?\d+", current.strip()) and not re.fullmatch(r"-?\d+", text):
+        raise UserError(f"knob {knob} = {value!r}: give a whole number (it reads {current.strip()})")
+
+
+def _choices(text: str) -> list[str]:
+    """The words of a selection file, bracketed one included; [] for any other file."""
+    if not re.search(r"\[[^\]]+\]", text):
+        return []
+    return [w.strip("[]") for w in text.split()]
 
 
 def selected(text: str) -> str:
@@ -129,6 +171,10 @@ class KnobSession:
             raise UserError(f"unknown knob {knob}{where}: {path} does not exist") from None
         except OSError as e:
             raise UserError(f"cannot read knob {knob} ({path}): {e.strerror}") from None
+        check_value(knob, value)
+        check_against(knob, old_raw, value)
+        if knob.kind == "sysfs" and knob.name == "queue/max_sectors_kb":
+            _check_max_sectors(knob, path, value)
         old = selected(old_raw)
         if old == selected(value):
             return old
@@ -211,6 +257,17 @@ class KnobSession:
         self.in_force.clear()
         if first is not None:
             raise first
+
+
+def _check_max_sectors(knob: Knob, path: str, value: Any) -> None:
+    """max_sectors_kb may not exceed the device's max_hw_sectors_kb (the kernel says EINVAL)."""
+    try:
+        hw = int(_read(os.path.join(os.path.dirname(path), "max_hw_sectors_kb")))
+    except (OSError, ValueError):
+        return
+    if int(_text(value)) > hw:
+        raise UserError(f"knob {knob} = {value}: out of range (this device takes at most "
+                        f"max_hw_sectors_kb = {hw})")
 
 
 def _text(value: Any) -> str:

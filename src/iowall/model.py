@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid as uuidlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from .errors import UserError
 
 Direction = Literal["higher", "lower"]
 Status = Literal["ok", "failed", "interrupted", "filled"]
@@ -19,7 +22,7 @@ Status = Literal["ok", "failed", "interrupted", "filled"]
 MEASURED_STATUSES: tuple[Status, ...] = ("ok", "filled")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Metric:
     """One measured number with its unit and which way is better."""
 
@@ -108,14 +111,33 @@ FINGERPRINT_BED_KEYS = ("kind", "fs", "mkfs_opts", "mount_opts", "block_size", "
 FINGERPRINT_HOST_KEYS = ("cpu_model", "cpu_count", "mem_total_bytes")
 
 
+#: The longest label and recipe name every store keeps (its runs.label and runs.recipe).
+LABEL_MAX, RECIPE_MAX = 128, 64
+
+
+def check_label(label: str, what: str = "--label") -> str:
+    """``label`` if every store can keep it (at most LABEL_MAX characters, no control
+    characters), else a UserError, so a long measurement never fails at its store write."""
+    if len(label) > LABEL_MAX:
+        raise UserError(f"{what} is {len(label)} characters long: at most {LABEL_MAX}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in label):
+        raise UserError(f"{what} {label!r} holds a control character")
+    return label
+
+
 def fingerprint(point: Point, bed: Mapping[str, Any], env: Mapping[str, Any]) -> str:
-    """SHA-1 over recipe, params, bed shape and host shape; the kernel is what gets compared."""
+    """SHA-1 over recipe, params, bed shape and host shape (its name when its shape is
+    unknown); the kernel is what gets compared."""
     host = env.get("host", {}) if isinstance(env.get("host"), Mapping) else {}
+    shape: dict[str, Any] = {k: host.get(k) for k in FINGERPRINT_HOST_KEYS}
+    if not any(shape.values()) and host.get("hostname"):
+        # a host whose shape is unknown (runs imported from fio's JSON) is known by its name
+        shape = {"hostname": host["hostname"]}
     doc = {
         "recipe": point.recipe,
         "params": dict(point.params),
         "bed": {k: bed.get(k) for k in FINGERPRINT_BED_KEYS},
-        "host": {k: host.get(k) for k in FINGERPRINT_HOST_KEYS},
+        "host": shape,
     }
     raw = json.dumps(doc, sort_keys=True, default=str).encode()
     return hashlib.sha1(raw).hexdigest()[:16]
@@ -148,3 +170,16 @@ def primary_metric(run: Run) -> Metric | None:
         if rest:
             return by_name[rest[0]]
     return None
+
+
+def run_uuid(run: Run) -> str:
+    """The run's uuid, or for a run never stored a UUID-5 of its content, so that writing the
+    same run twice gives it the same identity."""
+    if run.uuid:
+        return run.uuid
+    doc = {"point": run.point.key(), "label": run.label, "status": run.status,
+           "started_at": run.started_at, "finished_at": run.finished_at, "batch": run.batch,
+           "repeat_index": run.repeat_index, "env": dict(run.env), "bed": dict(run.bed),
+           "metrics": [[m.name, m.value, m.unit] for m in run.metrics]}
+    digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_OID, "iowall-run:" + digest))

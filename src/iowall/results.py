@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 #: Version of a stored report's JSON; ``from_json`` refuses newer ones.
 REPORT_VERSION = 1
 
-Kind = Literal["limits", "recipe", "plan", "history", "gate"]
+Kind = Literal["limits", "recipe", "plan", "history", "gate", "ab"]
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .errors import UserError
-from .model import MEASURED_STATUSES, Run
+from .model import MEASURED_STATUSES, Run, run_uuid
 from .store import RunFilter, Store
-from .store.bundle import read_bundle, run_uuid
 from .store.db import kernel_matches
 
 #: Fields a selection may name, as stored with every run.
@@ -34,6 +33,13 @@ class Selection:
         return self.text
 
 
+#: The most run ids one selection may list: each is one bound value of a SQL ``IN`` (SQLite
+#: allows 32766), and a range such as 1-99999999999 would otherwise be built in memory.
+MAX_IDS = 10_000
+#: Store ids are SQL INTEGERs (signed 64-bit).
+MAX_ID = 2**63 - 1
+
+
 def _ids(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -43,11 +49,16 @@ def _ids(text: str) -> list[int]:
                 lo, hi = (int(x) for x in part.split("-", 1))
                 if hi < lo:
                     raise ValueError
-                out += range(lo, hi + 1)
             else:
-                out.append(int(part))
+                lo = hi = int(part)
+            if hi > MAX_ID:
+                raise ValueError
         except ValueError:
             raise UserError(f"run ids {text!r}: use numbers and ranges, e.g. ids=3,5-9") from None
+        if len(out) + hi - lo + 1 > MAX_IDS:
+            raise UserError(f"run ids {text!r}: more than {MAX_IDS} ids; select by label, "
+                            "batch or another field instead")
+        out += range(lo, hi + 1)
     return out
 
 
@@ -116,6 +127,8 @@ def load(store: Store | None, sel: Selection, *, measured_only: bool = True,
     """The runs a selection names, oldest first; by default only completed measurements.
     A UserError when it names none, so that a typo never compares against nothing."""
     if sel.bundle is not None:
+        from .store.bundle import read_bundle  # pydantic's models: only for bundle files
+
         runs = [r for r in read_bundle(sel.bundle) if matches(r, sel.flt)]
     else:
         if store is None:

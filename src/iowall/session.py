@@ -39,7 +39,8 @@ NOT_DROPPED = "caches not dropped before the point (needs root)"
 
 HOST_RECLAIMS = ("this VM hands freed memory back to its host (free page reporting): page cache "
                  "allocated after a cache drop may pay host faults and read slower than it is; "
-                 "'iowall limits' holds reporting off and touches the memory first")
+                 "give --hold-memory to hold reporting off and touch the memory first, as "
+                 "'iowall limits' does")
 
 
 @dataclass

@@ -30,11 +30,15 @@ def parse_size(text: str | int, *, what: str = "size", of_total: int | None = No
         return text
     m = _PCT.match(text)
     if m and of_total is not None:
-        return int(float(m.group(1)) / 100.0 * of_total)
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", text)
-    if not m or m.group(2).lower() not in _SUFFIX:
-        raise UserError(f"{what}: cannot read {text!r} as a size (examples: 4G, 512M, 25%)")
-    return int(float(m.group(1)) * _SUFFIX[m.group(2).lower()])
+        n = float(m.group(1)) / 100.0 * of_total
+    else:
+        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", text)
+        if not m or m.group(2).lower() not in _SUFFIX:
+            raise UserError(f"{what}: cannot read {text!r} as a size (examples: 4G, 512M, 25%)")
+        n = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    if not math.isfinite(n):  # "1e400"-long digit strings: int(inf) would raise
+        raise UserError(f"{what}: {text[:40]!r}… is too large a size")
+    return int(n)
 
 
 def fmt_bytes(n: float) -> str:
@@ -92,3 +96,8 @@ def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
     if unit == "share":
         return f"{value * 100:.1f}%"
     return f"{value:.4g}"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 run``, ``2 runs``: a count with its noun (an English plural in -s)."""
+    return f"{n} {word}" + ("" if n == 1 else "s")

@@ -71,10 +71,12 @@ def test_json_shape(small_run: tuple[dict, str]) -> None:
 
 def test_uncached_leaves_little_page_cache(small_run: tuple[dict, str]) -> None:
     """Uncached writes leave at most 10% of the bytes written in the page cache (Cached
-    growth), buffered ones much more; the engine's buffered figure agrees with fio's."""
+    growth), buffered ones much more; the engine's buffered figure agrees with fio's. Cached
+    may shrink a little while uncached writes run (CI saw -0.00002): the figure is measured,
+    so a small negative one is allowed, not a large one."""
     doc, _ = small_run
     left = {(c["direction"], c["mode"]): c["value"] for c in doc["cache_left_per_byte"]}
-    assert 0 <= left[("write", "uncached")] <= 0.10, left
+    assert -0.01 <= left[("write", "uncached")] <= 0.10, left
     assert left[("write", "buffered")] >= 0.5, left
     assert left[("read", "uncached")] <= 0.10 < 0.5 <= left[("read", "buffered")], left
     assert {g["direction"] for g in doc["generators"]} == {"write", "read"}

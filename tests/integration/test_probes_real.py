@@ -34,7 +34,9 @@ NPROC = os.cpu_count() or 1
 
 @pytest.fixture
 def bed() -> Iterator[Bed]:
-    with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=1 << 30) as b:
+    # 4 GiB: two seconds of small files fill 1 GiB on a quiet machine (the engine then
+    # stops with ENOSPC)
+    with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=4 << 30) as b:
         yield b
 
 
@@ -116,8 +118,10 @@ def test_throttle_sees_pauses_under_a_small_dirty_limit(
 
 def _small_files(directory: str, seconds: int) -> None:
     if ENGINE.exists():
-        subprocess.run([str(ENGINE), "smallfiles", "--dir", directory, "--threads", str(NPROC),
-                        "--seconds", str(seconds)], check=True, capture_output=True, timeout=60)
+        cp = subprocess.run([str(ENGINE), "smallfiles", "--dir", directory, "--threads",
+                             str(NPROC), "--seconds", str(seconds)], capture_output=True,
+                            text=True, timeout=60)
+        assert cp.returncode == 0, cp.stderr
     else:  # the engine is not built: many 4 KiB files from threads
         stop = threading.Event()
 

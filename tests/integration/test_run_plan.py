@@ -185,8 +185,9 @@ def test_refused_value_is_one_line_and_nothing_is_left(tmp_path: Path,
     cp = iowall("run", small_plan(tmp_path), "--set", "sysctl:vm.dirty_ratio=101",
                 env=iowall_env)
     assert cp.returncode == 2
-    assert cp.stderr.strip().splitlines()[-1].startswith(
-        "iowall: error: the kernel refused sysctl:vm.dirty_ratio = 101")
+    assert cp.stderr.strip().splitlines()[-1] == (
+        "iowall: error: --set sysctl:vm.dirty_ratio=101: knob sysctl:vm.dirty_ratio = 101: "
+        "out of range (the kernel takes 0..100)")
     assert read(DIRTY) == old
     cp = iowall("run", "no-such-recipe", env=iowall_env)
     assert cp.returncode == 2 and "no plan file or recipe named 'no-such-recipe'" in cp.stderr

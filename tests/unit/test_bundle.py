@@ -57,8 +57,9 @@ def same(a: Run, c: Run) -> None:
     assert a.fingerprint() == c.fingerprint()
 
 
-def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
-    src = fill(f"sqlite:///{tmp_path / 'a.db'}")
+def test_round_trip_store_bundle_fresh_store(tmp_path: Path, store_url: str,
+                                             store_url2: str) -> None:
+    src = fill(store_url)
     runs = collect_runs(src, [])
     assert [len(r.artifacts) for r in runs] == [2, 2, 2, 2]
     path = str(tmp_path / "out.json")
@@ -66,7 +67,7 @@ def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
 
     back = b.read_bundle(path)
     assert back == runs  # id = source_id, uuid kept, every field equal
-    dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    dst = Store(store_url2)
     dst.add_run(make_run("local", "6.1", 9, 1.0))  # the new store assigns its own ids
     assert b.import_runs(dst, back) == (4, 0)
     for orig in runs:
@@ -76,8 +77,8 @@ def test_round_trip_store_bundle_fresh_store(tmp_path: Path) -> None:
         same(dst.get_run(got[0].id or 0), src.get_run(orig.id))
 
 
-def test_bundle_document_shape(tmp_path: Path) -> None:
-    s = fill(f"sqlite:///{tmp_path / 'a.db'}")
+def test_bundle_document_shape(tmp_path: Path, store_url: str) -> None:
+    s = fill(store_url)
     path = str(tmp_path / "x.json")
     b.write_bundle(collect_runs(s, ["ids=1"]), path,
                    source={"host": "lab1", "store": "postgresql://me:s3cret@db/iowall"})
@@ -93,33 +94,31 @@ def test_bundle_document_shape(tmp_path: Path) -> None:
     assert b.migrate(doc)["runs"][0]["uuid"] == r["uuid"]
 
 
-def test_import_twice_adds_nothing(tmp_path: Path) -> None:
+def test_import_twice_adds_nothing(tmp_path: Path, store_url: str, store_url2: str) -> None:
     path = str(tmp_path / "x.json")
-    b.write_bundle(collect_runs(fill(f"sqlite:///{tmp_path / 'a.db'}"), []), path)
-    dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    b.write_bundle(collect_runs(fill(store_url), []), path)
+    dst = Store(store_url2)
     runs = b.read_bundle(path)
-    assert b.import_runs(dst, runs) == (4, 0)
+    # the same run twice in one import counts once
+    assert b.import_runs(dst, runs + runs[:1]) == (4, 1)
     assert b.import_runs(dst, runs) == (0, 4)
     assert dst.count() == 4
-    # the same run twice in one import counts once
-    dst2 = Store(f"sqlite:///{tmp_path / 'c.db'}")
-    assert b.import_runs(dst2, runs + runs[:1]) == (4, 1)
 
 
-def test_run_without_uuid_gets_a_stable_one(tmp_path: Path) -> None:
+def test_run_without_uuid_gets_a_stable_one(tmp_path: Path, store_url: str) -> None:
     r = make_run("x", "6.1", 1, 1.0)
     assert b.run_uuid(r) == b.run_uuid(dataclasses.replace(r)) != b.run_uuid(
         make_run("x", "6.1", 1, 2.0))
     p1, p2 = str(tmp_path / "1.json"), str(tmp_path / "2.json")
     b.write_bundle([r], p1)
     b.write_bundle([r], p2)
-    dst = Store(f"sqlite:///{tmp_path / 'd.db'}")
+    dst = Store(store_url)
     assert b.import_runs(dst, b.read_bundle(p1)) == (1, 0)
     assert b.import_runs(dst, b.read_bundle(p2)) == (0, 1)
 
 
-def test_store_keeps_given_uuid(db_url: str) -> None:
-    s = Store(db_url)
+def test_store_keeps_given_uuid(store_url: str) -> None:
+    s = Store(store_url)
     u = "0b7c3f1e-5d2a-4c8e-9f10-2a3b4c5d6e7f"
     rid = s.add_run(make_run("x", "6.1", 1, 1.0, uuid=u))
     rid2 = s.add_run(make_run("x", "6.1", 1, 1.0))
@@ -127,8 +126,8 @@ def test_store_keeps_given_uuid(db_url: str) -> None:
     assert len(s.get_run(rid2).uuid) == 36 and s.known_uuids([u, "nope"]) == {u}
 
 
-def test_selection_of_a_bundle_file(tmp_path: Path) -> None:
-    s = fill(f"sqlite:///{tmp_path / 'a.db'}")
+def test_selection_of_a_bundle_file(tmp_path: Path, store_url: str) -> None:
+    s = fill(store_url)
     path = str(tmp_path / "both.json")
     b.write_bundle(collect_runs(s, []), path)
     assert [r.id for r in load(None, parse_selection(f"{path}:ids=3"))] == [3]
@@ -138,13 +137,13 @@ def test_selection_of_a_bundle_file(tmp_path: Path) -> None:
     assert again == [r for r in b.read_bundle(path) if r.label == "patched"]
 
 
-def test_collect_selections_dedupe_and_measured_only(tmp_path: Path) -> None:
-    s = fill(f"sqlite:///{tmp_path / 'a.db'}")
+def test_collect_selections_dedupe_and_measured_only(store_url: str, store_url2: str) -> None:
+    s = fill(store_url)
     assert [r.id for r in collect_runs(s, ["patched", "ids=1-3"])] == [3, 4, 1, 2]
     assert [r.id for r in collect_runs(s, ["patched"], measured_only=True)] == [3]
     assert [r.id for r in collect_runs(s, [], measured_only=True)] == [1, 2, 3]
     with pytest.raises(UserError, match="no runs to export"):
-        collect_runs(Store(f"sqlite:///{tmp_path / 'empty.db'}"), [])
+        collect_runs(Store(store_url2), [])
 
 
 def test_write_is_atomic_and_leaves_nothing(tmp_path: Path) -> None:
@@ -217,14 +216,14 @@ def test_v1_migrates_to_v2() -> None:
     assert step["schema_version"] == 2 and step["runs"][0]["fingerprint"] == r["fingerprint"]
 
 
-def test_v1_file_reads_and_imports(tmp_path: Path, db_url: str) -> None:
+def test_v1_file_reads_and_imports(tmp_path: Path, store_url: str) -> None:
     path = tmp_path / "old.json"
     path.write_text(json.dumps(V1_DOC))
     (run,) = b.read_bundle(str(path))
     assert run.id == 17 and run.uuid == V1_DOC["runs"][0]["uuid"] and run.label == "base"
     assert run.metrics[1] == Metric("wall_s", 30.0, "s", "lower")
     assert run.fingerprint() == b.migrate(copy.deepcopy(V1_DOC))["runs"][0]["fingerprint"]
-    s = Store(db_url)
+    s = Store(store_url)
     assert b.import_runs(s, [run]) == (1, 0)
     got = s.runs()[0]
     assert got.metric("write_bw_bytes_per_s") == 2147483648.0 and got.notes == ("from v1",)
@@ -325,7 +324,7 @@ def test_the_documented_example_reads(tmp_path: Path) -> None:
     assert run.metric("write_bw_bytes_per_s") == 2415919104.0
 
 
-def test_nan_metric_imports_and_round_trips(tmp_path: Path) -> None:
+def test_nan_metric_imports_and_round_trips(tmp_path: Path, store_url: str) -> None:
     # docs/bundle-format.md: a metric that is not a finite number is written NaN / Infinity
     run = dataclasses.replace(make_run("base", "6.18.0", 1, 1.5e9), uuid="", metrics=(
         Metric("write_bw_bytes_per_s", float("nan"), "B/s"),
@@ -334,7 +333,7 @@ def test_nan_metric_imports_and_round_trips(tmp_path: Path) -> None:
     path = str(tmp_path / "nan.json")
     b.write_bundle([run], path)
     assert '"value":NaN' in Path(path).read_text()
-    dst = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    dst = Store(store_url)
     assert b.import_runs(dst, b.read_bundle(path)) == (1, 0)
     (got,) = dst.runs()
     values = {m.name: m.value for m in got.metrics}
@@ -355,13 +354,33 @@ class _Blind(Store):
         return set()
 
 
-def test_only_a_uniqueness_conflict_is_reported_as_a_race(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'a.db'}"
-    runs = collect_runs(fill(url), [])
-    with pytest.raises(UserError, match="added by someone else meanwhile"):
-        b.import_runs(_Blind(url), runs)
+def test_a_run_added_meanwhile_is_skipped_and_other_refusals_name_the_constraint(
+        store_url: str) -> None:
+    runs = collect_runs(fill(store_url), [])
+    extra = make_run("x", "6.18.0", 5, 1.0)
+    assert b.import_runs(_Blind(store_url), [*runs, extra]) == (1, 4)  # the uuid decides
+    assert Store(store_url).count() == 5
     broken = dataclasses.replace(make_run("x", "6.18.0", 3, 1.0), batch=None)  # type: ignore[arg-type]
     with pytest.raises(UserError) as e:
-        b.import_runs(Store(url), [broken])
-    assert "someone else" not in str(e.value) and "NOT NULL" in str(e.value)
-    assert Store(url).count() == 4
+        b.import_runs(Store(store_url), [broken])
+    assert "nothing was imported" in str(e.value)
+    assert "NOT NULL" in str(e.value) or "not-null" in str(e.value)
+    assert Store(store_url).count() == 5
+
+
+@pytest.mark.parametrize(("edit", "expect"), [
+    (lambda r: dataclasses.replace(r, label="x" * 129),
+     r"runs\.label is 129 characters long; the store keeps at most 128"),
+    (lambda r: dataclasses.replace(r, notes=("ok",), error="a\x00b"),
+     r"runs\.error holds a NUL character"),
+    (lambda r: dataclasses.replace(r, repeat_index=2 ** 31),
+     r"runs\.repeat_index is 2147483648, past the store's 32-bit integers"),
+    (lambda r: dataclasses.replace(r, artifacts=(Artifact("a" * 200, "text/plain", ""),)),
+     r"artifacts\.name is 200 characters long"),
+])
+def test_what_one_backend_cannot_hold_neither_takes(store_url: str, edit: Any,
+                                                    expect: str) -> None:
+    s = Store(store_url)
+    with pytest.raises(UserError, match=expect):
+        b.import_runs(s, [edit(make_run("x", "6.18.0", 1, 1.0))])
+    assert s.count() == 0

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall.cli.main import app, main
+from iowall.cli.main import COMMANDS as REGISTERED
+from iowall.cli.main import main
 from iowall.model import Metric, Point, Run
 from iowall.store import Store
 
@@ -30,8 +31,7 @@ def test_help_shows_flags_as_flags(cmd: list[str], capsys: pytest.CaptureFixture
 
 
 def test_every_command_is_registered() -> None:
-    names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
-    assert {c[0] for c in COMMANDS} <= names
+    assert {c[0] for c in COMMANDS} <= set(REGISTERED)
 
 
 @pytest.fixture
@@ -77,3 +77,13 @@ def test_doctor_json_carries_schema_version(capsys: pytest.CaptureFixture[str]) 
     doc = json.loads(out)
     assert rc in (0, 1) and doc["schema_version"] == 1 and doc["checks"]
     assert doc["can_run_limits"] == (rc == 0)
+
+
+@pytest.mark.parametrize(("group", "listed"), [(["plot"], "run, compare, scaling, flame"),
+                                               (["db"], "copy")])
+def test_a_group_with_no_command_says_what_is_missing(group: list[str], listed: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The help, then one line naming the commands (it was an empty ``error:`` line)."""
+    rc, out, err = _run(capsys, *group)
+    assert rc == 2 and "Usage:" in out
+    assert err.strip() == f"iowall: error: iowall {group[0]} needs a command: one of {listed}"

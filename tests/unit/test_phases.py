@@ -35,3 +35,11 @@ def test_padded_series_takes_the_writeback_from_its_zero_tail() -> None:
     ph = write_phases(samples, total_bytes=GIB, runtime_s=0.65)
     assert ph is not None and ph.resolution_s == pytest.approx(0.1)
     assert ph.writeback_s == pytest.approx(0.3) and ph.copy_s == pytest.approx(0.35)
+
+
+def test_a_slow_copy_tail_before_the_zeros_is_copy() -> None:
+    # a step at 2.5% of the peak, then fsync's zeros: that step still wrote (fio logged it)
+    samples = [(0.2, 4.0 * GIB), (0.3, 4.0 * GIB), (0.4, 0.1 * GIB), (0.5, 0.0), (0.6, 0.0)]
+    ph = write_phases(samples, total_bytes=GIB, runtime_s=0.65)
+    assert ph is not None
+    assert ph.writeback_s == pytest.approx(0.2) and ph.copy_s == pytest.approx(0.45)

@@ -1,5 +1,7 @@
 """The store: runs round-trip with metrics, artifacts and series; filters work."""
 
+import math
+
 from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.store import RunFilter, Store
 
@@ -16,8 +18,8 @@ def _run(label: str, rw: str, bw: float, status: str = "ok") -> Run:
                notes=("a note",))
 
 
-def test_roundtrip(db_url: str) -> None:
-    s = Store(db_url)
+def test_roundtrip(store_url: str) -> None:
+    s = Store(store_url)
     rid = s.add_run(_run("base", "write", 123.5))
     got = s.get_run(rid)
     assert got.id == rid and got.label == "base" and got.status == "ok"
@@ -29,13 +31,33 @@ def test_roundtrip(db_url: str) -> None:
     assert got.fingerprint() == _run("x", "write", 1.0).fingerprint()
 
 
-def test_filters_and_reopen(db_url: str) -> None:
-    s = Store(db_url)
+def test_filters_and_reopen(store_url: str) -> None:
+    s = Store(store_url)
     for i, (label, status) in enumerate([("a", "ok"), ("b", "ok"), ("a", "interrupted")]):
         s.add_run(_run(label, "read", float(i), status))
-    s2 = Store(db_url)  # migrations are idempotent
+    s2 = Store(store_url)  # migrations are idempotent
     assert s2.count() == 3
     assert [r.metric("read_bw_bytes_per_s") for r in s2.runs(RunFilter(label="a"))] == [0.0, 2.0]
     assert len(s2.runs(RunFilter(status="interrupted"))) == 1
     assert [r.metric("read_bw_bytes_per_s") for r in s2.runs(RunFilter(limit=2))] == [1.0, 2.0]
     assert s2.labels() == ["a", "b"]
+
+
+def test_order_and_prefixes_do_not_depend_on_the_backend(store_url: str) -> None:
+    # en-US collation sorts "a_b" < "aB" < "ab" < "B"; the store sorts by code point
+    names = ["ab", "B", "a_b", "aB", "Z_1", "z"]
+    s = Store(store_url)
+    run = Run(point=Point("limits", {"jobs": 1}), label="l", status="ok", started_at=1.0,
+              finished_at=2.0, metrics=tuple(Metric(n, -0.0, "s") for n in names),
+              env={"kernel": "6.18.0-Rc1"}, bed={}, batch="Batch-1",
+              artifacts=tuple(Artifact(n, "text/plain", n) for n in names),
+              series=tuple(Series(p, n, "s", ((0.0, 1.0),)) for p in ("b", "A") for n in names))
+    rid = s.add_run(run)
+    got = s.get_run(rid)
+    assert [m.name for m in got.metrics] == sorted(names) == ["B", "Z_1", "aB", "a_b", "ab", "z"]
+    assert {math.copysign(1.0, m.value) for m in got.metrics} == {1.0}  # -0.0 kept as 0.0
+    assert [a.name for a in got.artifacts] == sorted(names)
+    assert [(x.probe, x.name) for x in got.series] == sorted((p, n) for p in "bA" for n in names)
+    assert [r.id for r in s.runs(RunFilter(kernel="6.18.0"))] == [rid]
+    assert s.runs(RunFilter(kernel="6.18.0-rc1")) == []  # kernel names are case-sensitive
+    assert s.runs(RunFilter(kernel="6.18.0-R%")) == []  # LIKE's wildcards are plain text

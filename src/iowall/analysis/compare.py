@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..knob import looks_like_knob
@@ -99,6 +99,8 @@ class CompareResult:
     method: str = ("Hodges-Lehmann ratio new/base with a calibrated per-side (Welch) interval; "
                    "significant when the interval excludes 1 and |change| > floor")
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: sides holding a run measured in an emulated guest (no KVM: timings are meaningless)
+    emulated: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -342,6 +344,12 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
                     ratios.setdefault(m, []).append(c.ratio)
         gm[s.name] = {m: geomean(v) for m, v in ratios.items()}
     notes = []
+    emulated = tuple(s.name for s in sides if any(r.env.get("emulated") for r in s.runs))
+    if emulated:  # timings of an emulated guest say nothing: no verdict on them, ever
+        rows = [replace(r, cmp=replace(r.cmp, significant=False, better=None)) for r in rows]
+        notes.append("nothing is marked better or worse: a side ran in an emulated guest, "
+                     "whose timings say nothing about the kernels (the intervals are shown, "
+                     "not judged)")
     if any(min(r.cmp.n_base, r.cmp.n_new) < 2 for r in rows):
         notes.append("a point with one run on a side is never marked: repeat it (--repeat 3 or "
                      "--repeat auto) to get an interval")
@@ -355,7 +363,7 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
         base=base.name, news=tuple(s.name for s in news), compared=compared,
         differences=tuple(differences(sides, skip=compared.split(","))), common=common,
         rows=tuple(rows), geomean=gm, unpaired=tuple(unpaired), floor=floor,
-        confidence=confidence, notes=tuple(notes))
+        confidence=confidence, notes=tuple(notes), emulated=emulated)
 
 
 def _point_text(run: Run, drop: Iterable[str]) -> str:

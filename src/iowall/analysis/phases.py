@@ -2,13 +2,15 @@
 cache, then writing back what is still dirty. fio's runtime covers both; its bandwidth series
 shows the first as bandwidth and the second as zeros (no write completes while fsync runs).
 
-Method: the copy phase ends with the series' last step above 5% of its peak step. When the
-series runs on to the run's end (zeros after the copy: ``workloads.fio_series`` pads them), the
-writeback phase is the time from that step to the series' end, and the copy phase the rest of
-fio's runtime; fio's log misses its first ~0.1 s, so the start of the series is not used. A
-series that stops at its last busy step (stored before the padding) gives the copy phase from
-its first step's start to that step instead, and the writeback phase as the rest. The series'
-step (one resolution) bounds the error of each phase's duration.
+Method: when the series runs on to the run's end with zeros (``workloads.fio_series`` pads
+them; no write completes while fsync runs), the writeback phase is the time from the last step
+in which fio logged any write to the series' end, and the copy phase the rest of fio's runtime;
+fio's log misses its first ~0.1 s, so the start of the series is not used. Steps of a slow
+copy tail count as copy however small: CI saw 0.17 s of steps under 5% of the peak carry 9%
+of a run's bytes. A series that stops at its last busy step (stored before the padding) gives
+the copy phase from its first step's start to its last step above 5% of its peak step
+instead, and the writeback phase as the rest. The series' step (one resolution) bounds the
+error of each phase's duration.
 """
 
 from __future__ import annotations
@@ -59,9 +61,10 @@ def write_phases(samples: Sequence[tuple[float, float]], *, total_bytes: float,
     if peak <= 0 or step <= 0:
         return None
     last_busy = max(t for t, v in samples if v >= TAIL * peak)
+    last_moving = max(t for t, v in samples if v > 0.0)
     end = samples[-1][0]
-    if samples[-1][1] == 0.0 and end > last_busy:  # zeros to the run's end: the writeback
-        writeback_s = min(runtime_s, end - last_busy)
+    if samples[-1][1] == 0.0 and end > last_moving:  # zeros to the run's end: the writeback
+        writeback_s = min(runtime_s, end - last_moving)
         copy_s = runtime_s - writeback_s
     else:
         copy_s = min(runtime_s, last_busy - (samples[0][0] - step))

@@ -19,9 +19,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import stdtrit
 
 from .calibration import CAL_LEVELS, CAL_NOISES, CAL_SPREADS, kappa
+from .tdist import t_quantile
 
 Direction = Literal["higher", "lower"]
 FloatArray = npt.NDArray[np.float64]
@@ -130,15 +130,16 @@ def critical_value(n_base: int, n_new: int, confidence: float = 0.95, df: float 
     """Two-sided critical value for the studentised Hodges–Lehmann shift.
 
     Student's t quantile at ``df`` degrees of freedom (the data's Welch–Satterthwaite df;
-    n_base + n_new - 2 when not given) times the calibrated multiplier
-    ``calibration.kappa(n_base, n_new, confidence)``. Infinite with one run on a side.
+    n_base + n_new - 2 when not given; ``tdist.t_quantile``, scipy's ``stdtrit`` to 1e-12)
+    times the calibrated multiplier ``calibration.kappa(n_base, n_new, confidence)``.
+    Infinite with one run on a side.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
     if min(n_base, n_new) < 2:
         return math.inf
     nu = float(n_base + n_new - 2) if df is None else max(1.0, df)
-    return kappa(n_base, n_new, confidence) * float(stdtrit(nu, 0.5 + confidence / 2.0))
+    return kappa(n_base, n_new, confidence) * t_quantile(nu, 0.5 + confidence / 2.0)
 
 
 def null_noise(rng: np.random.Generator, noise: str, shape: tuple[int, int], sd: float) -> FloatArray:
@@ -158,6 +159,8 @@ def calibrate_kappa(n_base: int, n_new: int, *, sims: int = 40000, seed: int = 0
     quantiles of |shift / SE| / t(Welch df); returns the largest over those cells (the
     envelope), so the rule holds its level in each. Slow for large sizes; used offline.
     """
+    from scipy.special import stdtrit  # heavy (0.2 s): offline and simulation use only
+
     rng = np.random.default_rng(seed)
     worst = np.zeros(len(CAL_LEVELS))
     chunk = max(1, min(sims, 4_000_000 // (n_base * n_new)))
@@ -354,6 +357,8 @@ def rule_calls(
     """``compare_samples``' call for S data sets at once, on log values: +1 new higher,
     -1 lower, 0 no call. ``base_logs`` is (S, m), ``new_logs`` (S, n), m, n >= 2; for
     simulations of the rule (benchmarks/stat_power.py, the rule's tests)."""
+    from scipy.special import stdtrit  # heavy (0.2 s): simulations only, vectorised over S
+
     m, n = base_logs.shape[1], new_logs.shape[1]
     step = max(1, 4_000_000 // (m * n))  # bound the (S, m, n) differences held at once
     parts = [hl_studentised(base_logs[i : i + step], new_logs[i : i + step])

@@ -9,13 +9,16 @@ from collections.abc import Iterator
 from ..errors import UserError
 from ..sysinfo import mem_total_bytes
 from ..units import fmt_bytes
-from .base import FILESYSTEMS, KINDS, Bed, BedSpec
+from .base import FILESYSTEMS, KINDS, Bed, BedSpec, bed_with_wipe
+from .device import ONE_DEVICE, provision_device
 from .directory import provision_dir
+from .guard import check_all
 from .loop import provision_loop
 from .ram import provision_ram
 from .tmpfs import provision_tmpfs
 
-__all__ = ["Bed", "BedSpec", "FILESYSTEMS", "KINDS", "default_size", "provision", "check_fs"]
+__all__ = ["Bed", "BedSpec", "FILESYSTEMS", "KINDS", "bed_with_wipe", "default_size", "provision",
+           "check_fs"]
 
 #: Smallest image each filesystem formats (btrfs refuses below ~114 MiB).
 MIN_SIZE = 256 << 20
@@ -27,8 +30,16 @@ def default_size() -> int:
 
 
 def check_fs(spec: BedSpec, fs: str) -> None:
-    """A UserError for filesystems iowall cannot format on this bed kind."""
-    if spec.kind in ("ram", "loop") and fs not in FILESYSTEMS:
+    """A UserError for filesystems iowall cannot format on this bed kind; for a device bed,
+    also the guard's refusal (the commands call this first, so a device is refused before
+    anything else runs; the guard runs again, with the bed's real size, when provisioning)."""
+    if spec.kind == "device":
+        if os.geteuid() != 0:
+            raise UserError("a device bed needs root (it writes the device): run as root")
+        if len(spec.paths) != 1:
+            raise UserError(ONE_DEVICE.format(spec=spec))
+        check_all(spec.paths, need_bytes=MIN_SIZE, wipe=spec.wipe)
+    if spec.kind in ("ram", "loop", "device") and fs not in FILESYSTEMS:
         raise UserError(f"unknown filesystem {fs!r}: use xfs (default), ext4 or btrfs")
     if spec.kind in ("tmpfs", "dir") and fs not in ("xfs", spec.kind, "") and fs is not None:
         raise UserError(f"--fs {fs} does not apply to a {spec.kind} bed (nothing is formatted)")
@@ -49,7 +60,10 @@ def provision(spec: BedSpec, *, fs: str = "xfs", size_bytes: int | None = None,
                         f"(at least {fmt_bytes(MIN_SIZE)})")
     bed = Bed(spec)
     try:
-        if spec.kind == "ram":
+        if spec.kind == "device":  # the device's size is given; size_bytes is what it needs
+            provision_device(bed, spec, fs, max(size_bytes or 0, MIN_SIZE), mkfs_opts,
+                             mount_opts)
+        elif spec.kind == "ram":
             provision_ram(bed, fs, size, mkfs_opts, mount_opts)
         elif spec.kind == "loop":
             provision_loop(bed, fs, size, mkfs_opts, mount_opts)

@@ -8,7 +8,7 @@ import shutil
 import stat
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from ..errors import IowallError, UserError
 from ..proc import need, run
 from ..signals import shielded
 
-KINDS = ("ram", "loop", "tmpfs", "dir")
+KINDS = ("ram", "loop", "tmpfs", "dir", "device")
 FILESYSTEMS = ("xfs", "ext4", "btrfs")
 #: Queue attributes recorded as bed facts (they shape what the block layer does).
 QUEUE_ATTRS = ("max_sectors_kb", "max_hw_sectors_kb", "nr_requests", "scheduler",
@@ -37,10 +37,12 @@ NO_DISCARD = {"xfs": ["-K"], "ext4": ["nodiscard"], "btrfs": ["-K"]}
 
 @dataclass(frozen=True)
 class BedSpec:
-    """A bed as the user names it: ``ram``, ``loop``, ``tmpfs`` or ``dir:PATH``."""
+    """A bed as the user names it: ``ram``, ``loop``, ``tmpfs``, ``dir:PATH`` or
+    ``device:PATH[,PATH…]`` (``wipe``: ``--wipe`` was given, spelled ``device+wipe:…``)."""
 
     kind: str
     path: str = ""
+    wipe: bool = False
 
     @staticmethod
     def parse(text: str) -> BedSpec:
@@ -50,15 +52,38 @@ class BedSpec:
             if not rest:
                 raise UserError("--bed dir:PATH needs a directory, e.g. --bed dir:/mnt/scratch")
             return BedSpec("dir", rest)
-        if kind == "device":
-            raise UserError("--bed device: is not available yet (it needs its safety guard); "
-                            "use ram, loop, tmpfs or dir:PATH")
+        if kind in ("device", "device+wipe"):
+            paths = [p.strip() for p in rest.split(",") if p.strip()]
+            if not paths or not all(p.startswith("/") for p in paths):
+                raise UserError("--bed device:PATH needs block devices by absolute path, e.g. "
+                                "--bed device:/dev/sdb or device:/dev/sdb1,/dev/sdb2")
+            return BedSpec("device", ",".join(paths), wipe=kind == "device+wipe")
         if kind in ("ram", "loop", "tmpfs") and not rest:
             return BedSpec(kind)
-        raise UserError(f"unknown bed {text!r}: use ram (default), loop, tmpfs or dir:PATH")
+        raise UserError(f"unknown bed {text!r}: use ram (default), loop, tmpfs, dir:PATH or "
+                        "device:/dev/X")
+
+    @property
+    def paths(self) -> list[str]:
+        """The devices of a device bed, in the order given."""
+        return self.path.split(",") if self.path else []
 
     def __str__(self) -> str:
+        if self.kind == "device":
+            return f"device{'+wipe' if self.wipe else ''}:{self.path}"
         return f"dir:{self.path}" if self.kind == "dir" else self.kind
+
+
+def bed_with_wipe(text: str | None, wipe: bool) -> str | None:
+    """``--bed`` with ``--wipe`` folded in (the bed text is what travels to recipes and plans);
+    a UserError when --wipe is given without a device bed."""
+    if not wipe:
+        return text
+    spec = BedSpec.parse(text or "ram")
+    if spec.kind != "device":
+        raise UserError("--wipe applies to --bed device:/dev/X only (it erases the signatures "
+                        "of an allow-listed device)")
+    return str(replace(spec, wipe=True))
 
 
 class Bed:
@@ -90,6 +115,8 @@ class Bed:
                         umount(str(action["path"]))
                     elif action["undo"] == "losetup":
                         detach_loop(str(action["device"]))
+                    elif action["undo"] == "wipefs":
+                        erase_own(str(action["device"]), str(action["devno"]))
                     else:
                         journal.undo(action)
                     journal.done(token)
@@ -222,3 +249,11 @@ def detach_loop(dev: str) -> None:
         if not Path(f"/sys/block/{name}/loop/backing_file").exists():
             return
         time.sleep(0.05)
+
+
+def erase_own(dev: str, devno: str) -> None:
+    """Erase the signatures of the filesystem iowall made on a device bed, so that the device
+    is left blank as the guard found it (or wiped it), unless the node now names another device."""
+    st = os.stat(dev)
+    if f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" == devno:
+        run(["wipefs", "-a", "-q", dev])

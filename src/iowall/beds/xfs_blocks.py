@@ -56,8 +56,9 @@ def check_fs_blocks(spec: BedSpec, fs: str, blocks: list[int] | tuple[int, ...],
     each size that works (xfsprogs and kernel agree)."""
     if fs != "xfs":
         raise UserError(f"--fs-block applies to XFS (--fs xfs), not {fs}")
-    if spec.kind not in ("ram", "loop"):
-        raise UserError(f"--fs-block needs a bed iowall formats (ram or loop), not {spec.kind}")
+    if spec.kind not in ("ram", "loop", "device"):
+        raise UserError(f"--fs-block needs a bed iowall formats (ram, loop or device), "
+                        f"not {spec.kind}")
     if "-b" in mkfs_opts.split():
         raise UserError("--fs-block and a -b in --mkfs-opts both set the block size: keep one")
     page = resource.getpagesize()

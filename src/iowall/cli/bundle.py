@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Annotated
 
 import typer
 
-from ..model import Run
+from ..errors import UserError
+from ..model import MEASURED_STATUSES, Run
 from ..report.emit import write, wrote
 from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
-from ..store import Store
+from ..store import RunFilter, Store
 from ..store.bundle import import_runs, plan_import, read_bundle, redact_url, write_bundle
 from .options import DbOpt
 
@@ -41,11 +43,26 @@ def export(
     texts = list(selections or [])
     needs_store = not texts or any(parse_selection(t).bundle is None for t in texts)
     store = Store(db) if needs_store else None
-    runs = collect_runs(store, texts, measured_only=measured_only)
+    if texts:
+        runs: Iterable[Run] = collect_runs(store, texts, measured_only=measured_only)
+    else:  # every stored run: streamed a page at a time, in bounded memory
+        assert store is not None
+        every = RunFilter(statuses=MEASURED_STATUSES if measured_only else ())
+        if not store.count(every):
+            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
+                            f"{store.url}")
+        runs = store.iter_runs(every, with_series=True, with_artifacts=True)
+    labels: set[str] = set()
+    kernels: set[str] = set()
+
+    def seen(rs: Iterable[Run]) -> Iterator[Run]:
+        for r in rs:
+            labels.add(r.label)
+            kernels.add(_kernel(r))
+            yield r
+
     source = {"host": socket.gethostname(), "store": redact_url(store.url) if store else ""}
-    n = write_bundle(runs, output, source=source)
-    labels = {r.label for r in runs}
-    kernels = {_kernel(r) for r in runs}
+    n = write_bundle(seen(runs), output, source=source)
     if output != "-":
         wrote(output)
     where = "stdout" if output == "-" else output

@@ -30,6 +30,7 @@ from ..analysis.gate import (
 from ..analysis.why import why_run
 from ..atomic import write_text
 from ..errors import UserError
+from ..machine_lock import parse_wait
 from ..model import Run
 from ..recipes.registry import recipes
 from ..repeat import RepeatPolicy
@@ -41,7 +42,16 @@ from ..store import Store
 from ..store.reports import add_report
 from .compare import parse_floor
 from .flame import flame_svg
-from .options import CommitOpt, DbOpt, OutputOpt, ReportFormat, ReportFormatOpt, record_commit
+from .options import (
+    CommitOpt,
+    DbOpt,
+    HoldMemoryOpt,
+    OutputOpt,
+    ReportFormat,
+    ReportFormatOpt,
+    WaitOpt,
+    record_commit,
+)
 from .run import _is_plan_path, run_target
 
 if sys.version_info >= (3, 11):
@@ -155,6 +165,8 @@ def gate(
     flames: Annotated[str | None, typer.Option(
         "--flames", metavar="DIR", help="write each regression's differential flame graph "
                                         "here")] = None,
+    wait: WaitOpt = None,
+    hold_memory: HoldMemoryOpt = False,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
@@ -163,6 +175,7 @@ def gate(
     if not 0 < fdr < 1:
         raise UserError(f"--fdr {fdr:g}: give a rate between 0 and 1, e.g. 0.05")
     fl = parse_floor(floor)
+    wait_s = parse_wait(wait)
     accepted = read_accept(accept) if accept else []
     record_commit(commit)
     store = Store(db)
@@ -177,7 +190,8 @@ def gate(
     new_ids: list[int] = []
 
     def run_once() -> None:  # the first run and every confirmation: the same --repeat
-        rep = run_target(target, store, label=lbl, repeat=RepeatPolicy(repeat), quick=quick)
+        rep = run_target(target, store, label=lbl, repeat=RepeatPolicy(repeat), quick=quick,
+                         wait=wait_s, hold_memory=hold_memory)
         add_report(store, rep)
         new_ids.extend(rep.run_ids)
 
@@ -205,7 +219,8 @@ def gate(
               f"ran {used} more time{'s' if used > 1 else ''} before the decision"] if used else [])
     cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
     if workload:
-        cmd += ["--repeat", str(repeat)] + (["--quick"] if quick else [])
+        cmd += (["--repeat", str(repeat)] + (["--quick"] if quick else [])
+                + (["--hold-memory"] if hold_memory else []))
     report = GateReport(result, base_text, new_text,
                         tuple(_explain(result, base_runs, new_runs, store, flames)),
                         (shlex.join(cmd),), tuple(notes))

@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from .. import journal
+from ..beds import bed_with_wipe
 from ..beds.xfs_blocks import parse_fs_blocks
-from ..machine_lock import exclusive
+from ..machine_lock import exclusive, parse_wait
 from ..probes import resolve
 from ..recipes.limits import LimitsOptions, run_limits
 from ..recipes.limits_sizing import parse_jobs
@@ -19,6 +20,7 @@ from ..store import Store
 from ..store.reports import add_report
 from ..units import parse_size
 from .options import (
+    BED_HELP,
     CommitOpt,
     DbOpt,
     OutputOpt,
@@ -27,14 +29,17 @@ from .options import (
     ReportFormat,
     ReportFormatOpt,
     TargetOpt,
+    WaitOpt,
+    WipeOpt,
     record_commit,
 )
 from .progress import RichProgress
 
 
 def limits(
-    bed: Annotated[str, typer.Option(help="ram (default), loop, tmpfs or dir:PATH")] = "ram",
-    fs: Annotated[str, typer.Option(help="xfs, ext4 or btrfs (ram and loop beds)")] = "xfs",
+    bed: Annotated[str, typer.Option(help=BED_HELP)] = "ram",
+    wipe: WipeOpt = False,
+    fs: Annotated[str, typer.Option(help="xfs, ext4 or btrfs (ram, loop and device beds)")] = "xfs",
     size: Annotated[str | None, typer.Option(
         help="bed size, e.g. 8G; default: sized for the job")] = None,
     jobs: Annotated[str | None, typer.Option(
@@ -54,6 +59,7 @@ def limits(
         "--fs-block", metavar="4k,16k,…",
         help="XFS block sizes, one bed each, side by side (large block sizes)")] = None,
     probes: ProbesOpt = "default",
+    wait: WaitOpt = None,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
@@ -61,10 +67,12 @@ def limits(
     """Measure the ceilings and buffered vs uncached vs direct I/O at rising job counts; say
     where the wall is."""
     record_commit(commit)
+    wait_s = parse_wait(wait)
     policy = parse_repeat(repeat) if repeat is not None else None
     if rel_target is not None:
         policy = (policy or RepeatPolicy.until_decided()).with_target(parse_target(rel_target))
     resolve(probes)
+    bed = bed_with_wipe(bed, wipe) or bed
     opts = LimitsOptions(bed=bed, fs=fs, size=parse_size(size, what="--size") if size else None,
                          jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
                          repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
@@ -72,7 +80,7 @@ def limits(
                          fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None
                          else ())
     store = Store(db)
-    with exclusive("limits"), interruptible():
+    with exclusive("limits", wait_s), interruptible():
         journal.recover()
         report = run_limits(opts, store, RichProgress("limits"))
     add_report(store, report)

@@ -4,38 +4,23 @@ from __future__ import annotations
 
 import re
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
-from typer._click import Context
-from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer._click import Command, Context
+from typer.core import TyperGroup, TyperOption
 from typer.main import get_command
 
 from ..errors import Interrupted, IowallError, UserError
-from . import (
-    bundle,
-    compare,
-    doctor,
-    explain,
-    flame,
-    gate,
-    history,
-    limits,
-    locks,
-    plot,
-    recipes,
-    report,
-    run,
-    runs,
-    scaling,
-)
+from .lazy import LazyGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError, version  # 30 ms: --version only
+
         try:
             v = version("iowall")
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -44,8 +29,57 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  context_settings=CONTEXT,
+#: Every command, explicitly: name → "module:attribute" in iowall.cli (a function is a
+#: command, a typer.Typer a group). The order here is the order of `iowall --help`; a
+#: command's module is imported only when it runs or prints its own help.
+COMMANDS: dict[str, str] = {
+    "limits": "limits:limits",
+    "run": "run:run_cmd",
+    "recipes": "recipes:recipes_cmd",
+    "report": "report:report_cmd",
+    "runs": "runs:runs",
+    "show": "runs:show",
+    "explain": "explain:explain",
+    "locks": "locks:locks",
+    "compare": "compare:compare_cmd",
+    "ab": "ab:ab",
+    "scaling": "scaling:scaling",
+    "history": "history:history",
+    "gate": "gate:gate",
+    "export": "bundle:export",
+    "import": "bundle:import_",
+    "import-fio": "import_fio:import_fio",
+    "fleet": "fleet:fleet_app",
+    "db": "db:db_app",
+    "doctor": "doctor:doctor",
+    "recover": "recover:recover_cmd",
+    "serve": "serve:serve",
+    "plot": "plot:plot_app",
+}
+
+
+def _flags_as_flags(cmd: Command) -> None:
+    """Show boolean flags bare in ``--help``. Typer's rich help prints every option's type,
+    ``<bool>`` for a flag too (``TyperOption.display_type_rich`` ignores ``is_flag``, unlike
+    the plain help); an empty metavar is what it prints instead. Walks every command, the
+    help option included (it is made per command on demand, then cached)."""
+    for p in cmd.get_params(Context(cmd, help_option_names=CONTEXT["help_option_names"])):
+        if isinstance(p, TyperOption) and p.is_flag:
+            p.metavar = ""
+    if isinstance(cmd, TyperGroup) and not isinstance(cmd, LazyGroup):
+        for sub in cmd.commands.values():
+            _flags_as_flags(sub)
+
+
+class Iowall(LazyGroup):
+    """The root group: the commands of ``COMMANDS``, each readied as it is loaded."""
+
+    table = COMMANDS
+    prepare = staticmethod(_flags_as_flags)
+
+
+app = typer.Typer(cls=Iowall, add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_enable=False, context_settings=CONTEXT,
                   help="Find, explain and track the walls of Linux storage I/O.")
 
 
@@ -56,43 +90,10 @@ def _root(version_: Annotated[bool, typer.Option(
     """Find, explain and track the walls of Linux storage I/O."""
 
 
-# Every command, explicitly: the order here is the order of `iowall --help`.
-app.command("limits")(limits.limits)
-app.command("run")(run.run_cmd)
-app.command("recipes")(recipes.recipes_cmd)
-app.command("report")(report.report_cmd)
-app.command("runs")(runs.runs)
-app.command("show")(runs.show)
-app.command("explain")(explain.explain)
-app.command("locks")(locks.locks)
-app.command("compare")(compare.compare_cmd)
-app.command("scaling")(scaling.scaling)
-app.command("history")(history.history)
-app.command("gate")(gate.gate)
-plot.plot_app.command("flame")(flame.plot_flame)
-app.add_typer(plot.plot_app, name="plot")
-app.command("export")(bundle.export)
-app.command("import")(bundle.import_)
-app.command("doctor")(doctor.doctor)
-
-
-def _flags_as_flags(cmd: TyperCommand | TyperGroup) -> None:
-    """Show boolean flags bare in ``--help``. Typer's rich help prints every option's type,
-    ``<bool>`` for a flag too (``TyperOption.display_type_rich`` ignores ``is_flag``, unlike
-    the plain help); an empty metavar is what it prints instead. Walks every command, the
-    help option included (it is made per command on demand, then cached)."""
-    for p in cmd.get_params(Context(cmd, help_option_names=CONTEXT["help_option_names"])):
-        if isinstance(p, TyperOption) and p.is_flag:
-            p.metavar = ""
-    if isinstance(cmd, TyperGroup):
-        for sub in cmd.commands.values():
-            _flags_as_flags(sub)  # type: ignore[arg-type]
-
-
 def command() -> TyperGroup:
     """The click command tree of ``app``, ready to run."""
     cmd = get_command(app)
-    assert isinstance(cmd, TyperGroup)
+    assert isinstance(cmd, Iowall)
     _flags_as_flags(cmd)
     return cmd
 
@@ -112,12 +113,40 @@ def _usage(e: Exception) -> str:
     return str(e.format_message())  # type: ignore[attr-defined]
 
 
+def _missing_command(e: Exception) -> str:
+    """The line for a command group run with nothing after it (``iowall plot``)."""
+    ctx = getattr(e, "ctx", None)
+    listed = getattr(getattr(ctx, "command", None), "list_commands", None)
+    if ctx is None or listed is None:
+        return "a command is missing (see --help)"
+    names = ", ".join(listed(ctx))
+    return f"{ctx.command_path} needs a command: one of {names}"
+
+
+def one_line(message: str) -> str:
+    """An error message as the one line every refusal is: a newline from the input (a file
+    name, a key) is shown escaped rather than breaking the line."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def optional_values(argv: list[str]) -> list[str]:
+    """``--wait`` takes an optional value (``--wait``, ``--wait=10m``, ``--wait 600``), which
+    click cannot say: a bare one becomes ``--wait=forever``."""
+    out = []
+    for i, a in enumerate(argv):
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        bare = a == "--wait" and not re.fullmatch(r"\d+(\.\d+)?[smh]?|forever", nxt)
+        out.append("--wait=forever" if bare else a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
+    args = optional_values(list(sys.argv[1:] if argv is None else argv))
     try:
-        rc = command().main(args=argv, prog_name="iowall", standalone_mode=False)
+        rc = command().main(args=args, prog_name="iowall", standalone_mode=False)
     except UserError as e:
-        print(f"iowall: error: {e}", file=sys.stderr)
+        print(f"iowall: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except Interrupted as e:
         print(f"iowall: {e}; the bed is torn down and the run in flight is stored as "
@@ -133,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.exit_code)
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
         kinds = {c.__name__ for c in type(e).__mro__}
+        if "NoArgsIsHelpError" in kinds:  # its help is printed already; say what was missing
+            print(f"iowall: error: {_missing_command(e)}", file=sys.stderr)
+            return 2
         if "UsageError" in kinds:
             print(f"iowall: error: {_usage(e)}", file=sys.stderr)
             return 2

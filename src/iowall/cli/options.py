@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..model import check_label
 from ..sysinfo import COMMIT_ENV
 
 
@@ -90,7 +91,12 @@ KneeOpt = Annotated[float, typer.Option(
     "--knee", metavar="EFF", help="knee: first N whose efficiency falls under this")]
 RunIdArg = Annotated[int, typer.Argument(metavar="RUN", help="run id (see `iowall runs`)",
                                          show_default=False)]
-LabelOpt = Annotated[str | None, typer.Option("--label", help="label stored with every run")]
+def _label(value: str | None) -> str | None:
+    return check_label(value) if value is not None else None
+
+
+LabelOpt = Annotated[str | None, typer.Option("--label", callback=_label,
+                                              help="label stored with every run")]
 CommitOpt = Annotated[str | None, typer.Option(
     "--commit", envvar="IOWALL_COMMIT", metavar="ID",
     help="the commit or build id under test, stored with every run (history and gate speak "
@@ -108,4 +114,18 @@ RepeatOpt = Annotated[str | None, typer.Option(
 TargetOpt = Annotated[str | None, typer.Option(
     "--target", metavar="PCT",
     help="with --repeat auto: the interval's half-width, e.g. 2% (default) or 0.02")]
+WaitOpt = Annotated[str | None, typer.Option(
+    "--wait", metavar="[=SECONDS]",
+    help="wait for the machine lock instead of refusing while another measurement runs "
+         "(bare: as long as it takes; --wait=10m: at most that), saying who holds it")]
+HoldMemoryOpt = Annotated[bool, typer.Option(
+    "--hold-memory", help="on a VM whose host takes freed memory back (free page reporting): "
+    "hold reporting off and touch the free memory first, as limits does, so that buffered "
+    "points do not pay host faults (restored after)")]
+WipeOpt = Annotated[bool, typer.Option(
+    "--wipe", help="with --bed device:/dev/X listed in /etc/iowall/devices: erase its "
+                   "signatures (wipefs -a) before use")]
+#: What --bed takes (limits and run).
+BED_HELP = ("ram (default), loop, tmpfs, dir:PATH, or device:/dev/X[,/dev/Y…] (a spare disk "
+            "or partitions: destructive, guarded; docs/safety.md)")
 QuickOpt = Annotated[bool, typer.Option("--quick", help="small sizes: a few minutes")]

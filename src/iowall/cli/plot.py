@@ -11,6 +11,7 @@ from ..report.emit import wrote
 from ..report.plots import check_path, run_figure, save
 from ..store import Store
 from . import compare, scaling
+from .flame import plot_flame
 from .options import (
     CompareMetricOpt,
     DbOpt,
@@ -63,3 +64,6 @@ def plot_scaling(
     """Throughput against threads per label, with the linear reference and the USL fit."""
     check_path(output)
     scaling.draw(scaling.build(selections, metric, knee, db), output)
+
+
+plot_app.command("flame")(plot_flame)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import csv
+import json
+import sys
 from enum import Enum
 from typing import Annotated
 
 import typer
 
+from ..atomic import open_atomic
 from ..errors import UserError
 from ..model import Run, primary_metric
-from ..report.emit import emit, write
-from ..report.run import RunList, run_json
+from ..report.emit import emit, json_text, write, wrote
+from ..report.run import RUN_CSV_FIELDS, RunList, csv_row, run_json
 from ..store import RunFilter, Store
 from ..units import fmt_rate
 from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
@@ -38,6 +42,10 @@ def _headline(r: Run) -> str:
     return f"{m.name.removesuffix('_files_per_s').removesuffix('_per_s')} {m.value:,.0f} {m.unit}"
 
 
+#: Runs on a page of `iowall runs` in text when no --limit is given.
+PAGE_SIZE = 50
+
+
 def runs(
     label: Annotated[str | None, typer.Option(help="only this label")] = None,
     recipe: Annotated[str | None, typer.Option(help="only this recipe")] = None,
@@ -50,15 +58,58 @@ def runs(
     last: Annotated[int | None, typer.Option(
         min=0, metavar="N", help="only the last N runs (0: none; a negative N is refused)")
     ] = None,
+    page: Annotated[int | None, typer.Option(
+        min=1, metavar="P", help="page P of the list, newest first (1: the newest runs)")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(
+        min=1, metavar="N", help=f"runs per page (text shows the newest {PAGE_SIZE} unless "
+        "told; json and csv stream every run unless --page or --limit is given)")] = None,
     fmt: ListFormatOpt = ListFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """List stored runs, oldest first."""
-    found = Store(db).runs(RunFilter(
-        label=label, recipe=recipe, batch=batch, status=status.value if status else None,
-        host=host, kernel=kernel, limit=last))
+    """List stored runs, oldest first (in text, a page of the newest; json and csv stream)."""
+    if last is not None and (page is not None or limit is not None):
+        raise UserError("give --last N, or --page/--limit, not both")
+    store = Store(db)
+    flt = RunFilter(label=label, recipe=recipe, batch=batch,
+                    status=status.value if status else None, host=host, kernel=kernel,
+                    limit=last)
+    if last is not None:
+        found = store.runs(flt)
+    elif fmt != ListFormat.text and page is None and limit is None:
+        stream_runs(store, flt, fmt, output)
+        return
+    else:
+        number, size = page or 1, limit or PAGE_SIZE
+        found, total = store.page(flt, number=number, size=size)
+        older = max(0, total - number * size)
+        if older and fmt == ListFormat.text:
+            print(f"{older} older run{'' if older == 1 else 's'} not shown: --page "
+                  f"{number + 1} for the next page, --limit N for longer pages, "
+                  "--format csv or json for every run", file=sys.stderr)
     emit(RunList(tuple(found), tuple(_headline(r) for r in found)), fmt, output)
+
+
+def stream_runs(store: Store, flt: RunFilter, fmt: ListFormat, output: str | None) -> None:
+    """Every run ``flt`` selects as json or csv, written as it is read (keyset pages), in
+    bounded memory; the same bytes as the RunList renderers give for the whole list."""
+    with open_atomic(output or "-", what="report") as f:
+        if fmt == ListFormat.csv:
+            names = store.metric_names(flt)
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow([*RUN_CSV_FIELDS, *names])
+            for r in store.iter_runs(flt):
+                w.writerow(csv_row(r, names))
+        else:
+            head, tail = json_text({"runs": []}).split("[]", 1)  # the one "[]" of that head
+            f.write(head + "[")
+            for n, r in enumerate(store.iter_runs(flt)):
+                f.write(("," if n else "") + json.dumps(run_json(r), separators=(",", ":"),
+                                                        default=str))
+            f.write("]" + tail)
+    if output not in (None, "-"):
+        wrote(output)
 
 
 def show(

@@ -87,7 +87,6 @@ def check_axis(name: str, values: Any, w: Where, loc: tuple[str | int, ...]) -> 
     elif looks_like_knob(canon):
         try:
             knob = parse_knob(canon)
-            check_exists(knob)
         except UserError as e:
             raise w.error(loc, str(e)) from None
         for v in values:
@@ -101,6 +100,10 @@ def check_axis(name: str, values: Any, w: Where, loc: tuple[str | int, ...]) -> 
             elif isinstance(v, float):
                 raise w.error(loc, f"knob values are whole numbers or strings (got {v!r})")
             out.append(int(v) if isinstance(v, bool) else v)
+        try:
+            check_exists(knob, [] if knob.kind == "xfs" else out)
+        except UserError as e:
+            raise w.error(loc, str(e)) from None
         canon = str(knob)
     else:
         choices = list(WORKLOAD_PARAMS) + list(BED_AXES)

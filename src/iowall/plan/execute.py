@@ -148,12 +148,14 @@ def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session,
     return Task(pp.point, execute, weight=weight, title=pp.title())
 
 
-def check_points(points: Sequence[PlanPoint], plan: Plan | None = None) -> set[str]:
+def check_points(points: Sequence[PlanPoint], plan: Plan | None = None, *,
+                 trial: bool = True) -> set[str]:
     """UserErrors, before anything runs, for knobs the points' beds cannot take and for modes
     nothing here can generate; the keys of the points iowall-engine runs (uncached where fio
-    passes the old flag)."""
+    passes the old flag). ``trial=False`` (``--dry-run``) leaves out the two checks that touch
+    the machine: observing fio's uncached flag and the trial mkfs + mount of XFS block sizes."""
     engine: set[str] = set()
-    if any(pp.fio.get("mode") == "uncached" for pp in points):
+    if trial and any(pp.fio.get("mode") == "uncached" for pp in points):
         fio_ok, why_not = fio_dontcache_ok()
         for pp in points:
             if uses_engine(pp.fio, fio_ok):
@@ -167,15 +169,17 @@ def check_points(points: Sequence[PlanPoint], plan: Plan | None = None) -> set[s
         spec = BedSpec.parse(pp.shape.kind)
         check_fs(spec, pp.shape.fs)
         for knob, _ in pp.knobs:
-            if knob.kind == "xfs" and (spec.kind not in ("ram", "loop") or pp.shape.fs != "xfs"):
+            if knob.kind == "xfs" and (spec.kind not in ("ram", "loop", "device")
+                                       or pp.shape.fs != "xfs"):
                 raise UserError(f"knob {knob} needs an xfs bed, but point {pp.title()} runs on "
                                 f"{pp.shape.describe()}")
-            if knob.needs_bed and spec.kind not in ("ram", "loop"):
-                raise UserError(f"knob {knob} needs a bed with a block device (ram or loop), "
-                                f"not {spec}")
+            if knob.needs_bed and spec.kind not in ("ram", "loop", "device"):
+                raise UserError(f"knob {knob} needs a bed with a block device (ram, loop or "
+                                f"device), not {spec}")
     blocks = {pp.shape.fs_block: pp.shape for pp in points if pp.shape.fs_block}
     for b, shape in blocks.items():
-        check_fs_blocks(BedSpec.parse(shape.kind), shape.fs, [b], shape.mkfs_opts)
+        check_fs_blocks(BedSpec.parse(shape.kind), shape.fs, [b] if trial else [],
+                        shape.mkfs_opts)
     if any(pp.knobs for pp in points) and os.geteuid() != 0:
         raise UserError("knobs (sysctl, sysfs, xfs) need root: run iowall as root")
     return engine

@@ -62,6 +62,16 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
                          default_label=p.stem)
 
 
+def load_jobfile(path: str | os.PathLike[str]) -> Plan:
+    """A fio job file as a plan of one point (``iowall run FILE.fio``): the file is the
+    workload, pointed at the plan's bed as a plan's ``jobfile`` is; label = the file's stem."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"job file {str(path)!r} not found")
+    return plan_from_doc({"workload": {"kind": "fio", "jobfile": p.name}},
+                         where=Where(str(path)), base_dir=str(p.parent), default_label=p.stem)
+
+
 def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_dir: str = ".",
                   default_label: str = "plan", recipe: str = "") -> Plan:
     """Validate a plan given as a dict (a parsed TOML file, or a recipe's own plan)."""
@@ -96,7 +106,7 @@ def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_di
             jobfile_text = Path(jobfile).read_text()
         except OSError as e:
             raise w.error(("workload", "jobfile"),
-                          f"cannot read job file {jobfile}: {e.strerror or e}") from None
+                          f"cannot read job file {_shown(jobfile)}: {e.strerror or e}") from None
         check_jobfile(jobfile_text, jobfile)
     elif "size" not in params and "filesize" not in params:
         raise w.error(("workload",), "fio needs to know how much to write: add size "
@@ -136,6 +146,9 @@ def _bed_shape(b: BedModel, w: Where) -> BedShape:
         spec = BedSpec.parse(b.kind)
     except UserError as e:
         raise w.error(("bed", "kind"), str(e).replace("--bed ", "")) from None
+    if spec.kind == "device":  # a plan from another machine must not pick a disk to overwrite
+        raise w.error(("bed", "kind"), "a plan file cannot name a device bed: pass --bed "
+                                       "device:/dev/X on the command line")
     try:
         check_fs(spec, b.fs)
     except UserError as e:
@@ -144,3 +157,6 @@ def _bed_shape(b: BedModel, w: Where) -> BedShape:
                     mkfs_opts=b.mkfs_opts, mount_opts=b.mount_opts)
 
 
+def _shown(path: str) -> str:
+    """A path as one line of an error: quoted with escapes when it holds control characters."""
+    return repr(path) if any(ord(c) < 32 for c in path) else path

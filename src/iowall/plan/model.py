@@ -4,6 +4,7 @@ the points they expand to (bed axes outermost, so points sharing a bed are neigh
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -12,14 +13,18 @@ from typing import Any
 
 from ..beds import BedSpec
 from ..beds.xfs_blocks import fmt_block
+from ..errors import UserError
 from ..knob import Knob, parse_knob
-from ..model import Point
+from ..model import RECIPE_MAX, Point, check_label
 from ..repeat import RepeatPolicy, as_policy
 from ..units import fmt_bytes, parse_size
 from ..workloads.fio import JobFile
 from ..workloads.jobfile import build_job
 from .axes import Axis, check_axis
 from .spec import BED_AXES, WORKLOAD_PARAMS, Where
+
+#: The most points one plan may expand to (each runs for seconds, every repeat).
+MAX_POINTS = 100_000
 
 # ------------------------------------------------------------------------------------------
 # The plan inside iowall (frozen dataclasses)
@@ -45,7 +50,7 @@ class BedShape:
 
     def describe(self) -> str:
         out = [self.kind]
-        if self.kind in ("ram", "loop"):
+        if self.kind in ("ram", "loop") or self.kind.startswith("device"):
             out.append(self.fs)
         if self.size:
             out.append(fmt_bytes(self.size))
@@ -108,6 +113,11 @@ class Plan:
     def __post_init__(self) -> None:
         if not self.recipe:
             object.__setattr__(self, "recipe", f"plan:{self.label}")
+        check_label(self.label, "the plan's label")
+        if len(self.recipe) > RECIPE_MAX:
+            raise UserError(f"the plan's label {self.label!r} is {len(self.label)} characters "
+                            f"long: its runs' recipe 'plan:LABEL' holds at most {RECIPE_MAX}; "
+                            "give a shorter label = … in the plan")
 
     @property
     def repeat(self) -> int:
@@ -155,6 +165,10 @@ class Plan:
         neighbours), then the others in the order written, the last varying fastest."""
         axes = [a for a in self.axes if a.role == "bed"] + [a for a in self.axes
                                                              if a.role != "bed"]
+        n = math.prod(len(a.values) for a in axes)
+        if n > MAX_POINTS:  # a typo'd range would expand (and run) for days, or exhaust memory
+            raise UserError(f"plan {self.label}: its axes make {n} points, more than the "
+                            f"{MAX_POINTS} one plan may have: split it, or shorten an axis")
         names = [a.name for a in axes]
         base: dict[str, Any] = {"kind": self.workload.kind, **self.workload.params}
         if self.workload.options:

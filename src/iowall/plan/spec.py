@@ -4,6 +4,7 @@ the line and the key of every mistake (``PlanError``, ``Where``, ``key_line``)."
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,26 +36,39 @@ def _flag(v: bool | int) -> int:
     return int(v)
 
 
+#: The largest size fio takes (an unsigned 64-bit byte count), and the largest count (jobs,
+#: iodepth, files: fio's unsigned int; repeats): beyond them a plan fails later, in arithmetic.
+MAX_BYTES = 2**63 - 1
+MAX_COUNT = 2**31 - 1
+
+
 def _size(v: int | str) -> int | str:
+    n = v
     if isinstance(v, str) and not v.strip().endswith("%"):
         try:
-            parse_size(v)
+            n = parse_size(v)
         except UserError:
             raise ValueError(f"cannot read {v!r} as a size (examples: 4k, 1M, 256M, 2G)") from None
     elif isinstance(v, int) and v < 0:
         raise ValueError("a size must not be negative")
+    if isinstance(n, int) and n > MAX_BYTES:
+        raise ValueError(f"a size must be below 8 EiB ({MAX_BYTES} bytes)")
     return v
 
 
 def _positive(v: int) -> int:
     if v < 1:
         raise ValueError("must be at least 1")
+    if v > MAX_COUNT:
+        raise ValueError(f"must be at most {MAX_COUNT}")
     return v
 
 
 def _nonneg(v: int) -> int:
     if v < 0:
         raise ValueError("must not be negative")
+    if v > MAX_BYTES:
+        raise ValueError(f"must be at most {MAX_BYTES}")
     return v
 
 
@@ -205,7 +219,8 @@ def _fmt_key(loc: Sequence[str | int]) -> str:
     for p in loc:
         if isinstance(p, int):
             continue
-        parts.append(p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else f'"{p}"')
+        # quoted as TOML writes it, escapes included: a key with a newline stays one line
+        parts.append(p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else json.dumps(p, ensure_ascii=False))
     return ".".join(parts)
 
 

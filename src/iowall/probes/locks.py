@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import IowallError
 from ..model import Artifact, Metric
+from ..proc import dies_with_us
 from . import tracefs
 from .base import Probe, ProbeContext, ProbeResult
 from .perf import PerfRecording
@@ -153,7 +154,8 @@ class LocksProbe(Probe):
                 self._cleanup()
                 return ProbeResult(self.name, skipped="perf lock record wrote no data",
                                    notes=tuple(self._notes))
-            r = subprocess.run(["perf", "lock", "contention", "-v", "-i", str(rec.data)],
+            r = subprocess.run(dies_with_us(["perf", "lock", "contention", "-v", "-i",
+                                             str(rec.data)]),
                                capture_output=True, text=True, errors="replace", timeout=300)
             text = r.stdout + r.stderr  # perf prints the table on stderr (pr_info)
             if r.returncode != 0 and not ROW.search(text):

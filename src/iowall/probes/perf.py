@@ -31,15 +31,19 @@ class PerfRecording:
         self.notes: list[str] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self._tokens: list[Path] = []
+        self._child: Path | None = None
 
     def start(self, argv: Callable[[str], list[str]]) -> None:
         """Start ``argv(data path)``; return once recording runs, or raise IowallError (the
         caller then calls ``stop`` and ``cleanup``)."""
         for p in (self.data, self.log):
             self._tokens.append(journal.add({"undo": "unlink", "path": str(p)}))
+        # Journaled before it exists (its environment carries the mark). Not inside
+        # shielded(): perf would inherit SIGINT blocked and never write its trailer.
+        self._child, env = journal.child("perf")
         with open(self.log, "wb") as log:
             self._proc = subprocess.Popen(argv(str(self.data)), stdin=subprocess.DEVNULL,
-                                          stdout=log, stderr=subprocess.STDOUT,
+                                          stdout=log, stderr=subprocess.STDOUT, env=env,
                                           start_new_session=True)
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:  # recording starts once the header is written
@@ -62,6 +66,7 @@ class PerfRecording:
         """SIGINT, a bounded wait, then SIGKILL (said in ``notes``)."""
         p, self._proc = self._proc, None
         if p is None or p.poll() is not None:
+            self._forget_child()
             return
         p.send_signal(signal.SIGINT)
         try:
@@ -70,6 +75,12 @@ class PerfRecording:
             p.kill()
             p.wait()
             self.notes.append(f"{self.what} did not stop on SIGINT: killed")
+        self._forget_child()
+
+    def _forget_child(self) -> None:
+        if self._child is not None:
+            journal.done(self._child)
+            self._child = None
 
     def size(self) -> int:
         """Bytes perf wrote (0 when it wrote nothing)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import IowallError
 from ..model import PROFILE_ARTIFACT, Artifact
+from ..proc import dies_with_us
 from .base import Probe, ProbeContext, ProbeResult
 from .perf import PerfRecording
 from .sampling import metric
@@ -80,11 +81,11 @@ def encode_folded(stacks: dict[str, int]) -> str:
 def fold(data: Path, collapse: str) -> str:
     """``perf script -i DATA | inferno-collapse-perf --all`` (kernel frames marked ``_[k]``)."""
     with tempfile.TemporaryFile() as err, subprocess.Popen(
-            ["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(data)],
+            dies_with_us(["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(data)]),
             stdout=subprocess.PIPE, stderr=err) as script:
         assert script.stdout is not None
         try:
-            col = subprocess.run([collapse, "--all", "--quiet"], stdin=script.stdout,
+            col = subprocess.run(dies_with_us([collapse, "--all", "--quiet"]), stdin=script.stdout,
                                  capture_output=True, timeout=SCRIPT_TIMEOUT_S)
         finally:
             script.stdout.close()

@@ -8,7 +8,8 @@ buffered I/O on the block device nodes, bs 64k, sync engine, read-only and rwmix
 
 This machine has no partition-table parser (``losetup -P`` shows no partitions), so the four
 "partitions" are four loop devices over consecutive quarters of one image
-(``losetup --offset --sizelimit``); the output says so.
+(``losetup --offset --sizelimit``); the output says so. With ``--bed device:P1,P2,P3,P4`` the
+four given devices (real partitions, each guarded) are used instead.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from ..beds import Bed, BedSpec
+from ..beds.blockdev import kernel_name, size_bytes
+from ..beds.device import raw_devices
 from ..beds.ram import make_image
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Series
@@ -40,7 +43,7 @@ MIXES = (0, 10, 30, 50)
 
 
 @contextlib.contextmanager
-def quarters(size: int) -> Iterator[tuple[Bed, list[str]]]:
+def quarters(size: int) -> Iterator[tuple[Bed, list[str], int]]:
     """One preallocated image in /dev/shm and four loop devices over its quarters."""
     if os.geteuid() != 0:
         raise UserError("bdev-rwmix needs root (losetup): run as root")
@@ -60,9 +63,18 @@ def quarters(size: int) -> Iterator[tuple[Bed, list[str]]]:
                          fs="none (raw block devices)", partitions=devs,
                          partition_form=f"{PARTS} loop devices over consecutive quarters of "
                                         "one image (losetup --offset --sizelimit)")
-        yield bed, devs
+        yield bed, devs, q
     finally:
         bed.teardown()
+
+
+@contextlib.contextmanager
+def given_partitions(spec: BedSpec, part: int | None) -> Iterator[tuple[Bed, list[str], int]]:
+    """The four devices of ``--bed device:…``, guarded; the size each instance covers is
+    ``part`` (``--set image_size=`` / 4) or the smallest device."""
+    with raw_devices(spec, need_bytes=part or 64 * MIB, count=PARTS, recipe=NAME) as bed:
+        smallest = min(size_bytes(kernel_name(p) or "") for p in spec.paths)
+        yield bed, spec.paths, part or smallest // MIB * MIB
 
 
 def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int,
@@ -122,21 +134,31 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     cpus = cpu_count()
     (jobs,) = counts(opts, "numjobs", (cpus,))[:1]
     runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
+    spec = BedSpec.parse(opts.bed) if opts.bed else BedSpec("ram")
     size = size_opt(opts, "image_size", 4 * GIB if opts.quick else 8 * GIB)
     part = size // PARTS // MIB * MIB
     repeat = opts.repeats(quick_default=1, default=3)
     label = opts.label or NAME
-    notes = [f"partitions: {PARTS} loop devices over consecutive quarters of one "
-             f"{fmt_bytes(size)} preallocated image in /dev/shm (losetup --offset --sizelimit; "
-             "no partition-table parser here)",
-             f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
-             f"node, bs 64k, ioengine=sync, thread, numjobs {jobs} (nproc = {cpus}; the seed "
-             f"used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, time_based "
-             f"{runtime} s, group_reporting",
-             "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped before "
-             "each mix"]
+    if spec.kind == "device":
+        ctx = given_partitions(spec, part if opts.values("image_size") else None)
+    else:
+        ctx = quarters(size)
     session = opts.session(store, progress, NAME)
-    with quarters(size) as (bed, devs):
+    with ctx as (bed, devs, part):
+        if spec.kind == "device":
+            where = (f"partitions: the {PARTS} devices given ({', '.join(devs)}), raw, "
+                     f"guarded; each instance covers {fmt_bytes(part)}")
+        else:
+            where = (f"partitions: {PARTS} loop devices over consecutive quarters of one "
+                     f"{fmt_bytes(size)} preallocated image in /dev/shm (losetup --offset "
+                     "--sizelimit; no partition-table parser here)")
+        notes = [where,
+                 f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
+                 f"node, bs 64k, ioengine=sync, thread, numjobs {jobs} (nproc = {cpus}; the "
+                 f"seed used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, "
+                 f"time_based {runtime} s, group_reporting",
+                 "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped "
+                 "before each mix"]
         session.use_beds(bed)
         tasks = [_task(session, devs, m, jobs, runtime, part) for m in mixes]
         runs = session.execute(tasks, repeat)

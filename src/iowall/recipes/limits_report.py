@@ -8,7 +8,7 @@ from typing import Any
 
 from ..analysis.limits import MODES, Cell, LimitsSummary, Row, cache_words
 from ..results import Report, Section, Table
-from ..units import fmt_bytes, fmt_rate
+from ..units import fmt_bytes, fmt_rate, plural
 
 RECIPE = "limits"
 HEADERS = ("jobs", "buffered", "uncached", "direct", "buf/dir", "unc/dir", "buf/mcpy")
@@ -25,19 +25,15 @@ def _ratio(x: float | None) -> str:
     return f"{x:.2f}" if x is not None else "-"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 def _blocks(block: str) -> str:
     return f", {block} fs blocks" if block else ""
 
 
 def _ceiling_rows(s: LimitsSummary) -> list[list[str]]:
-    rows = [[f"memory copy, {_plural(t, 'thread')}", fmt_rate(c.median),
+    rows = [[f"memory copy, {plural(t, 'thread')}", fmt_rate(c.median),
              "best of rep movsb and memcpy" if i == 0 else ""]
             for i, (t, c) in enumerate(sorted(s.memcopy.items()))]
-    rows += [[f"direct {d}{_blocks(b)} ({_plural(c.at, 'job')})", fmt_rate(c.cell.median),
+    rows += [[f"direct {d}{_blocks(b)} ({plural(c.at, 'job')})", fmt_rate(c.cell.median),
               "best direct point" if i == 0 else ""]
              for i, ((b, d), c) in enumerate(s.direct_ceiling.items())]
     return rows or [["not measured", "", ""]]
@@ -72,7 +68,7 @@ def _cache_section(s: LimitsSummary) -> Section | None:
 def _agreement_section(s: LimitsSummary) -> Section | None:
     if not s.agreement:
         return None
-    rows = [[f"{a.direction} {_plural(a.jobs, 'job')}" + (f" {a.block}" if a.block else ""),
+    rows = [[f"{a.direction} {plural(a.jobs, 'job')}" + (f" {a.block}" if a.block else ""),
              fmt_rate(a.fio.median),
              f"{fmt_rate(a.fio.low)}–{fmt_rate(a.fio.high)}", _cell(a.engine),
              f"{a.ratio:.2f}", "yes" if a.within else "NO"] for a in s.agreement]

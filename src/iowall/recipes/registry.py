@@ -90,7 +90,7 @@ def recipe_knobs(name: str, opts: RecipeOptions
             raise UserError(f"--set {k}= takes one value on recipe {name}; sweep it in a plan")
         if os.geteuid() != 0:
             raise UserError("knobs (sysctl, sysfs) need root: run iowall as root")
-        check_exists(knob)
+        check_exists(knob, vals)
         knobs.append((knob, vals[0]))
     return knobs, tuple(rest)
 

@@ -1,8 +1,8 @@
 """`tag-fairness` (seed 001): direct 1M random writes, psync, one region per job
 (``offset_increment``), numjobs 1, 2, 4 … on the raw loop device of a ``loop`` bed (an
-image on disk, no filesystem), with the queue's ``max_sectors_kb`` lowered to 128 (knob
-``sysfs:queue/max_sectors_kb``, restored afterwards) so that every 1M write is split and
-competes for blk-mq tags — the seed's incantation:
+image on disk, no filesystem) or the device of ``--bed device:/dev/X``, with the queue's
+``max_sectors_kb`` lowered to 128 (knob ``sysfs:queue/max_sectors_kb``, restored
+afterwards) so that every 1M write is split and competes for blk-mq tags — the seed's incantation:
 
     fio -filename=/dev/$dev -name=test -ioengine=psync -group_reporting -direct=1 \
         -offset_increment=1g -rw=randwrite -bs=1024k -numjobs=N -runtime=110 -ramp_time=10
@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable, Iterator
 
 from ..beds import Bed, BedSpec
+from ..beds.blockdev import kernel_name, size_bytes
+from ..beds.device import raw_devices
 from ..beds.loop import disk_image
 from ..errors import UserError
 from ..knob import parse_knob
@@ -72,21 +74,31 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     ramp = int(one(opts, "ramp_time", 1 if opts.quick else 5))
     msk = int(one(opts, "max_sectors_kb", 128))
     size = size_opt(opts, "image_size", 2 * GIB if opts.quick else 8 * GIB)
+    spec = BedSpec.parse(opts.bed) if opts.bed else BedSpec("loop")
+    if spec.kind == "device":  # the whole device, unless --set image_size= bounds it
+        given = spec.paths[0] if len(spec.paths) == 1 else ""
+        have = size_bytes(kernel_name(given) or "") if given else 0
+        size = min(size, have) if opts.values("image_size") and have else have or size
     region = size // max(jobs) // MIB * MIB
     if region < 16 * MIB:
-        raise UserError(f"an image of {fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
-                        "each: --set image_size= larger or fewer numjobs")
+        raise UserError(f"{fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
+                        "each: --set image_size= larger (or a larger device) or fewer numjobs")
     repeat = opts.repeats(quick_default=1, default=3)
     label = opts.label or NAME
+    where = (f"raw device {spec.path} (guarded), no filesystem; {fmt_bytes(size)} used"
+             if spec.kind == "device" else
+             f"raw loop device (direct-io on) over a preallocated {fmt_bytes(size)} image on "
+             "disk, no filesystem")
     notes = [f"numjobs {', '.join(map(str, jobs))}: capped at {cap} on this machine "
              f"({cpus} CPUs{', --quick' if opts.quick else ', 32 x nproc'}; the seed went to "
              "512 on 96 cores)",
-             f"raw loop device (direct-io on) over a preallocated {fmt_bytes(size)} image on "
-             f"disk, no filesystem; offset_increment {fio_size(region)} (image / max numjobs)",
+             f"{where}; offset_increment {fio_size(region)} (size / max numjobs)",
              f"psync, direct=1, randwrite, bs 1M, time_based runtime {runtime} s after "
              f"ramp_time {ramp} s, group_reporting"]
     session = opts.session(store, progress, NAME)
-    with raw_loop(size) as bed, KnobSession(bed) as ks:
+    bed_ctx = (raw_devices(spec, need_bytes=size, count=1, recipe=NAME)
+               if spec.kind == "device" else raw_loop(size))
+    with bed_ctx as bed, KnobSession(bed) as ks:
         session.use_beds(bed)
         dev = bed.device or ""
         old = (bed.facts.get("queue") or {}).get("max_sectors_kb", "?")

@@ -1,6 +1,6 @@
 """Renderers: each module registers, with ``emit.renders``, how its data reads in each format.
-Importing the package registers them all, so ``emit`` serves every command's ``--format``."""
+They are imported on demand (``emit.render`` imports them all when a kind has no renderer
+yet), so a light command does not import the heavy ones' numpy and scipy."""
 
-from . import compare, doctor, gate, locks, recipe, run, scaling
-
-__all__ = ["compare", "doctor", "gate", "locks", "recipe", "run", "scaling"]
+#: The modules holding renderers; ``emit`` imports them all the first time it misses one.
+RENDERER_MODULES = ("compare", "doctor", "gate", "locks", "recipe", "run", "scaling")

@@ -93,6 +93,14 @@ def _differences_text(res: CompareResult) -> list[str]:
     return out
 
 
+def emulated_line(res: CompareResult) -> str:
+    """The first line of every rendering when a side ran in an emulated guest, else ""."""
+    if not res.emulated:
+        return ""
+    return (f"EMULATED: {', '.join(res.emulated)} ran without KVM (software emulation); "
+            "these timings say nothing about the kernels")
+
+
 def _title(res: CompareResult) -> str:
     return f"iowall compare: {_sides(res)} (by {res.compared})"
 
@@ -100,6 +108,9 @@ def _title(res: CompareResult) -> str:
 def _header(res: CompareResult, *, markdown: bool = False) -> list[str]:
     title = _title(res)
     out = [title] if markdown else _wrap(title)
+    if res.emulated:
+        out = [f"**{emulated_line(res)}**", "", *out] if markdown else [
+            *_wrap(emulated_line(res)), *out]
     if res.differences:
         out.append("")
         out.append(f"Differences besides {res.compared}:")
@@ -246,7 +257,8 @@ def _full_cells(r: Row) -> list[str]:
 def render_md(res: CompareResult) -> str:
     """The same in Markdown, with every column (medians of each side, interval, n)."""
     head = _header(res, markdown=True)
-    out = ["## " + head[0]] + head[1:]
+    i = 2 if res.emulated else 0
+    out = head[:i] + ["## " + head[i]] + head[i + 1:]
     if res.rows:
         rows = [[*c[:-1], f"**{c[-1]}**" if c[-1] else ""]
                 for c in map(_full_cells, res.rows)]
@@ -273,7 +285,7 @@ def row_json(r: Row) -> dict[str, Any]:
 
 def render_json(res: CompareResult) -> dict[str, Any]:
     """``{"schema_version", "base", "new", "differences", "rows", "geomean", …}``."""
-    return {"schema_version": SCHEMA_VERSION, "base": res.base,
+    return {"schema_version": SCHEMA_VERSION, "emulated": list(res.emulated), "base": res.base,
             "new": res.news[0] if len(res.news) == 1 else list(res.news),
             "compared": res.compared,
             "differences": [{"field": d.field, "values": list(d.values)}
@@ -315,6 +327,8 @@ def render_html(res: CompareResult, svg: str | None = None) -> str:
     e = html.escape
     title = _title(res)
     parts = [f"<h1>{e(title)}</h1>"]
+    if res.emulated:
+        parts.insert(0, f"<p><strong>{e(emulated_line(res))}</strong></p>")
     if res.differences:
         parts.append(f"<h2>Differences besides {e(res.compared)}</h2><table><tr><th>fact</th>"
                      + "".join(f"<th>{e(s)}</th>" for s in (res.base, *res.news)) + "</tr>")

@@ -7,6 +7,7 @@ format is one function in one module. Every JSON document carries ``schema_versi
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 from ..atomic import write_text
 from ..errors import UserError
+from . import RENDERER_MODULES
 
 #: JSON documents without their own version are at this one.
 SCHEMA_VERSION = 1
@@ -54,11 +56,22 @@ def formats_for(kind: type) -> list[Format]:
 
 
 def _find(kind: type, fmt: Format) -> Renderer | None:
+    """The renderer of ``kind`` (or of its nearest base class) in ``fmt``. Unless ``kind``
+    itself has one, every renderer module is imported first (once), so each command's
+    formats are served while a command that imported its own renderer imports no other."""
+    if (kind, fmt) not in _RENDERERS and not _LOADED:
+        for name in RENDERER_MODULES:
+            importlib.import_module(f"{__package__}.{name}")
+        _LOADED.add(True)
     for k in kind.__mro__:
         fn = _RENDERERS.get((k, fmt))
         if fn is not None:
             return fn
     return None
+
+
+#: Holds True once every renderer module is imported.
+_LOADED: set[bool] = set()
 
 
 def as_format(fmt: Format | Enum | str) -> Format:
@@ -106,6 +119,13 @@ def wrote(path: str) -> None:
 def write_bytes(path: str, data: bytes, *, what: str = "file") -> None:
     """``data`` to ``path`` whole or not at all (a temporary file beside it, renamed over it);
     a UserError naming ``what`` when it cannot be written."""
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a FIFO: never replaced
+        try:
+            with open(path, "wb") as dev:
+                dev.write(data)
+        except OSError as e:
+            raise UserError(f"cannot write {what} {path}: {e.strerror or e}") from None
+        return
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".iowall-", suffix=".tmp",
@@ -121,13 +141,15 @@ def write_bytes(path: str, data: bytes, *, what: str = "file") -> None:
 
 
 def json_text(doc: Mapping[str, Any] | list[Any]) -> str:
-    """JSON with ``schema_version`` first (unless the document has its own), 2-space indent."""
+    """JSON with ``schema_version`` first (unless the document has its own), compact on one
+    line: it is read by programs (``jq .`` indents it), and without ``indent`` the json
+    module's C encoder runs (3.5 times faster than the indenting Python one)."""
     if isinstance(doc, Mapping):
         doc = {"schema_version": doc.get("schema_version", SCHEMA_VERSION),
                **{k: v for k, v in doc.items() if k != "schema_version"}}
     else:
         doc = {"schema_version": SCHEMA_VERSION, "items": doc}
-    return json.dumps(doc, indent=2, default=str) + "\n"
+    return json.dumps(doc, separators=(",", ":"), default=str) + "\n"
 
 
 @renders(dict, Format.json)

@@ -42,6 +42,9 @@ def rank(v: Verdict) -> tuple[int, float]:
 def subject(g: GateReport) -> str:
     """The mail's subject: the worst gating change, or the verdict."""
     res = g.result
+    if res.compare.emulated:
+        return (f"[iowall gate] inconclusive: EMULATED ({', '.join(res.compare.emulated)} ran in "
+                "an emulated guest, whose timings are not judged)")
     regs = sorted(res.of("regression"), key=rank)
     if regs:
         v = regs[0]

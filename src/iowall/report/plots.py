@@ -24,6 +24,7 @@ from ..analysis.scaling import UslFit, usl
 from ..errors import UserError
 from ..model import Run, Series
 from .emit import write_bytes
+from .scale import binary_scale
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -40,8 +41,6 @@ PROBE_ORDER = ("fio", "engine", "cpu", "meminfo", "vmstat", "diskstats", "psi", 
 #: At most this many lines per run panel (the largest by mean); the title says how many more.
 MAX_LINES = 8
 FORMATS = (".png", ".svg")
-RATE_UNITS = ("B/s", "bytes_per_s")
-SIZE_UNITS = ("B", "bytes")
 _PER_CPU = re.compile(r"^cpu\d+_")
 #: Point texts up to this long sit beside each bar; longer ones head their block of bars.
 MAX_TICK_POINT = 24
@@ -93,19 +92,6 @@ def _figure(width: float, height: float) -> Figure:
 def _gid(text: str) -> str:
     """An SVG-safe element id (the SVG backend writes an artist's gid as its group id)."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
-
-
-def binary_scale(unit: str, peak: float) -> tuple[float, str]:
-    """Divisor and label that show byte units with a binary prefix (``MiB/s``, ``GiB``) chosen
-    from ``peak``; other units unchanged, ``_per_s`` written ``/s``."""
-    if unit in RATE_UNITS or unit in SIZE_UNITS:
-        suffix = "/s" if unit in RATE_UNITS else ""
-        for name, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-            if abs(peak) >= scale:
-                return float(scale), name + suffix
-        return 1.0, "B" + suffix
-    pretty = {"share": "share (0-1)", "s_per_s": "s/s", "CPUs": "CPUs"}
-    return 1.0, pretty.get(unit, unit.replace("_per_s", "/s"))
 
 
 # ------------------------------------------------------------------------------ scaling

@@ -16,7 +16,7 @@ from ..analysis.fiogroups import fio_groups, group_values
 from ..model import Run
 from ..units import fmt_bytes, fmt_rate
 from .emit import Format, json_text, renders
-from .plots import RATE_UNITS, SIZE_UNITS, binary_scale
+from .scale import RATE_UNITS, SIZE_UNITS, binary_scale
 from .table import text_table
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -84,6 +84,9 @@ def render_run(r: Run) -> str:
            f"bed       {r.bed.get('kind')} {r.bed.get('fs', '')} {r.bed.get('device', '')} "
            f"mount {r.bed.get('mount_opts', '')}",
            f"fingerprint {r.fingerprint()}"]
+    if r.env.get("emulated"):
+        out.insert(0, "EMULATED: measured in a guest without KVM (software emulation); its "
+                      "timings say nothing about the kernel")
     if r.error:
         out.append(f"error     {r.error}")
     sysctls = r.env.get("sysctls", {})
@@ -197,12 +200,17 @@ def runs_csv(rl: RunList) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*RUN_CSV_FIELDS, *names])
     for r in rl.runs:
-        d = run_json(r)
-        d.update(uuid=r.uuid, point=r.point.describe())
-        mets = {m.name: m.value for m in r.metrics}
-        w.writerow([*("" if d[k] is None else d[k] for k in RUN_CSV_FIELDS),
-                    *(repr(mets[n]) if n in mets else "" for n in names)])
+        w.writerow(csv_row(r, names))
     return buf.getvalue()
+
+
+def csv_row(r: Run, names: Sequence[str]) -> list[Any]:
+    """One run's line of `runs --format csv`, with a column per metric of ``names``."""
+    d = run_json(r)
+    d.update(uuid=r.uuid, point=r.point.describe())
+    mets = {m.name: m.value for m in r.metrics}
+    return [*("" if d[k] is None else d[k] for k in RUN_CSV_FIELDS),
+            *(repr(mets[n]) if n in mets else "" for n in names)]
 
 
 # ------------------------------------------------------------------------------ explain

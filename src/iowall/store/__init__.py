@@ -1,5 +1,6 @@
 """Persistence of runs (SQLite or PostgreSQL)."""
 
-from .db import RunFilter, Store
+from .db import Store
+from .rows import RunFilter
 
 __all__ = ["RunFilter", "Store"]

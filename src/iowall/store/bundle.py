@@ -10,13 +10,12 @@ every problem ends as one UserError naming the file.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 import socket
 import sys
 import uuid as uuidlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
@@ -24,10 +23,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.exc import IntegrityError
 
-from ..atomic import write_text
+from ..atomic import open_atomic
 from ..errors import UserError
-from ..model import Artifact, Metric, Point, Run, Series, fingerprint
-from .db import Store, is_unique_violation
+from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
+from .db import Store
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
@@ -196,9 +195,16 @@ MODELS: dict[int, type[_Model]] = {1: BundleV1, 2: BundleV2}
 
 
 def _loc(loc: Sequence[str | int]) -> str:
+    """``runs[0].metrics[1].value``; a key that is not a plain name is quoted, escapes
+    included (``runs[0]["a\\nb"]``), so that the error stays one line."""
     out = ""
     for p in loc:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif not re.fullmatch(r"[A-Za-z0-9_-]+", str(p)):
+            out += f"[{json.dumps(str(p), ensure_ascii=False)}]"
+        else:
+            out += f".{p}" if out else str(p)
     return out
 
 
@@ -338,19 +344,6 @@ def redact_url(url: str) -> str:
     return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
-def run_uuid(run: Run) -> str:
-    """The run's uuid, or for a run never stored a UUID-5 of its content, so that writing the
-    same run twice gives it the same identity."""
-    if run.uuid:
-        return run.uuid
-    doc = {"point": run.point.key(), "label": run.label, "status": run.status,
-           "started_at": run.started_at, "finished_at": run.finished_at, "batch": run.batch,
-           "repeat_index": run.repeat_index, "env": dict(run.env), "bed": dict(run.bed),
-           "metrics": [[m.name, m.value, m.unit] for m in run.metrics]}
-    digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
-    return str(uuidlib.uuid5(uuidlib.NAMESPACE_OID, "iowall-run:" + digest))
-
-
 def _run_doc(run: Run) -> Doc:
     return {
         "uuid": run_uuid(run), "source_id": run.id, "label": run.label,
@@ -374,7 +367,8 @@ def _iowall_version() -> str:
         return "unknown"
 
 
-def bundle_doc(runs: Sequence[Run], *, source: Mapping[str, Any] | None = None) -> Doc:
+def bundle_doc(runs: Iterable[Run], *, source: Mapping[str, Any] | None = None,
+               created_at: str | None = None) -> Doc:
     """The bundle document for ``runs`` (what ``write_bundle`` writes)."""
     src = dict(source or {})
     unknown = set(src) - {"host", "store"}
@@ -382,7 +376,8 @@ def bundle_doc(runs: Sequence[Run], *, source: Mapping[str, Any] | None = None) 
         raise ValueError(f"bundle source takes host and store, not {sorted(unknown)}")
     return {
         "format": FORMAT, "schema_version": SCHEMA_VERSION,
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": created_at or dt.datetime.now(dt.timezone.utc).isoformat(
+            timespec="seconds"),
         "iowall_version": _iowall_version(),
         "source": {"host": str(src.get("host") or socket.gethostname()),
                    "store": redact_url(str(src.get("store") or ""))},
@@ -390,13 +385,26 @@ def bundle_doc(runs: Sequence[Run], *, source: Mapping[str, Any] | None = None) 
     }
 
 
-def write_bundle(runs: Sequence[Run], path: str, *, source: Mapping[str, Any] | None = None) -> int:
-    """Write ``runs`` as a bundle to ``path`` (``-`` is stdout) atomically: a temporary file in
-    the same directory, fsynced, then renamed over ``path``. Returns how many runs it wrote."""
-    text = json.dumps(bundle_doc(runs, source=source), separators=(",", ":"),
-                      ensure_ascii=False, default=str) + "\n"
-    write_text(path, text, what="bundle")
-    return len(runs)
+def _dumps(doc: Any) -> str:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def write_bundle(runs: Iterable[Run], path: str, *, source: Mapping[str, Any] | None = None,
+                 created_at: str | None = None) -> int:
+    """Write ``runs`` as a bundle to ``path`` (``-`` is stdout) atomically (a temporary file in
+    the same directory, fsynced, then renamed over ``path``), one run at a time: memory is
+    bounded by one run whatever ``runs`` yields, the bytes are those of ``bundle_doc``.
+    Returns how many runs it wrote."""
+    head = _dumps(bundle_doc((), source=source, created_at=created_at))
+    assert head.endswith(',"runs":[]}')  # runs is the last key: the stream goes there
+    n = 0
+    with open_atomic(path, what="bundle") as f:
+        f.write(head[:-2])
+        for r in runs:
+            f.write(("," if n else "") + _dumps(_run_doc(r)))
+            n += 1
+        f.write("]}\n")
+    return n
 
 
 # ------------------------------------------------------------------------------------------
@@ -421,15 +429,14 @@ def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]
 
 def import_runs(store: Store, runs: Sequence[Run]) -> tuple[int, int]:
     """Add the runs whose uuid the store lacks, in one transaction (all or none), under new
-    store ids; returns (added, skipped as already present). Running it twice adds nothing."""
+    store ids; returns (added, skipped as already present). Running it twice adds nothing;
+    a run another writer adds meanwhile is skipped too (``Store.add_new_runs``)."""
     new, present = plan_import(store, runs)
     try:
-        store.add_runs([replace(r, id=None) for r in new])
+        ids = store.add_new_runs([replace(r, id=None) for r in new])
     except IntegrityError as e:
-        if is_unique_violation(e):
-            raise UserError(f"import into {store.url}: some of these runs were added by someone "
-                            "else meanwhile; nothing was imported, run the import again") from None
         what = str(getattr(e, "orig", e)).splitlines()[0]
         raise UserError(f"import into {store.url}: the store refused a run ({what}); nothing "
                         "was imported") from None
-    return len(new), len(present)
+    added = sum(i is not None for i in ids)
+    return added, len(runs) - added

@@ -3,28 +3,44 @@ kept current by Alembic migrations run on open."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 import os
 import uuid as uuidlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, literal_column, or_, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    event,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..errors import UserError
-from ..model import Artifact, Metric, Point, Run, Series
+from ..model import Artifact, Run
 from ..paths import db_url, default_db_url
+from . import codec
 from . import schema as t
+from .fits import METRICS, check_row, check_series
+from .rows import (
+    CHUNK,
+    EVERY_RUN,
+    KERNEL_SEPARATORS,
+    RunFilter,
+    artifact,
+    check_limit,
+    chunks,
+    env_commit,
+    load,
+    where,
+    with_docs,
+)
 
 _MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
-
-
-#: What may follow a kernel selector in a release it matches: ``6.18`` matches ``6.18.44``,
-#: ``6.18-rc1`` and ``6.18+``, never ``6.180``.
-KERNEL_SEPARATORS = (".", "-", "+", "_", "~")
 
 
 def kernel_matches(release: str, selector: str) -> bool:
@@ -34,40 +50,16 @@ def kernel_matches(release: str, selector: str) -> bool:
                                       for sep in KERNEL_SEPARATORS)
 
 
-@dataclass(frozen=True)
-class RunFilter:
-    """Which runs to list: every field set must match; ``ids`` overrides the rest. ``kernel``
-    matches by release prefix (``kernel_matches``); ``limit`` keeps the last N (0: none)."""
-
-    ids: Sequence[int] = ()
-    label: str | None = None
-    recipe: str | None = None
-    batch: str | None = None
-    status: str | None = None
-    host: str | None = None
-    kernel: str | None = None
-    #: the commit or build id the runs were made with (``--commit`` / ``IOWALL_COMMIT``)
-    commit: str | None = None
-    limit: int | None = None
-
-
-def _env_commit(row: Any) -> str | None:
-    """The commit recorded in a run row's environment, if any."""
-    try:
-        env = json.loads(row["env_json"]) if row.get("env_json") else {}
-    except (TypeError, ValueError):
-        return None
-    c = env.get("commit") if isinstance(env, dict) else None
-    return str(c) if c is not None else None
-
-
 class Store:
     """Runs, their metrics, raw artifacts and series, in one database."""
 
     def __init__(self, url: str | None = None) -> None:
         self.url = db_url(url) if url else default_db_url()
+        pg = self.url.startswith(("postgresql", "postgres:"))
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.engine: Engine = create_engine(
+                engine_url(self.url), future=True,
+                connect_args={"connect_timeout": 10} if pg else {})
         except Exception as e:  # bad URL syntax, missing driver
             raise UserError(f"cannot open store {self.url!r}: {e}") from e
         if self.engine.dialect.name == "sqlite":
@@ -75,18 +67,34 @@ class Store:
         self._migrate()
 
     def _migrate(self) -> None:
-        from alembic import command  # imported here: alembic costs 0.7 s at CLI start-up
+        if self._at_head():
+            return
+        from alembic import command  # imported here: alembic costs 0.2 s at every open
         from alembic.config import Config
 
         cfg = Config()
         cfg.set_main_option("script_location", _MIGRATIONS)
         try:
             with self.engine.begin() as conn:
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
+                if conn.dialect.name == "postgresql":  # one migrator at a time; the rest wait
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATE_LOCK})
+                    cfg.attributes["connection"] = conn
+                    command.upgrade(cfg, "head")
+                else:
+                    _sqlite_migrate(conn, lambda: command.upgrade(cfg, "head"), cfg)
         except Exception as e:
             raise UserError(f"cannot open store {self.url!r}: {e.__class__.__name__}: "
                             f"{str(e).splitlines()[0]}") from e
+
+    def _at_head(self) -> bool:
+        """Whether the store's alembic_version is HEAD already, read without importing
+        alembic (0.2 s a command); False when it cannot be read (a new store): migrate."""
+        try:
+            with self.engine.connect() as conn:
+                found = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+        except Exception:  # no such table (a new store) or an unreachable one: alembic says
+            return False
+        return [tuple(r) for r in found] == [(HEAD,)]
 
     # -- writing ---------------------------------------------------------------------------
     def add_run(self, run: Run) -> int:
@@ -95,14 +103,32 @@ class Store:
 
     def add_runs(self, runs: Sequence[Run]) -> list[int]:
         """Insert several runs in one transaction (all or none); keeps ``run.uuid`` when set."""
+        ids: list[int] = []
         with self.engine.begin() as conn:
-            return [self._insert(conn, run) for run in runs]
+            for run in runs:
+                rid = self._insert(conn, run)
+                assert rid is not None  # a plain insert raises on a stored uuid
+                ids.append(rid)
+        return ids
+
+    def add_new_runs(self, runs: Sequence[Run]) -> list[int | None]:
+        """Insert, in one transaction, the runs whose uuid the store lacks; None in place of
+        the id of a run already there, also one another writer added meanwhile (the uuid's
+        unique constraint decides, so concurrent imports of the same runs neither fail nor
+        duplicate). On PostgreSQL such transactions take turns (an advisory lock): two
+        inserting the same uuids in different orders would otherwise deadlock, which the
+        server detects only after ``deadlock_timeout`` (1 s) and breaks by failing one."""
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _IMPORT_LOCK})
+            return [self._insert(conn, run, skip_present=True) for run in runs]
 
     @staticmethod
-    def _insert(conn: Connection, run: Run) -> int:
-        """Insert one run on ``conn``; the caller owns the transaction."""
+    def _insert(conn: Connection, run: Run, *, skip_present: bool = False) -> int | None:
+        """Insert one run on ``conn``; the caller owns the transaction. ``skip_present``:
+        insert nothing and return None when a run with that uuid is already stored."""
         host = run.env.get("host", {})
-        rid = conn.execute(t.runs.insert().values(
+        row: dict[str, Any] = dict(
             uuid=run.uuid or str(uuidlib.uuid4()), batch=run.batch, recipe=run.point.recipe,
             label=run.label, status=run.status, point_key=run.point.key(),
             point_json=json.dumps(dict(run.point.params), sort_keys=True),
@@ -112,96 +138,161 @@ class Store:
             kernel=str(run.env.get("kernel", "")),
             env_json=json.dumps(run.env, sort_keys=True, default=str),
             bed_json=json.dumps(run.bed, sort_keys=True, default=str),
-            error=run.error, notes_json=json.dumps(list(run.notes)),
-        )).inserted_primary_key[0]  # type: ignore[index]
-        nan = [m for m in run.metrics if conn.dialect.name == "sqlite" and math.isnan(m.value)]
-        numbers = [m for m in run.metrics if m not in nan]
-        if numbers:
-            conn.execute(t.metrics.insert(), [
-                {"run_id": rid, "name": m.name, "value": float(m.value), "unit": m.unit,
-                 "direction": m.direction} for m in numbers])
-        for m in nan:  # as text, past the column type's float(), which SQLite would keep as NULL
-            conn.execute(t.metrics.insert().values(
-                run_id=rid, name=m.name, value=literal_column(f"'{SQLITE_NAN}'"), unit=m.unit,
-                direction=m.direction))
-        if run.artifacts:
-            conn.execute(t.artifacts.insert(), [
-                {"run_id": rid, "name": a.name, "content_type": a.content_type,
-                 "body": a.body} for a in run.artifacts])
+            error=run.error, notes_json=json.dumps(list(run.notes)))
+        what = f"run {row['uuid']}"
+        check_row(t.runs, row, what)
+        docs = []
+        for col, ref in (("env_json", "env_ref"), ("bed_json", "bed_ref")):  # kept once (codec)
+            base = delta_base(conn, row["host"]) if col == "env_json" else None
+            packed = codec.pack_delta(row[col], *base) if base else None
+            row[ref], enc, data = packed or codec.pack_doc(row[col])
+            row[col] = ""
+            docs.append({"ref": row[ref], "encoding": enc, "data": data})
+        # + 0.0: -0.0 becomes 0.0, as 0003's rows kept it (SQLite's REAL dropped the sign)
+        mets: list[dict[str, Any]] = [
+            {"name": m.name, "value": float(m.value) + 0.0, "unit": m.unit,
+             "direction": m.direction} for m in run.metrics]
+        names = [m.name for m in run.metrics]
+        dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if dup is not None:
+            raise UserError(f"{what}: metric {dup!r} appears twice")
+        arts = [{"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body}
+                for a in run.artifacts]
+        for m in mets:
+            check_row(METRICS, {k: m[k] for k in ("name", "unit", "direction")}, what)
+        for a in arts:
+            check_row(t.artifacts, a, what)
+        for s in run.series:
+            check_series(s, what)
+        for a, art in zip(arts, run.artifacts, strict=True):  # kept compressed (codec)
+            a["encoding"], a["body"], a["data"] = codec.pack_body(art.body)
+        sers = []
         if run.series:
-            conn.execute(t.series.insert(), [
-                {"run_id": rid, "probe": s.probe, "name": s.name, "unit": s.unit,
-                 "samples_json": json.dumps(s.samples)} for s in run.series])
+            enc, data = codec.pack_series(run.series)
+            sers.append({"run_id": 0, "encoding": enc, "data": data})
+        conn.execute(dialect_insert(conn)(t.run_docs).on_conflict_do_nothing(
+            index_elements=["ref"]), docs)
+        if skip_present:
+            ins = dialect_insert(conn)(t.runs).values(**row).on_conflict_do_nothing(
+                index_elements=["uuid"]).returning(t.runs.c.id)
+            rid = conn.execute(ins).scalar_one_or_none()
+            if rid is None:
+                return None
+        else:
+            rid = conn.execute(t.runs.insert().values(**row)).inserted_primary_key[0]  # type: ignore[index]
+        for rows in (arts, sers):
+            for r in rows:
+                r["run_id"] = rid
+        kinds = kind_ids(conn, {(m["name"], m["unit"], m["direction"]) for m in mets})
+        if mets:
+            enc, data = codec.pack_metrics(
+                [kinds[m["name"], m["unit"], m["direction"]] for m in mets],
+                [m["value"] for m in mets])
+            conn.execute(t.run_metrics.insert(), [{"run_id": rid, "encoding": enc, "data": data}])
+        if arts:
+            conn.execute(t.artifacts.insert(), arts)
+        if sers:
+            conn.execute(t.series.insert(), sers)
         return int(rid)
 
     # -- reading ---------------------------------------------------------------------------
-    def runs(self, flt: RunFilter = RunFilter(), *, with_series: bool = False) -> list[Run]:
+    def runs(self, flt: RunFilter = EVERY_RUN, *, with_series: bool = False) -> list[Run]:
         """Runs matching ``flt``, oldest first, with metrics (artifacts on demand)."""
-        q = select(t.runs).order_by(t.runs.c.id)
-        if flt.ids:
-            q = q.where(t.runs.c.id.in_(list(flt.ids)))
-        for col in ("label", "recipe", "batch", "status", "host"):
-            v = getattr(flt, col)
-            if v is not None:
-                q = q.where(getattr(t.runs.c, col) == v)
-        if flt.kernel is not None:
-            k = t.runs.c.kernel
-            q = q.where(or_(k == flt.kernel, *(k.startswith(flt.kernel + sep, autoescape=True)
-                                               for sep in KERNEL_SEPARATORS)))
-        if flt.limit is not None and flt.limit < 0:
-            raise UserError(f"keep the last {flt.limit} runs? give 0 or more")
+        check_limit(flt)
+        q = where(select(t.runs), flt).order_by(t.runs.c.id)
         if flt.limit is not None and flt.commit is None:
             q = q.order_by(None).order_by(t.runs.c.id.desc()).limit(flt.limit)
         with self.engine.connect() as conn:
-            rows = list(conn.execute(q).mappings())
+            rows = with_docs(conn, list(conn.execute(q).mappings()))
             if flt.limit is not None and flt.commit is None:
                 rows.reverse()
             if flt.commit is not None:  # kept in the environment, not a column
-                rows = [r for r in rows if _env_commit(r) == flt.commit]
+                rows = [r for r in rows if env_commit(r) == flt.commit]
                 if flt.limit is not None:
                     rows = rows[len(rows) - flt.limit:] if flt.limit else []
-            ids = [r["id"] for r in rows]
-            mets: dict[int, list[Metric]] = {i: [] for i in ids}
-            for chunk in _chunks(ids, 500):
-                for m in conn.execute(select(t.metrics).where(t.metrics.c.run_id.in_(chunk))
-                                      .order_by(t.metrics.c.run_id, t.metrics.c.name)):
-                    mets[m.run_id].append(Metric(m.name, float(m.value), m.unit, m.direction))
-            sers: dict[int, list[Series]] = {i: [] for i in ids}
-            if with_series:
-                for chunk in _chunks(ids, 500):
-                    for s in conn.execute(select(t.series).where(t.series.c.run_id.in_(chunk))):
-                        sers[s.run_id].append(Series(s.probe, s.name, s.unit, tuple(
-                            (float(a), float(b)) for a, b in json.loads(s.samples_json))))
-        return [_run_from_row(r, mets[r["id"]], sers[r["id"]]) for r in rows]
+            return load(conn, rows, with_series=with_series)
+
+    def iter_runs(self, flt: RunFilter = EVERY_RUN, *, with_series: bool = False,
+                  with_artifacts: bool = False, page: int = CHUNK) -> Iterator[Run]:
+        """Runs matching ``flt`` (its ``limit`` ignored), oldest first, ``page`` at a time by
+        keyset (id > the last one seen): memory bounded by a page, whatever the store holds."""
+        after = 0
+        while True:
+            q = where(select(t.runs), flt).where(t.runs.c.id > after).order_by(
+                t.runs.c.id).limit(page)
+            with self.engine.connect() as conn:
+                rows = with_docs(conn, list(conn.execute(q).mappings()))
+                if not rows:
+                    return
+                after = rows[-1]["id"]
+                if flt.commit is not None:
+                    rows = [r for r in rows if env_commit(r) == flt.commit]
+                runs = load(conn, rows, with_series=with_series, with_artifacts=with_artifacts)
+            yield from runs
+
+    def page(self, flt: RunFilter, *, number: int, size: int) -> tuple[list[Run], int]:
+        """Page ``number`` (1: the newest ``size`` runs) of the runs matching ``flt``, oldest
+        first within the page, and how many runs match in all."""
+        if number < 1 or size < 1:
+            raise UserError(f"page {number} of {size} runs? give a page and a size from 1")
+        total = self.count(flt)
+        if flt.commit is not None:  # filtered in Python: page over the matching ids
+            ids = [r.id for r in self.iter_runs(flt) if r.id is not None]
+            ids = ids[max(0, len(ids) - number * size):len(ids) - (number - 1) * size]
+            return (self.runs(RunFilter(ids=ids)) if ids else []), total
+        q = where(select(t.runs), flt).order_by(t.runs.c.id.desc()).limit(size).offset(
+            (number - 1) * size)
+        with self.engine.connect() as conn:
+            rows = with_docs(conn, list(conn.execute(q).mappings()))
+            rows.reverse()
+            return load(conn, rows), total
+
+    def metric_names(self, flt: RunFilter = EVERY_RUN) -> list[str]:
+        """Every metric name of the runs ``flt`` selects, in the order ``iter_runs`` first
+        meets them (a run's metrics by name): the columns of a CSV listing, found in bounded
+        memory."""
+        if flt.commit is not None:
+            return list(dict.fromkeys(m.name for r in self.iter_runs(flt) for m in r.metrics))
+        first: dict[str, int] = {}
+        after = 0
+        with self.engine.connect() as conn:
+            kinds = {i: n for i, n in conn.execute(select(t.metric_kinds.c.id,
+                                                          t.metric_kinds.c.name))}
+            m = t.run_metrics.c
+            while ids := list(conn.execute(where(select(t.runs.c.id), flt).where(
+                    t.runs.c.id > after).order_by(t.runs.c.id).limit(CHUNK)).scalars()):
+                for rid, enc, data in conn.execute(select(m.run_id, m.encoding, m.data).where(
+                        m.run_id.in_(ids))):  # keyset pages of the selected runs: bounded
+                    for kind, _ in codec.unpack_metrics(enc, data):
+                        if first.setdefault(kinds[kind], rid) > rid:
+                            first[kinds[kind]] = rid
+                after = ids[-1]
+        return [name for name, _ in sorted(first.items(), key=lambda kv: (kv[1], kv[0]))]
 
     def get_run(self, run_id: int) -> Run:
         """One run with metrics, series and artifacts; UserError if there is no such run."""
-        found = self.runs(RunFilter(ids=[run_id]), with_series=True)
-        if not found:
-            raise UserError(f"no run {run_id} in {self.url}")
-        run = found[0]
         with self.engine.connect() as conn:
-            arts = tuple(Artifact(a.name, a.content_type, a.body) for a in conn.execute(
-                select(t.artifacts).where(t.artifacts.c.run_id == run_id)
-                .order_by(t.artifacts.c.name)))
-        return _replace(run, artifacts=arts)
+            rows = with_docs(conn, list(conn.execute(
+                select(t.runs).where(t.runs.c.id == run_id)).mappings()))
+            if not rows:
+                raise UserError(f"no run {run_id} in {self.url}")
+            return load(conn, rows, with_series=True, with_artifacts=True)[0]
 
     def artifact(self, run_id: int, name: str) -> Artifact | None:
         """One raw artifact of a run (e.g. ``fio.json``)."""
         with self.engine.connect() as conn:
             a = conn.execute(select(t.artifacts).where(
                 (t.artifacts.c.run_id == run_id) & (t.artifacts.c.name == name))).first()
-        return Artifact(a.name, a.content_type, a.body) if a else None
+        return artifact(a) if a else None
 
     def artifacts_of(self, run_ids: Sequence[int]) -> dict[int, tuple[Artifact, ...]]:
         """Every raw artifact of many runs at once, by run id, sorted by name (for export)."""
         out: dict[int, list[Artifact]] = {int(i): [] for i in run_ids}
         with self.engine.connect() as conn:
-            for chunk in _chunks(list(out), 500):
-                for a in conn.execute(select(t.artifacts).where(t.artifacts.c.run_id.in_(chunk))
-                                      .order_by(t.artifacts.c.run_id, t.artifacts.c.name)):
-                    out[a.run_id].append(Artifact(a.name, a.content_type, a.body))
-        return {k: tuple(v) for k, v in out.items()}
+            for chunk in chunks(list(out)):
+                for a in conn.execute(select(t.artifacts).where(t.artifacts.c.run_id.in_(chunk))):
+                    out[a.run_id].append(artifact(a))
+        return {k: tuple(sorted(v, key=lambda a: a.name)) for k, v in out.items()}
 
     def known_uuids(self, uuids: Iterable[str]) -> set[str]:
         """Which of ``uuids`` are already stored (import skips those runs)."""
@@ -213,10 +304,13 @@ class Store:
                                           .where(t.runs.c.uuid.in_(want[i:i + 500]))).scalars())
         return found
 
-    def count(self) -> int:
-        """How many runs are stored."""
+    def count(self, flt: RunFilter = EVERY_RUN) -> int:
+        """How many runs ``flt`` selects (its ``limit`` ignored; every stored run by default)."""
+        if flt.commit is not None:
+            return sum(1 for _ in self.iter_runs(flt))
         with self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(t.runs)).scalar_one())
+            return int(conn.execute(where(select(func.count()).select_from(t.runs), flt))
+                       .scalar_one())
 
     def labels(self) -> list[str]:
         """Distinct labels, oldest first."""
@@ -225,41 +319,136 @@ class Store:
             return [r[0] for r in sorted(conn.execute(q), key=lambda r: r[1])]
 
 
-#: How SQLite keeps a NaN metric: it stores a NaN float as NULL, which the NOT NULL value
-#: column refuses; the text ``NaN`` keeps its meaning and reads back through ``float()``.
-SQLITE_NAN = "NaN"
+def engine_url(url: str) -> str:
+    """The SQLAlchemy URL of a store URL: ``postgresql://`` and ``postgres://`` go through
+    psycopg 3 (the driver iowall depends on), not SQLAlchemy's default psycopg2."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
 
 
-def is_unique_violation(e: Exception) -> bool:
-    """Whether a database error is a uniqueness conflict (a row someone else inserted),
-    not another constraint (NOT NULL, a foreign key, a check)."""
-    orig = getattr(e, "orig", e)
-    if getattr(orig, "sqlstate", None) == "23505":  # PostgreSQL unique_violation
-        return True
-    return "UNIQUE constraint failed" in str(orig)  # SQLite
+def kind_ids(conn: Connection, kinds: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
+    """The metric_kinds id of each (name, unit, direction), added when missing (a kind
+    another writer adds meanwhile is taken, not duplicated: the unique constraint decides)."""
+    k = t.metric_kinds
+
+    def known() -> dict[tuple[str, str, str], int]:
+        found: dict[tuple[str, str, str], int] = {}
+        names = sorted({n for n, _, _ in kinds})
+        for i in range(0, len(names), CHUNK):
+            for r in conn.execute(select(k).where(k.c.name.in_(names[i:i + CHUNK]))):
+                if (r.name, r.unit, r.direction) in kinds:
+                    found[r.name, r.unit, r.direction] = r.id
+        return found
+
+    have = known() if kinds else {}
+    missing = sorted(kinds - set(have))
+    if missing:
+        conn.execute(dialect_insert(conn)(k).on_conflict_do_nothing(
+            index_elements=["name", "unit", "direction"]),
+            [{"name": n, "unit": u, "direction": d} for n, u, d in missing])
+        have = known()
+    return have
+
+
+def delta_base(conn: Connection, host: str) -> tuple[str, str] | None:
+    """(ref, text) of the document a new environment of ``host`` is compressed against: that
+    of the host's newest run, or the one that is compressed against (one level only)."""
+    ref = conn.execute(select(t.runs.c.env_ref).where(t.runs.c.host == host).order_by(
+        t.runs.c.id.desc()).limit(1)).scalar_one_or_none()
+    for _ in range(2):
+        if ref is None:
+            return None
+        doc = conn.execute(select(t.run_docs).where(t.run_docs.c.ref == ref)).first()
+        if doc is None:
+            return None
+        if doc.encoding == codec.DOC_ZLIB:
+            return str(ref), codec.unpack_doc(doc.encoding, doc.data)
+        ref = codec.delta_base(doc.encoding, doc.data)
+    return None
+
+
+def dialect_insert(conn: Connection) -> Any:
+    """The INSERT that knows ON CONFLICT, for this connection's backend."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert  # only on PostgreSQL
+
+        return pg_insert
+    return sqlite_insert
+
+
+#: The newest migration's revision id: a store already there opens without alembic
+#: (tests/unit/test_store_head.py checks it against the migration scripts).
+HEAD = "0004"
+
+#: The advisory lock key that serialises migrations on PostgreSQL ("iowall" in ASCII).
+_MIGRATE_LOCK = 0x696F77616C6C
+#: The advisory lock key that serialises imports (``add_new_runs``) on PostgreSQL.
+_IMPORT_LOCK = _MIGRATE_LOCK + 1
+
+
+def _sqlite_migrate(conn: Connection, upgrade: Callable[[], None], cfg: Any) -> None:
+    """Run ``upgrade`` on SQLite in one BEGIN IMMEDIATE transaction: one migrator at a time
+    (the others wait, busy_timeout, then find the store current), and all of it or none
+    (the driver would otherwise commit each DDL statement by itself, so two processes
+    opening a new store at once interleaved their CREATE TABLEs)."""
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    level = dbapi.isolation_level
+    dbapi.isolation_level = None  # the driver begins nothing: the BEGIN below is the one
+    try:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        cfg.attributes["connection"] = conn
+        try:
+            upgrade()
+        except BaseException:
+            conn.exec_driver_sql("ROLLBACK")
+            raise
+        conn.exec_driver_sql("COMMIT")
+    finally:
+        dbapi.isolation_level = level
+
+
+#: The page size of a new SQLite store: a run's compressed rows (a profile of about 2.5 KB,
+#: its metrics and series of about 1 KB each) leave less unused room in 8 KiB pages than in
+#: the default 4 KiB ones: 4,620 → 4,104 bytes of artifacts pages a run (benchmarks.md).
+SQLITE_PAGE = 8192
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
+    """Page size (a new file only); foreign keys; WAL (readers never block the writer, a
+    crash loses no committed run);
+    a 30 s busy timeout, so two processes writing at once (a run and an import, two CI jobs)
+    wait for each other instead of failing with 'database is locked'."""
     cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA page_size={SQLITE_PAGE}")  # takes effect only in a new file
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
 
 
-def _chunks(xs: list[int], n: int) -> Iterable[list[int]]:
-    for i in range(0, len(xs), n):
-        yield xs[i:i + n]
+# -- paging (the dashboard: iowall.web.queries) ---------------------------------------------
+def page_ids(store: Store, flt: RunFilter, *, before: int | None = None,
+             since: float | None = None, until: float | None = None, limit: int = 50) -> list[int]:
+    """Ids of the newest ``limit`` runs matching ``flt`` with an id below ``before`` and a start
+    time in [since, until): one indexed, LIMITed query (keyset paging), whatever the store's
+    size. ``flt.commit`` and ``flt.limit`` are not applied here."""
+    c = t.runs.c
+    q = where(select(c.id).order_by(c.id.desc()).limit(max(0, limit)), flt)
+    if before is not None:
+        q = q.where(c.id < before)
+    if since is not None:
+        q = q.where(c.started_at >= since)
+    if until is not None:
+        q = q.where(c.started_at < until)
+    with store.engine.connect() as conn:
+        return [int(i) for i in conn.execute(q).scalars()]
 
 
-def _run_from_row(r: Any, mets: list[Metric], sers: list[Series]) -> Run:
-    return Run(
-        id=r["id"], point=Point(r["recipe"], json.loads(r["point_json"])), label=r["label"],
-        status=r["status"], started_at=r["started_at"], finished_at=r["finished_at"],
-        metrics=tuple(mets), env=json.loads(r["env_json"]), bed=json.loads(r["bed_json"]),
-        series=tuple(sers), batch=r["batch"], repeat_index=r["repeat_index"], error=r["error"],
-        notes=tuple(json.loads(r["notes_json"])), uuid=r["uuid"],
-    )
-
-
-def _replace(run: Run, **kw: Any) -> Run:
-    return dataclasses.replace(run, **kw)
+def id_of_uuid(store: Store, uuid: str) -> int | None:
+    """The id of the run with this uuid, if stored."""
+    with store.engine.connect() as conn:
+        rid = conn.execute(select(t.runs.c.id).where(t.runs.c.uuid == uuid)).scalar_one_or_none()
+    return None if rid is None else int(rid)

@@ -17,7 +17,7 @@ import time
 from ..atomic import write_text
 from ..paths import state_dir
 from ..probes import tracefs
-from ..proc import need, run
+from ..proc import dies_with_us, need, run
 
 RWF_DONTCACHE = 0x80
 #: What 0x40 means since 6.11; fio 3.33's uncached=1 passes it.
@@ -139,16 +139,17 @@ def _observe(version: str) -> tuple[int | None, str]:
     try:
         with tempfile.TemporaryDirectory(prefix="iowall-fio-flag-") as tmp:
             data = os.path.join(tmp, "perf.data")
-            rec = run(["perf", "record", "-q", "-o", data, "-e", "syscalls:sys_enter_pwritev2",
-                       "--", "fio", "--name=flag", "--ioengine=pvsync2", "--uncached=1",
-                       "--rw=write", "--bs=4k", "--size=4k", f"--filename={tmp}/f",
-                       "--output-format=terse"], check=False, timeout=60)
+            rec = run(dies_with_us([
+                "perf", "record", "-q", "-o", data, "-e", "syscalls:sys_enter_pwritev2", "--",
+                "fio", "--name=flag", "--ioengine=pvsync2", "--uncached=1", "--rw=write",
+                "--bs=4k", "--size=4k", f"--filename={tmp}/f", "--output-format=terse"]),
+                check=False, timeout=60)
             if not os.path.exists(data):
                 tail = (rec.stderr or rec.stdout).strip().splitlines()
                 return None, (f"perf could not trace {version}'s pwritev2: "
                               f"{tail[-1] if tail else 'no perf.data'}")
-            out = run(["perf", "script", "-i", data, "-F", "comm,trace"], check=False,
-                      timeout=60).stdout
+            out = run(dies_with_us(["perf", "script", "-i", data, "-F", "comm,trace"]),
+                      check=False, timeout=60).stdout
     finally:
         tracefs.release()
     flags = [int(m.group(1), 16) for line in out.splitlines()

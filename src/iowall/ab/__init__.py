@@ -1,0 +1,1 @@
+"""Kernel A/B: two kernels booted in turn in virtme-ng guests, one recipe, one compare."""

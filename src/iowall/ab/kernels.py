@@ -1,0 +1,110 @@
+"""Where a kernel to boot comes from: an image path, a release under /boot, or a Debian
+package fetched with ``apt-get download`` and unpacked (with its modules) into a cache
+directory, so nothing is installed on the host."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A bootable image and where its modules are (None: the image carries none we know of)."""
+
+    spec: str
+    image: str
+    release: str
+    moddir: str | None
+    source: str  # "path", "boot" or "deb"
+
+
+def cache_dir() -> str:
+    """``$XDG_CACHE_HOME/iowall/ab`` (default ``~/.cache/iowall/ab``): unpacked kernels and
+    each run's shared directories and consoles."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "iowall", "ab")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def is_bzimage(path: str) -> bool:
+    """Whether ``path`` carries the x86 boot protocol's ``HdrS`` magic at offset 0x202."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0x202)
+            return f.read(4) == b"HdrS"
+    except OSError:
+        return False
+
+
+def _release_of(image: str) -> str:
+    """The release in a ``vmlinuz-RELEASE`` name, else the image's file name."""
+    name = os.path.basename(image)
+    for prefix in ("vmlinuz-", "bzImage-", "vmlinux-"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def _moddir(root: str, release: str) -> str | None:
+    for d in (f"{root}/lib/modules/{release}", f"{root}/usr/lib/modules/{release}"):
+        if os.path.isdir(d):
+            return d
+    return None
+
+
+def _deb_kernel(spec: str, cache: str) -> Kernel:
+    """Fetch and unpack Debian package ``spec`` into ``cache/spec`` once; depmod there."""
+    root = os.path.join(cache, spec)
+    images = glob.glob(f"{root}/boot/vmlinuz-*")
+    if not images:
+        if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+            raise UserError(f"kernel {spec!r}: not a file nor a release under /boot, and "
+                            "apt-get/dpkg-deb are missing to fetch it as a Debian package")
+        dl = os.path.join(cache, ".download")
+        os.makedirs(dl, exist_ok=True)
+        got = subprocess.run(["apt-get", "download", spec], cwd=dl, capture_output=True,
+                             text=True, check=False)
+        debs = sorted(glob.glob(f"{dl}/{spec}_*.deb"))
+        if got.returncode != 0 or not debs:
+            last = (got.stderr.strip().splitlines() or ["no .deb written"])[-1]
+            raise UserError(f"kernel {spec!r}: not a file nor a release under /boot, and "
+                            f"`apt-get download {spec}` failed: {last}")
+        tmp = root + ".part"
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["dpkg-deb", "-x", debs[-1], tmp], check=True)
+        os.replace(tmp, root)
+        os.unlink(debs[-1])
+        images = glob.glob(f"{root}/boot/vmlinuz-*")
+        if not images:
+            raise UserError(f"kernel {spec!r}: package holds no /boot/vmlinuz-*")
+    image = sorted(images)[0]
+    release = _release_of(image)
+    moddir = _moddir(root, release)
+    if moddir is not None and not os.path.exists(os.path.join(moddir, "modules.dep")):
+        # Debian packages ship no modules.dep; built here, inside the cache only.
+        subprocess.run(["depmod", "-b", os.path.dirname(os.path.dirname(os.path.dirname(moddir))),
+                        release], check=False, capture_output=True)
+    return Kernel(spec, image, release, moddir, "deb")
+
+
+def resolve(spec: str, cache: str) -> Kernel:
+    """A kernel from ``spec``: an image file (its modules next to it, as virtme-ng finds
+    them), ``/boot/vmlinuz-SPEC``, or a Debian package name fetched into ``cache``."""
+    if os.path.isfile(spec):
+        image = os.path.abspath(spec)
+        release = _release_of(image)
+        root = os.path.dirname(os.path.dirname(image))
+        return Kernel(spec, image, release, _moddir(root, release), "path")
+    boot = f"/boot/vmlinuz-{spec}"
+    if os.path.isfile(boot):
+        return Kernel(spec, boot, spec, _moddir("", spec), "boot")
+    if "/" in spec:
+        raise UserError(f"kernel {spec!r}: no such file")
+    return _deb_kernel(spec, cache)

@@ -1,0 +1,281 @@
+"""The rounds of `iowall ab`: boot A then B (B then A the next round), run the target in
+each guest, import the runs of the store it leaves in the shared directory under the kernel's label,
+and record a boot that failed or a guest that died as a failed run, with its console."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import UserError
+from ..model import Point, Run
+from ..store import RunFilter, Store
+from ..store.bundle import import_runs
+from ..store.db import id_of_uuid
+from ..units import parse_size
+from . import guest, vm
+from .kernels import Kernel, is_bzimage
+
+SIDES = ("A", "B")
+
+
+@dataclass(frozen=True)
+class AbConfig:
+    """Everything a run of `ab` fixes before the first boot."""
+
+    kernels: tuple[Kernel, Kernel]
+    labels: tuple[str, str]
+    target: str
+    recipe: str
+    rounds: int
+    cpus: int
+    memory: str
+    kvm: bool
+    kvm_why: str
+    workdir: str  # the real path (no symlink): virtme-ng mounts it at the same path
+    batch: str
+    run_opts: tuple[str, ...] = ()
+    timeout_s: float = 3600.0
+    boot_timeout_s: float = 120.0
+    boot_attempts: int = 2
+
+
+@dataclass(frozen=True)
+class BootRecord:
+    """One boot of one kernel in one round."""
+
+    round: int
+    side: str
+    label: str
+    ok: bool
+    reached: bool  # the guest started its command: the kernel booted
+    wall_s: float
+    boot_s: float | None
+    run_ids: tuple[int, ...] = ()
+    error: str = ""
+    tail: tuple[str, ...] = ()
+    facts: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 1
+    retried: bool = False  # failed before the guest command, and was booted again
+
+
+#: Console lines that name why a kernel died (the first one is usually the cause).
+_DEATH = re.compile(r"(Kernel panic|BUG:|Oops|general protection fault|"
+                    r"KVM internal error|invalid opcode)")
+
+
+def death_line(console: str) -> str:
+    """The first console line saying how the kernel died (panic, BUG, Oops, …), without its
+    timestamp, or ``""``."""
+    try:
+        with open(console, errors="replace") as f:
+            for line in f:
+                m = _DEATH.search(line)
+                if m:
+                    return line[m.start():].strip()
+    except FileNotFoundError:
+        pass
+    return ""
+
+
+def own_options(cmdline: str) -> str:
+    """The kernel command line without virtme-ng's plumbing (``virtme*``, ``init=``, the
+    encoded command, which names each boot's own directory): what the kernel itself was
+    told. The whole line is kept in ``env.ab.cmdline``."""
+    return " ".join(t for t in cmdline.split()
+                    if not t.startswith(("virtme", "init=", "nr_open=")))
+
+
+def _src_dir() -> str:
+    """The directory holding the ``iowall`` package the guest must import (this one)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def guest_command(cfg: AbConfig, side: int, shared: str) -> str:
+    """The shell line the guest runs: this Python and this iowall, seen through the guest's
+    copy-on-write view of the host's root filesystem."""
+    argv = [sys.executable, "-m", "iowall.ab.guest", shared, cfg.target, cfg.labels[side],
+            *cfg.run_opts]
+    moddir = cfg.kernels[side].moddir or ""
+    return (f"cd {shlex.quote(os.getcwd())} && PYTHONPATH={shlex.quote(_src_dir())} "
+            f"{guest.MODDIR_ENV}={shlex.quote(moddir)} "
+            f"{guest.SEED_ENV}={shlex.quote(seed_path(cfg.workdir))} "
+            + " ".join(shlex.quote(a) for a in argv))
+
+
+def seed_path(workdir: str) -> str:
+    """Where ``seed_store`` makes the store each guest starts from."""
+    return os.path.join(workdir, "seed.db")
+
+
+def seed_store(workdir: str) -> str:
+    """An empty SQLite store at the schema's head in ``workdir`` (made once, before the first
+    boot): each guest starts from a copy of it instead of importing alembic and migrating
+    under emulation."""
+    path = seed_path(workdir)
+    if not os.path.exists(path):
+        tmp = path + ".tmp"
+        store = Store(f"sqlite:///{tmp}")
+        with store.engine.connect() as conn:  # everything in the main file, none in a WAL
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.engine.dispose()
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(tmp + suffix):
+                os.unlink(tmp + suffix)
+        os.replace(tmp, path)
+    return path
+
+
+def _ab_env(cfg: AbConfig, side: int, rnd: int, facts: dict[str, Any], b: vm.Boot) -> dict[str, Any]:
+    k = cfg.kernels[side]
+    return {"side": SIDES[side], "round": rnd, "batch": cfg.batch, "kernel_spec": k.spec,
+            "image": k.image, "release": facts.get("release", k.release),
+            "build_id": facts.get("build_id", ""), "cmdline": facts.get("cmdline", ""),
+            "guest_kvm": facts.get("kvm"), "boot_s": facts.get("boot_s"), "vm_wall_s": b.wall_s,
+            "vcpus": cfg.cpus, "memory": cfg.memory,
+            "guest_mem_total_bytes": facts.get("mem_total_bytes")}
+
+
+def _imported(cfg: AbConfig, store: Store, runs: Sequence[Run], label: str,
+              ab: dict[str, Any]) -> tuple[int, ...]:
+    """Store the guest's runs under ``label``, marked emulated unless the guest saw KVM. The
+    host shape is the VM's configured memory (each kernel reserves differently, so its
+    MemTotal would keep the two sides' points from pairing); the guest's MemTotal is kept
+    in ``env.ab``."""
+    emulated = not ab.get("guest_kvm")
+    out = []
+    for r in runs:
+        host = dict(r.env.get("host", {}))
+        host["mem_total_bytes"] = parse_size(cfg.memory)
+        env = {**r.env, "host": host, "emulated": emulated, "ab": ab}
+        if "cmdline" in env:  # the same on every boot of a kernel, so compare can show it
+            env["cmdline"] = own_options(str(env["cmdline"]))
+        out.append(replace(r, label=label, batch=cfg.batch, env=env))
+    import_runs(store, out)
+    ids = [id_of_uuid(store, r.uuid) for r in out]
+    return tuple(i for i in ids if i is not None)
+
+
+def _failed_run(cfg: AbConfig, label: str, ab: dict[str, Any], started: float, error: str,
+                tail: Sequence[str]) -> Run:
+    return Run(point=Point(cfg.recipe, {}), label=label, status="failed", started_at=started,
+               finished_at=time.time(), env={"emulated": not cfg.kvm, "ab": ab},
+               batch=cfg.batch, error=error, notes=tuple(tail))
+
+
+def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1) -> BootRecord:
+    """Boot kernel ``side`` once; a failure is stored as a failed run of its label."""
+    label = cfg.labels[side]
+    shared = os.path.join(cfg.workdir, f"r{rnd}-{SIDES[side]}"
+                          + (f"-{attempt}" if attempt > 1 else ""))
+    os.makedirs(shared, exist_ok=True)
+    console = os.path.join(shared, "console.log")
+    argv = vm.vng_argv(vm.vng_path(), cfg.kernels[side], cpus=cfg.cpus, memory=cfg.memory,
+                       kvm=cfg.kvm, shared=shared, command=guest_command(cfg, side, shared))
+    started = time.time()
+    b = vm.boot(argv, console, cfg.timeout_s, started=os.path.join(shared, guest.STARTED),
+                boot_timeout_s=cfg.boot_timeout_s)
+    facts_path = os.path.join(shared, guest.FACTS)
+    doc: dict[str, Any] = {}
+    if os.path.exists(facts_path):
+        with open(facts_path) as f:
+            doc = json.load(f)
+    facts = doc.get("facts", {})
+    ab = _ab_env(cfg, side, rnd, facts, b)
+    guest_db = os.path.join(shared, guest.STORE)
+    if doc.get("rc") == 0 and os.path.exists(guest_db):
+        runs = list(Store(f"sqlite:///{guest_db}").iter_runs(with_series=True,
+                                                              with_artifacts=True))
+        ids = _imported(cfg, store, runs, label, ab)
+        return BootRecord(rnd, SIDES[side], label, True, True, b.wall_s, facts.get("boot_s"),
+                          ids, facts=facts)
+    reached = os.path.exists(os.path.join(shared, guest.STARTED))
+    if not doc:
+        if not reached:
+            why = (f"no guest command within {cfg.boot_timeout_s:.0f} s" if b.timed_out
+                   else f"vng exited {b.rc} before the guest command")
+            if not is_bzimage(cfg.kernels[side].image):
+                why += "; the image has no x86 boot header (HdrS), it is not a bzImage"
+        else:
+            why = "the guest died" if not b.timed_out else "timed out"
+        death = death_line(console)
+        if death:
+            why += f"; the console says: {death}"
+        error = f"{label}: the guest never finished its command ({why}); console {console}"
+    else:
+        step = next((s for s in doc.get("steps", []) if s["rc"] != 0), None)
+        what = " ".join(step["argv"][2:5]) if step else "the guest command"
+        error = (f"{label}: {what} exited {doc.get('rc')} in the guest; log "
+                 f"{os.path.join(shared, guest.LOG)}")
+        with open(os.path.join(shared, guest.LOG), errors="replace") as f:
+            tail = tuple(line.rstrip("\n") for line in f.readlines()[-vm.TAIL:])
+        b = replace(b, tail=tail)
+    rid = store.add_run(_failed_run(cfg, label, ab, started, error, b.tail))
+    return BootRecord(rnd, SIDES[side], label, False, reached, b.wall_s, facts.get("boot_s"),
+                      (rid,), error, b.tail, facts, attempt)
+
+
+def boot_again(cfg: AbConfig, rec: BootRecord) -> bool:
+    """Whether a failed boot is tried again: only one that never reached the guest command
+    (a panic or hang in early boot, which a kernel under emulation does now and then), of
+    an image that is a bzImage, within ``cfg.boot_attempts``. A failure once the command
+    ran is the target's and is never retried."""
+    return (not rec.ok and not rec.reached and rec.attempt < cfg.boot_attempts
+            and is_bzimage(cfg.kernels[SIDES.index(rec.side)].image))
+
+
+def run_rounds(cfg: AbConfig, store: Store, say: Callable[[str], None],
+               boot: Callable[[AbConfig, Store, int, int, int], BootRecord] = one_boot,
+               ) -> list[BootRecord]:
+    """Every round, A and B alternating first; a progress line per boot with its times. A
+    boot that died before the guest command is booted again (``boot_again``), the failed
+    attempt kept and said. A kernel whose first boot never reached the guest command in
+    any attempt does not boot at all: its console's last lines, then a UserError (exit 2)."""
+    out: list[BootRecord] = []
+    booted: set[int] = set()
+    mode = "KVM" if cfg.kvm else "emulated"
+    seed_store(cfg.workdir)
+    for rnd in range(1, cfg.rounds + 1):
+        for side in ((0, 1) if rnd % 2 else (1, 0)):
+            k = cfg.kernels[side]
+            attempt = 1
+            while True:
+                again = f" again (attempt {attempt}/{cfg.boot_attempts})" if attempt > 1 else ""
+                say(f"ab: round {rnd}/{cfg.rounds}: booting {SIDES[side]} {k.release}{again} "
+                    f"({mode}, {cfg.cpus} vCPUs, {cfg.memory})")
+                rec = boot(cfg, store, rnd, side, attempt)
+                if rec.ok:
+                    took = "?" if rec.boot_s is None else f"{rec.boot_s:.1f} s"
+                    say(f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} done in {rec.wall_s:.1f} "
+                        f"s (boot to command {took}), runs {', '.join(map(str, rec.run_ids))}")
+                    break
+                say(f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} FAILED after "
+                    f"{rec.wall_s:.1f} s: {rec.error}")
+                say("\n".join(f"    | {line}" for line in rec.tail)
+                    or "    | (the console is empty: not even firmware or kernel output)")
+                if not boot_again(cfg, rec):
+                    break
+                out.append(replace(rec, retried=True))
+                attempt += 1
+            if not rec.ok and not rec.reached and side not in booted:
+                raise UserError(f"kernel {k.spec!r} does not boot: {rec.error}")
+            booted.add(side)
+            out.append(rec)
+    return out
+
+
+def side_runs(store: Store, records: Sequence[BootRecord],
+              labels: Sequence[str]) -> dict[str, list[Run]]:
+    """Each side's stored runs, whole with their artifacts: the differential flame graph is
+    drawn from the runs that carry a profile, which a plain listing does not load."""
+    return {lab: list(store.iter_runs(RunFilter(ids=[i for r in records if r.label == lab
+                                                     for i in r.run_ids]),
+                                      with_artifacts=True))
+            for lab in labels}

@@ -1,0 +1,60 @@
+"""`iowall db copy SRC DST`: copy runs between stores (SQLite ⇄ PostgreSQL), skipping those
+DST already has."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from ..errors import UserError
+from ..paths import db_url
+from ..report.emit import write
+from ..selection import parse_selection
+from ..store import RunFilter, Store
+from ..store.bundle import redact_url
+from ..store.copy import copy_runs
+
+db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")
+
+
+def _existing(text: str) -> Store:
+    """The store SRC names; a SQLite file that does not exist is an error, not a new store."""
+    url = db_url(text)
+    path = url.removeprefix("sqlite:///")
+    if url.startswith("sqlite:///") and path not in ("", ":memory:") and not os.path.exists(path):
+        raise UserError(f"no store at {path}: give an existing SQLite file or a URL")
+    return Store(url)
+
+
+def copy(
+    src: Annotated[str, typer.Argument(
+        metavar="SRC", help="the store to copy from: a SQLite file path or a URL",
+        show_default=False)],
+    dst: Annotated[str, typer.Argument(
+        metavar="DST", help="the store to copy into (created or migrated as needed)",
+        show_default=False)],
+    select: Annotated[str | None, typer.Option(
+        "--select", metavar="SEL",
+        help="only these runs: a label, FIELD=V[,…] or ids=3-9 (default: every run)")] = None,
+) -> None:
+    """Copy runs, whole, from SRC to DST, with their batches' reports; runs DST already has
+    (same uuid) are skipped, so a second copy copies nothing."""
+    if db_url(src) == db_url(dst):
+        raise UserError(f"SRC and DST are the same store ({redact_url(db_url(src))})")
+    flt = RunFilter()
+    if select is not None:
+        sel = parse_selection(select)
+        if sel.bundle is not None:
+            raise UserError(f"--select {select!r}: a bundle file is not a store; use "
+                            "'iowall import' for bundles")
+        flt = sel.flt
+    source, target = _existing(src), Store(dst)
+    done = copy_runs(source, target, flt)
+    write(f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
+          f"report{'' if done.reports == 1 else 's'} from {redact_url(source.url)} to "
+          f"{redact_url(target.url)}; {done.skipped} already there\n", None)
+
+
+db_app.command("copy")(copy)

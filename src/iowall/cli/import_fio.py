@@ -1,0 +1,66 @@
+"""`iowall import-fio FILE…`: fio's own JSON (json, json+, fio --client) into the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import UserError
+from ..model import Run, check_label
+from ..report.emit import write
+from ..report.table import text_table
+from ..store import Store
+from ..store.bundle import import_runs
+from ..units import MIB
+from ..workloads.fio_import import read_runs
+from .options import DbOpt
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _rate(r: Run, d: str) -> str:
+    v = r.metric(f"{d}_bw_bytes_per_s")
+    return f"{v / MIB:.1f}" if v is not None else "-"
+
+
+def _table(runs: list[Run], present: set[str]) -> str:
+    rows = [[r.label, str(r.env["host"].get("hostname", "?")), str(r.point.params["groupid"]),
+             str(r.point.params["jobname"]), _rate(r, "read"), _rate(r, "write"), r.status,
+             "present" if r.uuid in present else "added"] for r in runs]
+    return text_table(["label", "host", "group", "jobs", "read MiB/s", "write MiB/s", "status",
+                       ""], rows, left=4, indent=0)
+
+
+def import_fio(
+    files: Annotated[list[str], typer.Argument(
+        metavar="FILE", help="fio output files (--output-format=json or json+, fio --client "
+        "included); text around the JSON is skipped", show_default=False)],
+    label: Annotated[str | None, typer.Option(
+        "--label", help="label of every imported run (default: each file's name without "
+        "its extension, e.g. base.json → base)")] = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", metavar="NAME", help="the host that ran fio, for output without one "
+        "(fio --client output names its hosts itself)")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Import fio's JSON as runs: one per reporting group (and host), figures as fio's."""
+    runs: list[Run] = []
+    for f in files:  # every file valid before anything is written
+        name = check_label(label if label is not None else Path(f).stem or f,
+                           "--label" if label is not None else f"the label {Path(f).stem!r}")
+        runs += read_runs(_read(f), f, label=name, hostname=host or "")
+    store = Store(db)
+    present = store.known_uuids(r.uuid for r in runs)
+    added, skipped = import_runs(store, runs)
+    write(f"{_table(runs, present)}\nimported {added} run{'' if added == 1 else 's'} from "
+          f"{len(files)} file{'' if len(files) == 1 else 's'}, {skipped} already present\n",
+          None)

@@ -1,0 +1,50 @@
+"""What every backend can hold: a row is checked against its table's columns before it is
+inserted, so that a run SQLite would keep but PostgreSQL refuses (text longer than its
+VARCHAR, a NUL character, an integer past 32 bits) is refused the same way on both."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Column, Integer, MetaData, String, Table
+
+from ..errors import UserError
+from ..model import Series
+
+#: PostgreSQL's INTEGER, which the schema's Integer columns are there.
+INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+
+def check_row(table: Table, row: Mapping[str, Any], what: str) -> None:
+    """UserError naming ``what`` (e.g. ``run <uuid>``) and the column when a value of ``row``
+    does not fit ``table`` on every backend the store supports."""
+    for name, value in row.items():
+        col = table.c[name]
+        where = f"{what}: {table.name}.{name}"
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise UserError(f"{where} holds a NUL character, which PostgreSQL cannot store")
+            length = col.type.length if isinstance(col.type, String) else None
+            if length is not None and len(value) > length:
+                raise UserError(f"{where} is {len(value)} characters long; the store keeps at "
+                                f"most {length} ({value[:40]!r}…)")
+        elif isinstance(value, int) and isinstance(col.type, Integer) \
+                and not INT32[0] <= value <= INT32[1]:
+            raise UserError(f"{where} is {value}, past the store's 32-bit integers")
+
+
+#: The names a series carries, as the store has always limited them (the ``series`` table of
+#: 0001/0002; since 0003 a run's series are one compressed row, its names inside it).
+SERIES = Table("series", MetaData(), Column("probe", String(64)), Column("name", String(128)),
+               Column("unit", String(32)))
+
+
+#: The metrics table's columns before 0003 split it in two (metric_kinds holds them now).
+METRICS = Table("metrics", MetaData(), Column("name", String(128)), Column("unit", String(32)),
+                Column("direction", String(8)))
+
+
+def check_series(s: Series, what: str) -> None:
+    """UserError when a series' probe, name or unit does not fit (check_row's rules)."""
+    check_row(SERIES, {"probe": s.probe, "name": s.name, "unit": s.unit}, what)

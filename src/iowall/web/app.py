@@ -1,0 +1,146 @@
+"""The dashboard's routes (read-only: GET only): runs, a run, compare, history, a stored report,
+flame graphs and raw artifacts, each at a stable URL that can go into a mail or a CI log."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import plotly
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from ..analysis.history import BY, from_runs
+from ..cli.flame import flame_svg
+from ..errors import IowallError, UserError
+from ..recipes.tables import reload_compare
+from ..store import Store
+from ..store.reports import get_report
+from . import pages
+from .queries import FILTERS, compare_sets, find_run, run_page, selected
+
+HERE = os.path.dirname(__file__)
+PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+#: Scripts only from this server (plotly.js, iowall.js); plot data is inert JSON.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data:; object-src 'self'; frame-ancestors 'self'")
+#: Pages without plots do not load plotly.js (4.6 MB).
+NO_PLOTS = ("runs.html", "error.html")
+#: Raw artifacts are served as what they are, never as a page a browser would run.
+RAW_TYPES = {".json": "application/json", ".svg": "text/plain"}
+
+
+def templates() -> Environment:
+    """Jinja2 with autoescape on every template: a label is text, never markup."""
+    env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["q"] = lambda d: urlencode({k: v for k, v in d.items() if v not in (None, "")})
+    return env
+
+
+def create_app(store: Store) -> FastAPI:
+    """The dashboard of one store."""
+    app = FastAPI(title="iowall", docs_url=None, redoc_url=None, openapi_url=None)
+    env = templates()
+
+    def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        html = env.get_template(name).render(store=store.url,
+                                             plots=name not in NO_PLOTS, **ctx)
+        return HTMLResponse(html, status, headers={"Content-Security-Policy": CSP})
+
+    def guarded(fn: Callable[[], HTMLResponse]) -> HTMLResponse:
+        try:
+            return fn()
+        except UserError as e:
+            missing = str(e).startswith(("no run", "no report"))
+            return page("error.html", 404 if missing else 400, message=str(e))
+        except IowallError as e:
+            return page("error.html", 500, message=str(e))
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/runs")
+
+    @app.get("/runs", response_class=HTMLResponse)
+    def runs(request: Request) -> HTMLResponse:
+        params = dict(request.query_params)
+        filters = {k: params.get(k, "") for k in (*FILTERS, "since", "until")}
+        return guarded(lambda: page("runs.html", filters=filters, labels=store.labels(),
+                                    rows=pages.run_rows(run_page(store, params)), params=params))
+
+    @app.get("/run/{ref}", response_class=HTMLResponse)
+    def run(ref: str) -> HTMLResponse:
+        return guarded(lambda: page("run.html", **pages.run_context(store, find_run(store, ref))))
+
+    @app.get("/run/{ref}/raw/{name}")
+    def raw(ref: str, name: str) -> Response:
+        try:
+            r = find_run(store, ref)
+        except UserError as e:
+            return Response(str(e) + "\n", 404, media_type="text/plain")
+        art = next((a for a in r.artifacts if a.name == name), None)
+        if art is None:
+            return Response(f"run {r.id} has no artifact {name!r}\n", 404, media_type="text/plain")
+        kind = RAW_TYPES.get(os.path.splitext(name)[1], "text/plain")
+        return Response(art.body, media_type=kind, headers={"X-Content-Type-Options": "nosniff"})
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(base: str = "", new: str = "", metric: str = "") -> HTMLResponse:
+        def build() -> HTMLResponse:
+            res = compare_sets(store, base, new, metric or None) if base and new else None
+            return page("compare.html", base=base, new=new, metric=metric,
+                        labels=store.labels(), **pages.compare_context(res))
+        return guarded(build)
+
+    @app.get("/history", response_class=HTMLResponse)
+    def history(sel: str = "", metric: str = "", by: str = "time") -> HTMLResponse:
+        def build() -> HTMLResponse:
+            if by not in BY:
+                raise UserError(f"by {by!r}: use one of {', '.join(BY)}")
+            hs = from_runs(selected(store, sel), metric=metric or None, by=by) if sel else []
+            if sel and not hs:
+                raise UserError(f"no series: no point of {sel!r} has two runs with "
+                                + (f"metric {metric!r}" if metric else "a throughput metric"))
+            return page("history.html", sel=sel, metric=metric, by=by, bys=BY,
+                        labels=store.labels(), histories=[pages.history_context(h) for h in hs])
+        return guarded(build)
+
+    @app.get("/report/{batch}", response_class=HTMLResponse)
+    def report(batch: str) -> HTMLResponse:
+        def build() -> HTMLResponse:
+            rep = reload_compare(store, get_report(store, batch))
+            return page("report.html", rep=rep, **pages.compare_context(rep.compare))
+        return guarded(build)
+
+    @app.get("/flame/diff")
+    def flame_diff(base: str, new: str) -> Response:
+        return _svg(lambda: flame_svg(store, [base, new]))
+
+    @app.get("/flame/{ref}.svg")
+    def flame(ref: str) -> Response:
+        return _svg(lambda: flame_svg(store, [ref]))
+
+    @app.get("/static/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> FileResponse:
+        return FileResponse(PLOTLY_JS, media_type="text/javascript")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in ("iowall.js", "style.css"):
+            return Response("no such file\n", 404, media_type="text/plain")
+        kind = "text/javascript" if name.endswith(".js") else "text/css"
+        return FileResponse(os.path.join(HERE, "static", name), media_type=kind)
+
+    return app
+
+
+def _svg(make: Callable[[], str]) -> Response:
+    """A flame graph, or the reason there is none as plain text (404)."""
+    try:
+        return Response(make(), media_type="image/svg+xml")
+    except (UserError, IowallError) as e:
+        return Response(str(e) + "\n", 404, media_type="text/plain")
+

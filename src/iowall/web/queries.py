@@ -1,0 +1,104 @@
+"""The dashboard's reads of the store: a page of runs (keyset, newest first), one run by id or
+uuid, the runs of a selection. Each query grows with what it selects, never with the store;
+selections naming a bundle file are refused (a URL must not read files on the server)."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..analysis.compare import CompareResult, Side, compare, shared_run
+from ..cli.compare import compared_field
+from ..errors import UserError
+from ..model import Run
+from ..selection import load, parse_selection
+from ..store import RunFilter, Store
+from ..store.db import id_of_uuid, page_ids
+
+#: Runs on one page of /runs.
+PAGE = 50
+#: The fields /runs filters on, as its query parameters.
+FILTERS = ("label", "recipe", "kernel", "host", "status", "batch")
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """One page of runs, newest first, and the id the next (older) page starts below."""
+
+    runs: tuple[Run, ...]
+    older: int | None
+
+
+def day(text: str, what: str) -> float:
+    """``YYYY-MM-DD`` as seconds since the epoch at 00:00 UTC; a UserError otherwise."""
+    try:
+        return float(calendar.timegm(time.strptime(text.strip(), "%Y-%m-%d")))
+    except ValueError:
+        raise UserError(f"{what} {text!r}: give a date as YYYY-MM-DD") from None
+
+
+def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> RunPage:
+    """The runs /runs shows for its query parameters (FILTERS, since, until, before)."""
+    flt = RunFilter(**{k: params[k] for k in FILTERS if params.get(k)})  # type: ignore[arg-type]
+    since = day(params["since"], "since") if params.get("since") else None
+    until = day(params["until"], "until") + 86400 if params.get("until") else None
+    before = None
+    if params.get("before"):
+        try:
+            before = int(params["before"])
+        except ValueError:
+            raise UserError(f"before {params['before']!r}: give a run id") from None
+    ids = page_ids(store, flt, before=before, since=since, until=until, limit=limit + 1)
+    shown = ids[:limit]
+    runs = store.runs(RunFilter(ids=shown)) if shown else []
+    runs.reverse()
+    return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None)
+
+
+def find_run(store: Store, ref: str) -> Run:
+    """A whole run (series, artifacts) by id or uuid; a UserError when there is none."""
+    rid = int(ref) if ref.isdigit() else id_of_uuid(store, ref)
+    if rid is None:
+        raise UserError(f"no run {ref!r} in this store")
+    return store.get_run(rid)
+
+
+def batch_runs(store: Store, run: Run) -> list[Run]:
+    """The other runs of a run's batch (the context its Why is judged in)."""
+    return store.runs(RunFilter(batch=run.batch)) if run.batch else [run]
+
+
+def selected(store: Store, text: str, *, with_series: bool = False) -> list[Run]:
+    """The completed runs a selection names in the store (no bundle files)."""
+    _, json_, rest = text.strip().partition(".json")
+    if json_ and (not rest or rest.startswith(":")):  # refused before parsing looks at the file
+        raise UserError(f"selection {text!r}: the dashboard reads its store only, not files")
+    return load(store, parse_selection(text), with_series=with_series)
+
+
+def ids_text(ids: list[int]) -> str:
+    """Run ids as a selection, ranges joined: ``ids=3-5,9``."""
+    parts: list[str] = []
+    for i in sorted(set(ids)):
+        if parts and "-" in parts[-1] and int(parts[-1].split("-")[1]) == i - 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{i}"
+        elif parts and "-" not in parts[-1] and int(parts[-1]) == i - 1:
+            parts[-1] = f"{parts[-1]}-{i}"
+        else:
+            parts.append(str(i))
+    return "ids=" + ",".join(parts)
+
+
+def compare_sets(store: Store, base: str, new: str, metric: str | None = None) -> CompareResult:
+    """Two selections compared point by point, as ``iowall compare BASE NEW`` does; sides that
+    share a run are refused."""
+    sides = [Side(t, selected(store, t)) for t in (base, new)]
+    if shared_run(sides) is not None:
+        raise UserError(f"{base!r} and {new!r} share runs: the sides of a comparison must not")
+    res = compare(sides[0], sides[1:], metrics=[metric] if metric else None,
+                  compared=compared_field([base, new]))
+    if not res.rows:
+        raise UserError("nothing to compare: no point and metric measured on both sides")
+    return res

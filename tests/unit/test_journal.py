@@ -1,0 +1,102 @@
+"""The undo journal: found machine-wide whatever state directory a crashed process used,
+newest first, children killed only when they are still the same process, and after a reboot
+only files removed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from iowall import journal
+from iowall.cli.recover import describe
+from tests.conftest import killed_after_setting_dirty_ratio, needs_root
+
+DIRTY = "/proc/sys/vm/dirty_ratio"
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "mine"))
+    return tmp_path / "mine" / "iowall" / "journal"
+
+
+@needs_root
+def test_a_crash_under_another_state_dir_is_found(state: Path, tmp_path: Path) -> None:
+    """The crashed process journaled under its own XDG_STATE_HOME; this one, with another,
+    still finds and undoes it through the index in /run/iowall."""
+    old = Path(DIRTY).read_text().strip()
+    new = "7" if old != "7" else "9"
+    theirs = tmp_path / "theirs"
+    killed_after_setting_dirty_ratio(new, theirs)
+    assert Path(DIRTY).read_text().strip() == new
+    assert theirs / "iowall" / "journal" in journal.journal_dirs()
+    undone = journal.recover()
+    assert Path(DIRTY).read_text().strip() == old
+    assert any(a.get("path") == DIRTY for a in undone)
+    assert not list((theirs / "iowall" / "journal").glob("*.json"))
+
+
+def test_after_a_reboot_only_files_are_removed(state: Path, tmp_path: Path) -> None:
+    """Entries of an earlier boot: the kernel dropped mounts and knob values already, so a
+    stale knob value is never written back; the image file is still removed."""
+    image = tmp_path / "iowall-old.img"
+    image.write_text("x")
+    knob = tmp_path / "knob"
+    knob.write_text("now")
+    state.mkdir(parents=True)
+    for i, action in enumerate([{"undo": "unlink", "path": str(image)},
+                                {"undo": "write", "path": str(knob), "value": "stale"}]):
+        (state / f"{i:020d}-1-000000.json").write_text(
+            json.dumps({"pid": 1, "boot": "an-earlier-boot", **action}))
+    journal.recover()
+    assert not image.exists() and knob.read_text() == "now"
+    assert not list(state.glob("*.json"))
+
+
+def test_entries_of_a_live_process_stay(state: Path, tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_text("x")
+    token = journal.add({"undo": "unlink", "path": str(f)})
+    journal.recover()
+    assert f.exists() and token.exists()
+    journal.done(token)
+
+
+def test_children_start_with_no_signal_blocked(state: Path) -> None:
+    """A child started while iowall shields itself would inherit SIGINT and SIGTERM blocked
+    and ignore the signal it is stopped with (perf then writes no trailer)."""
+    from iowall.proc import run_child
+
+    out = run_child(["grep", "SigBlk", "/proc/self/status"]).stdout
+    assert out.split()[-1] == "0000000000000000", out
+    assert not list(state.glob("*.json"))
+
+
+def test_a_marked_child_and_all_it_forked_are_killed(state: Path) -> None:
+    """The entry exists before the child does; its mark, inherited by everything the child
+    forks, is how recovery finds them (no window in which a SIGKILL of iowall orphans it)."""
+    token, env = journal.child("sh")
+    sh = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 301 & wait"], env=env,
+                          start_new_session=True)
+    try:
+        time.sleep(0.3)
+        mark = json.loads(token.read_text())["mark"]
+        assert len(journal.marked(mark)) == 3  # sh and both sleeps
+        pids = sorted(journal.marked(mark))
+        action = json.loads(token.read_text())
+        found = journal.undo(action)
+        assert sh.wait(5) == -signal.SIGKILL
+        assert journal.marked(mark) == []
+        assert found == {"killed": pids} and "killed" not in action  # the action is left alone
+        assert describe({**action, **found}) == (  # what `iowall recover` names
+            f"killed sh and all it forked (pid {', '.join(map(str, pids))})")
+    finally:
+        journal.done(token)
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()
