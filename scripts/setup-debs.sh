@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian packages iowall needs, once. As root: apt-get; otherwise print the line.
 set -eu
-PKGS="fio xfsprogs e2fsprogs btrfs-progs linux-perf fsmark build-essential python3-venv util-linux procps postgresql chromium openssh-server qemu-system-x86 busybox-static"
+PKGS="fio xfsprogs e2fsprogs btrfs-progs linux-perf fsmark build-essential python3-venv util-linux kmod fdisk lvm2 procps postgresql chromium openssh-server qemu-system-x86 busybox-static"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -104,7 +104,8 @@ def start_time(pid: int) -> int:
 
 def undo(action: dict[str, Any]) -> dict[str, Any]:
     """Carry out one undo action; missing targets are fine (already gone). Returns what it
-    found worth saying (``{"killed": [pids]}`` for a kill), the action left as it was."""
+    found worth saying (``{"killed": [pids]}`` for a kill, ``{"detached": [devices]}`` for a
+    loop), the action left as it was."""
     kind = action.get("undo")
     if kind == "kill":
         return {"killed": _kill_marked(str(action["mark"])) if action.get("mark") else []}
@@ -115,10 +116,16 @@ def undo(action: dict[str, Any]) -> dict[str, Any]:
             if r.returncode != 0:
                 subprocess.run(["umount", "-l", path], capture_output=True)
     elif kind == "losetup":
-        dev, backing = str(action["device"]), str(action.get("backing", ""))
-        if backing and _loop_backing(dev) != backing:
-            return {}  # the device was reused by someone else
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
+        backing = str(action.get("backing", ""))
+        if "device" in action:
+            devs = [str(action["device"])]
+        else:  # journaled before losetup chose a device: every loop on this image
+            devs = [d for d in _loops() if backing and _loop_backing(d) == backing
+                    and _loop_offset(d) == int(action.get("offset", 0))]
+        mine = [d for d in devs if not backing or _loop_backing(d) == backing]  # not reused
+        for dev in mine:
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+        return {"detached": mine}
     elif kind == "unlink":
         try:
             os.unlink(str(action["path"]))
@@ -252,8 +259,23 @@ def _is_mounted(path: str) -> bool:
 
 
 def _loop_backing(dev: str) -> str:
+    """The loop device's backing file; an unlinked one's path without " (deleted)"."""
     name = os.path.basename(dev)
     try:
-        return Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
+        text = Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
     except OSError:
         return ""
+    return text.removesuffix(" (deleted)")
+
+
+def _loop_offset(dev: str) -> int:
+    try:
+        return int(Path(f"/sys/block/{os.path.basename(dev)}/loop/offset").read_text())
+    except (OSError, ValueError):
+        return -1
+
+
+def _loops() -> list[str]:
+    """Every attached loop device (those with a backing file)."""
+    return sorted(f"/dev/{p.parent.parent.name}"
+                  for p in Path("/sys/block").glob("loop*/loop/backing_file"))

@@ -75,7 +75,10 @@ def test_a_kernel_that_does_not_boot(ab_env: dict[str, str], tmp_path: Path,
     print(f"\nab with a garbage kernel: {took:.0f} s\n{err}")
     assert rc == 2, err
     assert f"kernel '{garbage}' does not boot" in err
-    assert "no guest command within 20 s" in err and "not a bzImage" in err
+    # a hang until the boot timeout, or qemu itself giving up (this qemu's TCG asserts on
+    # some garbage): either way before the guest command, and the image named as no bzImage
+    assert ("no guest command within 20 s" in err or "before the guest command" in err), err
+    assert "not a bzImage" in err
     assert "console.log" in err and "    | " in err  # the console's last lines
 
 

@@ -100,3 +100,33 @@ def test_a_marked_child_and_all_it_forked_are_killed(state: Path) -> None:
         if sh.poll() is None:
             sh.kill()
             sh.wait()
+
+
+@needs_root
+def test_a_loop_journaled_before_losetup_named_it_is_detached(state: Path, tmp_path: Path
+                                                               ) -> None:
+    """A kill between the kernel attaching a loop and iowall learning its name: the entry
+    holds only the image and offset, and recovery finds the device by its backing file
+    (also once the image is unlinked); a loop at another offset of the image stays."""
+    image = tmp_path / "iowall-crash.img"
+    with image.open("wb") as f:
+        f.truncate(8 << 20)
+    ours, other = (subprocess.run(["losetup", "--find", "--show", *extra, str(image)],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+                   for extra in ([], ["--offset", str(4 << 20)]))
+    try:
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        state.mkdir(parents=True)
+        (state / f"{time.time_ns():020d}-{dead.pid}-000000.json").write_text(json.dumps(
+            {"pid": dead.pid, "pid_start": -2, "boot": journal.boot_id(), "undo": "losetup",
+             "backing": str(image), "offset": 0}))
+        image.unlink()
+        undone = journal.recover()
+        assert not Path(f"/sys/block/{Path(ours).name}/loop").exists()
+        assert Path(f"/sys/block/{Path(other).name}/loop/backing_file").exists()
+        (said,) = [describe(a) for a in undone]
+        assert said == f"detached {ours} ({image})"
+    finally:
+        for dev in (ours, other):
+            subprocess.run(["losetup", "-d", dev], capture_output=True)

@@ -64,9 +64,12 @@ def _deb_kernel(spec: str, cache: str) -> Kernel:
     root = os.path.join(cache, spec)
     images = glob.glob(f"{root}/boot/vmlinuz-*")
     if not images:
-        if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        missing = [t for t in ("apt-get", "dpkg-deb", "depmod") if shutil.which(t) is None]
+        if missing:
             raise UserError(f"kernel {spec!r}: not a file nor a release under /boot, and "
-                            "apt-get/dpkg-deb are missing to fetch it as a Debian package")
+                            f"{'/'.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                            "missing to fetch it as a Debian package (apt-get install kmod "
+                            "for depmod)")
         dl = os.path.join(cache, ".download")
         os.makedirs(dl, exist_ok=True)
         got = subprocess.run(["apt-get", "download", spec], cwd=dl, capture_output=True,
@@ -89,6 +92,9 @@ def _deb_kernel(spec: str, cache: str) -> Kernel:
     moddir = _moddir(root, release)
     if moddir is not None and not os.path.exists(os.path.join(moddir, "modules.dep")):
         # Debian packages ship no modules.dep; built here, inside the cache only.
+        if shutil.which("depmod") is None:
+            raise UserError(f"kernel {spec!r}: its modules need indexing by depmod, which is "
+                            "missing (apt-get install kmod)")
         subprocess.run(["depmod", "-b", os.path.dirname(os.path.dirname(os.path.dirname(moddir))),
                         release], check=False, capture_output=True)
     return Kernel(spec, image, release, moddir, "deb")

@@ -143,8 +143,18 @@ class Bed:
             argv += ["--offset", str(offset)]
         if sizelimit:
             argv += ["--sizelimit", str(sizelimit)]
-        dev = run(argv + [image]).stdout.strip()
-        self.remember({"undo": "losetup", "device": dev, "backing": image})
+        # journaled before the kernel attaches (losetup names the device only after): a kill
+        # in between would leave an attached loop no journal knew of
+        intent = {"undo": "losetup", "backing": os.path.realpath(image), "offset": offset}
+        token = journal.add(intent)
+        try:
+            dev = run(argv + [image]).stdout.strip()
+        except BaseException:
+            with shielded():
+                journal.undo(intent)
+                journal.done(token)
+            raise
+        self._undo.append(({**intent, "device": dev}, token))
         return dev
 
     def format_and_mount(self, dev: str, fs: str, mkfs_opts: str, mount_opts: str, *,

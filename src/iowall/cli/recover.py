@@ -26,7 +26,10 @@ def describe(action: dict[str, Any]) -> str:
     if kind == "umount":
         return f"unmounted {action.get('path')}"
     if kind == "losetup":
-        return f"detached {action.get('device')} ({action.get('backing', '')})"
+        devs = action.get("detached") or []
+        if not devs:
+            return f"loop device on {action.get('backing', '')}: already detached"
+        return f"detached {', '.join(devs)} ({action.get('backing', '')})"
     if kind == "write":
         return f"restored {action.get('path')} to {action.get('value')!r}"
     if kind in ("unlink", "rmdir", "rmtree"):
