@@ -119,8 +119,8 @@ def undo(action: dict[str, Any]) -> dict[str, Any]:
         backing = str(action.get("backing", ""))
         if "device" in action:
             devs = [str(action["device"])]
-        else:  # journaled before losetup chose a device: every loop on this image
-            devs = [d for d in _loops() if backing and _loop_backing(d) == backing
+        else:  # journaled before losetup chose a device: the loops on this image and offset
+            devs = [d for d in _loops() if backing
                     and _loop_offset(d) == int(action.get("offset", 0))]
         mine = [d for d in devs if not backing or _loop_backing(d) == backing]  # not reused
         for dev in mine:

@@ -56,8 +56,8 @@ def _plan(target: str, *, sets: Sequence[tuple[str, list[Any]]], label: str | No
     """The plan file (or fio job file: a plan of one point) with the command line's
     overrides."""
     plan = load_jobfile(target) if target.endswith(".fio") else load_plan(target)
-    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed,
-                                            quick=quick, target=rel_target, probes=probes)
+    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed, quick=quick,
+                               target=rel_target, probes=probes)
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,12 @@ def execute(t: Target, store: Store, wait: float | None = None,
         else:
             assert t.recipe is not None
             report = t.recipe.run(t.opts, store, RichProgress(t.title))
-        return report if gm is None else replace(report, notes=(*report.notes, gm.note()))
+        if not hold_memory:
+            return report
+        said = gm.note() if gm is not None else (
+            "--hold-memory: nothing to hold, " + ("not root" if os.geteuid() != 0 else
+                                                 "this machine does no free page reporting"))
+        return replace(report, notes=(*report.notes, said))
 
 
 def run_target(target: str, store: Store, *, wait: float | None = None,
