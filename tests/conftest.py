@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, reporting_order, touch
+from iowall.knobs import KnobSession
 from iowall.store import Store
 
 from .pg import TEMPLATE, Cluster, reap_stale
@@ -32,6 +35,19 @@ def leftovers() -> dict[str, set[str]]:
         mounts = {line.split()[1] for line in f if "/run/iowall" in line.split()[1]}
     images = {str(p) for p in Path("/dev/shm").glob("iowall-*")}
     return {"loops": loops, "mounts": mounts, "images": images}
+
+
+@contextmanager
+def reporting_held_off(touch_bytes: int = 0) -> Iterator[bool]:
+    """Free page reporting held off (restored after) and ``touch_bytes`` of free memory
+    touched first, so that the page cache a measuring test allocates comes from memory the
+    host has backed (see iowall.guestmem); whether this VM reports at all."""
+    with KnobSession() as ks:
+        reports = reporting_order() is not None
+        if reports:
+            ks.set(REPORTING_ORDER, OFF_ORDER)
+            touch(touch_bytes)
+        yield reports
 
 
 @pytest.fixture

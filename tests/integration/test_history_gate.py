@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, reporting_order
 from iowall.knob import Knob
 from iowall.knobs import KnobSession
-from tests.conftest import iowall, needs_root
+from tests.conftest import iowall, needs_root, reporting_held_off
 
 pytestmark = [needs_root, pytest.mark.slow]
 
@@ -50,10 +49,7 @@ size = "2G"
 def reporting_held() -> Iterator[bool]:
     """Free page reporting held off for the whole module (restored after); whether this VM
     reports at all."""
-    with KnobSession() as ks:
-        reports = reporting_order() is not None
-        if reports:
-            ks.set(REPORTING_ORDER, OFF_ORDER)
+    with reporting_held_off() as reports:
         yield reports
 
 

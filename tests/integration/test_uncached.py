@@ -26,7 +26,7 @@ from iowall.workloads.dontcache import (
 from iowall.workloads.fio import JobFile, JobSection, run_fio
 from iowall.workloads.stream import StreamResult, StreamSpec, run_stream
 
-from ..conftest import needs_root
+from ..conftest import needs_root, reporting_held_off
 
 MIB = 1 << 20
 BS = 2 * MIB
@@ -127,20 +127,31 @@ def fio_write(d: str, jobs: int, files: int, fsize: int) -> float:
     return next(m.value for m in res.metrics if m.name == "write_bw_bytes_per_s")
 
 
-def test_engine_buffered_write_agrees_with_fio(xfs: Bed) -> None:
+@pytest.fixture
+def backed() -> Iterator[None]:
+    """Page cache from memory the host has backed: free page reporting held off and 6 GiB
+    touched first (3x what a round allocates). Without it, on a VM up a few minutes, single
+    runs fell to 0.5 GB/s from 4-5 at random, fio's and the engine's alike, and the median
+    engine/fio ratio of 5 rounds spread 0.84-1.69 over 4 sets; with it, 1.04-1.24 over 8."""
+    with reporting_held_off(6 << 30):
+        yield
+
+
+def test_engine_buffered_write_agrees_with_fio(xfs: Bed, backed: None) -> None:
     # Same point both ways: 2 jobs x 10 files x 26 MiB, bs 2M, end fsync, pwritev2 on both
-    # sides (fio's io_uring buffered write is 2-4x slower here: another path). Measured, 5
-    # interleaved rounds, 6 times: single runs spread down to a third on this shared box;
-    # best engine / best fio 1.00-1.21; the engine's median always inside fio's range.
+    # sides (fio's io_uring buffered write is 2-4x slower here: another path), interleaved.
+    # Measured on backed memory, 12 sets of 5 rounds: median engine / median fio 1.01-1.24,
+    # best engine / best fio 0.94-1.32: the engine a little faster on a 0.1 s write.
     d = os.path.join(xfs.path, "agree")
     jobs, files, fsize = 2, 10, 26 * MIB
     fio_bw, eng_bw = [], []
-    for _ in range(5):
+    for _ in range(7):
         fio_bw.append(fio_write(fresh(d), jobs, files, fsize))
         res, _ = stream(StreamSpec("write", "buffered", BS, fsize, names(fresh(d), jobs, files),
                                    end_fsync=True))
         eng_bw.append(res.record["bytes_per_s"])
-    eng, lo, hi = statistics.median(eng_bw), min(fio_bw), max(fio_bw)
-    assert lo / 1.15 <= eng <= hi * 1.15, (fio_bw, eng_bw)
-    assert max(eng_bw) == pytest.approx(max(fio_bw), rel=0.25), (fio_bw, eng_bw)
+    median = statistics.median(eng_bw) / statistics.median(fio_bw)
+    best = max(eng_bw) / max(fio_bw)
+    assert 1 / 1.35 <= median <= 1.35, (median, fio_bw, eng_bw)
+    assert 1 / 1.45 <= best <= 1.45, (best, fio_bw, eng_bw)
     shutil.rmtree(d)
