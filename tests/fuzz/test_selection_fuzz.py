@@ -1,6 +1,7 @@
 """Fuzz run selections (10,000 of them: labels, FIELD=V lists, ids and ranges, bundle files
 with filters, raw text) through ``compare``, ``history``, ``gate --baseline`` and ``export``:
-never a traceback, one error line for a rejected selection, and the store never written."""
+never a traceback, one error line for a rejected selection, the store never written and no
+file made in the working directory."""
 
 from __future__ import annotations
 
@@ -52,7 +53,11 @@ def selections(draw: st.DrawFn, bundle: str) -> str:
     return f"{path}:{draw(filters)}"
 
 
-def test_selection_parser_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_selection_parser_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd = tmp_path / "cwd"  # nothing may appear here (a selection read as a store path did)
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
     db = tmp_path / "s.db"
     url = stored_runs.build(db)
     bundle = tmp_path / "runs.json"
@@ -77,6 +82,7 @@ def test_selection_parser_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPath
         if not accepted:
             check_rejected(o)
         assert row_counts(db) == before, o
+        assert not any(cwd.iterdir()), (o, list(cwd.iterdir()))
         tally.add(accepted, command)
 
     one()

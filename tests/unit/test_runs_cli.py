@@ -108,3 +108,40 @@ def test_kernel_selects_by_release_prefix_and_db_takes_a_path(
     assert rc == 2 and "nothing to compare" in err  # both sides found; no point in common
     rc, out, err = _out(capsys, "compare", "kernel=6.18.44", "kernel=6.99", "--db", path)
     assert rc == 2 and "kernel=6.99" in err and "matches no completed runs" in err
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["show", "1"], ["compare", "base", "new"],
+                                  ["history", "label=base"], ["export", "-o", "out.json"],
+                                  ["scaling", "base"], ["explain", "1"], ["report", "abc"],
+                                  ["gate", "label=new", "--baseline", "label=base"]])
+def test_reading_a_store_that_is_not_there_makes_none(
+        argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a mistyped --db used to create an empty store there and answer "No runs"
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = _out(capsys, *argv, "--db", "typo.db")
+    assert rc == 2 and out == "", (out, err)
+    assert err == (f"iowall: error: no store at {tmp_path / 'typo.db'}: nothing has been "
+                   "stored there (run, limits and import make a store); check --db or "
+                   "IOWALL_DB\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reading_the_default_store_before_any_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("IOWALL_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    rc, _, err = _out(capsys, "runs")
+    assert rc == 2 and f"no store at {tmp_path}/iowall/iowall.db" in err
+    assert not (tmp_path / "iowall" / "iowall.db").exists()
+
+
+def test_writing_commands_still_make_their_store(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = tmp_path / "b.json"
+    s = Store(str(tmp_path / "src.db"))
+    s.add_runs([_run(0, "6.18.0")])
+    assert _out(capsys, "export", "-o", str(bundle), "--db", str(tmp_path / "src.db"))[0] == 0
+    assert _out(capsys, "import", str(bundle), "--db", str(tmp_path / "new.db"))[0] == 0
+    assert len(Store.existing(str(tmp_path / "new.db")).runs()) == 1

@@ -42,7 +42,7 @@ def export(
     """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
     texts = list(selections or [])
     needs_store = not texts or any(parse_selection(t).bundle is None for t in texts)
-    store = Store(db) if needs_store else None
+    store = Store.existing(db) if needs_store else None
     if texts:
         runs: Iterable[Run] = collect_runs(store, texts, measured_only=measured_only)
     else:  # every stored run: streamed a page at a time, in bounded memory

@@ -55,7 +55,7 @@ def build(sets: list[str] | None, base: str | None, new: list[str] | None,
     if len(texts) < 2:
         raise UserError("compare needs a base and at least one new run set, e.g. "
                         "'iowall compare base patched'")
-    store = None if all(".json" in t for t in texts) else Store(db)
+    store = None if all(".json" in t for t in texts) else Store.existing(db)
     loaded = load_all(store, texts)
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
     shared = shared_run(sides)

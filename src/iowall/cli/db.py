@@ -3,7 +3,6 @@ DST already has."""
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -17,15 +16,6 @@ from ..store.bundle import redact_url
 from ..store.copy import copy_runs
 
 db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")
-
-
-def _existing(text: str) -> Store:
-    """The store SRC names; a SQLite file that does not exist is an error, not a new store."""
-    url = db_url(text)
-    path = url.removeprefix("sqlite:///")
-    if url.startswith("sqlite:///") and path not in ("", ":memory:") and not os.path.exists(path):
-        raise UserError(f"no store at {path}: give an existing SQLite file or a URL")
-    return Store(url)
 
 
 def copy(
@@ -50,7 +40,7 @@ def copy(
             raise UserError(f"--select {select!r}: a bundle file is not a store; use "
                             "'iowall import' for bundles")
         flt = sel.flt
-    source, target = _existing(src), Store(dst)
+    source, target = Store.existing(src), Store(dst)
     done = copy_runs(source, target, flt)
     write(f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
           f"report{'' if done.reports == 1 else 's'} from {redact_url(source.url)} to "

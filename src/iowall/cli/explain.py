@@ -18,7 +18,7 @@ def explain(
 ) -> None:
     """Say why a run's throughput is where it is: the rules that fire, the nearest misses,
     and where the CPU time went."""
-    store = Store(db)
+    store = Store.existing(db)
     run = store.get_run(run_id)
     batch = store.runs(RunFilter(batch=run.batch)) if run.batch else [run]
     ctx = explain_context(run, batch)

@@ -49,7 +49,7 @@ def plot_flame(
         raise UserError(f"give one run or two (base new), not {len(runs)}")
     if os.path.splitext(output)[1].lower() != ".svg":
         raise UserError(f"{output}: a flame graph is an SVG: name the file .svg")
-    write_svg(flame_svg(Store(db), runs), output)
+    write_svg(flame_svg(Store.existing(db), runs), output)
     wrote(output)
 
 

@@ -178,7 +178,7 @@ def gate(
     wait_s = parse_wait(wait)
     accepted = read_accept(accept) if accept else []
     record_commit(commit)
-    store = Store(db)
+    store = Store.existing(db)  # the baselines are stored runs: a store must be there
     base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}
                      .values())
     base_text = " + ".join(baseline)

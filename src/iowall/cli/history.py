@@ -66,7 +66,7 @@ def build(selections: list[str], metric: str | None, by: str, series: str | None
     if not selections:
         raise UserError("history needs runs: a selection (e.g. recipe=plan:nightly) or "
                         "--series FILE")
-    store = None if all(".json" in t for t in selections) else Store(db)
+    store = None if all(".json" in t for t in selections) else Store.existing(db)
     runs = [r for _, rs in load_all(store, selections) for r in rs]
     hs = from_runs(runs, metric=metric, by=by)
     if not hs:

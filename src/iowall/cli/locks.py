@@ -45,7 +45,7 @@ def locks(
     db: DbOpt = None,
 ) -> None:
     """Join two lock-contention profiles by caller, with contended and wait deltas."""
-    store = Store(db)
+    store = Store.existing(db)
     a_rows, a_ids = contention_rows(store, a)
     b_rows, b_ids = contention_rows(store, b)
     emit(LockComparison(a, tuple(a_ids), b, tuple(b_ids),

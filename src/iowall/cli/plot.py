@@ -32,7 +32,7 @@ plot_app = typer.Typer(no_args_is_help=True, help="Draw figures (PNG or SVG) fro
 def plot_run(run_id: RunIdArg, output: FigureOpt, db: DbOpt = None) -> None:
     """A run's time series: fio throughput, then one panel per probe and unit."""
     check_path(output)
-    run = Store(db).get_run(run_id)
+    run = Store.existing(db).get_run(run_id)
     if not run.series:
         raise UserError(f"run {run_id} has no time series to plot (no probes and no fio logs)")
     save(run_figure(run), output)

@@ -22,5 +22,5 @@ def report_cmd(
     db: DbOpt = None,
 ) -> None:
     """Print a stored report again: its tables, sentences and notes as they were written."""
-    store = Store(db)
+    store = Store.existing(db)
     emit(reload_compare(store, get_report(store, batch)), fmt, output)

@@ -71,7 +71,7 @@ def runs(
     """List stored runs, oldest first (in text, a page of the newest; json and csv stream)."""
     if last is not None and (page is not None or limit is not None):
         raise UserError("give --last N, or --page/--limit, not both")
-    store = Store(db)
+    store = Store.existing(db)
     flt = RunFilter(label=label, recipe=recipe, batch=batch,
                     status=status.value if status else None, host=host, kernel=kernel,
                     limit=last)
@@ -121,7 +121,7 @@ def show(
     db: DbOpt = None,
 ) -> None:
     """Show one run: point, metrics, environment, bed, raw artifacts and series."""
-    r = Store(db).get_run(run_id)
+    r = Store.existing(db).get_run(run_id)
     if raw is None:
         emit(r, fmt, output)
         return

@@ -32,7 +32,7 @@ def build(selections: list[str], metric: str | None, knee: float, db: str | None
     dup = next((s for i, s in enumerate(selections) if s in selections[:i]), None)
     if dup is not None:
         raise UserError(f"selection {dup!r} is given twice")
-    store = Store(db)
+    store = Store.existing(db)
     picked = [(sel.text, runs) for sel, runs in load_all(store, selections)]
     for text, runs in picked:
         if not analyse([(text, runs)], metric=metric, knee_at=knee).curves:

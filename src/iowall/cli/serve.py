@@ -55,7 +55,7 @@ def serve(
     if not loopback(host) and not allow_remote:
         raise UserError(f"--host {host} listens beyond this machine: every stored run would be "
                         "readable from the network; add --allow-remote if that is meant")
-    store = Store(db)
+    store = Store.existing(db)
     sock = bound_socket(host, port)
     addr, bound = sock.getsockname()[:2]
     shown = f"[{addr}]" if ":" in addr else addr

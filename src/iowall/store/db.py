@@ -66,6 +66,19 @@ class Store:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
 
+    @classmethod
+    def existing(cls, url: str | None = None) -> Store:
+        """The store ``url`` names (default: the user's), to read: a SQLite file that does not
+        exist is an error, not a new empty store (a mistyped ``--db`` made one and answered
+        "No runs")."""
+        full = db_url(url) if url else default_db_url()
+        path = full.removeprefix("sqlite:///")
+        if full.startswith("sqlite:///") and path not in ("", ":memory:") \
+                and not os.path.exists(path):
+            raise UserError(f"no store at {path}: nothing has been stored there (run, limits "
+                            "and import make a store); check --db or IOWALL_DB")
+        return cls(full)
+
     def _migrate(self) -> None:
         if self._at_head():
             return
