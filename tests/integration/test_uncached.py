@@ -130,9 +130,10 @@ def fio_write(d: str, jobs: int, files: int, fsize: int) -> float:
 @pytest.fixture
 def backed() -> Iterator[None]:
     """Page cache from memory the host has backed: free page reporting held off and 6 GiB
-    touched first (3x what a round allocates). Without it, on a VM up a few minutes, single
-    runs fell to 0.5 GB/s from 4-5 at random, fio's and the engine's alike, and the median
-    engine/fio ratio of 5 rounds spread 0.84-1.69 over 4 sets; with it, 1.04-1.24 over 8."""
+    touched first (a run makes 520 MiB of page cache; the bed's image is 2 GiB). Without
+    it, on a VM up a few minutes, single runs fell to 0.5 GB/s from 4-5 at random, fio's and
+    the engine's alike, and the median engine/fio ratio of 5 rounds spread 0.84-1.69 over 4
+    sets; with it, 1.04-1.24 over 8."""
     with reporting_held_off(6 << 30):
         yield
 

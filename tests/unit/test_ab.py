@@ -212,3 +212,35 @@ def test_the_death_line_is_the_first_that_names_the_cause(tmp_path: Path) -> Non
     console.write_text("[    0.000000] Linux version 6.12\nSeaBIOS\n")
     assert death_line(str(console)) == ""
     assert death_line(str(tmp_path / "missing")) == ""
+
+
+@pytest.mark.parametrize("absent, said", [
+    ({"depmod"}, "depmod is missing to fetch it as a Debian package (apt-get install kmod "
+                 "for depmod)"),
+    ({"apt-get", "dpkg-deb"}, "apt-get/dpkg-deb are missing to fetch it as a Debian package")])
+def test_a_package_is_not_fetched_without_its_tools(
+        absent: set[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil as real
+
+    from iowall.ab import kernels
+    which = real.which
+    monkeypatch.setattr(kernels.shutil, "which",
+                        lambda t: None if t in absent else which(t) or f"/usr/bin/{t}")
+    with pytest.raises(UserError) as e:
+        kernels._deb_kernel("linux-image-x", str(tmp_path))
+    assert str(e.value) == ("kernel 'linux-image-x': not a file nor a release under /boot, and "
+                            + said)
+    assert list(tmp_path.iterdir()) == []  # nothing downloaded
+
+
+def test_a_cached_package_is_not_indexed_without_depmod(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from iowall.ab import kernels
+    root = tmp_path / "linux-image-x"
+    (root / "boot").mkdir(parents=True)
+    (root / "boot" / "vmlinuz-6.1.0-x").write_bytes(b"")
+    (root / "lib" / "modules" / "6.1.0-x").mkdir(parents=True)
+    monkeypatch.setattr(kernels.shutil, "which", lambda t: None)
+    with pytest.raises(UserError, match=r"its modules need indexing by depmod, which is "
+                                        r"missing \(apt-get install kmod\)"):
+        kernels._deb_kernel("linux-image-x", str(tmp_path))

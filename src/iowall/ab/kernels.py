@@ -65,11 +65,12 @@ def _deb_kernel(spec: str, cache: str) -> Kernel:
     images = glob.glob(f"{root}/boot/vmlinuz-*")
     if not images:
         missing = [t for t in ("apt-get", "dpkg-deb", "depmod") if shutil.which(t) is None]
-        if missing:
+        if missing:  # checked before the download, which would end unusable
             raise UserError(f"kernel {spec!r}: not a file nor a release under /boot, and "
                             f"{'/'.join(missing)} {'is' if len(missing) == 1 else 'are'} "
-                            "missing to fetch it as a Debian package (apt-get install kmod "
-                            "for depmod)")
+                            "missing to fetch it as a Debian package"
+                            + (" (apt-get install kmod for depmod)" if "depmod" in missing
+                               else ""))
         dl = os.path.join(cache, ".download")
         os.makedirs(dl, exist_ok=True)
         got = subprocess.run(["apt-get", "download", spec], cwd=dl, capture_output=True,
