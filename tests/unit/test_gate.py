@@ -1,9 +1,11 @@
 """The regression gate's decision: Benjamini-Hochberg across rows, compare's rule, accepted
-changes, exit codes, JUnit XML, and a synthetic replay of gated runs (fixed seeds)."""
+changes, exit codes, JUnit XML, invocations as the unit, and a synthetic replay of gated runs
+(fixed seeds)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import xml.etree.ElementTree as ET
 
@@ -19,7 +21,10 @@ from iowall.analysis.gate import (
     bh_qvalues,
     confirm,
     decide,
+    invocation_p,
+    welch_p,
 )
+from iowall.analysis.tdist import upper_tail
 from iowall.model import Metric, Point, Run
 from iowall.report.gate import junit_xml, render_text, subject
 
@@ -154,3 +159,63 @@ def test_emulated_runs_are_neither_passed_nor_failed() -> None:
     assert same.exit_code == EXIT_INCONCLUSIVE
     text = render_text(GateReport(g, "label=b", "label=n"))
     assert text.startswith("[iowall gate] inconclusive: EMULATED (new ran in an emulated guest")
+
+
+def test_invocation_p_by_hand() -> None:
+    """One base invocation: Welch on the runs. Several: a t prediction test of the one new
+    invocation's mean (K - 1 df), or Welch on the invocation means when the new side has
+    several too; each checked against the formula."""
+    base, new = [100.0, 104, 98, 101, 99, 103], [95.0, 96, 94]
+    assert invocation_p(base, new) == (welch_p(base, new), 1, 1)
+    bb = ["a", "a", "b", "b", "c", "c"]
+    gb = [math.log(100 * 104) / 2, math.log(98 * 101) / 2, math.log(99 * 103) / 2]
+    gn = math.log(95 * 96 * 94) / 3
+    mean = sum(gb) / 3
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gb) / 2)
+    t = abs(gn - mean) / (sd * math.sqrt(1 + 1 / 3))
+    p, kb, kn = invocation_p(base, new, bb, ["n"] * 3)
+    assert (kb, kn) == (3, 1) and p == pytest.approx(2 * upper_tail(t, 2), rel=1e-9)
+    p2, _, kn2 = invocation_p(base, new, bb, ["n", "m", "m"])
+    means = [math.log(95), math.log(96 * 94) / 2]
+    assert kn2 == 2 and p2 == pytest.approx(welch_p([math.exp(g) for g in gb],
+                                                    [math.exp(g) for g in means]), rel=1e-9)
+
+
+def _invocation(rng: random.Random, label: str, level: float) -> list[Run]:
+    """Three runs of one invocation (its own batch) around the invocation's level, CV 3%."""
+    out = []
+    for _ in range(3):
+        _ID[0] += 1
+        bw = level * rng.lognormvariate(0, 0.03)
+        out.append(Run(point=Point("plan:g", {"rw": "write"}), label=label, status="ok",
+                       started_at=float(_ID[0]), finished_at=_ID[0] + 1.0, id=_ID[0],
+                       batch=label, metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
+                                             Metric("write_iops", bw / 1000, "IOPS"))))
+    return out
+
+
+def test_invocations_that_differ_do_not_fail_an_a_a() -> None:
+    """300 A/As whose whole invocations differ by 4% (a machine that changes speed between
+    invocations): 4 stored invocations against one new. Counting every run as independent
+    fails 11% of them; counting invocations keeps the level, and still fails a 25% drop (and
+    says which unit it used)."""
+    rng = random.Random(21)
+    fails = {"runs": 0, "invocations": 0}
+    for _ in range(300):
+        base = [r for i in range(4)
+                for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
+        new = _invocation(rng, "aa", 1000 * rng.lognormvariate(0, 0.04))
+        hidden = _gate([dataclasses.replace(r, batch="") for r in base],
+                       [dataclasses.replace(r, batch="") for r in new])
+        fails["runs"] += hidden.exit_code == EXIT_REGRESSION
+        fails["invocations"] += _gate(base, new).exit_code == EXIT_REGRESSION
+    # at the nominal level (5% two-sided: 2.5% on the worse side): 7 of 300 with this seed;
+    # every run independent: 34 of 300
+    assert fails["invocations"] <= 12 and fails["runs"] >= 25, fails
+    base = [r for i in range(4)
+            for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
+    g = _gate(base, _invocation(rng, "slow", 750.0))
+    assert g.exit_code == EXIT_REGRESSION and not g.method_notes
+    assert g.unit.startswith("p-values from the means of invocations, 4 base and 1 new (t prediction")
+    one = _gate(base[:3], _invocation(rng, "aa", 1000.0))
+    assert one.unit.startswith("p-values from single runs") and "--baseline" in one.method_notes[0]

@@ -71,6 +71,9 @@ class Row:
     base_runs: tuple[int, ...] = ()
     new_runs: tuple[int, ...] = ()
     dropped: int = 0
+    #: The batch (invocation) of each sample, in sample order; empty when not known.
+    base_batches: tuple[str, ...] = ()
+    new_batches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -262,12 +265,22 @@ def shared_run(sides: Sequence[Side]) -> tuple[str, int, int] | None:
     return None
 
 
-def _finite(values: Iterable[float | None]) -> tuple[list[float], int]:
-    """The finite values among a metric's per-run values, and how many were NaN or inf
-    (missing values, None, are not counted: the run did not report the metric)."""
-    vals = [v for v in values if v is not None]
-    ok = [v for v in vals if math.isfinite(v)]
-    return ok, len(vals) - len(ok)
+def _finite(runs: Iterable[Run], metric: str) -> tuple[list[float], list[str], int]:
+    """The finite values of a metric over runs, the batch of each, and how many were NaN or
+    inf (missing values, None, are not counted: the run did not report the metric)."""
+    vals: list[float] = []
+    batches: list[str] = []
+    bad = 0
+    for r in runs:
+        v = r.metric(metric)
+        if v is None:
+            continue
+        if not math.isfinite(v):
+            bad += 1
+            continue
+        vals.append(v)
+        batches.append(r.batch)
+    return vals, batches, bad
 
 
 # ---------------------------------------------------------------------------- compare
@@ -326,8 +339,8 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
             names = ({m.name for r in b_runs for m in r.metrics}
                      & {m.name for r in n_runs for m in r.metrics})
             for m in select_metrics(names, metrics):
-                bv, b_bad = _finite([r.metric(m) for r in b_runs])
-                nv, n_bad = _finite([r.metric(m) for r in n_runs])
+                bv, bb, b_bad = _finite(b_runs, m)
+                nv, nb, n_bad = _finite(n_runs, m)
                 if b_bad or n_bad:
                     nonfinite.append(f"{text_of[k]} {m} ({s.name}): {b_bad + n_bad}")
                 if not bv or not nv or min(bv + nv) < 0:
@@ -339,7 +352,8 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
                                 proto.direction, c, tuple(bv), tuple(nv),
                                 tuple(r.id for r in b_runs if r.id is not None),
                                 tuple(r.id for r in n_runs if r.id is not None),
-                                dropped=b_bad + n_bad))
+                                dropped=b_bad + n_bad, base_batches=tuple(bb),
+                                new_batches=tuple(nb)))
                 if c.ratio > 0 and c.ratio != float("inf"):
                     ratios.setdefault(m, []).append(c.ratio)
         gm[s.name] = {m: geomean(v) for m, v in ratios.items()}

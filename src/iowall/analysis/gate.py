@@ -2,9 +2,10 @@
 
 Every (point, metric) row of the compare is tested; the false-discovery rate across all of them
 is held by Benjamini-Hochberg on a per-row p-value (Welch's t-test on log values, which keeps
-its level with unequal sizes and spreads), and a row counts only when compare's own rule also
-calls it (calibrated Hodges-Lehmann interval excluding 1, change beyond the floor; docs/statistics.md): the
-rejections are a subset of BH's, so the FDR bound holds. Only the headline metrics (throughput,
+its level with unequal sizes and spreads; on invocation means when the baseline holds several
+invocations, ``invocation_p``), and a row counts only when compare's own rule also calls it
+(calibrated Hodges-Lehmann interval excluding 1, change beyond the floor; docs/statistics.md):
+the rejections are a subset of BH's, so the FDR bound holds. Only the headline metrics (throughput,
 latency, runtime; ``--fail-on``) can fail the gate; other metrics that changed are listed.
 Runs of an emulated guest are judged by neither compare nor the gate: inconclusive, whatever
 they measured. A suspected regression (worse beyond the floor, shown at the FDR among the
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..model import Run
 from .compare import HEADLINE, NOT_HEADLINE, CompareResult, Row
+from .stats import FloatArray
 from .tdist import upper_tail
 
 Status = Literal["regression", "improvement", "same", "inconclusive", "accepted", "changed"]
@@ -59,6 +61,13 @@ class Verdict:
     status: Status
     reason: str
     gating: bool
+    #: invocations (batches) on the base and new side; the p-value is by invocation when the
+    #: base holds two or more (``invocation_p``)
+    invocations: tuple[int, int] = (1, 1)
+
+    @property
+    def by_invocation(self) -> bool:
+        return self.invocations[0] >= 2
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,27 @@ class GateResult:
     verdicts: tuple[Verdict, ...]
     fdr: float
     floor: float
+
+    @property
+    def unit(self) -> str:
+        """What the gating rows' p-values take as independent, in a few words."""
+        rows = [v for v in self.verdicts if v.gating] or list(self.verdicts)
+        if rows and all(v.by_invocation for v in rows):
+            kb = min(v.invocations[0] for v in rows)
+            kn = max(v.invocations[1] for v in rows)
+            how = "Welch's t-test" if kn >= 2 else "t prediction test"
+            return f"p-values from the means of invocations, {kb} base and {kn} new ({how})"
+        return "p-values from single runs (Welch's t-test): the baseline is one invocation"
+
+    @property
+    def method_notes(self) -> list[str]:
+        """What the user should know about how the rows were tested, and what to do."""
+        if self.compare.emulated or any(v.by_invocation for v in self.verdicts if v.gating):
+            return []
+        return ["the baseline is one invocation, so how much whole invocations differ on this "
+                "machine is not counted and a machine that changed speed between them reads "
+                "as a change: give --baseline two or more stored invocations (the last few "
+                "nightly labels, say)"]
 
     def of(self, status: Status) -> list[Verdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -105,13 +135,11 @@ def _worse(row: Row) -> bool:
     return r != 1.0 and (r < 1.0) == (row.direction == "higher")
 
 
-def welch_p(base: Sequence[float], new: Sequence[float]) -> float:
-    """Two-sided p-value of Welch's t-test on log values, with the Welch-Satterthwaite degrees
-    of freedom and the t tail of ``tdist`` (scipy.stats gave the same to 1e-12 and cost 1.2 s
-    of import at every gate). 1.0 when either side has fewer than two positive finite values
-    or both have no spread."""
-    b = np.log([x for x in base if x > 0 and math.isfinite(x)])
-    n = np.log([x for x in new if x > 0 and math.isfinite(x)])
+def _logs(values: Sequence[float]) -> FloatArray:
+    return np.log([x for x in values if x > 0 and math.isfinite(x)])
+
+
+def _welch_logs(b: FloatArray, n: FloatArray) -> float:
     if b.size < 2 or n.size < 2:
         return 1.0
     if float(np.var(b)) == 0.0 and float(np.var(n)) == 0.0:
@@ -120,10 +148,61 @@ def welch_p(base: Sequence[float], new: Sequence[float]) -> float:
     se2 = vb + vn
     df = se2 * se2 / (vb * vb / (b.size - 1) + vn * vn / (n.size - 1))
     t = abs(float(b.mean()) - float(n.mean())) / math.sqrt(se2)
+    return _two_sided(t, df)
+
+
+def _two_sided(t: float, df: float) -> float:
     if not (math.isfinite(t) and math.isfinite(df)) or df <= 0:
         return 1.0
     p = 2.0 * upper_tail(t, df)
     return min(1.0, p) if math.isfinite(p) else 1.0
+
+
+def welch_p(base: Sequence[float], new: Sequence[float]) -> float:
+    """Two-sided p-value of Welch's t-test on log values, with the Welch-Satterthwaite degrees
+    of freedom and the t tail of ``tdist`` (scipy.stats gave the same to 1e-12 and cost 1.2 s
+    of import at every gate). 1.0 when either side has fewer than two positive finite values
+    or both have no spread."""
+    return _welch_logs(_logs(base), _logs(new))
+
+
+def invocation_means(values: Sequence[float], batches: Sequence[str]) -> FloatArray:
+    """The mean log value of each invocation (batch), in first-seen order; one group of all
+    values when the batches are not known."""
+    if len(batches) != len(values):
+        batches = [""] * len(values)
+    groups: dict[str, list[float]] = {}
+    for v, b in zip(values, batches, strict=True):
+        if v > 0 and math.isfinite(v):
+            groups.setdefault(b, []).append(math.log(v))
+    return np.array([sum(g) / len(g) for g in groups.values()])
+
+
+def invocation_p(base: Sequence[float], new: Sequence[float], base_batches: Sequence[str] = (),
+                 new_batches: Sequence[str] = ()) -> tuple[float, int, int]:
+    """Two-sided p-value of a change between the sides, counting how much whole invocations
+    differ, and the invocations on each side (a baseline of one: not counted).
+
+    A run's invocation (its batch: one ``iowall run``, one round of the gate) shares the
+    machine's state of that minute, so runs of one invocation are not independent evidence
+    about another. With a baseline of two or more invocations the unit is the invocation:
+    Welch's t-test on per-invocation means of log values when the new side has several, else
+    a t prediction test of the one new invocation's mean against the baseline's invocation
+    means (K - 1 degrees of freedom). With a baseline of one invocation, how much invocations
+    differ cannot be seen: Welch on the runs (``welch_p``)."""
+    gb, gn = invocation_means(base, base_batches), invocation_means(new, new_batches)
+    k = (gb.size, gn.size)
+    if gb.size < 2:
+        return welch_p(base, new), *k
+    if gn.size >= 2:
+        return _welch_logs(gb, gn), *k
+    if gn.size == 0:
+        return 1.0, *k
+    sd = float(np.std(gb, ddof=1))
+    d = abs(float(gn[0]) - float(gb.mean()))
+    if sd == 0.0:
+        return (0.0 if d else 1.0), *k
+    return _two_sided(d / (sd * math.sqrt(1.0 + 1.0 / gb.size)), gb.size - 1), *k
 
 
 def bh_qvalues(pvalues: Sequence[float]) -> list[float]:
@@ -151,13 +230,15 @@ def decide(res: CompareResult, *, fdr: float = 0.05, accept: Sequence[Accept] = 
            today: str = "", fail_on: Sequence[str] | None = None) -> GateResult:
     """Every row's verdict (see the module docstring for the method)."""
     rows = list(res.rows)
-    ps = [welch_p(r.base_samples, r.new_samples) for r in rows]
+    tested = [invocation_p(r.base_samples, r.new_samples, r.base_batches, r.new_batches)
+              for r in rows]
+    ps = [p for p, _, _ in tested]
     qs = bh_qvalues(ps)
     gates = [gating(r.metric, fail_on) for r in rows]
     q_gating = iter(bh_qvalues([p for p, g in zip(ps, gates, strict=True) if g]))
     qg = [next(q_gating) if g else 1.0 for g in gates]
     out = []
-    for r, p, q, gate, lean in zip(rows, ps, qs, gates, qg, strict=True):
+    for r, p, q, gate, lean, (_, kb, kn) in zip(rows, ps, qs, gates, qg, tested, strict=True):
         c = r.cmp
         worse_est = _worse(r)
         beyond = abs(c.ratio - 1.0) > res.floor
@@ -182,7 +263,7 @@ def decide(res: CompareResult, *, fdr: float = 0.05, accept: Sequence[Accept] = 
                               else "but the interval includes no change")))
         else:
             status, why = "same", ""
-        out.append(Verdict(r, p, q, status, why, gate))
+        out.append(Verdict(r, p, q, status, why, gate, (kb, kn)))
     return GateResult(res, tuple(out), fdr, res.floor)
 
 

@@ -217,6 +217,7 @@ def gate(
     result, used = confirmed(decide_now, run_once, rounds)
     notes = ([f"confirmation: a regression or an inconclusive row was suspected, so the target "
               f"ran {used} more time{'s' if used > 1 else ''} before the decision"] if used else [])
+    notes += result.method_notes
     cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
     if workload:
         cmd += (["--repeat", str(repeat)] + (["--quick"] if quick else [])

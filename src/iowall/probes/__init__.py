@@ -32,8 +32,8 @@ REGISTRY: dict[str, type[Probe]] = {
                         FlusherProbe, ThrottleProbe, ReclaimProbe, TasksProbe, LocksProbe,
                         ProfileProbe)
 }
-#: Cheap enough to run always (docs/benchmarks-probes.md); ``locks`` is not. ``profile``
-#: (perf at 99 Hz) reports itself skipped where perf is missing or refuses.
+#: Cheap enough to run always (docs/benchmarks.md, "What the probes cost"); ``locks`` is not.
+#: ``profile`` (perf at 99 Hz) reports itself skipped where perf is missing or refuses.
 DEFAULT_PROBES: tuple[str, ...] = ("cpu", "vmstat", "meminfo", "diskstats", "psi", "flusher",
                                    "throttle", "reclaim", "tasks", "profile")
 

@@ -76,7 +76,7 @@ def _lines(g: GateReport, *, md: bool) -> list[str]:
            f"verdict: {res.word} (exit {res.exit_code}); "
            + ", ".join(f"{n} {k}" for k, n in counts.items() if n),
            f"{len(res.verdicts)} point-metrics tested; false-discovery rate {res.fdr:g} "
-           f"(Benjamini-Hochberg), floor {res.floor:.0%}", ""]
+           f"(Benjamini-Hochberg), floor {res.floor:.0%}", res.unit, ""]
     headers = ["", "point", "metric", "base", "new", "change", "95% interval", "q"]
     rows = _rows(g, SHOWN if md else GATING)
     if rows:
@@ -126,7 +126,8 @@ def gate_json(g: GateReport) -> dict[str, Any]:
             "subject": subject(g), "baseline": g.baseline, "new": g.new, "fdr": res.fdr,
             "floor": res.floor,
             "rows": [{**row_json(v.row), "status": v.status, "p_value": v.p_value,
-                      "q_value": v.q_value, "gating": v.gating, "reason": v.reason}
+                      "q_value": v.q_value, "gating": v.gating, "reason": v.reason,
+                      "invocations": {"base": v.invocations[0], "new": v.invocations[1]}}
                      for v in res.verdicts],
             "differences": [{"field": d.field, "values": list(d.values)}
                             for d in res.compare.differences],
