@@ -1,6 +1,7 @@
 """Start-up time and the cost of `compare`: `iowall --help`, `iowall runs --last 1`,
-`iowall recipes` and `iowall compare` of two labels of 500 synthetic runs each, run as fresh
-processes; the median wall time of several runs and the peak RSS (getrusage of the child).
+`iowall recipes`, `iowall run --help` (every module a run needs) and `iowall compare` of two
+labels of 500 synthetic runs each, run as fresh processes; the median wall time of several
+runs and the peak RSS (getrusage of the child).
 
 Each tree given with --src (default: this checkout's src) is measured against its own store,
 built by that tree's code, so two trees (e.g. --src src --src /work/main/src) print side by
@@ -106,6 +107,7 @@ def main() -> None:
         rows = [("iowall --help", ["--help"]),
                 ("iowall runs --last 1", ["runs", "--last", "1", "--db", "{db}"]),
                 ("iowall recipes", ["recipes"]),
+                ("iowall run --help (loads the run path)", ["run", "--help"]),
                 (f"iowall compare base new ({a.runs}+{a.runs} runs)",
                  ["compare", "base", "new", "--db", "{db}"]),
                 ("  … --format json", ["compare", "base", "new", "--format", "json", "--db",

@@ -104,3 +104,17 @@ def test_repeat_decisions_and_the_gate_test_import_no_scipy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_the_run_path_imports_no_numpy() -> None:
+    """`iowall run` (a plan, and what `ab` runs in its guests) loads its command and decides
+    ``--repeat auto`` without numpy (0.27 s of its 1.07 s start here, more in an emulated
+    guest); numpy comes with the first compare, fit or plot."""
+    code = ("import sys\n"
+            "import iowall.cli.run\n"
+            "from iowall.analysis.decide import decision_state\n"
+            "s = decision_state([1.0, 1.01, 0.99, 1.0, 1.02, 0.98], max_repeats=9)\n"
+            "print(s.n, sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'))\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "6 []", out

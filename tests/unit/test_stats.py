@@ -21,11 +21,11 @@ from scipy import stats as sst
 
 from iowall.analysis.calibration import kappa
 from iowall.analysis.decide import decided, decision_state, median_ci
+from iowall.analysis.samples import median
 from iowall.analysis.stats import (
     compare_samples,
     critical_value,
     geomean,
-    median,
     ratio_ci,
     spread,
 )

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .calibration import CAL_LEVELS, CAL_NOISES, CAL_SPREADS, kappa
+from .samples import rel as _rel
 from .tdist import t_quantile
 
 Direction = Literal["higher", "lower"]
@@ -37,11 +38,6 @@ def _as_array(samples: Sequence[float], what: str) -> FloatArray:
     return arr
 
 
-def median(samples: Sequence[float]) -> float:
-    """Sample median (middle value, or mean of the two middle values)."""
-    return float(np.median(_as_array(samples, "median")))
-
-
 @dataclass(frozen=True)
 class Spread:
     """How far repeats of one point scatter.
@@ -53,13 +49,6 @@ class Spread:
     rel_range: float
     iqr: float
     rel_iqr: float
-
-
-def _rel(value: float, ref: float) -> float:
-    """value / |ref|, with 0/0 = 0 and x/0 = inf."""
-    if ref != 0:
-        return value / abs(ref)
-    return 0.0 if value == 0 else math.inf
 
 
 def spread(samples: Sequence[float]) -> Spread:

@@ -9,9 +9,6 @@ import textwrap
 from typing import Any
 
 from ..results import Report, Section
-from .compare import render_json as compare_json
-from .compare import render_md as compare_md
-from .compare import render_text as compare_text
 from .emit import Format, json_text, renders
 from .table import md_table, text_table
 from .why import why_lines
@@ -41,7 +38,8 @@ def render_text(r: Report) -> str:
     if r.notes:
         out += ["", r.notes_title, *_bullets(r.notes)]
     out += why_lines(r.why)
-    if r.compare is not None:
+    if r.compare is not None:  # imported here: numpy, which a run without a compare spares
+        from .compare import render_text as compare_text
         out += ["", compare_text(r.compare).rstrip("\n")]
     return "\n".join(out) + "\n"
 
@@ -68,6 +66,7 @@ def render_md(r: Report) -> str:
                 *[f"- {n}" for n in r.notes]]
     out += why_lines(r.why, markdown=True)
     if r.compare is not None:
+        from .compare import render_md as compare_md
         out += ["", compare_md(r.compare).rstrip("\n")]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -81,6 +80,7 @@ def report_json(r: Report) -> dict[str, Any]:
         "notes": list(r.notes), "explain": [dict(w) for w in r.why], "tail": list(r.tail)}
     out.update({k: v for k, v in r.data.items() if k not in out})
     if r.compare is not None:
+        from .compare import render_json as compare_json
         out["compare"] = compare_json(r.compare)
     return out
 
