@@ -108,7 +108,7 @@ def test_repeat_decisions_and_the_gate_test_import_no_scipy() -> None:
 
 def test_the_run_path_imports_no_numpy() -> None:
     """`iowall run` (a plan, and what `ab` runs in its guests) loads its command and decides
-    ``--repeat auto`` without numpy (0.27 s of its 1.07 s start here, more in an emulated
+    ``--repeat auto`` without numpy (its imports 13-15% faster here, more in an emulated
     guest); numpy comes with the first compare, fit or plot."""
     code = ("import sys\n"
             "import iowall.cli.run\n"

@@ -1,6 +1,6 @@
 """Pure, numpy-free checks and summaries of one sample of repeated measurements, for the code
-that runs points (``--repeat auto``): importing numpy cost 0.27 s of every `iowall run`'s
-1.07 s start on this machine, and far more in an emulated `iowall ab` guest."""
+that runs points (``--repeat auto``): without numpy, importing what `iowall run` needs takes
+13-15% less time here (benchmarks/import_run_path.py), and more in an emulated `ab` guest."""
 
 from __future__ import annotations
 
