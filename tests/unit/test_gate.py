@@ -219,3 +219,10 @@ def test_invocations_that_differ_do_not_fail_an_a_a() -> None:
     assert g.unit.startswith("p-values from the means of invocations, 4 base and 1 new (t prediction")
     one = _gate(base[:3], _invocation(rng, "aa", 1000.0))
     assert one.unit.startswith("p-values from single runs") and "--baseline" in one.method_notes[0]
+    # a point with several stored invocations beside one with a single: both said
+    other = [dataclasses.replace(r, point=Point("plan:g", {"rw": "read"})) for r in base[:3]]
+    mixed = _gate(base + other, _invocation(rng, "aa", 1000.0)
+                  + [dataclasses.replace(r, point=Point("plan:g", {"rw": "read"}))
+                     for r in _invocation(rng, "aa", 1000.0)])
+    assert mixed.unit.endswith("for 2 of 4 gating rows; from single runs where the baseline "
+                               "holds one invocation") and mixed.method_notes

@@ -79,21 +79,29 @@ class GateResult:
     fdr: float
     floor: float
 
+    def _gating(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.gating] or list(self.verdicts)
+
     @property
     def unit(self) -> str:
         """What the gating rows' p-values take as independent, in a few words."""
-        rows = [v for v in self.verdicts if v.gating] or list(self.verdicts)
-        if rows and all(v.by_invocation for v in rows):
-            kb = min(v.invocations[0] for v in rows)
-            kn = max(v.invocations[1] for v in rows)
-            how = "Welch's t-test" if kn >= 2 else "t prediction test"
-            return f"p-values from the means of invocations, {kb} base and {kn} new ({how})"
-        return "p-values from single runs (Welch's t-test): the baseline is one invocation"
+        rows = self._gating()
+        by = [v for v in rows if v.by_invocation]
+        if not by:
+            return "p-values from single runs (Welch's t-test): the baseline is one invocation"
+        kb = min(v.invocations[0] for v in by)
+        kn = max(v.invocations[1] for v in by)
+        how = "Welch's t-test" if kn >= 2 else "t prediction test"
+        text = f"p-values from the means of invocations, {kb} base and {kn} new ({how})"
+        if len(by) < len(rows):
+            text += (f" for {len(by)} of {len(rows)} gating rows; from single runs where the "
+                     "baseline holds one invocation")
+        return text
 
     @property
     def method_notes(self) -> list[str]:
         """What the user should know about how the rows were tested, and what to do."""
-        if self.compare.emulated or any(v.by_invocation for v in self.verdicts if v.gating):
+        if self.compare.emulated or all(v.by_invocation for v in self._gating()):
             return []
         return ["the baseline is one invocation, so how much whole invocations differ on this "
                 "machine is not counted and a machine that changed speed between them reads "
