@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .cgroups import locate, memory_room
 from .knob import Knob
 from .knobs import KnobSession
 from .sysinfo import meminfo
@@ -28,6 +29,8 @@ REPORTING_ORDER = Knob("sysfs", "/sys/module/page_reporting/parameters/page_repo
 OFF_ORDER = 11
 #: Memory left untouched, so that the touch itself never pushes the kernel into reclaim.
 KEEP_FREE = 1 * GIB
+#: Room left untouched inside a memory-limited cgroup (iowall itself, fio, page cache).
+KEEP_FREE_CG = 64 * MIB
 CHUNK = 64 * MIB
 #: Memory touched a second time, to measure what backed memory costs to touch.
 AGAIN = 512 * MIB
@@ -43,6 +46,8 @@ class GuestMemory:
     seconds: float
     #: GiB/s of touching memory again right after (backed memory: the rate to compare with)
     again_rate: float = 0.0
+    #: why less than the free memory was touched (a memory cgroup's limit), or ""
+    capped: str = ""
 
     @property
     def rate(self) -> float:
@@ -56,7 +61,8 @@ class GuestMemory:
                 f"{self.order_before}), so fresh page cache would pay host faults: {held}, "
                 f"and {fmt_bytes(self.touched_bytes)} "
                 f"of free memory touched once first, at {self.rate / GIB:.1f} GiB/s "
-                f"(touched again: {self.again_rate / GIB:.1f} GiB/s)")
+                f"(touched again: {self.again_rate / GIB:.1f} GiB/s)"
+                + (f"; {self.capped}" if self.capped else ""))
 
 
 def reporting_order() -> str | None:
@@ -133,8 +139,22 @@ def hold_guest_memory(ks: KnobSession) -> GuestMemory | None:
         return None
     if before != str(OFF_ORDER):
         ks.set(REPORTING_ORDER, OFF_ORDER)
-    free = meminfo().get("MemFree", 0) - KEEP_FREE
+    free, capped = touchable(meminfo().get("MemFree", 0) - KEEP_FREE)
     seconds = touch(free)
-    again = touch(AGAIN)
+    twice = min(AGAIN, max(0, free // CHUNK * CHUNK))
+    again = touch(twice)
     return GuestMemory(before, max(0, free // CHUNK * CHUNK), seconds,
-                       AGAIN / again if again > 0 else 0.0)
+                       twice / again if again > 0 else 0.0, capped)
+
+
+def touchable(free: int) -> tuple[int, str]:
+    """How much of ``free`` may be touched, and why less: memory touched is charged to this
+    process's memory cgroup, so inside a limited one only its room less KEEP_FREE_CG (the
+    touch must never push the group into reclaim or its OOM killer)."""
+    room = memory_room(locate())
+    if room is None or room.free_bytes - KEEP_FREE_CG >= free:
+        return free, ""
+    cap = max(0, room.free_bytes - KEEP_FREE_CG)
+    return cap, (f"touched only {fmt_bytes(cap // CHUNK * CHUNK)}: memory cgroup {room.path} "
+                 f"is limited to {fmt_bytes(room.limit_bytes)} "
+                 f"({fmt_bytes(room.usage_bytes)} in use)")

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .cgroups import limits, locate
+
 #: sysctls recorded with every run: the dirty-page thresholds shape every buffered write.
 SYSCTLS = (
     "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_bytes",
@@ -108,6 +110,7 @@ def environment(extra: dict[str, Any] | None = None,
         "thp": read("/sys/kernel/mm/transparent_hugepage/enabled"),
         "euid": os.geteuid(),
         "loadavg_1m": loadavg(),
+        "cgroup": limits(locate()),  # the measuring process's groups (docs/cgroups.md)
     }
     if os.environ.get(COMMIT_ENV):
         env["commit"] = os.environ[COMMIT_ENV]

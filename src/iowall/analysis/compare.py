@@ -20,6 +20,7 @@ from typing import Any
 from ..knob import looks_like_knob
 from ..model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
 from ..model import fingerprint as _fingerprint
+from .cgroup_env import limits_text
 from .env_numbers import numeric_differences
 from .stats import Comparison, compare_samples, geomean
 
@@ -201,9 +202,10 @@ def describe_points(points: Sequence[Mapping[str, Any]]) -> tuple[list[str], dic
 
 
 def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Difference]:
-    """Facts whose values are not the same on every side: environment, sysctls, knobs, bed;
-    then the dirty threshold and the load average at start, beyond their margins
-    (analysis/env_numbers.py). A side with several values shows them all, joined by ``|``."""
+    """Facts whose values are not the same on every side: environment, sysctls, knobs, bed,
+    the cgroup limits the runs were under; then the dirty threshold and the load average at
+    start, beyond their margins (analysis/env_numbers.py). A side with several values shows
+    them all, joined by ``|``."""
     skip = set(skip)
     fields: list[tuple[str, str, str]] = [(f, "env", f) for f in ENV_FIELDS]
     sysctl_names = sorted({k for s in sides for r in s.runs for k in (r.env.get("sysctls") or {})})
@@ -213,7 +215,7 @@ def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Differe
                                                    for k in (r.env.get("knobs") or {})})
     fields += [(f"knob {k}", "knob", k) for k in knob_names]
     fields += [(f"bed {f}", "bed", f) for f in BED_FIELDS]
-    fields.append(("label", "label", ""))
+    fields += [("cgroup limits", "cgroup", ""), ("label", "label", "")]
     out = []
     for name, kind, key in fields:
         if name in skip:
@@ -243,6 +245,8 @@ def _fact(run: Run, kind: str, key: str) -> Any:
         return v if v is not None else (run.env.get("knobs") or {}).get(key)
     if kind == "bed":
         return _get(run.bed, key)
+    if kind == "cgroup":  # the limits only: the groups' paths change from session to session
+        return limits_text(run.env.get("cgroup"))
     return run.label
 
 

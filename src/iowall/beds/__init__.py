@@ -15,6 +15,7 @@ from .directory import provision_dir
 from .guard import check_all
 from .loop import provision_loop
 from .ram import provision_ram
+from .room import check_memory_room
 from .tmpfs import provision_tmpfs
 
 __all__ = ["Bed", "BedSpec", "FILESYSTEMS", "KINDS", "bed_with_wipe", "default_size", "provision",
@@ -58,6 +59,7 @@ def provision(spec: BedSpec, *, fs: str = "xfs", size_bytes: int | None = None,
     if spec.kind in ("ram", "loop") and size < MIN_SIZE:
         raise UserError(f"--size {fmt_bytes(size)} is too small for a filesystem image "
                         f"(at least {fmt_bytes(MIN_SIZE)})")
+    check_memory_room(spec.kind, size, MIN_SIZE if spec.kind == "ram" else 0)
     bed = Bed(spec)
     try:
         if spec.kind == "device":  # the device's size is given; size_bytes is what it needs

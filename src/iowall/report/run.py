@@ -15,6 +15,7 @@ from ..analysis.explain import Verdict, to_json
 from ..analysis.fiogroups import fio_groups, group_values
 from ..model import Run
 from ..units import fmt_bytes, fmt_rate
+from .cgroup import cgroup_lines
 from .emit import Format, json_text, renders
 from .scale import RATE_UNITS, SIZE_UNITS, binary_scale
 from .table import text_table
@@ -93,6 +94,7 @@ def render_run(r: Run) -> str:
     if sysctls:
         out.append("sysctls   " + " ".join(f"{k.removeprefix('vm.')}={v}"
                                            for k, v in sysctls.items() if v not in ("", "0")))
+    out += cgroup_lines(r.env)
     grouped = {f"g{g}.{k}" for g, vals in group_values({m.name: m.value for m in r.metrics})
                .items() for k in vals}
     out += ["", "metrics", text_table(["name", "value"], [
