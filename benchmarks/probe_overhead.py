@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/probe_overhead.py --probes default,locks
     .venv/bin/python benchmarks/probe_overhead.py --pairs 7 --seconds 8 --json out.json
     .venv/bin/python benchmarks/probe_overhead.py --probes none     # A/A: the noise floor
+    .venv/bin/python benchmarks/probe_overhead.py --without threadstate --workload direct
 
 The workload is a buffered sequential write at nproc jobs on a ram bed (fio, 1 MiB blocks,
 psync, time based, end_fsync), the point ``iowall limits`` measures first, or with
@@ -47,6 +48,20 @@ def fio_buffered_write(jobs: int, seconds: int, size: str = "384M") -> Workload:
         argv = ["fio", "--name=w", f"--directory={path}", "--rw=write", "--bs=1M",
                 f"--size={size}", f"--numjobs={jobs}", "--ioengine=psync", "--direct=0",
                 "--time_based", f"--runtime={seconds}", "--end_fsync=1", "--group_reporting",
+                "--output-format=json"]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True,
+                             timeout=seconds * 10 + 60)
+        return float(json.loads(out.stdout)["jobs"][0]["write"]["bw_bytes"])
+    return run
+
+
+def fio_direct_write(jobs: int, seconds: int, size: str = "384M") -> Workload:
+    """fio direct write at queue depth 1 per job (psync, 1 MiB), time based: the main job's
+    direct point, where every I/O is a sleep and a wake-up of the workload."""
+    def run(path: str) -> float:
+        argv = ["fio", "--name=d", f"--directory={path}", "--rw=write", "--bs=1M",
+                f"--size={size}", f"--numjobs={jobs}", "--ioengine=psync", "--direct=1",
+                "--time_based", f"--runtime={seconds}", "--group_reporting",
                 "--output-format=json"]
         out = subprocess.run(argv, capture_output=True, text=True, check=True,
                              timeout=seconds * 10 + 60)
@@ -133,23 +148,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=5, help="fio runtime per run")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--files", type=int, default=150000, help="files per thread (create)")
-    ap.add_argument("--workload", choices=("write", "create"), default="write",
-                    help="fio buffered write (MiB/s) or the engine's create (files/s)")
+    ap.add_argument("--workload", choices=("write", "direct", "create"), default="write",
+                    help="fio buffered write or direct write (MiB/s), or the engine's create "
+                         "(files/s)")
+    ap.add_argument("--without", metavar="PROBE",
+                    help="measure --probes against the same set without PROBE (its own cost)")
     ap.add_argument("--json", help="write the full result here")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("probe_overhead: needs root (ram bed, tracefs, perf)", file=sys.stderr)
         return 2
+    if args.without:
+        from iowall.probes import REGISTRY
+        names = [c.name for c in resolve(args.probes)]
+        if args.without not in REGISTRY or args.without not in names:
+            print(f"probe_overhead: --without {args.without}: not in {args.probes}",
+                  file=sys.stderr)
+            return 2
+        args.baseline = ",".join(n for n in names if n != args.without) or "none"
     if args.workload == "create":
         work, unit, scale = engine_create(args.jobs, args.files), "files/s", 1.0
         res = measure(work, args.probes, args.baseline, pairs=args.pairs)
         res["workload"] = {"engine": "create", "threads": args.jobs, "files_per_thread": args.files,
                            "bed": "ram", "fs": "xfs"}
     else:
-        work, unit, scale = fio_buffered_write(args.jobs, args.seconds), "MiB/s", float(1 << 20)
+        direct = args.workload == "direct"
+        make = fio_direct_write if direct else fio_buffered_write
+        work, unit, scale = make(args.jobs, args.seconds), "MiB/s", float(1 << 20)
         res = measure(work, args.probes, args.baseline, pairs=args.pairs)
-        res["workload"] = {"fio": "buffered write", "jobs": args.jobs, "seconds": args.seconds,
-                           "bs": "1M", "bed": "ram", "fs": "xfs"}
+        res["workload"] = {"fio": "direct write" if direct else "buffered write",
+                           "jobs": args.jobs, "seconds": args.seconds, "bs": "1M",
+                           "bed": "ram", "fs": "xfs"}
     print(f"{args.probes} vs {args.baseline} ({args.workload}): median "
           f"{res['median_bytes_per_s'] / scale:.0f} vs "
           f"{res['baseline_median_bytes_per_s'] / scale:.0f} {unit}, ratio of medians "

@@ -58,6 +58,10 @@ class Task:
     title: str = ""
     #: whether the schedule's probes watch this task (not for e.g. memory-copy ceilings)
     probed: bool = True
+    #: work of the task that is not the point's, done before the probes start and after
+    #: they stop (removing a tree of files): outside the window, it is nobody's CPU time
+    prepare: Callable[[], None] | None = None
+    cleanup: Callable[[], None] | None = None
 
 
 class Progress:
@@ -153,6 +157,8 @@ class Schedule:
                                         else f"/{policy.count}")
         self.progress.step(f"{task.title or task.point.describe()}  [{r + 1}{of}]")
         partial = Partial()
+        if task.prepare is not None:
+            task.prepare()
         started = time.time()
         try:
             if task.probed and self.probes:
@@ -160,6 +166,8 @@ class Schedule:
             else:
                 outcome = task.execute(partial)
                 outcome = replace(outcome, notes=outcome.notes + tuple(partial.notes))
+            if task.cleanup is not None:
+                task.cleanup()
         except Interrupted as e:
             self._store(task.point, r, started, _from_partial(partial, "interrupted", str(e)))
             raise

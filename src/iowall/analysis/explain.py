@@ -92,8 +92,8 @@ RULES: tuple[Rule, ...] = (
          "Reclaim-bound: allocations entered direct reclaim {vm_allocstall_events_per_s:.0f} "
          "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed.",
          evidence=("kswapd_cpu_share", "vm_pgscan_pages_per_s")),
-    Rule("device-bound",
-         (Cond("device_ratio", ">=", 0.90),),
+    Rule("device-bound",  # above 100% the "ceiling" was not the device's: never a verdict
+         (Cond("device_ratio", ">=", 0.90), Cond("device_ratio", "<=", 1.0)),
          "Device-bound: the device moved {device_rate} during the point (writeback included), "
          "{device_pct:.0f}% of its direct-I/O ceiling measured at other points "
          "({direct_ceiling}).",

@@ -9,9 +9,24 @@ from typing import Any
 
 from ..model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
 from .attribution import classes, lock_callers, top_functions, top_paths
-from .context import explain_context, not_applicable, representative, skipped_probes
-from .explain import explain, near_misses, sentences
+from .budget import Budget, compute, counter_window
+from .budget import to_json as budget_json
+from .context import explain_context, not_applicable, representative, skipped_probes, throughput
+from .explain import Verdict, explain, near_misses, sentences
 from .paths import Attribution, attribute, decode_folded, path_metrics
+from .wall import Wall, decide, device_in_window
+
+#: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
+#: evidence of the same mechanism. The others account the whole machine's CPU time and are
+#: dropped when the workload's own budget is known.
+CONSISTENT: dict[str, tuple[str, ...]] = {
+    "dirty-throttle": ("writers-throttled", "flusher-saturated", "writeback-phase"),
+    "device": ("device-bound", "writeback-phase"),
+    "lock": ("lock-contention",),
+    "reclaim": ("reclaim-bound",), "memcg-reclaim": ("reclaim-bound",),
+    "memcopy": ("writeback-phase",),
+    "cpu-kernel": ("writeback-phase", "lock-contention"),
+}
 
 
 def _artifact_json(run: Run, name: str) -> Any:
@@ -49,6 +64,57 @@ def profile(run: Run) -> Attribution | None:
     return None
 
 
+def io_window(run: Run, doc: dict[str, Any]) -> tuple[tuple[float, float], str] | None:
+    """The point's I/O window on the probes' clock: from fio's (or the engine's) own time
+    series when the run has them (its first interval's start to its last sample, an end
+    fsync included), else where the workload threads' I/O syscalls moved."""
+    for s in run.series:
+        if s.probe in ("fio", "engine") and len(s.samples) >= 2:
+            first = s.samples[0][0] - (s.samples[1][0] - s.samples[0][0])
+            return (max(0.0, first), s.samples[-1][0]), f"{s.probe} {s.name} series"
+    tp = throughput(run)
+    w = counter_window(doc, tp[0] if tp else None)
+    return (w, "the workload's I/O syscalls") if w else None
+
+
+def budget(run: Run, att_stacks: dict[str, int] | None = None) -> Budget | None:
+    """The workload's wall-clock budget (``analysis.budget``) when the run carries the
+    ``threadstate`` probe's document."""
+    doc = _artifact_json(run, "threadstate.json")
+    if not isinstance(doc, dict):
+        return None
+    win = io_window(run, doc)
+    if win is None:
+        return None
+    return compute(doc, win[0], win[1], att_stacks)
+
+
+def _profile_stacks(run: Run) -> dict[str, int] | None:
+    for a in run.artifacts:
+        if a.name == PROFILE_ARTIFACT:
+            try:
+                return decode_folded(a.body)
+            except (ValueError, OSError, EOFError):
+                return None
+    return None
+
+
+def neighbours(run: Run) -> list[tuple[str, float]]:
+    """The busiest other processes during the run (the tasks probe's top threads)."""
+    return [(str(r.get("comm")), float(r.get("cpu_s") or 0.0)) for r in tasks_top(run)
+            if isinstance(r, dict) and r.get("class") == "neighbours"
+            and float(r.get("cpu_s") or 0.0) > 0.05]
+
+
+def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> tuple[Wall | None, list[str]]:
+    """The wall verdict from the budget, with the device seen over the same window."""
+    series = {s.name: s.samples for s in run.series if s.probe == "diskstats"}
+    series.update({s.name: s.samples for s in run.series
+                   if s.probe == "tasks" and s.name == "loop_cpus"})
+    dev = device_in_window(series, *b.window)
+    return decide(b, dev, ctx, neighbours(run))
+
+
 def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     """The verdicts on one run, as reports keep them: the rules that fired, the nearest miss
     of each rule that did not, and where the CPU time went (the ``tasks`` probe)."""
@@ -56,7 +122,8 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     na = not_applicable(run)
     if na is not None:
         return {**base, "sentences": [na], "fired": False, "applicable": False,
-                "verdicts": [], "near_misses": [], "attribution": [], "paths": []}
+                "verdicts": [], "near_misses": [], "attribution": [], "paths": [],
+                "wall": None, "budget": None}
     metrics = {m.name: m.value for m in run.metrics}
     ctx = explain_context(run, batch)
     att = profile(run)
@@ -66,11 +133,27 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     verdicts = explain(metrics, ctx, lock_rows=lock_rows(run), tasks_top=tasks_top(run),
                        lock_callers=lock_callers(att) if att is not None else None,
                        top_functions=top_functions(att) if att is not None else None)
-    return {**base, "sentences": sentences(verdicts), "fired": bool(verdicts),
+    b = budget(run, _profile_stacks(run))
+    wall: Wall | None = None
+    notes: list[str] = []
+    if b is not None:
+        wall, notes = wall_of(run, b, ctx)
+        keep = CONSISTENT.get(wall.kind, ()) if wall else ("writeback-phase",)
+        verdicts = [v for v in verdicts if v.rule in keep]
+        if wall is not None:
+            verdicts.insert(0, Verdict(wall.kind, wall.sentence,
+                                       {**wall.evidence, "share": round(wall.share, 4)}))
+    said = sentences(verdicts) if verdicts or b is None else []
+    return {**base, "sentences": said + notes or sentences([]), "fired": bool(verdicts),
             "applicable": True,
+            "wall": ({"kind": wall.kind, "sentence": wall.sentence,
+                      "share": round(wall.share, 4)} if wall else None),
+            "budget": budget_json(b) if b is not None else None,
             "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence}
                          for v in verdicts],
-            "near_misses": near_misses(metrics, ctx, [v.rule for v in verdicts]),
+            # the CPU-time rules' near misses only where no budget speaks for the workload
+            "near_misses": near_misses(metrics, ctx, [v.rule for v in verdicts])
+            if b is None else [],
             "attribution": classes(metrics),
             "paths": top_paths(att) if att is not None else []}
 

@@ -21,6 +21,7 @@ from .profile import ProfileProbe
 from .psi import PsiProbe
 from .reclaim import ReclaimProbe
 from .tasks import TasksProbe
+from .threadstate import ThreadStateProbe
 from .throttle import ThrottleProbe
 from .vmstat import VmstatProbe
 
@@ -30,12 +31,12 @@ __all__ = ["DEFAULT_PROBES", "REGISTRY", "Probe", "ProbeContext", "ProbeResult",
 REGISTRY: dict[str, type[Probe]] = {
     c.name: c for c in (CpuProbe, VmstatProbe, MeminfoProbe, DiskstatsProbe, PsiProbe,
                         FlusherProbe, ThrottleProbe, ReclaimProbe, TasksProbe, LocksProbe,
-                        ProfileProbe)
+                        ProfileProbe, ThreadStateProbe)
 }
 #: Cheap enough to run always (docs/benchmarks.md, "What the probes cost"); ``locks`` is not.
 #: ``profile`` (perf at 99 Hz) reports itself skipped where perf is missing or refuses.
 DEFAULT_PROBES: tuple[str, ...] = ("cpu", "vmstat", "meminfo", "diskstats", "psi", "flusher",
-                                   "throttle", "reclaim", "tasks", "profile")
+                                   "throttle", "reclaim", "tasks", "profile", "threadstate")
 
 
 def resolve(spec: str) -> list[type[Probe]]:

@@ -43,8 +43,10 @@ def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds
                          "size": 4096, "seconds": seconds, "fsync": "none"})
     d = os.path.join(bed.path, "sf")
 
-    def execute(partial: Partial) -> Outcome:
+    def remove() -> None:
         shutil.rmtree(d, ignore_errors=True)
+
+    def execute(partial: Partial) -> Outcome:
         session.drop_caches(partial)
         with KnobSession(bed) as ks:
             if variant == "extsize":
@@ -62,11 +64,11 @@ def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds
         metrics = [Metric("files_per_s", float(rec.get("files_per_s", 0.0)), "files/s"),
                    Metric("files", float(rec.get("files", 0)), "files"),
                    Metric("wall_s", float(rec.get("wall_s", 0.0)), "s", "lower")]
-        shutil.rmtree(d, ignore_errors=True)
         return Outcome(status=status, metrics=tuple(metrics), notes=notes,  # type: ignore[arg-type]
                        artifacts=(Artifact("engine.json", "application/json", json.dumps(rec)),))
 
-    return Task(point, execute, weight=seconds, title=f"small files {variant} {threads} threads")
+    return Task(point, execute, weight=seconds, title=f"small files {variant} {threads} threads",
+                prepare=remove, cleanup=remove)
 
 
 def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int) -> Task:

@@ -15,6 +15,7 @@ from ..analysis.explain import Verdict, to_json
 from ..analysis.fiogroups import fio_groups, group_values
 from ..model import Run
 from ..units import fmt_bytes, fmt_rate
+from .budget import budget_lines
 from .cgroup import cgroup_lines
 from .emit import Format, json_text, renders
 from .scale import RATE_UNITS, SIZE_UNITS, binary_scale
@@ -241,6 +242,8 @@ def _explanation_text(e: Explanation) -> str:
     if w.get("near_misses"):
         out += ["", "  nearest misses (the rules that did not fire):"]
         out += [f"    {m}" for m in w["near_misses"]]
+    if w.get("budget"):
+        out += ["", *budget_lines(w["budget"])]
     if w.get("attribution"):
         rows = [[a["title"], f"{a['cpu_s']:.2f}", f"{100 * a['share']:.0f}%"]
                 for a in w["attribution"]]
@@ -262,5 +265,6 @@ def _explanation_json(e: Explanation) -> str:
                              for v in w["verdicts"]], list(w["skipped_probes"]))
     doc.update(applicable=w.get("applicable", True), sentences=list(w["sentences"]),
                near_misses=list(w.get("near_misses", [])),
-               attribution=list(w.get("attribution", [])), paths=list(w.get("paths", [])))
+               attribution=list(w.get("attribution", [])), paths=list(w.get("paths", [])),
+               wall=w.get("wall"), budget=w.get("budget"))
     return json_text(doc)

@@ -1,0 +1,250 @@
+"""The wall-clock budget of a point's workload threads over its I/O window (pure).
+
+Input: the ``threadstate`` probe's document (per thread, exact counters every bucket and
+sampled blocked stacks; the cgroups' counters), the I/O window, and optionally the CPU
+profile's folded stacks. For every thread that did the point's work, over the part of the
+window it lived in:
+
+- **on a CPU** = Δ schedstat run time (exact), split user / kernel by the Δ utime / stime
+  ticks; the kernel part split by path from the profile's stacks of the workload's own
+  threads only (``analysis.paths``);
+- **runnable, waiting** = Δ schedstat run_delay (exact); the part its cgroup's CPU quota
+  explains is min(1, Δ throttled time / the group's threads' run delay) of it (cpu.stat
+  throttled time is the time its run queues were throttled, summed over CPUs), the rest is
+  contention with other processes;
+- **blocked** = the rest of the wall time, split by reason in proportion to the thread's
+  sampled blocked stacks (``analysis.offcpu``); blocked time with no sampled stack is
+  ``unaccounted``, never guessed.
+
+Threads that did none of the point's work (fio's parent sleeping in its status loop) are
+left out and named. Shares are of the summed wall time of the threads kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .offcpu import IDLE, ORDER, caller_of, classify
+from .paths import attribute
+
+#: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
+ON_CPU = ("user", "kernel")
+RUNNABLE = ("runnable:quota", "runnable:others")
+CATEGORIES: tuple[str, ...] = (*ON_CPU, *RUNNABLE, *(f"blocked:{r}" for r in ORDER),
+                               "unaccounted")
+#: a thread is the point's worker when it did at least this share of the busiest thread's
+#: I/O syscalls, or was on a CPU this share of its time, or was blocked for work this share
+#: of its samples
+WORKER_IO_SHARE = 0.10
+WORKER_CPU_SHARE = 0.05
+WORKER_BLOCKED_SHARE = 0.10
+#: a window shorter than this is too short to explain (start-up and ends dominate it)
+MIN_WINDOW_S = 2.0
+_F = {n: i for i, n in enumerate(("t", "exec_ns", "delay_ns", "utime", "stime", "syscr",
+                                  "syscw", "rchar", "wchar", "samples", "running"))}
+
+
+@dataclass(frozen=True)
+class ThreadBudget:
+    """One thread's wall time over its part of the window, by category (seconds)."""
+
+    tid: int
+    comm: str
+    cgroup: int
+    wall_s: float
+    seconds: dict[str, float]
+    syscalls: float
+    bytes: float
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The workload's budget: threads kept, totals by category, and the evidence behind them."""
+
+    window: tuple[float, float]
+    window_source: str
+    threads: tuple[ThreadBudget, ...]
+    left_out: tuple[str, ...]
+    totals: dict[str, float]
+    #: kernel on-CPU seconds by path (``analysis.paths`` names), from the profile
+    kernel_paths: dict[str, float] = field(default_factory=dict)
+    #: per blocked reason: the most sampled function and who called into it
+    top_functions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Δ of each cgroup counter over the window, and the limits, of the workload's cgroups
+    cgroups: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def wall_s(self) -> float:
+        return sum(self.totals.values())
+
+    def share(self, category: str) -> float:
+        w = self.wall_s
+        return self.totals.get(category, 0.0) / w if w > 0 else 0.0
+
+    @property
+    def window_s(self) -> float:
+        return self.window[1] - self.window[0]
+
+
+def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float
+               ) -> tuple[int, int] | None:
+    """Indices of the rows that bracket the thread's part of the window."""
+    idx = [i for i, r in enumerate(rows) if w0 <= r[0] <= w1]
+    if not idx:
+        return None
+    a = idx[0] - 1 if idx[0] > 0 else idx[0]
+    b = idx[-1] + 1 if idx[-1] + 1 < len(rows) and rows[idx[-1] + 1][0] - w1 < 0.15 else idx[-1]
+    if a > 0 and w0 - rows[a][0] > 0.15:
+        a = idx[0]
+    return (a, b) if b > a else None
+
+
+def counter_window(doc: Mapping[str, Any], direction: str | None = None
+                   ) -> tuple[float, float] | None:
+    """The window in which the threads' read (``direction='read'``), write, or any I/O
+    syscalls moved: from the row before the first move to the row of the last."""
+    cols = {"read": (_F["syscr"],), "write": (_F["syscw"],)}.get(
+        direction or "", (_F["syscr"], _F["syscw"]))
+    moves: list[tuple[float, float]] = []
+    for th in doc.get("threads", ()):
+        rows = th.get("rows") or []
+        for a, b in zip(rows, rows[1:], strict=False):
+            if sum(b[c] - a[c] for c in cols) > 0:
+                moves.append((a[0], b[0]))
+    if not moves:
+        return None
+    return min(m[0] for m in moves), max(m[1] for m in moves)
+
+
+def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
+            profile: Mapping[str, int] | None = None) -> Budget | None:
+    """The budget over ``window`` (seconds on the probes' clock); None when no thread of the
+    workload lived in it."""
+    w0, w1 = window
+    stacks: list[str] = list(doc.get("stacks") or [])
+    kept: list[ThreadBudget] = []
+    blocked_fn: dict[str, dict[tuple[str, str], int]] = {}
+    left: list[str] = []
+    measured: list[tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]] = []
+    for th in doc.get("threads", ()):
+        rows = th.get("rows") or []
+        edges = _edge_rows(rows, w0, w1)
+        if edges is None:
+            continue
+        a, b = rows[edges[0]], rows[edges[1]]
+        wall = b[0] - a[0]
+        if wall <= 0:
+            continue
+        d = {k: max(0.0, float(b[i] - a[i])) for k, i in _F.items()}
+        reasons: dict[str, float] = {}
+        for r, sid, n in th.get("blocked") or ():
+            if edges[0] < r <= edges[1] and 0 <= sid < len(stacks):
+                c = classify(stacks[sid])
+                reasons[c.reason] = reasons.get(c.reason, 0) + n
+                key = (c.function, caller_of(stacks[sid], c.reason))
+                fn = blocked_fn.setdefault(c.reason, {})
+                fn[key] = fn.get(key, 0) + n
+        measured.append((th, d, wall, reasons))
+    if not measured:
+        return None
+    max_io = max((m[1]["syscr"] + m[1]["syscw"] for m in measured), default=0.0)
+    max_bytes = max((m[1]["rchar"] + m[1]["wchar"] for m in measured), default=0.0)
+    workers = []
+    for th, d, wall, reasons in measured:
+        io, by = d["syscr"] + d["syscw"], d["rchar"] + d["wchar"]
+        working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
+        if ((max_io and io >= WORKER_IO_SHARE * max_io)
+                or (max_bytes and by >= WORKER_IO_SHARE * max_bytes)
+                or d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall
+                or working >= WORKER_BLOCKED_SHARE):
+            workers.append((th, d, wall, reasons))
+        else:
+            left.append(f"{th.get('comm')} ({th.get('tid')})")
+    cg_delta = _cgroup_deltas(doc, w0, w1)
+    group_delay: dict[int, float] = {}
+    for th, d, _, _ in workers:
+        cg = int(th.get("cgroup", -1))
+        group_delay[cg] = group_delay.get(cg, 0.0) + d["delay_ns"] / 1e9
+    for th, d, wall, reasons in workers:
+        cg = int(th.get("cgroup", -1))
+        oncpu, delay = d["exec_ns"] / 1e9, d["delay_ns"] / 1e9
+        ticks = d["utime"] + d["stime"]
+        user = oncpu * (d["utime"] / ticks) if ticks else 0.0
+        secs = {c: 0.0 for c in CATEGORIES}
+        secs["user"], secs["kernel"] = user, oncpu - user
+        thr = cg_delta[cg].get("cg_cpu_throttled_s", 0.0) if 0 <= cg < len(cg_delta) else 0.0
+        quota_part = min(1.0, thr / group_delay[cg]) if group_delay.get(cg) else 0.0
+        secs["runnable:quota"] = delay * quota_part
+        secs["runnable:others"] = delay - secs["runnable:quota"]
+        blocked = max(0.0, wall - oncpu - delay)
+        n_blocked = sum(reasons.values())
+        n_samples = d["samples"]
+        n_running = d["running"]
+        # blocked stacks explain the blocked time in proportion; blocked time with no stack
+        # (the samples found the thread running, or none were taken) stays unaccounted
+        expected_blocked = max(0.0, n_samples - n_running)
+        covered = min(1.0, n_blocked / expected_blocked) if expected_blocked else 0.0
+        for r, n in reasons.items():
+            secs[f"blocked:{r}"] += blocked * covered * n / n_blocked if n_blocked else 0.0
+        secs["unaccounted"] = blocked * (1.0 - covered) + max(0.0, oncpu + delay - wall)
+        kept.append(ThreadBudget(int(th.get("tid", 0)), str(th.get("comm", "")), cg, wall,
+                                 secs, d["syscr"] + d["syscw"], d["rchar"] + d["wchar"]))
+    totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
+    comms = {t.comm for t in kept}
+    tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
+    cgs = tuple({"limits": c.get("limits", {}), "paths": c.get("paths", {}),
+                 "delta": cg_delta[i]} for i, c in enumerate(doc.get("cgroups", ()))
+                if any(t.cgroup == i for t in kept))
+    return Budget((w0, w1), source, tuple(kept), tuple(left), totals,
+                  kernel_paths(profile, comms, totals["kernel"]) if profile else {},
+                  tops, cgs)
+
+
+def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float
+                 ) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds split by path, in proportion to the profile's
+    kernel samples of stacks whose task name is one of the workload's (``comm;…``)."""
+    mine = {s: n for s, n in profile.items() if s.split(";", 1)[0] in comms}
+    if not mine:
+        return {}
+    att = attribute(mine)
+    kernel = [p for p in att.paths if p.path not in ("user", "idle") and p.samples]
+    total = sum(p.samples for p in kernel)
+    return {p.path: kernel_s * p.samples / total for p in kernel} if total else {}
+
+
+def _cgroup_deltas(doc: Mapping[str, Any], w0: float, w1: float) -> list[dict[str, float]]:
+    """Per cgroup, each counter's change between the rows nearest the window's ends."""
+    out: list[dict[str, float]] = []
+    for cg in doc.get("cgroups", ()):
+        rows = cg.get("rows") or []
+        before = [r for r in rows if r[0] <= w0 + 0.05]
+        after = [r for r in rows if r[0] >= w1 - 0.05]
+        a = before[-1] if before else (rows[0] if rows else None)
+        b = after[0] if after else (rows[-1] if rows else None)
+        if a is None or b is None or b[0] <= a[0]:
+            out.append({})
+            continue
+        out.append({k: float(v) - float(a[1].get(k, 0.0)) for k, v in b[1].items()
+                    if isinstance(v, int | float)} | {"span_s": b[0] - a[0]})
+    return out
+
+
+def to_json(b: Budget) -> dict[str, Any]:
+    """The budget as reports and JSON keep it: shares and seconds per category, per thread."""
+    w = b.wall_s
+    return {
+        "window": [round(b.window[0], 3), round(b.window[1], 3)],
+        "window_source": b.window_source, "wall_s": round(w, 4),
+        "shares": {c: round(s / w, 4) for c, s in b.totals.items() if s > 0} if w else {},
+        "seconds": {c: round(s, 4) for c, s in b.totals.items() if s > 0},
+        "kernel_paths": {p: round(s, 4) for p, s in b.kernel_paths.items()},
+        "top_functions": {r: {"function": f, "caller": c} for r, (f, c) in b.top_functions.items()},
+        "threads": [{"tid": t.tid, "comm": t.comm, "wall_s": round(t.wall_s, 4),
+                     "seconds": {c: round(s, 4) for c, s in t.seconds.items() if s > 0}}
+                    for t in b.threads],
+        "left_out": list(b.left_out),
+        "cgroups": [dict(c) for c in b.cgroups],
+    }

@@ -1,0 +1,125 @@
+"""Why a thread was blocked: the reason one sampled off-CPU kernel stack stands for (pure).
+
+Stacks are folded, root first (``entry_SYSCALL_64;…;io_schedule``), as the ``threadstate``
+probe stores them. The reasons are tried in the order of ``REASONS``; the first whose
+patterns match any frame decides, because an outer cause owns the waits it makes: an fsync
+that waits for writeback is the fsync's time, balance_dirty_pages sleeping is dirty
+throttling, reclaim that waits for a folio under writeback is reclaim, and a lock slow path
+is the lock's whatever asked for it. What no pattern matches is ``other`` (named by its
+leaf frame), never hidden.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: (reason, label, patterns), in the order they are tried.
+REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("lock", "kernel locks (mutex, rwsem)", (
+        "rwsem_down_*", "__mutex_lock*", "mutex_lock_*slowpath*", "rt_mutex_*slowpath*",
+        "percpu_rwsem_wait", "__percpu_down_read*", "__down_*", "down_read_*slowpath*",
+        "rwbase_*", "__rt_mutex_*", "osq_lock", "xfs_ilock", "xfs_iolock*", "inode_lock*",
+        "xfs_buf_lock", "xfs_buf_find_lock", "lock_buffer", "__lock_buffer", "__folio_lock*")),
+    ("reclaim", "memory reclaim", (
+        "try_to_free_mem_cgroup_pages", "try_to_free_pages", "__alloc_pages_direct_reclaim",
+        "__perform_reclaim", "mem_cgroup_handle_over_high", "reclaim_throttle",
+        "shrink_node*", "shrink_lruvec", "shrink_folio_list", "do_try_to_free_pages",
+        "memory_max_write", "mem_cgroup_out_of_memory", "__alloc_pages_direct_compact",
+        "compact_zone*", "try_charge_memcg", "charge_memcg")),
+    ("dirty-throttle", "dirty throttling (balance_dirty_pages)", (
+        "balance_dirty_pages*",)),
+    ("fsync", "fsync and the journal or log", (
+        "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "vfs_fsync*", "*_sync_file",
+        "xfs_file_fsync", "xlog_*", "xfs_log_force*", "jbd2_*", "btrfs_sync_*",
+        "file_write_and_wait_range", "__x64_sys_sync_file_range", "sync_file_range",
+        "io_fsync", "blkdev_fsync", "__x64_sys_sync*", "ksys_sync*")),
+    ("fault", "page faults", (
+        "handle_mm_fault", "exc_page_fault", "do_user_addr_fault", "filemap_fault",
+        "__do_fault", "do_swap_page")),
+    ("block-queue", "block-layer queueing (tags, rq-qos, writeback throttling)", (
+        "blk_mq_get_tag", "rq_qos_wait", "wbt_wait", "__rq_qos_throttle", "blk_throtl_*",
+        "blkcg_maybe_throttle_current", "iolatency_*", "ioc_rqos_throttle")),
+    ("io", "I/O completion (read or write to the device)", (
+        "io_schedule*", "blkdev_direct_IO*", "__blkdev_direct_IO*", "iomap_dio_rw",
+        "__iomap_dio_rw", "submit_bio_wait", "folio_wait_bit*", "folio_wait_locked*",
+        "folio_wait_writeback", "__folio_lock*", "filemap_get_pages", "filemap_read",
+        "wait_on_page_*", "io_cqring_wait", "io_uring_*wait*", "blk_*poll*",
+        "__wait_on_buffer", "bit_wait_io", "dio_await_completion", "aio_read_events*",
+        "read_events", "__x64_sys_io_getevents", "__x64_sys_io_uring_enter",
+        "io_wq_*", "ext4_*_io_end*")),
+    ("worker", "waiting for kernel workers to finish (flush_work, completions)", (
+        "__flush_work", "flush_work", "__flush_workqueue", "flush_workqueue", "drain_workqueue",
+        "xfs_inodegc_flush", "xfs_flush_inodes", "wait_for_completion*", "synchronize_rcu*",
+        "rcu_barrier", "flush_delayed_work", "cancel_work_sync", "kthread_flush_work")),
+    ("sleep", "voluntary sleep (nanosleep: a rate limit or think time)", (
+        "hrtimer_nanosleep", "do_nanosleep", "common_nsleep", "__x64_sys_nanosleep",
+        "__x64_sys_clock_nanosleep", "schedule_hrtimeout*", "msleep*")),
+    ("wait", "waiting on other threads or events (futex, poll, pipe, child)", (
+        "futex_*", "do_futex", "__x64_sys_futex*", "do_sys_poll", "do_select",
+        "core_sys_select", "do_epoll_wait", "ep_poll", "pipe_read", "pipe_write",
+        "do_wait", "kernel_wait4", "__x64_sys_wait4", "unix_stream_read_generic",
+        "wait_woken", "sk_wait_data", "do_sigtimedwait", "__x64_sys_pause",
+        "sigsuspend", "__x64_sys_rt_sigsuspend", "n_tty_read", "io_wq_worker",
+        "kthread_worker_fn", "worker_thread")),
+)
+#: Every reason, plus the stack that matched nothing.
+ORDER: tuple[str, ...] = tuple(r[0] for r in REASONS) + ("other",)
+LABELS: dict[str, str] = {r[0]: r[1] for r in REASONS} | {"other": "other kernel waits"}
+#: Reasons that are not work of the point (an idle helper thread waits in these).
+IDLE = ("sleep", "wait")
+#: Frames that say nothing of why (the scheduler, generic plumbing).
+_PLUMBING = re.compile(r"^(__schedule|schedule|schedule_timeout|io_schedule|"
+                       r"do_syscall_64|entry_SYSCALL_64.*|x64_sys_call|__x64_sys_.*|"
+                       r"ret_from_fork.*|kthread)$")
+#: Frames of the XFS, ext4 (jbd2) and btrfs logs: an fsync waiting in them waits for a log force.
+LOG_FORCE = re.compile(r"^(xlog_|xfs_log_force|jbd2_|btrfs_sync_log|btrfs_commit_transaction)")
+
+
+@dataclass(frozen=True)
+class Reason:
+    """What one blocked stack stands for: the reason and the frame that says so best."""
+
+    reason: str
+    function: str
+
+
+def _compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((name, re.compile("|".join(fnmatch.translate(p) for p in pats)))
+                 for name, _, pats in REASONS)
+
+
+_TABLE = _compiled()
+
+
+@lru_cache(maxsize=8192)
+def classify(stack: str) -> Reason:
+    """The reason of one folded blocked stack (root first). The function named is the
+    leaf-most frame that matched the reason (for ``other``: the leaf-most frame that is not
+    scheduler plumbing)."""
+    frames = [f for f in stack.split(";") if f]
+    for name, rx in _TABLE:
+        for f in reversed(frames):
+            if rx.match(f):
+                return Reason(name, f)
+    leaf = next((f for f in reversed(frames) if not _PLUMBING.match(f)), "")
+    return Reason("other", leaf or "(empty stack)")
+
+
+def caller_of(stack: str, reason: str) -> str:
+    """The first frame above the reason's own machinery: who took the lock, who entered
+    reclaim (``xfs_file_buffered_write`` for an rwsem slow path)."""
+    frames = [f for f in stack.split(";") if f]
+    rx = dict(_TABLE).get(reason)
+    if rx is None:
+        return ""
+    hit = max((i for i, f in enumerate(frames) if rx.match(f)), default=None)
+    if hit is None:
+        return ""
+    first = min(i for i, f in enumerate(frames) if rx.match(f))
+    for f in reversed(frames[:first]):
+        if not _PLUMBING.match(f) and not f.startswith(("down_", "up_", "mutex_lock")):
+            return f
+    return frames[hit]

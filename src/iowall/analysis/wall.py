@@ -1,0 +1,323 @@
+"""The wall of a point, read from its workload's wall-clock budget (pure).
+
+The wall is the state that holds most of the workload threads' time (``analysis.budget``),
+named with its mechanism and the numbers that show it:
+
+- on a CPU: the copy (bytes moved per on-CPU second against the memory-copy ceiling, when
+  one was measured), another kernel path, or user space;
+- runnable but not running: the cgroup's CPU quota (its throttling counters) or other
+  processes (their CPU time);
+- blocked: on I/O completion, where the device side decides between the device (busy, with
+  requests queued), serial latency (one I/O in flight, the device idle between them) and a
+  hold above the device (the workload waits far longer per I/O than the device takes: a
+  block-layer limit when the cgroup sets one); fsync and the log; dirty throttling; reclaim
+  (the memory cgroup's limit when it was hit); locks; voluntary sleeps; faults.
+
+No verdict (silence) when the window is too short, when no state holds at least
+``MIN_SHARE`` of the time, or when the unaccounted time is the largest part: a confident
+wrong verdict is worse than none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .budget import MIN_WINDOW_S, Budget
+from .offcpu import LABELS, LOG_FORCE
+from .paths import LABELS as PATH_LABELS
+
+#: the largest state must hold at least this share of the workload's time to be the wall
+MIN_SHARE = 0.40
+#: the device is the wall when busy at least this share of the window with requests queued
+DEVICE_BUSY = 0.80
+#: bytes per on-CPU second at least this share of the per-thread memory-copy ceiling: the copy
+MEMCOPY_NEAR = 0.50
+#: the workload's wait per I/O this many times the device's own time per I/O: held above it
+HELD_RATIO = 3.0
+
+
+@dataclass(frozen=True)
+class Wall:
+    """The verdict: its kind, one sentence with its numbers, the share of time it holds."""
+
+    kind: str
+    sentence: str
+    share: float
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Device:
+    """The bed's device over the window: busy share, mean requests in flight, time per I/O
+    (Little's law: time in queue / I/Os), I/Os per second; None where not measured."""
+
+    util: float | None = None
+    queue_depth: float | None = None
+    await_s: float | None = None
+    iops: float | None = None
+    #: the loop worker's CPUs over the window (a ram or loop bed's device is a kernel thread)
+    loop_cpus: float | None = None
+
+
+def window_mean(samples: Sequence[tuple[float, float]], w0: float, w1: float) -> float | None:
+    """The mean of a probe series' values whose intervals end inside ``[w0, w1]``."""
+    vals = [v for t, v in samples if w0 < t <= w1 + 1e-9]
+    return sum(vals) / len(vals) if vals else None
+
+
+def device_in_window(series: Mapping[str, Sequence[tuple[float, float]]], w0: float,
+                     w1: float) -> Device:
+    """``Device`` from the diskstats series (``DEV_util``, ``DEV_queue_depth``,
+    ``DEV_read_iops``, ``DEV_write_iops``: the busiest device) and the tasks probe's
+    ``loop_cpus``."""
+    best: Device | None = None
+    for name, pts in series.items():
+        if not name.endswith("_util"):
+            continue
+        dev = name[: -len("_util")]
+        util = window_mean(pts, w0, w1)
+        qd = window_mean(series.get(f"{dev}_queue_depth", ()), w0, w1)
+        iops = sum(x for x in (window_mean(series.get(f"{dev}_{d}_iops", ()), w0, w1)
+                               for d in ("read", "write")) if x is not None)
+        aw = qd / iops if qd is not None and iops else None
+        d = Device(util, qd, aw, iops)
+        if best is None or (util or 0) > (best.util or 0):
+            best = d
+    loop = window_mean(series.get("loop_cpus", ()), w0, w1)
+    b = best or Device()
+    return Device(b.util, b.queue_depth, b.await_s, b.iops, loop)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:.0f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
+
+
+def _rate(b: float) -> str:
+    return f"{b / 2**30:.2f} GiB/s" if b >= 2**30 else f"{b / 2**20:.0f} MiB/s"
+
+
+def _states(b: Budget) -> dict[str, float]:
+    """The budget's shares grouped into candidate walls (on-CPU as one state: its path is
+    named after; reclaim and locks counted on and off the CPU alike)."""
+    s = {c: b.share(c) for c in b.totals}
+    kp = b.kernel_paths
+    wall = b.wall_s or 1.0
+    reclaim_cpu = kp.get("reclaim", 0.0) / wall
+    lock_cpu = kp.get("lock", 0.0) / wall
+    out = {"cpu": s.get("user", 0) + s.get("kernel", 0) - reclaim_cpu - lock_cpu,
+           "runnable:quota": s.get("runnable:quota", 0),
+           "runnable:others": s.get("runnable:others", 0),
+           "unaccounted": s.get("unaccounted", 0)}
+    for c, v in s.items():
+        if c.startswith("blocked:"):
+            out[c] = v
+    out["blocked:reclaim"] = out.get("blocked:reclaim", 0) + reclaim_cpu
+    out["blocked:lock"] = out.get("blocked:lock", 0) + lock_cpu
+    return out
+
+
+def decide(b: Budget, device: Device, ctx: Mapping[str, float],
+           neighbours: Sequence[tuple[str, float]] = ()) -> tuple[Wall | None, list[str]]:
+    """The wall and the notes that go with it (too short, unaccounted time, the neighbours'
+    share). ``ctx``: ``memcopy_bytes_per_s`` and ``jobs`` when known; ``neighbours``: the
+    busiest other processes as (name, CPU-seconds)."""
+    notes: list[str] = []
+    if b.window_s < MIN_WINDOW_S:
+        return None, [f"The I/O lasted {b.window_s:.2f} s: too short to explain (start-up "
+                      f"and the ends weigh too much under {MIN_WINDOW_S:.0f} s); run it "
+                      "longer (a larger size or a runtime)."]
+    states = _states(b)
+    unacc = states.pop("unaccounted")
+    if unacc > 0.10:
+        notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no "
+                     "stack sampled).")
+    ranked = sorted(states.items(), key=lambda kv: -kv[1])
+    top, share = ranked[0]
+    others = states.get("runnable:others", 0.0)
+    if neighbours and (others >= 0.05 or top == "runnable:others"):
+        names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3])
+        notes.append(f"Other processes shared the CPUs ({names}); the workload waited "
+                     f"{_pct(others)} of its time runnable behind them.")
+    if share < MIN_SHARE or unacc >= share:
+        notes.append(f"No single state holds most of the workload's time (largest: "
+                     f"{top} {_pct(share)}): no wall is named.")
+        return None, notes
+    return _name(top, share, b, device, ctx, neighbours), notes
+
+
+def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, float],
+          neighbours: Sequence[tuple[str, float]]) -> Wall:
+    who = _who(b)
+    if top == "cpu":
+        return _cpu(share, b, ctx, who)
+    if top == "runnable:quota":
+        return _quota(share, b, who)
+    if top == "runnable:others":
+        names = ", ".join(n for n, _ in neighbours[:3]) or "other processes"
+        return Wall("cpu-contention", f"Waiting for a CPU: {who} was runnable but not running "
+                    f"{_pct(share)} of its time while other processes used the CPUs "
+                    f"({names}).", share)
+    reason = top.split(":", 1)[1]
+    fn, caller = b.top_functions.get(reason, ("", ""))
+    if reason == "io":
+        return _io(share, b, dev, who)
+    if reason == "fsync":
+        log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
+        return Wall("fsync", f"{who} waited {_pct(share)} of its time in fsync, most of it"
+                    f"{log} ({fn}).", share, {"function": fn})
+    if reason == "dirty-throttle":
+        return Wall("dirty-throttle", f"Dirty throttling: {who} was paused in "
+                    f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
+                    "to bring the dirty pages under the limit.", share)
+    if reason == "reclaim":
+        return _reclaim(share, b, who, fn)
+    if reason == "lock":
+        where = f", taken in {caller}" if caller else ""
+        return Wall("lock", f"Lock contention: {who} waited {_pct(share)} of its time for "
+                    f"kernel locks ({fn}{where}).", share, {"function": fn, "caller": caller})
+    if reason == "sleep":
+        return Wall("sleep", f"{who} slept voluntarily {_pct(share)} of its time ({fn}): "
+                    "its own rate limit or think time holds it, not the I/O path.", share)
+    if reason == "block-queue":
+        return Wall("block-queue", f"{who} waited {_pct(share)} of its time in the block "
+                    f"layer's queueing ({fn}) before its I/O reached the device.", share)
+    label = LABELS.get(reason, reason)
+    via = f", from {caller}" if caller and caller != fn else ""
+    return Wall(reason, f"{who} was blocked {_pct(share)} of its time: {label} ({fn}{via}).",
+                share, {"function": fn, "caller": caller})
+
+
+def _who(b: Budget) -> str:
+    comms = sorted({t.comm for t in b.threads})
+    n = len(b.threads)
+    name = comms[0] if len(comms) == 1 else "the workload"
+    return f"{name} ({n} thread{'s' if n != 1 else ''})" if n > 1 else name
+
+
+def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
+    w = _cpu_kind(share, b, ctx, who)
+    alone = b.threads[0] if len(b.threads) == 1 else None
+    if alone is not None and share >= 0.80:
+        return Wall(w.kind, w.sentence + f" One thread does the point's work: on a CPU "
+                    f"{_pct(share)} of the window, it is the wall; more jobs would spread it.",
+                    share, w.evidence | {"thread_bound": True})
+    return w
+
+
+def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
+    kernel, user = b.totals.get("kernel", 0.0), b.totals.get("user", 0.0)
+    oncpu = kernel + user
+    paths = sorted(b.kernel_paths.items(), key=lambda kv: -kv[1])
+    moved = sum(t.bytes for t in b.threads)
+    per_cpu_s = moved / oncpu if oncpu else 0.0
+    mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
+    threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
+    ev: dict[str, Any] = {"on_cpu_s": round(oncpu, 3), "kernel_s": round(kernel, 3),
+                          "bytes_per_cpu_s": round(per_cpu_s)}
+    if user >= kernel:
+        return Wall("cpu-user", f"On a CPU in user space: {who} ran its own code {_pct(user / b.wall_s)} "
+                    f"of its time ({_pct(share)} on a CPU in all).", share, ev)
+    top_path, top_s = paths[0] if paths else ("", 0.0)
+    if top_path == "copy" and top_s >= 0.4 * kernel:
+        if mc and threads:
+            ceiling = mc / threads
+            ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
+            if per_cpu_s >= MEMCOPY_NEAR * ceiling:
+                return Wall("memcopy", f"The memory-copy wall: {who} was on a CPU "
+                            f"{_pct(share)} of its time, mostly copying to or from user space "
+                            f"({_pct(top_s / oncpu)} of its CPU time), moving "
+                            f"{_rate(per_cpu_s)} per on-CPU second against a memory-copy "
+                            f"ceiling of {_rate(ceiling)} per thread.", share, ev)
+            return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was on a CPU "
+                        f"{_pct(share)} of its time, mostly in the copy, but moved only "
+                        f"{_rate(per_cpu_s)} per on-CPU second, {_pct(per_cpu_s / ceiling)} "
+                        f"of the memory-copy ceiling ({_rate(ceiling)} per thread): the copy "
+                        "runs slow (cold or faulting memory?).", share, ev)
+        return Wall("memcopy", f"Copying: {who} was on a CPU {_pct(share)} of its time, "
+                    f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
+                    f"time), moving {_rate(per_cpu_s)} per on-CPU second (no memory-copy "
+                    "ceiling was measured alongside to compare).", share, ev)
+    label = PATH_LABELS.get(top_path, "paths the profile did not record")
+    return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was on a CPU {_pct(share)} of its "
+                f"time, {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
+                f"{label}.", share, ev | {"path": top_path})
+
+
+def _quota(share: float, b: Budget, who: str) -> Wall:
+    cg = next((c for c in b.cgroups if c.get("delta", {}).get("cg_cpu_nr_periods")), None)
+    d = cg.get("delta", {}) if cg else {}
+    q = (cg or {}).get("limits", {}).get("cpu_quota_cpus")
+    per, thr = d.get("cg_cpu_nr_periods", 0.0), d.get("cg_cpu_nr_throttled", 0.0)
+    quota = f" ({q:.2f} CPU)" if q else ""
+    periods = f": throttled in {_pct(thr / per)} of periods" if per else ""
+    return Wall("cpu-quota", f"Capped by its cgroup's CPU quota{quota}{periods} "
+                f"({d.get('cg_cpu_throttled_s', 0.0):.1f} s throttled); {who} waited "
+                f"{_pct(share)} of its time runnable but not allowed to run.", share,
+                {"quota_cpus": q, "nr_periods": per, "nr_throttled": thr})
+
+
+def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
+    cg = next((c for c in b.cgroups if c.get("limits", {}).get("mem_limit_bytes")), None)
+    if cg is not None:
+        lim = cg["limits"]["mem_limit_bytes"]
+        hits = cg.get("delta", {}).get("cg_mem_max_events", 0.0)
+        if hits > 0:
+            return Wall("memcg-reclaim", f"Reclaiming memory in its own context: the memory "
+                        f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
+                        f"{who} spent {_pct(share)} of its time in reclaim ({fn}).", share,
+                        {"limit_bytes": lim, "hits": hits})
+    return Wall("reclaim", f"Memory reclaim: {who} spent {_pct(share)} of its time reclaiming "
+                f"memory itself ({fn}).", share)
+
+
+def _io(share: float, b: Budget, dev: Device, who: str) -> Wall:
+    ios = sum(t.syscalls for t in b.threads)
+    wait = b.totals.get("blocked:io", 0.0)
+    per_io = wait / ios if ios else None
+    ev = {"device_util": dev.util, "device_queue_depth": dev.queue_depth,
+          "device_await_s": dev.await_s, "workload_wait_per_io_s": per_io}
+    limits = [lim for c in b.cgroups for lim in c.get("limits", {}).get("io_limits") or ()]
+    busy = f"{_pct(dev.util)} busy" if dev.util is not None else "busy time not measured"
+    if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
+        return Wall("device", f"Device-bound: {who} waited {_pct(share)} of its time for I/O "
+                    f"while the loop device's worker was on a CPU {_pct(min(1, dev.loop_cpus))} "
+                    "of the window (the bed's device is that kernel thread).", share, ev)
+    held = (per_io is not None and dev.await_s is not None and dev.await_s > 0
+            and per_io >= HELD_RATIO * dev.await_s and (dev.util or 0) < 0.5)
+    if held or (limits and (dev.util or 0) < 0.5):
+        what = ", ".join(_io_limit(x) for x in limits)
+        detail = (f" (each I/O waited {_us(per_io)} against the device's {_us(dev.await_s)})"
+                  if per_io and dev.await_s else "")
+        if limits:
+            return Wall("block-throttle", f"Held by a block-layer limit ({what}) while the "
+                        f"device was {busy}: {who} waited {_pct(share)} of its time for I/O"
+                        f"{detail}.", share, ev | {"io_limits": limits})
+        return Wall("above-device", f"Held above the device: {who} waited {_pct(share)} of its "
+                    f"time for I/O while the device was {busy}{detail}: the requests queue in "
+                    "the layers above it.", share, ev)
+    if dev.queue_depth is not None and dev.queue_depth <= 1.5:
+        lat = f"each I/O took {_us(dev.await_s)} on the device" if dev.await_s else \
+            "one I/O at a time"
+        return Wall("io-latency", f"Latency-bound: {who} waited {_pct(share)} of its time for "
+                    f"I/O with {dev.queue_depth:.1f} request(s) in flight on average; {lat}, "
+                    f"and the device was {busy}: more jobs or a deeper queue would move it.",
+                    share, ev)
+    if dev.util is not None and dev.util >= DEVICE_BUSY:
+        return Wall("device", f"Device-bound: {who} waited {_pct(share)} of its time for I/O "
+                    f"while the device was {busy} with {dev.queue_depth or 0:.1f} requests in "
+                    f"flight on average (each took {_us(dev.await_s or 0)}).", share, ev)
+    return Wall("io", f"{who} waited {_pct(share)} of its time for I/O to complete; the "
+                f"device was {busy}" + (f" with {dev.queue_depth:.1f} requests in flight"
+                                       if dev.queue_depth is not None else "") + ".", share, ev)
+
+
+def _io_limit(x: Mapping[str, Any]) -> str:
+    parts = [f"{k} {v / 2**20:.0f} MiB/s" if k.endswith("bps") else f"{k} {v:,.0f}"
+             for k, v in x.items() if k != "dev" and v]
+    return f"{x.get('dev', '?')} " + " ".join(parts)

@@ -1,0 +1,313 @@
+"""``threadstate``: where each workload thread's wall-clock time goes, sampled from procfs.
+
+For every thread of the workload (this process's descendants, less the probes' own tools):
+every ``BUCKET_S`` the exact counters (``schedstat``: ns on a CPU and ns runnable but waiting;
+``stat``: user and system ticks; ``io``: read/write syscalls and bytes), and ``HZ`` times a
+second (jittered, so a periodic workload is not aliased) the thread's state and, when it is
+blocked (S or D), its kernel stack (``/proc/TID/stack``). The cgroups of the workload's
+processes are read every bucket too (CPU throttling, memory events, I/O bytes).
+
+Open file descriptors are re-read with ``pread``, so one sample of one thread costs a few
+microseconds (docs/design-notes.md, "Thread-state sampling"). The probe only records; which
+reason a stack stands for and what the budget says is decided later, from the stored samples,
+by ``iowall.analysis.budget`` (a better table then applies to old runs too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import cgroups
+from ..model import Artifact
+from .base import Probe, ProbeContext, ProbeResult
+from .sampling import CLK_TCK, metric, read_text
+from .tasks import IOWALL_TOOLS
+
+ARTIFACT = "threadstate.json"
+VERSION = 1
+#: stack samples per second per thread (jittered ±50%)
+HZ = 100
+#: how often the exact counters (and the cgroups) are read
+BUCKET_S = 0.1
+#: how often new threads are looked for
+DISCOVER_S = 0.05
+_COUNTERS = ("stat", "schedstat", "io", "stack")
+
+
+@dataclass
+class _Thread:
+    pid: int
+    tid: int
+    comm: str
+    cg: int
+    fds: dict[str, int]
+    rows: list[list[float]] = field(default_factory=list)
+    blocked: dict[tuple[int, int], int] = field(default_factory=dict)
+    samples: int = 0
+    running: int = 0
+    alive: bool = True
+
+    def read(self, what: str) -> str:
+        try:
+            return os.pread(self.fds[what], 16384, 0).decode(errors="replace")
+        except (OSError, KeyError):
+            return ""
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = {}
+        self.alive = False
+
+
+def _open(pid: int, tid: int) -> dict[str, int] | None:
+    fds: dict[str, int] = {}
+    for name in _COUNTERS:
+        try:
+            fds[name] = os.open(f"/proc/{pid}/task/{tid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            if name in ("stat", "schedstat"):
+                for fd in fds.values():
+                    os.close(fd)
+                return None
+    return fds
+
+
+def parse_row(stat: str, schedstat: str, io: str) -> list[float] | None:
+    """``[exec_ns, delay_ns, utime, stime, syscr, syscw, rchar, wchar]`` from one thread's
+    files, or None when it is gone (pure)."""
+    fields = stat.rpartition(")")[2].split()
+    sched = schedstat.split()
+    try:
+        utime, stime = int(fields[11]), int(fields[12])
+        exec_ns, delay_ns = int(sched[0]), int(sched[1])
+    except (IndexError, ValueError):
+        return None
+    iod: dict[str, int] = {}
+    for line in io.splitlines():
+        k, _, v = line.partition(":")
+        if v.strip().isdigit():
+            iod[k.strip()] = int(v)
+    return [exec_ns, delay_ns, utime, stime, iod.get("syscr", 0), iod.get("syscw", 0),
+            iod.get("rchar", 0), iod.get("wchar", 0)]
+
+
+def parse_stack(text: str) -> str:
+    """``/proc/TID/stack`` (leaf first, ``[<0>] fn+0x1/0x2``) as one folded line, root first
+    and without offsets (pure); '' for an empty stack (the task was running)."""
+    frames = []
+    for line in text.splitlines():
+        fn = line.split("]", 1)[-1].strip().split("+", 1)[0]
+        if fn:
+            frames.append(fn)
+    return ";".join(reversed(frames))
+
+
+class ThreadStateProbe(Probe):
+    """Per workload thread: on-CPU, runnable-waiting and blocked time, blocked stacks sampled."""
+
+    name = "threadstate"
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        super().__init__(ctx)
+        self.t0: float | None = None
+        self._me = os.getpid()
+        self._threads: dict[int, _Thread] = {}
+        self._seen_pids: dict[int, int] = {}
+        self._cgroups: list[dict[str, Any]] = []
+        self._cg_index: dict[tuple[str | None, ...], int] = {}
+        self._stacks: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ticks = 0
+        self._busy_s = 0.0
+        self.error: BaseException | None = None
+
+    def unavailable(self) -> str | None:
+        if not read_text("/proc/self/schedstat"):
+            return "/proc/PID/schedstat is missing (kernel without CONFIG_SCHED_INFO)"
+        if not read_text(f"/proc/{self._me}/task/{self._me}/children") and not os.path.exists(
+                f"/proc/{self._me}/task/{self._me}/children"):
+            return "/proc/PID/task/TID/children is missing (kernel without CONFIG_PROC_CHILDREN)"
+        return None
+
+    # -- discovery -------------------------------------------------------------------------
+
+    def _descendants(self) -> list[int]:
+        out: list[int] = []
+        todo = [self._me]
+        while todo:
+            pid = todo.pop()
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                kids = read_text(f"/proc/{pid}/task/{tid}/children").split()
+                for k in kids:
+                    if k.isdigit():
+                        out.append(int(k))
+                        todo.append(int(k))
+        return out
+
+    def _cgroup_of(self, pid: int) -> int:
+        try:
+            cg = cgroups.locate(pid)
+        except (OSError, ValueError):
+            return -1
+        key = (cg.cpu, cg.memory, cg.io)
+        if key not in self._cg_index:
+            self._cg_index[key] = len(self._cgroups)
+            self._cgroups.append({"paths": dict(cg.paths), "limits": cgroups.limits(cg),
+                                  "where": cg, "rows": []})
+        return self._cg_index[key]
+
+    def _discover(self) -> None:
+        for pid in self._descendants():
+            if pid in self._seen_pids:
+                cg = self._seen_pids[pid]
+            else:
+                comm = read_text(f"/proc/{pid}/comm").strip()
+                if not comm or comm.startswith(IOWALL_TOOLS):
+                    self._seen_pids[pid] = -2
+                    continue
+                cg = self._seen_pids[pid] = self._cgroup_of(pid)
+            if cg == -2:
+                continue
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for t in tids:
+                tid = int(t)
+                if tid in self._threads:
+                    continue
+                fds = _open(pid, tid)
+                if fds is None:
+                    continue
+                comm = read_text(f"/proc/{pid}/task/{tid}/comm").strip()
+                th = _Thread(pid, tid, comm, cg, fds)
+                self._threads[tid] = th
+                self._row(th, self._now())
+
+    # -- sampling --------------------------------------------------------------------------
+
+    def _now(self) -> float:
+        return time.monotonic() - (self.t0 or 0.0)
+
+    def _row(self, th: _Thread, t: float) -> None:
+        row = parse_row(th.read("stat"), th.read("schedstat"), th.read("io"))
+        if row is None:
+            th.close()
+            return
+        th.rows.append([round(t, 4), *row, th.samples, th.running])
+
+    def _sample(self, th: _Thread) -> None:
+        stat = th.read("stat")
+        state = stat.rpartition(")")[2][1:2]
+        if not state:
+            th.close()
+            return
+        th.samples += 1
+        if state == "R":
+            th.running += 1
+            return
+        if state not in ("S", "D"):
+            return
+        stack = parse_stack(th.read("stack"))
+        sid = self._stacks.setdefault(stack, len(self._stacks))
+        key = (len(th.rows), sid)
+        th.blocked[key] = th.blocked.get(key, 0) + 1
+
+    def _cgroup_rows(self, t: float) -> None:
+        for cg in self._cgroups:
+            try:
+                cg["rows"].append([round(t, 4), cgroups.counters(cg["where"])])
+            except (OSError, ValueError):
+                pass
+
+    def _loop(self) -> None:
+        rng = random.Random(self._me)
+        next_bucket = next_discover = time.monotonic()
+        try:
+            while True:
+                if self._stop.wait(rng.uniform(0.5, 1.5) / HZ):
+                    break
+                start = time.monotonic()
+                if start >= next_discover:
+                    self._discover()
+                    next_discover = start + DISCOVER_S
+                live = [th for th in self._threads.values() if th.alive]
+                for th in live:
+                    self._sample(th)
+                if start >= next_bucket:
+                    t = self._now()
+                    for th in live:
+                        if th.alive:
+                            self._row(th, t)
+                    self._cgroup_rows(t)
+                    next_bucket = start + BUCKET_S
+                self._ticks += 1
+                self._busy_s += time.monotonic() - start
+        except Exception as e:  # keep what was sampled; say so
+            self.error = e
+
+    def start(self) -> None:
+        if self.t0 is None:
+            self.t0 = time.monotonic()
+        self._cgroup_of(self._me)
+        self._cgroup_rows(self._now())
+        self._thread = threading.Thread(target=self._loop, name="iowall-threadstate",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> ProbeResult:
+        if self._thread is None:
+            return ProbeResult(self.name, skipped="not started")
+        self._stop.set()
+        self._thread.join(timeout=10)
+        t = self._now()
+        for th in self._threads.values():
+            if th.alive:
+                self._row(th, t)
+                th.close()
+        self._cgroup_rows(t)
+        doc = self.document()
+        notes = [f"a sample failed: {self.error}"] if self.error else []
+        wall = max(1e-9, t)
+        return ProbeResult(
+            self.name,
+            metrics=(metric("threadstate_threads", len(self._threads), "threads"),
+                     metric("threadstate_ticks", self._ticks, "samples"),
+                     metric("threadstate_probe_cpu_share", self._busy_s / wall, "share")),
+            artifacts=(Artifact(ARTIFACT, "application/json",
+                                json.dumps(doc, separators=(",", ":"))),),
+            notes=tuple(notes))
+
+    def document(self) -> dict[str, Any]:
+        """The artifact: threads with their counter rows and blocked-stack counts, the
+        distinct stacks, and the cgroups with their counter rows (docs/explain.md)."""
+        threads = []
+        for th in sorted(self._threads.values(), key=lambda x: x.tid):
+            if len(th.rows) < 1:
+                continue
+            threads.append({
+                "pid": th.pid, "tid": th.tid, "comm": th.comm, "cgroup": th.cg,
+                "rows": th.rows,
+                "blocked": [[r, s, n] for (r, s), n in sorted(th.blocked.items())]})
+        stacks = [s for s, _ in sorted(self._stacks.items(), key=lambda kv: kv[1])]
+        cgs = [{"paths": c["paths"], "limits": c["limits"], "rows": c["rows"]}
+               for c in self._cgroups]
+        return {"version": VERSION, "hz": HZ, "bucket_s": BUCKET_S, "clk_tck": CLK_TCK,
+                "row_fields": ["t", "exec_ns", "delay_ns", "utime", "stime", "syscr", "syscw",
+                               "rchar", "wchar", "samples", "running"],
+                "threads": threads, "stacks": stacks, "cgroups": cgs}

@@ -1,0 +1,54 @@
+"""The wall-clock budget of a point's workload threads as a text table (``explain``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..analysis.offcpu import LABELS
+from ..analysis.paths import LABELS as PATH_LABELS
+from .table import text_table
+
+_TITLES = {"user": "on a CPU: user space", "runnable:quota": "runnable: cgroup CPU quota",
+           "runnable:others": "runnable: other processes", "unaccounted": "unaccounted"}
+
+
+def _title(category: str) -> str:
+    if category in _TITLES:
+        return _TITLES[category]
+    if category.startswith("blocked:"):
+        return "blocked: " + LABELS.get(category.split(":", 1)[1], category)
+    return category
+
+
+def budget_lines(b: Mapping[str, Any]) -> list[str]:
+    """The budget's categories (the kernel split by path), seconds and share, and the
+    threads it counts."""
+    secs: Mapping[str, float] = b.get("seconds", {})
+    wall = float(b.get("wall_s") or 0.0)
+    if wall <= 0:
+        return []
+    tops = b.get("top_functions", {})
+    rows: list[list[str]] = []
+    for cat, s in sorted(secs.items(), key=lambda kv: -kv[1]):
+        if cat == "kernel":
+            paths = b.get("kernel_paths") or {}
+            for p, ps in sorted(paths.items(), key=lambda kv: -kv[1]):
+                rows.append([f"on a CPU: kernel, {PATH_LABELS.get(p, p)}", f"{ps:.2f}",
+                             f"{100 * ps / wall:.1f}%", ""])
+            if not paths:
+                rows.append(["on a CPU: kernel", f"{s:.2f}", f"{100 * s / wall:.1f}%", ""])
+            continue
+        fn = tops.get(cat.split(":", 1)[1], {}) if cat.startswith("blocked:") else {}
+        where = fn.get("function", "") + (f" < {fn['caller']}" if fn.get("caller") else "")
+        rows.append([_title(cat), f"{s:.2f}", f"{100 * s / wall:.1f}%", where])
+    threads = b.get("threads", [])
+    w0, w1 = b.get("window", [0, 0])
+    head = (f"  where the workload's wall-clock time went (I/O window {w0:.2f}-{w1:.2f} s "
+            f"from {b.get('window_source')}; {len(threads)} thread(s), {wall:.2f} "
+            "thread-seconds):")
+    out = [head, text_table(["state", "s", "share", "most sampled (< caller)"], rows,
+                            indent=4, left=1)]
+    if b.get("left_out"):
+        out.append(f"    left out (did none of the point's work): {', '.join(b['left_out'])}")
+    return out

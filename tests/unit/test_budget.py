@@ -1,0 +1,230 @@
+"""The wall-clock budget and the wall read from it: off-CPU reasons, per-thread accounting,
+the window, cgroup throttling and the verdicts, on documents built to known numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from iowall.analysis import budget, offcpu, wall
+from iowall.probes.threadstate import parse_row, parse_stack
+
+FSYNC = ("entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fsync;do_fsync;xfs_file_fsync;"
+         "xfs_log_force_seq;xlog_wait_on_iclog")
+IO = ("entry_SYSCALL_64;do_syscall_64;__x64_sys_pread64;vfs_read;xfs_file_read_iter;iomap_dio_rw;"
+      "__iomap_dio_rw")
+BDP = ("entry_SYSCALL_64;do_syscall_64;ksys_write;vfs_write;xfs_file_buffered_write;"
+       "iomap_file_buffered_write;balance_dirty_pages_ratelimited_flags;balance_dirty_pages;"
+       "io_schedule_timeout")
+LOCK = ("entry_SYSCALL_64;do_syscall_64;ksys_write;vfs_write;xfs_file_buffered_write;xfs_ilock;"
+        "down_write;rwsem_down_write_slowpath")
+MEMCG = ("entry_SYSCALL_64;ksys_write;iomap_file_buffered_write;__filemap_get_folio;"
+         "mem_cgroup_charge;try_charge_memcg;try_to_free_mem_cgroup_pages;do_try_to_free_pages;"
+         "shrink_folio_list;folio_wait_writeback;io_schedule")
+SLEEP = "entry_SYSCALL_64;do_syscall_64;__x64_sys_clock_nanosleep;common_nsleep;hrtimer_nanosleep"
+SELECT = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pselect6;do_pselect.constprop.0;core_sys_select;do_select"
+
+
+@pytest.mark.parametrize(("stack", "reason", "function"), [
+    (FSYNC, "fsync", "xlog_wait_on_iclog"),
+    (IO, "io", "__iomap_dio_rw"),
+    (BDP, "dirty-throttle", "balance_dirty_pages"),
+    (LOCK, "lock", "rwsem_down_write_slowpath"),
+    (MEMCG, "reclaim", "shrink_folio_list"),
+    (SLEEP, "sleep", "hrtimer_nanosleep"),
+    (SELECT, "wait", "do_select"),
+    ("entry_SYSCALL_64;do_syscall_64;some_new_wait", "other", "some_new_wait"),
+])
+def test_reasons(stack: str, reason: str, function: str) -> None:
+    r = offcpu.classify(stack)
+    assert (r.reason, r.function) == (reason, function)
+
+
+def test_outer_cause_owns_the_wait() -> None:
+    # reclaim waiting for writeback is reclaim, not I/O; a lock inside fsync is the lock
+    assert offcpu.classify(MEMCG).reason == "reclaim"
+    assert offcpu.classify(FSYNC + ";down_write;rwsem_down_write_slowpath").reason == "lock"
+    assert offcpu.caller_of(LOCK, "lock") == "xfs_file_buffered_write"
+
+
+def test_probe_parsers() -> None:
+    stat = "123 (fio worker) S 1 2 3 4 5 6 7 8 9 10 250 75 0 0 20 0 1 0 100 0 0"
+    io = "rchar: 10\nwchar: 20\nsyscr: 3\nsyscw: 4\nread_bytes: 0\n"
+    assert parse_row(stat, "5000 700 9\n", io) == [5000, 700, 250, 75, 3, 4, 10, 20]
+    assert parse_row("", "", "") is None
+    text = "[<0>] xlog_wait_on_iclog+0x1/0x2\n[<0>] xfs_file_fsync+0x3/0x4\n[<0>] do_fsync+0x5/0x6\n"
+    assert parse_stack(text) == "do_fsync;xfs_file_fsync;xlog_wait_on_iclog"
+    assert parse_stack("") == ""
+
+
+def _doc(threads: list[dict[str, Any]], stacks: list[str],
+         cgroups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"version": 1, "hz": 100, "bucket_s": 0.1, "clk_tck": 100, "threads": threads,
+            "stacks": stacks, "cgroups": cgroups or []}
+
+
+def _thread(tid: int, *, wall_s: float, cpu: float, delay: float, user: float,
+            blocked: dict[int, int], syscw: int = 1000, running: int = 0, comm: str = "fio",
+            t0: float = 0.0, cg: int = 0) -> dict[str, Any]:
+    """A thread with rows every 0.1 s from t0 over wall_s, its counters growing evenly; its
+    blocked samples all in its last bucket (the budget only counts them)."""
+    n = round(wall_s / 0.1)
+    rows = []
+    samples = 100 * wall_s
+    for i in range(n + 1):
+        f = i / n
+        rows.append([round(t0 + i * 0.1, 4), cpu * 1e9 * f, delay * 1e9 * f,
+                     user / cpu * 100 * cpu * f if cpu else 0, (1 - user / cpu) * 100 * cpu * f
+                     if cpu else 0, 0, syscw * f, 0, syscw * 16384 * f, samples * f,
+                     running * f])
+    return {"pid": tid, "tid": tid, "comm": comm, "cgroup": cg, "rows": rows,
+            "blocked": [[n, sid, cnt] for sid, cnt in blocked.items()]}
+
+
+def test_budget_accounts_every_second() -> None:
+    # 4 s: 1 s on a CPU (0.2 user), 0.5 s runnable, 2.5 s blocked: fsync 3 samples to 1 io
+    th = _thread(1, wall_s=4.0, cpu=1.0, delay=0.5, user=0.2, blocked={0: 300, 1: 100},
+                 running=0)
+    b = budget.compute(_doc([th], [FSYNC, IO]), (0.0, 4.0), "test")
+    assert b is not None
+    s = b.totals
+    assert s["user"] == pytest.approx(0.2)
+    assert s["kernel"] == pytest.approx(0.8)
+    assert s["runnable:others"] == pytest.approx(0.5)
+    assert s["runnable:quota"] == 0
+    # 400 blocked samples of the 400 expected (no running samples): all blocked time covered
+    assert s["blocked:fsync"] == pytest.approx(2.5 * 0.75)
+    assert s["blocked:io"] == pytest.approx(2.5 * 0.25)
+    assert s["unaccounted"] == pytest.approx(0.0)
+    assert b.wall_s == pytest.approx(4.0)
+    assert b.top_functions["fsync"][0] == "xlog_wait_on_iclog"
+
+
+def test_blocked_time_without_stacks_is_unaccounted() -> None:
+    # half of the expected blocked samples are missing: half of the blocked time unaccounted
+    th = _thread(1, wall_s=4.0, cpu=0.0, delay=0.0, user=0.0, blocked={0: 200})
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
+    assert b is not None
+    assert b.totals["blocked:io"] == pytest.approx(2.0)
+    assert b.totals["unaccounted"] == pytest.approx(2.0)
+
+
+def test_idle_helper_threads_are_left_out() -> None:
+    worker = _thread(1, wall_s=4.0, cpu=3.0, delay=0.0, user=0.5, blocked={0: 100})
+    helper = _thread(2, wall_s=4.0, cpu=0.01, delay=0.0, user=0.01, blocked={1: 400},
+                     syscw=5, comm="fio")
+    b = budget.compute(_doc([worker, helper], [IO, SELECT]), (0.0, 4.0), "test")
+    assert b is not None
+    assert [t.tid for t in b.threads] == [1]
+    assert b.left_out == ("fio (2)",)
+
+
+def test_window_cuts_the_threads_counters() -> None:
+    th = _thread(1, wall_s=10.0, cpu=5.0, delay=0.0, user=1.0, blocked={})
+    b = budget.compute(_doc([th], []), (2.0, 6.0), "test")
+    assert b is not None
+    assert b.threads[0].wall_s == pytest.approx(4.2, abs=0.21)  # rows bracket the window
+    assert b.totals["user"] + b.totals["kernel"] == pytest.approx(b.threads[0].wall_s / 2)
+
+
+def _cgroup(throttled_s: float, periods: float, throttled: float, quota: float) -> dict[str, Any]:
+    rows = [[0.0, {"cg_cpu_nr_periods": 0, "cg_cpu_nr_throttled": 0, "cg_cpu_throttled_s": 0}],
+            [4.0, {"cg_cpu_nr_periods": periods, "cg_cpu_nr_throttled": throttled,
+                   "cg_cpu_throttled_s": throttled_s}]]
+    return {"paths": {"cpu": "/g"}, "limits": {"cpu_quota_cpus": quota}, "rows": rows}
+
+
+def test_quota_explains_run_delay_up_to_the_throttled_time() -> None:
+    th = _thread(1, wall_s=4.0, cpu=1.2, delay=2.6, user=0.1, blocked={0: 20})
+    doc = _doc([th], [IO], [_cgroup(throttled_s=2.0, periods=40, throttled=37, quota=0.3)])
+    b = budget.compute(doc, (0.0, 4.0), "test")
+    assert b is not None
+    assert b.totals["runnable:quota"] == pytest.approx(2.0)
+    assert b.totals["runnable:others"] == pytest.approx(0.6)
+    w, _ = wall.decide(b, wall.Device(), {})
+    assert w is not None and w.kind == "cpu-quota"
+    assert "0.30 CPU" in w.sentence and "92% of periods" in w.sentence
+
+
+def _decide(blocked: dict[int, int], stacks: list[str], device: wall.Device, *,
+            cpu: float = 0.2, delay: float = 0.0, cgroups: list[dict[str, Any]] | None = None,
+            ctx: dict[str, float] | None = None, paths: dict[str, int] | None = None
+            ) -> wall.Wall | None:
+    th = _thread(1, wall_s=4.0, cpu=cpu, delay=delay, user=0.05, blocked=blocked)
+    b = budget.compute(_doc([th], stacks, cgroups), (0.0, 4.0), "test", paths)
+    assert b is not None
+    return wall.decide(b, device, ctx or {})[0]
+
+
+def test_io_walls_are_told_apart_by_the_device_side() -> None:
+    qd1 = _decide({0: 380}, [IO], wall.Device(util=0.5, queue_depth=0.9, await_s=30e-6,
+                                               iops=30000))
+    assert qd1 is not None and qd1.kind == "io-latency"
+    busy = _decide({0: 380}, [IO], wall.Device(util=0.97, queue_depth=12, await_s=4e-4,
+                                                iops=30000))
+    assert busy is not None and busy.kind == "device"
+    # 1000 writes in 3.8 s blocked = 3.8 ms each, against a device answering in 0.3 ms, 2% busy
+    held = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
+                                                iops=60))
+    assert held is not None and held.kind == "above-device"
+    limit = {"paths": {}, "limits": {"io_limits": [{"dev": "7:0", "wbps": 100 << 20}]},
+             "rows": []}
+    thr = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
+                                               iops=60), cgroups=[limit])
+    assert thr is not None and thr.kind == "block-throttle"
+    assert "100 MiB/s" in thr.sentence
+    loop = _decide({0: 380}, [IO], wall.Device(util=0.6, queue_depth=3, await_s=1e-4,
+                                                iops=3e4, loop_cpus=0.97))
+    assert loop is not None and loop.kind == "device"
+
+
+def test_blocked_walls_name_their_mechanism() -> None:
+    dev = wall.Device()
+    cases = {"fsync": FSYNC, "dirty-throttle": BDP, "lock": LOCK, "sleep": SLEEP,
+             "reclaim": MEMCG}
+    for kind, stack in cases.items():
+        w = _decide({0: 380}, [stack], dev)
+        assert w is not None and w.kind == kind, (kind, w)
+    memcg = {"paths": {}, "limits": {"mem_limit_bytes": 300 << 20},
+             "rows": [[0.0, {"cg_mem_max_events": 10}], [4.0, {"cg_mem_max_events": 14679}]]}
+    w = _decide({0: 380}, [MEMCG], dev, cgroups=[memcg])
+    assert w is not None and w.kind == "memcg-reclaim"
+    assert "300 MiB limit was hit 14,669 times" in w.sentence
+
+
+def test_on_cpu_walls_and_the_copy_ceiling() -> None:
+    copy = {"fio;entry_SYSCALL_64_[k];vfs_write_[k];copy_page_from_iter_[k];rep_movs_alternative_[k]": 90,
+            "fio;entry_SYSCALL_64_[k];vfs_write_[k];xfs_file_buffered_write_[k]": 10}
+    # 1000 writes of 16 KiB = 15.6 MiB in 3.6 s on a CPU: far below a 4 GiB/s ceiling
+    slow = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
+                   ctx={"memcopy_bytes_per_s": 8 * 2**30, "jobs": 2, "cpus": 2})
+    assert slow is not None and slow.kind == "cpu-kernel"
+    fast = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
+                   ctx={"memcopy_bytes_per_s": 2 * 2**20, "jobs": 1, "cpus": 2})
+    assert fast is not None and fast.kind == "memcopy"
+    user = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=None)
+    assert user is not None and user.kind == "cpu-kernel"
+
+
+def test_silence_when_short_or_spread() -> None:
+    th = _thread(1, wall_s=1.0, cpu=0.9, delay=0.0, user=0.1, blocked={})
+    b = budget.compute(_doc([th], []), (0.0, 1.0), "test")
+    assert b is not None
+    w, notes = wall.decide(b, wall.Device(), {})
+    assert w is None and "too short" in notes[0]
+    # a third each on a CPU, runnable, blocked: no state holds 40%
+    th = _thread(1, wall_s=4.0, cpu=1.4, delay=1.3, user=0.1, blocked={0: 130})
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
+    assert b is not None
+    w, notes = wall.decide(b, wall.Device(), {})
+    assert w is None and any("No single state" in n for n in notes)
+
+
+def test_neighbours_are_a_reason_for_run_delay_only() -> None:
+    th = _thread(1, wall_s=4.0, cpu=1.0, delay=2.8, user=0.5, blocked={0: 20})
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
+    assert b is not None
+    w, notes = wall.decide(b, wall.Device(), {}, [("sh", 3.9), ("python3", 0.2)])
+    assert w is not None and w.kind == "cpu-contention" and "sh" in w.sentence
+    assert any("sh 3.9 CPU-s" in n for n in notes)
