@@ -48,6 +48,7 @@ struct st_run {
 	uint64_t bs;
 	uint64_t file_size;
 	bool end_fsync;
+	double runtime_s;		/* --runtime-ms: 0 for one pass over the files */
 	unsigned jobs;
 	struct gate gate;
 	atomic_int stop;
@@ -129,29 +130,60 @@ static int st_one(struct st_job *jb, struct st_file *f, int rwf)
 	return f->off == r->file_size;
 }
 
-/* Round-robin over the job's files, one block each, until all are done. */
+/*
+ * A new pass over the job's files: offsets back to 0 and, for a buffered or
+ * uncached read, the files' cached pages dropped first (fio's invalidate=1), so
+ * that every pass reads from the device as the first did.
+ */
+static void st_rewind(struct st_job *jb)
+{
+	const struct st_run *r = jb->r;
+	unsigned i;
+
+	for (i = 0; i < jb->nfiles; i++) {
+		jb->files[i].off = 0;
+		if (!r->write && r->mode != ST_DIRECT)
+			posix_fadvise(jb->files[i].fd, 0, 0, POSIX_FADV_DONTNEED);
+	}
+}
+
+/*
+ * Round-robin over the job's files, one block each, until all are done; with
+ * --runtime-ms, pass after pass until the time is up (fio's time_based: the
+ * last pass stops where the time ends, mid-file).
+ */
 static int st_stream(struct st_job *jb)
 {
 	struct st_run *r = jb->r;
 	int rwf = r->mode == ST_UNCACHED ? RWF_DONTCACHE : 0;
-	unsigned i, left = 0;
+	double deadline = r->runtime_s > 0 ? now_s() + r->runtime_s : 0;
+	unsigned i, left;
 	int rc;
 
-	for (i = 0; i < jb->nfiles; i++)
-		if (jb->files[i].off < r->file_size)
-			left++;
-	while (left > 0) {
-		for (i = 0; i < jb->nfiles; i++) {
-			if (jb->files[i].off >= r->file_size)
-				continue;
-			if (atomic_load_explicit(&r->stop, memory_order_relaxed))
-				return 0;
-			rc = st_one(jb, &jb->files[i], rwf);
-			if (rc < 0)
-				return -1;
-			left -= (unsigned)rc;
+	for (;;) {
+		left = 0;
+		for (i = 0; i < jb->nfiles; i++)
+			if (jb->files[i].off < r->file_size)
+				left++;
+		while (left > 0) {
+			for (i = 0; i < jb->nfiles; i++) {
+				if (jb->files[i].off >= r->file_size)
+					continue;
+				if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+					return 0;
+				rc = st_one(jb, &jb->files[i], rwf);
+				if (rc < 0)
+					return -1;
+				left -= (unsigned)rc;
+				if (deadline > 0 && now_s() >= deadline)
+					goto synced;
+			}
 		}
+		if (deadline <= 0 || now_s() >= deadline)
+			break;
+		st_rewind(jb);
 	}
+synced:
 	for (i = 0; r->end_fsync && i < jb->nfiles; i++) {
 		if (fsync(jb->files[i].fd)) {
 			fail_sys(&jb->fail, "fsync", errno, jb->files[i].path, NULL);
@@ -383,6 +415,7 @@ static void st_report(struct st_run *r, struct st_job *jobs, const struct fail *
 	json_u64(&j, "bs", r->bs);
 	json_u64(&j, "file_size", r->file_size);
 	json_bool(&j, "end_fsync", r->end_fsync);
+	json_f64(&j, "runtime_limit_s", r->runtime_s);
 	json_u64(&j, "jobs", r->jobs);
 	json_u64(&j, "files", nfiles);
 	json_u64(&j, "bytes", total);
@@ -423,7 +456,7 @@ static void st_report(struct st_run *r, struct st_job *jobs, const struct fail *
 
 static const char st_usage[] =
 	"stream --rw read|write --mode buffered|uncached|direct --bs B --file-size B "
-	"--files-from LIST [--end-fsync] [--log-ms MS]";
+	"--files-from LIST [--end-fsync] [--log-ms MS] [--runtime-ms MS]";
 
 static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 		    double *log_ms)
@@ -436,6 +469,7 @@ static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 		{ "files-from", required_argument, NULL, 'f' },
 		{ "end-fsync", no_argument, NULL, 'y' },
 		{ "log-ms", required_argument, NULL, 'l' },
+		{ "runtime-ms", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -466,6 +500,10 @@ static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 			break;
 		case 'l':
 			*log_ms = (double)parse_u64("stream", "--log-ms", optarg, 1, 3600000);
+			break;
+		case 't':
+			r->runtime_s = (double)parse_u64("stream", "--runtime-ms", optarg, 1,
+							 86400000) / 1e3;
 			break;
 		case 'h':
 			printf("usage: iowall-engine %s\n", st_usage);

@@ -76,6 +76,23 @@ def test_uncached_and_direct_on_ext4(run, scratch: Path) -> None:
     assert {p.stat().st_size for p in paths[0]} == {MIB}
 
 
+def test_runtime_passes_over_the_files_until_the_time(run, scratch: Path) -> None:
+    # 2 x 1 MiB in 64 KiB blocks is far less than 0.3 s of I/O: pass after pass, and every
+    # pass of a buffered read drops the files' pages first, so the device is read again
+    lst, paths = listing(scratch, 1, 2)
+    assert stream(run, lst, "write", "buffered", "64K", "1M", "--end-fsync").rc == 0
+    for rw in ("read", "write"):
+        r = stream(run, lst, rw, "buffered", "64K", "1M", "--runtime-ms", "300")
+        assert r.rc == 0, r.stdout + r.stderr
+        (rec,) = r.records
+        assert rec["runtime_limit_s"] == 0.3
+        assert rec["runtime_s"] == pytest.approx(0.3, abs=0.05)
+        assert rec["bytes"] > 4 * 2 * MIB and rec["ios"] == rec["bytes"] // (64 << 10)
+    assert {p.stat().st_size for p in paths[0]} == {MIB}
+    r = stream(run, lst, "read", "buffered", "64K", "1M")
+    assert r.records[0]["bytes"] == 2 * MIB and r.records[0]["runtime_limit_s"] == 0
+
+
 def test_uncached_on_tmpfs_is_eopnotsupp(run, tmpfs: Path) -> None:
     lst, paths = listing(tmpfs, 2, 2)
     r = stream(run, lst, "write", "uncached", "64K", "1M")

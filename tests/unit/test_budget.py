@@ -142,7 +142,7 @@ def test_quota_explains_run_delay_up_to_the_throttled_time() -> None:
     assert b is not None
     assert b.totals["runnable:quota"] == pytest.approx(2.0)
     assert b.totals["runnable:others"] == pytest.approx(0.6)
-    w, _ = wall.decide(b, wall.Device(), {})
+    w = wall.decide(b, wall.Device(), {}).wall
     assert w is not None and w.kind == "cpu-quota"
     assert "0.30 CPU" in w.sentence and "92% of periods" in w.sentence
 
@@ -154,7 +154,7 @@ def _decide(blocked: dict[int, int], stacks: list[str], device: wall.Device, *,
     th = _thread(1, wall_s=4.0, cpu=cpu, delay=delay, user=0.05, blocked=blocked)
     b = budget.compute(_doc([th], stacks, cgroups), (0.0, 4.0), "test", paths)
     assert b is not None
-    return wall.decide(b, device, ctx or {})[0]
+    return wall.decide(b, device, ctx or {}).wall
 
 
 def test_io_walls_are_told_apart_by_the_device_side() -> None:
@@ -211,20 +211,35 @@ def test_silence_when_short_or_spread() -> None:
     th = _thread(1, wall_s=1.0, cpu=0.9, delay=0.0, user=0.1, blocked={})
     b = budget.compute(_doc([th], []), (0.0, 1.0), "test")
     assert b is not None
-    w, notes = wall.decide(b, wall.Device(), {})
-    assert w is None and "too short" in notes[0]
-    # a third each on a CPU, runnable, blocked: no state holds 40%
-    th = _thread(1, wall_s=4.0, cpu=1.4, delay=1.3, user=0.1, blocked={0: 130})
-    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
+    d = wall.decide(b, wall.Device(), {})
+    assert d.wall is None and "too short" in d.notes[0]
+    # a third each on a CPU, in fsync, waiting for I/O: no state holds 40%
+    th = _thread(1, wall_s=4.0, cpu=1.4, delay=0.0, user=0.1, blocked={0: 130, 1: 130},
+                 running=140)
+    b = budget.compute(_doc([th], [IO, FSYNC]), (0.0, 4.0), "test")
     assert b is not None
-    w, notes = wall.decide(b, wall.Device(), {})
-    assert w is None and any("No single state" in n for n in notes)
+    d = wall.decide(b, wall.Device(), {})
+    assert d.wall is None and any("No single state" in n for n in d.notes)
 
 
 def test_neighbours_are_a_reason_for_run_delay_only() -> None:
     th = _thread(1, wall_s=4.0, cpu=1.0, delay=2.8, user=0.5, blocked={0: 20})
     b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
     assert b is not None
-    w, notes = wall.decide(b, wall.Device(), {}, [("sh", 3.9), ("python3", 0.2)])
-    assert w is not None and w.kind == "cpu-contention" and "sh" in w.sentence
-    assert any("sh 3.9 CPU-s" in n for n in notes)
+    d = wall.decide(b, wall.Device(), {}, [("sh", 3.9), ("python3", 0.2)])
+    assert d.wall is not None and d.wall.kind == "cpu-contention" and "sh" in d.wall.sentence
+    assert any("sh 3.9 CPU-s" in n for n in d.notes)
+
+
+def test_a_neighbour_does_not_hide_the_workloads_own_wall() -> None:
+    # fsync 1.6 s, on a CPU 1.2 s, runnable behind a neighbour 1.2 s: of the time the
+    # neighbour left, fsync holds 57%: still the wall, and the neighbour is noted
+    th = _thread(1, wall_s=4.0, cpu=1.2, delay=1.2, user=0.1, blocked={0: 160}, running=240)
+    b = budget.compute(_doc([th], [FSYNC]), (0.0, 4.0), "test")
+    assert b is not None
+    d = wall.decide(b, wall.Device(), {}, [("sh", 1.5)])
+    assert d.wall is not None and d.wall.kind == "fsync"
+    assert d.wall.share == pytest.approx(1.6 / 2.8, rel=0.01)
+    assert any("waited 30% of its time runnable" in n for n in d.notes)
+    # and the second state, on a CPU 43% of the same time, is named beside it
+    assert [a.kind for a in d.also] == ["cpu-kernel"]

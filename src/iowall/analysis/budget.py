@@ -34,10 +34,14 @@ ON_CPU = ("user", "kernel")
 RUNNABLE = ("runnable:quota", "runnable:others")
 CATEGORIES: tuple[str, ...] = (*ON_CPU, *RUNNABLE, *(f"blocked:{r}" for r in ORDER),
                                "unaccounted")
-#: a thread is the point's worker when it did at least this share of the busiest thread's
-#: I/O syscalls, or was on a CPU this share of its time, or was blocked for work this share
-#: of its samples
-WORKER_IO_SHARE = 0.10
+#: a thread is the point's worker when it moved at least this share of the busiest thread's
+#: bytes through read/write calls, or was on a CPU this share of its time, or was blocked
+#: for work (not sleeping or waiting on other threads) this share of its samples. Bytes, not
+#: syscalls: fio's helper thread reads /proc and /sys files as often as a throttled job writes
+WORKER_IO_SHARE = 0.01
+#: ... and at least this many bytes (libaio and io_uring submit without counting any: fio's
+#: helper thread, reading a few /proc files a second, must not become the busiest "worker")
+WORKER_MIN_BYTES = 1 << 20
 WORKER_CPU_SHARE = 0.05
 WORKER_BLOCKED_SHARE = 0.10
 #: a window shorter than this is too short to explain (start-up and ends dominate it)
@@ -149,14 +153,12 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
         measured.append((th, d, wall, reasons))
     if not measured:
         return None
-    max_io = max((m[1]["syscr"] + m[1]["syscw"] for m in measured), default=0.0)
     max_bytes = max((m[1]["rchar"] + m[1]["wchar"] for m in measured), default=0.0)
     workers = []
     for th, d, wall, reasons in measured:
-        io, by = d["syscr"] + d["syscw"], d["rchar"] + d["wchar"]
+        by = d["rchar"] + d["wchar"]
         working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
-        if ((max_io and io >= WORKER_IO_SHARE * max_io)
-                or (max_bytes and by >= WORKER_IO_SHARE * max_bytes)
+        if (by >= max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
                 or d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall
                 or working >= WORKER_BLOCKED_SHARE):
             workers.append((th, d, wall, reasons))

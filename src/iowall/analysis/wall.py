@@ -30,6 +30,8 @@ from .paths import LABELS as PATH_LABELS
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
+#: a second state holding at least this share is named beside the wall
+ALSO_SHARE = 0.25
 #: the device is the wall when busy at least this share of the window with requests queued
 DEVICE_BUSY = 0.80
 #: bytes per on-CPU second at least this share of the per-thread memory-copy ceiling: the copy
@@ -122,24 +124,41 @@ def _states(b: Budget) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The wall (None: silence), a second state that holds a large share too, and notes."""
+
+    wall: Wall | None
+    also: tuple[Wall, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
 def decide(b: Budget, device: Device, ctx: Mapping[str, float],
-           neighbours: Sequence[tuple[str, float]] = ()) -> tuple[Wall | None, list[str]]:
-    """The wall and the notes that go with it (too short, unaccounted time, the neighbours'
-    share). ``ctx``: ``memcopy_bytes_per_s`` and ``jobs`` when known; ``neighbours``: the
-    busiest other processes as (name, CPU-seconds)."""
+           neighbours: Sequence[tuple[str, float]] = ()) -> Decision:
+    """The wall, a second state of at least ``ALSO_SHARE``, and the notes that go with them
+    (too short, unaccounted time, the neighbours' share). ``ctx``: ``memcopy_bytes_per_s``,
+    ``jobs`` and ``cpus`` when known; ``neighbours``: the busiest other processes as (name,
+    CPU-seconds).
+
+    Time spent runnable behind other processes stretches every other state alike: unless it
+    is the largest state itself, the workload's own wall is chosen among the other states,
+    their shares taken of the time the neighbours left (the neighbours' share is noted)."""
     notes: list[str] = []
     if b.window_s < MIN_WINDOW_S:
-        return None, [f"The I/O lasted {b.window_s:.2f} s: too short to explain (start-up "
-                      f"and the ends weigh too much under {MIN_WINDOW_S:.0f} s); run it "
-                      "longer (a larger size or a runtime)."]
+        return Decision(None, (), (f"The I/O lasted {b.window_s:.2f} s: too short to explain "
+                                   f"(start-up and the ends weigh too much under "
+                                   f"{MIN_WINDOW_S:.0f} s); run it longer (a larger size or a "
+                                   "runtime).",))
     states = _states(b)
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
         notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no "
                      "stack sampled).")
-    ranked = sorted(states.items(), key=lambda kv: -kv[1])
-    top, share = ranked[0]
     others = states.get("runnable:others", 0.0)
+    ranked = sorted(states.items(), key=lambda kv: -kv[1])
+    if ranked[0][0] != "runnable:others" and others < 1.0:
+        ranked = [(k, v / (1.0 - others)) for k, v in ranked if k != "runnable:others"]
+    top, share = ranked[0]
     if neighbours and (others >= 0.05 or top == "runnable:others"):
         names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3])
         notes.append(f"Other processes shared the CPUs ({names}); the workload waited "
@@ -147,8 +166,11 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
     if share < MIN_SHARE or unacc >= share:
         notes.append(f"No single state holds most of the workload's time (largest: "
                      f"{top} {_pct(share)}): no wall is named.")
-        return None, notes
-    return _name(top, share, b, device, ctx, neighbours), notes
+        return Decision(None, (), tuple(notes))
+    wall = _name(top, share, b, device, ctx, neighbours)
+    also = tuple(_name(k, v, b, device, ctx, neighbours) for k, v in ranked[1:2]
+                 if v >= ALSO_SHARE)
+    return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
 
 
 def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, float],

@@ -14,7 +14,7 @@ from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
 from .explain import Verdict, explain, near_misses, sentences
 from .paths import Attribution, attribute, decode_folded, path_metrics
-from .wall import Wall, decide, device_in_window
+from .wall import Decision, Wall, decide, device_in_window
 
 #: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
 #: evidence of the same mechanism. The others account the whole machine's CPU time and are
@@ -106,7 +106,7 @@ def neighbours(run: Run) -> list[tuple[str, float]]:
             and float(r.get("cpu_s") or 0.0) > 0.05]
 
 
-def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> tuple[Wall | None, list[str]]:
+def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
     """The wall verdict from the budget, with the device seen over the same window."""
     series = {s.name: s.samples for s in run.series if s.probe == "diskstats"}
     series.update({s.name: s.samples for s in run.series
@@ -136,13 +136,16 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     b = budget(run, _profile_stacks(run))
     wall: Wall | None = None
     notes: list[str] = []
+    keep: tuple[str, ...] = ()
     if b is not None:
-        wall, notes = wall_of(run, b, ctx)
-        keep = CONSISTENT.get(wall.kind, ()) if wall else ("writeback-phase",)
+        d = wall_of(run, b, ctx)
+        wall, notes = d.wall, list(d.notes)
+        keep = (*(r for w in (wall, *d.also) if w for r in CONSISTENT.get(w.kind, ())),
+                "writeback-phase")
         verdicts = [v for v in verdicts if v.rule in keep]
-        if wall is not None:
-            verdicts.insert(0, Verdict(wall.kind, wall.sentence,
-                                       {**wall.evidence, "share": round(wall.share, 4)}))
+        verdicts[:0] = [Verdict(w.kind, w.sentence if i == 0 else "Also: " + w.sentence,
+                                {**w.evidence, "share": round(w.share, 4)})
+                        for i, w in enumerate(x for x in (wall, *d.also) if x)]
     said = sentences(verdicts) if verdicts or b is None else []
     return {**base, "sentences": said + notes or sentences([]), "fired": bool(verdicts),
             "applicable": True,
@@ -151,9 +154,9 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
             "budget": budget_json(b) if b is not None else None,
             "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence}
                          for v in verdicts],
-            # the CPU-time rules' near misses only where no budget speaks for the workload
-            "near_misses": near_misses(metrics, ctx, [v.rule for v in verdicts])
-            if b is None else [],
+            # with a budget, only the near misses of the rules that may stand beside its wall
+            "near_misses": [m for m in near_misses(metrics, ctx, [v.rule for v in verdicts])
+                            if b is None or m.split(":", 1)[0] in keep],
             "attribution": classes(metrics),
             "paths": top_paths(att) if att is not None else []}
 

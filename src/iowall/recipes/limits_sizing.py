@@ -15,6 +15,11 @@ BS = 2 << 20
 FILES_PER_JOB = 10
 #: Buffered writes should move at least this multiple of the dirty threshold.
 DIRTY_MULTIPLE = 2.0
+#: Points that would last under ~2 s are too short to explain (start-up and ends weigh too
+#: much): --quick runs every I/O point for this long (fio time_based, passes over its files),
+#: a full run its read points (a read pool of 4 GiB lasts under a second here).
+QUICK_RUNTIME_S = 3
+READ_RUNTIME_S = 5
 
 
 #: The fewest distinct job counts a default sweep has: enough for a USL fit (iowall scaling).
@@ -68,6 +73,9 @@ class Sizing:
     memcopy_threads: tuple[int, ...]
     memcopy_bytes_per_thread: int
     quick: bool
+    #: time-based points: seconds each write / read point runs (0: until its bytes are moved)
+    write_runtime_s: int = 0
+    read_runtime_s: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -128,10 +136,16 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
     elif ratio < DIRTY_MULTIPLE * 0.95:
         notes.append(f"the bed could not hold {DIRTY_MULTIPLE:.0f}x the dirty threshold: "
                      "pass a larger --size for a longer throttled phase")
-    notes.append(f"each read point reads {fmt_bytes(read)} from a pool of files laid out once, "
-                 "after dropping caches")
+    write_rt = QUICK_RUNTIME_S if quick else 0
+    read_rt = QUICK_RUNTIME_S if quick else READ_RUNTIME_S
+    notes.append(f"each read point reads for {read_rt} s, pass after pass over a pool of "
+                 f"{fmt_bytes(read)} of files laid out once (its pages dropped before each "
+                 "pass, so every pass reads the device), after dropping caches")
+    if write_rt:
+        notes.append(f"--quick: each write point writes for {write_rt} s, pass after pass over "
+                     "its files, so that no point is too short to explain (under 2 s)")
     mc_threads = tuple(sorted({min(j, cpus) for j in jobs}))
     mc_bytes = min(512 * MIB, max(64 * MIB, (mem_total // 16) // (2 * max(mc_threads)))) >> 20 << 20
     return Sizing(bed_bytes=0, write_bytes=write, read_bytes=read, jobs=tuple(jobs),
                   memcopy_threads=mc_threads, memcopy_bytes_per_thread=mc_bytes, quick=quick,
-                  notes=tuple(notes))
+                  write_runtime_s=write_rt, read_runtime_s=read_rt, notes=tuple(notes))

@@ -86,6 +86,9 @@ def io_point(rw: str, mode: str, jobs: int, sizing: Sizing, *, fs_block: str = "
     }
     if mode == "uncached":
         params["uncached"] = 1
+    runtime = sizing.write_runtime_s if rw == "write" else sizing.read_runtime_s
+    if runtime:
+        params["runtime_s"] = runtime
     if fs_block:
         params["fs_block"] = fs_block
     return Point(RECIPE, params)
@@ -108,6 +111,8 @@ def io_job(point: Point, lb: LimitsBed, sizing: Sizing) -> JobFile:
                             "direct": p["direct"], "group_reporting": 1}
     if p.get("uncached"):
         g["uncached"] = 1
+    if p.get("runtime_s"):  # pass after pass; fio's invalidate=1 drops a read's pages each
+        g.update(time_based=1, runtime=f"{p['runtime_s']}s")
     files, fsize = job_files(point, lb, sizing)
     if p["rw"] == "write":
         g.update(directory=lb.write_dir, fallocate="none", create_on_open=1,
@@ -128,7 +133,8 @@ def stream_spec(point: Point, lb: LimitsBed, sizing: Sizing) -> StreamSpec:
     mode = "direct" if p["direct"] else ("uncached" if p.get("uncached") else "buffered")
     return StreamSpec(rw=str(p["rw"]), mode=mode, bs=BS, file_size=fsize,
                       jobs=tuple(tuple(os.path.join(base, f) for f in names) for names in files),
-                      end_fsync=bool(p["end_fsync"]))
+                      end_fsync=bool(p["end_fsync"]),
+                      runtime_ms=int(float(p.get("runtime_s") or 0) * 1000))
 
 
 def page_cache_bytes() -> int:

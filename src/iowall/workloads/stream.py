@@ -38,6 +38,8 @@ class StreamSpec:
     end_fsync: bool = False
     #: bandwidth series interval, ms (0: none)
     log_ms: int = BW_LOG_MS
+    #: pass after pass over the files for this long, as fio's time_based (0: one pass)
+    runtime_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.rw not in RWS:
@@ -61,6 +63,8 @@ class StreamSpec:
             argv.append("--end-fsync")
         if self.log_ms > 0:
             argv += ["--log-ms", str(self.log_ms)]
+        if self.runtime_ms > 0:
+            argv += ["--runtime-ms", str(self.runtime_ms)]
         return argv
 
 
