@@ -243,3 +243,18 @@ def test_a_neighbour_does_not_hide_the_workloads_own_wall() -> None:
     assert any("waited 30% of its time runnable" in n for n in d.notes)
     # and the second state, on a CPU 43% of the same time, is named beside it
     assert [a.kind for a in d.also] == ["cpu-kernel"]
+
+
+def test_time_on_a_cpu_inside_fsync_counts_with_fsync() -> None:
+    # btrfs writes back inside fsync on the caller's CPU: 2 s on a CPU, 3/4 of its samples
+    # inside fsync, and 2 s blocked in the log: fsync holds 1.5 + 2 of 4 s
+    prof = {"fio;entry_SYSCALL_64_[k];do_fsync_[k];btrfs_sync_file_[k];"
+            "btrfs_do_write_iter_[k]": 75,
+            "fio;entry_SYSCALL_64_[k];vfs_write_[k];btrfs_buffered_write_[k]": 25}
+    th = _thread(1, wall_s=4.0, cpu=2.0, delay=0.0, user=0.0, blocked={0: 200}, running=200)
+    b = budget.compute(_doc([th], [FSYNC]), (0.0, 4.0), "test", prof)
+    assert b is not None
+    assert b.kernel_contexts == {"fsync": pytest.approx(1.5)}
+    w = wall.decide(b, wall.Device(), {}).wall
+    assert w is not None and w.kind == "fsync" and w.share == pytest.approx(3.5 / 4)
+    assert "(43% of it on a CPU)" in w.sentence

@@ -74,6 +74,9 @@ class Budget:
     totals: dict[str, float]
     #: kernel on-CPU seconds by path (``analysis.paths`` names), from the profile
     kernel_paths: dict[str, float] = field(default_factory=dict)
+    #: kernel on-CPU seconds spent inside a mechanism that also blocks (fsync, a page
+    #: fault, reclaim, dirty throttling): the same stacks read by ``analysis.offcpu``
+    kernel_contexts: dict[str, float] = field(default_factory=dict)
     #: per blocked reason: the most sampled function and who called into it
     top_functions: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Δ of each cgroup counter over the window, and the limits, of the workload's cgroups
@@ -200,8 +203,10 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
                  "delta": cg_delta[i]} for i, c in enumerate(doc.get("cgroups", ()))
                 if any(t.cgroup == i for t in kept))
     return Budget((w0, w1), source, tuple(kept), tuple(left), totals,
-                  kernel_paths(profile, comms, totals["kernel"]) if profile else {},
-                  tops, cgs)
+                  kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
+                  kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"])
+                                   if profile else {}),
+                  top_functions=tops, cgroups=cgs)
 
 
 def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float
@@ -215,6 +220,31 @@ def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float
     kernel = [p for p in att.paths if p.path not in ("user", "idle") and p.samples]
     total = sum(p.samples for p in kernel)
     return {p.path: kernel_s * p.samples / total for p in kernel} if total else {}
+
+
+#: Mechanisms whose on-CPU time counts with their blocked time: the time a thread spends in
+#: fsync, a fault, reclaim or balance_dirty_pages is that mechanism's, on a CPU or not.
+CONTEXTS = ("fsync", "fault", "reclaim", "dirty-throttle")
+
+
+def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float
+                    ) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds inside each of ``CONTEXTS``, in proportion to its
+    profile stacks with kernel frames whose frames ``analysis.offcpu`` reads as that reason."""
+    total = 0
+    hits: dict[str, int] = {}
+    for stack, n in profile.items():
+        frames = stack.split(";")
+        if frames[0] not in comms:
+            continue
+        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
+        if not kernel:
+            continue
+        total += n
+        r = classify(";".join(kernel)).reason
+        if r in CONTEXTS:
+            hits[r] = hits.get(r, 0) + n
+    return {r: kernel_s * n / total for r, n in hits.items()} if total else {}
 
 
 def _cgroup_deltas(doc: Mapping[str, Any], w0: float, w1: float) -> list[dict[str, float]]:
@@ -243,6 +273,7 @@ def to_json(b: Budget) -> dict[str, Any]:
         "shares": {c: round(s / w, 4) for c, s in b.totals.items() if s > 0} if w else {},
         "seconds": {c: round(s, 4) for c, s in b.totals.items() if s > 0},
         "kernel_paths": {p: round(s, 4) for p, s in b.kernel_paths.items()},
+        "kernel_contexts": {r: round(s, 4) for r, s in b.kernel_contexts.items()},
         "top_functions": {r: {"function": f, "caller": c} for r, (f, c) in b.top_functions.items()},
         "threads": [{"tid": t.tid, "comm": t.comm, "wall_s": round(t.wall_s, 4),
                      "seconds": {c: round(s, 4) for c, s in t.seconds.items() if s > 0}}

@@ -36,7 +36,7 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "xfs_file_fsync", "xlog_*", "xfs_log_force*", "jbd2_*", "btrfs_sync_*",
         "file_write_and_wait_range", "__x64_sys_sync_file_range", "sync_file_range",
         "io_fsync", "blkdev_fsync", "__x64_sys_sync*", "ksys_sync*")),
-    ("fault", "page faults", (
+    ("fault", "page faults of mapped files", (
         "handle_mm_fault", "exc_page_fault", "do_user_addr_fault", "filemap_fault",
         "__do_fault", "do_swap_page")),
     ("block-queue", "block-layer queueing (tags, rq-qos, writeback throttling)", (

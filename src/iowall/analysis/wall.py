@@ -105,22 +105,27 @@ def _rate(b: float) -> str:
 
 
 def _states(b: Budget) -> dict[str, float]:
-    """The budget's shares grouped into candidate walls (on-CPU as one state: its path is
-    named after; reclaim and locks counted on and off the CPU alike)."""
+    """The budget's shares grouped into candidate walls: on a CPU as one state (its path is
+    named after), except the time on a CPU inside a mechanism that also blocks (fsync, a
+    fault, reclaim, dirty throttling; lock slow paths), which counts with that mechanism."""
     s = {c: b.share(c) for c in b.totals}
-    kp = b.kernel_paths
     wall = b.wall_s or 1.0
-    reclaim_cpu = kp.get("reclaim", 0.0) / wall
-    lock_cpu = kp.get("lock", 0.0) / wall
-    out = {"cpu": s.get("user", 0) + s.get("kernel", 0) - reclaim_cpu - lock_cpu,
+    inside = {r: v / wall for r, v in b.kernel_contexts.items()}
+    if "reclaim" not in inside:  # a profile without contexts (older runs): its paths
+        inside["reclaim"] = b.kernel_paths.get("reclaim", 0.0) / wall
+    inside["lock"] = b.kernel_paths.get("lock", 0.0) / wall
+    oncpu = s.get("user", 0) + s.get("kernel", 0)
+    moved = min(sum(inside.values()), s.get("kernel", 0))
+    scale = moved / sum(inside.values()) if sum(inside.values()) else 0.0
+    out = {"cpu": oncpu - moved,
            "runnable:quota": s.get("runnable:quota", 0),
            "runnable:others": s.get("runnable:others", 0),
            "unaccounted": s.get("unaccounted", 0)}
     for c, v in s.items():
         if c.startswith("blocked:"):
             out[c] = v
-    out["blocked:reclaim"] = out.get("blocked:reclaim", 0) + reclaim_cpu
-    out["blocked:lock"] = out.get("blocked:lock", 0) + lock_cpu
+    for r, v in inside.items():
+        out[f"blocked:{r}"] = out.get(f"blocked:{r}", 0.0) + v * scale
     return out
 
 
@@ -189,10 +194,11 @@ def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, floa
     fn, caller = b.top_functions.get(reason, ("", ""))
     if reason == "io":
         return _io(share, b, dev, who)
+    on = _on_cpu(b, reason, share)
     if reason == "fsync":
         log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
-        return Wall("fsync", f"{who} waited {_pct(share)} of its time in fsync, most of it"
-                    f"{log} ({fn}).", share, {"function": fn})
+        return Wall("fsync", f"{who} spent {_pct(share)} of its time in fsync{on}, most of "
+                    f"its wait{log} ({fn}).", share, {"function": fn})
     if reason == "dirty-throttle":
         return Wall("dirty-throttle", f"Dirty throttling: {who} was paused in "
                     f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
@@ -211,8 +217,14 @@ def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, floa
                     f"layer's queueing ({fn}) before its I/O reached the device.", share)
     label = LABELS.get(reason, reason)
     via = f", from {caller}" if caller and caller != fn else ""
-    return Wall(reason, f"{who} was blocked {_pct(share)} of its time: {label} ({fn}{via}).",
+    return Wall(reason, f"{who} spent {_pct(share)} of its time in {label}{on} ({fn}{via}).",
                 share, {"function": fn, "caller": caller})
+
+
+def _on_cpu(b: Budget, reason: str, share: float) -> str:
+    """`` (12% of it on a CPU)`` when a mechanism's time was partly on a CPU."""
+    part = b.kernel_contexts.get(reason, 0.0) / (b.wall_s or 1.0)
+    return f" ({_pct(part / share)} of it on a CPU)" if share and part >= 0.05 * share else ""
 
 
 def _who(b: Budget) -> str:
@@ -292,7 +304,8 @@ def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
         if hits > 0:
             return Wall("memcg-reclaim", f"Reclaiming memory in its own context: the memory "
                         f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
-                        f"{who} spent {_pct(share)} of its time in reclaim ({fn}).", share,
+                        f"{who} spent {_pct(share)} of its time in reclaim"
+                        f"{_on_cpu(b, 'reclaim', share)} ({fn}).", share,
                         {"limit_bytes": lim, "hits": hits})
     return Wall("reclaim", f"Memory reclaim: {who} spent {_pct(share)} of its time reclaiming "
                 f"memory itself ({fn}).", share)
