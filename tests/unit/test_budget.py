@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from iowall.analysis import budget, offcpu, wall
-from iowall.probes.threadstate import parse_row, parse_stack
+from iowall.probes.threadstate import cgroup_metrics, parse_row, parse_stack
 
 FSYNC = ("entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fsync;do_fsync;xfs_file_fsync;"
          "xfs_log_force_seq;xlog_wait_on_iclog")
@@ -39,6 +39,23 @@ SELECT = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pselect6;do_pselect.constprop
 def test_reasons(stack: str, reason: str, function: str) -> None:
     r = offcpu.classify(stack)
     assert (r.reason, r.function) == (reason, function)
+
+
+def test_a_preempted_task_is_runnable_not_blocked() -> None:
+    assert offcpu.classify("irqentry_exit_to_user_mode").reason == offcpu.PREEMPTED
+    assert offcpu.classify("asm_sysvec_apic_timer_interrupt").reason == offcpu.PREEMPTED
+    kernel = "entry_SYSCALL_64;ksys_write;copy_page_from_iter;irqentry_exit;preempt_schedule_irq"
+    assert offcpu.classify(kernel).reason == offcpu.PREEMPTED
+    # a fault that waits for a read is a fault, whatever entered it
+    assert offcpu.classify("asm_exc_page_fault;exc_page_fault;handle_mm_fault;filemap_fault;"
+                           "folio_wait_bit_common").reason == "fault"
+    # preempted samples count with the running ones: the blocked time stays covered
+    th = _thread(1, wall_s=4.0, cpu=2.0, delay=0.0, user=0.0, blocked={0: 200, 1: 100},
+                 running=100)
+    b = budget.compute(_doc([th], [FSYNC, "irqentry_exit_to_user_mode"]), (0.0, 4.0), "t")
+    assert b is not None
+    assert b.totals["blocked:fsync"] == pytest.approx(2.0)
+    assert b.totals["unaccounted"] == pytest.approx(0.0)
 
 
 def test_outer_cause_owns_the_wait() -> None:
@@ -258,3 +275,12 @@ def test_time_on_a_cpu_inside_fsync_counts_with_fsync() -> None:
     w = wall.decide(b, wall.Device(), {}).wall
     assert w is not None and w.kind == "fsync" and w.share == pytest.approx(3.5 / 4)
     assert "(43% of it on a CPU)" in w.sentence
+
+
+def test_cgroup_counters_become_the_runs_metrics() -> None:
+    rows = [[0.0, {"cg_cpu_nr_periods": 10, "cg_cpu_throttled_s": 1.5, "cg_mem_max_events": 3}],
+            [0.1, {"cg_cpu_nr_periods": 12}],
+            [4.0, {"cg_cpu_nr_periods": 50, "cg_cpu_throttled_s": 4.0, "cg_mem_max_events": 3}]]
+    got = {m.name: m.value for m in cgroup_metrics(rows)}
+    assert got == {"cg_cpu_nr_periods": 40, "cg_cpu_throttled_s": 2.5, "cg_mem_max_events": 0}
+    assert cgroup_metrics(rows[:1]) == []

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .offcpu import IDLE, ORDER, caller_of, classify
+from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify
 from .paths import attribute
 
 #: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
@@ -149,6 +149,9 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
         for r, sid, n in th.get("blocked") or ():
             if edges[0] < r <= edges[1] and 0 <= sid < len(stacks):
                 c = classify(stacks[sid])
+                if c.reason == PREEMPTED:  # runnable, off its CPU: with the running ones
+                    d["running"] += n
+                    continue
                 reasons[c.reason] = reasons.get(c.reason, 0) + n
                 key = (c.function, caller_of(stacks[sid], c.reason))
                 fn = blocked_fn.setdefault(c.reason, {})

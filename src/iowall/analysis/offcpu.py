@@ -67,6 +67,12 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: Every reason, plus the stack that matched nothing.
 ORDER: tuple[str, ...] = tuple(r[0] for r in REASONS) + ("other",)
+#: A stack whose leaf is one of these is a task preempted, runnable (not blocked): the
+#: ``threadstate`` probe reads only stacks, and a runnable task off its CPU has one too.
+PREEMPTED = "preempted"
+_PREEMPT_LEAF = re.compile(r"^(irqentry_exit.*|preempt_schedule.*|_?_cond_resched|"
+                           r"exit_to_user_mode.*|asm_sysvec_.*|schedule_preempt_disabled|"
+                           r"raw_irqentry_exit_cond_resched)$")
 LABELS: dict[str, str] = {r[0]: r[1] for r in REASONS} | {"other": "other kernel waits"}
 #: Reasons that are not work of the point (an idle helper thread waits in these).
 IDLE = ("sleep", "wait")
@@ -98,8 +104,10 @@ _TABLE = _compiled()
 def classify(stack: str) -> Reason:
     """The reason of one folded blocked stack (root first). The function named is the
     leaf-most frame that matched the reason (for ``other``: the leaf-most frame that is not
-    scheduler plumbing)."""
+    scheduler plumbing). A preempted task's stack is :data:`PREEMPTED`, not a reason."""
     frames = [f for f in stack.split(";") if f]
+    if frames and _PREEMPT_LEAF.match(frames[-1]):
+        return Reason(PREEMPTED, frames[-1])
     for name, rx in _TABLE:
         for f in reversed(frames):
             if rx.match(f):
