@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify
+from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
 from .paths import attribute
 
 #: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
@@ -81,6 +81,10 @@ class Budget:
     top_functions: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Δ of each cgroup counter over the window, and the limits, of the workload's cgroups
     cgroups: tuple[dict[str, Any], ...] = ()
+    #: per blocked reason: the system call most of its samples were in (``fsync``, ``fadvise64``)
+    syscalls: dict[str, str] = field(default_factory=dict)
+    #: per blocked reason: the frame most of its samples slept in (``rq_qos_wait``)
+    leaves: dict[str, str] = field(default_factory=dict)
 
     @property
     def wall_s(self) -> float:
@@ -133,6 +137,8 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
     stacks: list[str] = list(doc.get("stacks") or [])
     kept: list[ThreadBudget] = []
     blocked_fn: dict[str, dict[tuple[str, str], int]] = {}
+    blocked_sys: dict[str, dict[str, int]] = {}
+    blocked_leaf: dict[str, dict[str, int]] = {}
     left: list[str] = []
     measured: list[tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]] = []
     for th in doc.get("threads", ()):
@@ -156,6 +162,12 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
                 key = (c.function, caller_of(stacks[sid], c.reason))
                 fn = blocked_fn.setdefault(c.reason, {})
                 fn[key] = fn.get(key, 0) + n
+                sc = blocked_sys.setdefault(c.reason, {})
+                call = syscall_of(stacks[sid])
+                sc[call] = sc.get(call, 0) + n
+                lf = blocked_leaf.setdefault(c.reason, {})
+                leaf = leaf_of(stacks[sid])
+                lf[leaf] = lf.get(leaf, 0) + n
         measured.append((th, d, wall, reasons))
     if not measured:
         return None
@@ -209,7 +221,13 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
                   kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
                   kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"])
                                    if profile else {}),
-                  top_functions=tops, cgroups=cgs)
+                  top_functions=tops, cgroups=cgs,
+                  syscalls=_most(blocked_sys), leaves=_most(blocked_leaf))
+
+
+def _most(counts: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
+    """Per reason, the key sampled most often."""
+    return {r: max(c.items(), key=lambda kv: kv[1])[0] for r, c in counts.items() if c}
 
 
 def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float
@@ -277,7 +295,9 @@ def to_json(b: Budget) -> dict[str, Any]:
         "seconds": {c: round(s, 4) for c, s in b.totals.items() if s > 0},
         "kernel_paths": {p: round(s, 4) for p, s in b.kernel_paths.items()},
         "kernel_contexts": {r: round(s, 4) for r, s in b.kernel_contexts.items()},
-        "top_functions": {r: {"function": f, "caller": c} for r, (f, c) in b.top_functions.items()},
+        "top_functions": {r: {"function": f, "caller": c, "syscall": b.syscalls.get(r, ""),
+                              "sleeps_in": b.leaves.get(r, "")}
+                          for r, (f, c) in b.top_functions.items()},
         "threads": [{"tid": t.tid, "comm": t.comm, "wall_s": round(t.wall_s, 4),
                      "seconds": {c: round(s, 4) for c, s in t.seconds.items() if s > 0}}
                     for t in b.threads],

@@ -31,8 +31,11 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "compact_zone*", "try_charge_memcg", "charge_memcg")),
     ("dirty-throttle", "dirty throttling (balance_dirty_pages)", (
         "balance_dirty_pages*",)),
-    ("fsync", "fsync and the journal or log", (
+    ("fsync", "fsync or a writeback it waits for (fdatasync, sync_file_range, fadvise), "
+     "the journal or log", (
         "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "vfs_fsync*", "*_sync_file",
+        "generic_fadvise", "__x64_sys_fadvise64", "__filemap_fdatawrite_range",
+        "filemap_fdatawrite*", "filemap_write_and_wait*",
         "xfs_file_fsync", "xlog_*", "xfs_log_force*", "jbd2_*", "btrfs_sync_*",
         "file_write_and_wait_range", "__x64_sys_sync_file_range", "sync_file_range",
         "io_fsync", "blkdev_fsync", "__x64_sys_sync*", "ksys_sync*")),
@@ -112,8 +115,21 @@ def classify(stack: str) -> Reason:
         for f in reversed(frames):
             if rx.match(f):
                 return Reason(name, f)
-    leaf = next((f for f in reversed(frames) if not _PLUMBING.match(f)), "")
-    return Reason("other", leaf or "(empty stack)")
+    return Reason("other", leaf_of(stack) or "(empty stack)")
+
+
+def leaf_of(stack: str) -> str:
+    """The leaf-most frame that is not scheduler plumbing: where the task actually sleeps
+    (``rq_qos_wait`` under an fsync, ``xlog_wait_on_iclog`` under a log force)."""
+    return next((f for f in reversed(stack.split(";")) if f and not _PLUMBING.match(f)), "")
+
+
+def syscall_of(stack: str) -> str:
+    """The system call a stack is in (``fadvise64`` for ``…;__x64_sys_fadvise64;…``), or ''."""
+    for f in stack.split(";"):
+        if f.startswith("__x64_sys_"):
+            return f.removeprefix("__x64_sys_")
+    return ""
 
 
 def caller_of(stack: str, reason: str) -> str:

@@ -197,8 +197,14 @@ def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, floa
     on = _on_cpu(b, reason, share)
     if reason == "fsync":
         log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
-        return Wall("fsync", f"{who} spent {_pct(share)} of its time in fsync{on}, most of "
-                    f"its wait{log} ({fn}).", share, {"function": fn})
+        call = b.syscalls.get("fsync", "")
+        what = ("fsync" if call in ("", "fsync") else
+                f"{call} writing back its dirty pages" if call == "fadvise64" else call)
+        leaf = b.leaves.get("fsync", "")
+        where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
+        return Wall("fsync", f"{who} spent {_pct(share)} of its time in {what}{on}, most of "
+                    f"its wait{log} ({where}).", share,
+                    {"function": fn, "syscall": call, "sleeps_in": leaf})
     if reason == "dirty-throttle":
         return Wall("dirty-throttle", f"Dirty throttling: {who} was paused in "
                     f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
@@ -269,10 +275,10 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wa
                             f"{_rate(per_cpu_s)} per on-CPU second against a memory-copy "
                             f"ceiling of {_rate(ceiling)} per thread.", share, ev)
             return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was on a CPU "
-                        f"{_pct(share)} of its time, mostly in the copy, but moved only "
+                        f"{_pct(share)} of its time, mostly in the copy, but moved "
                         f"{_rate(per_cpu_s)} per on-CPU second, {_pct(per_cpu_s / ceiling)} "
-                        f"of the memory-copy ceiling ({_rate(ceiling)} per thread): the copy "
-                        "runs slow (cold or faulting memory?).", share, ev)
+                        f"of the memory-copy ceiling ({_rate(ceiling)} per thread): not the "
+                        "copy's own speed.", share, ev)
         return Wall("memcopy", f"Copying: {who} was on a CPU {_pct(share)} of its time, "
                     f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
                     f"time), moving {_rate(per_cpu_s)} per on-CPU second (no memory-copy "

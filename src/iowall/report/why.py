@@ -16,7 +16,7 @@ def why_lines(items: Sequence[Mapping[str, Any]], *, markdown: bool = False) -> 
     out = ["", f"**{title}**", ""] if markdown else ["", title]
     for w in items:
         out += _item(f"{w['point']} (run {w['run']}):", markdown)
-        if w["fired"] or not w.get("applicable", True):
+        if w["fired"] or not w.get("applicable", True) or w.get("budget"):
             out += _item(w["sentences"], markdown, level=1)
         else:
             misses = list(w.get("near_misses", []))[:2]
