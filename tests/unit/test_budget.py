@@ -257,7 +257,8 @@ def test_a_neighbour_does_not_hide_the_workloads_own_wall() -> None:
     d = wall.decide(b, wall.Device(), {}, [("sh", 1.5)])
     assert d.wall is not None and d.wall.kind == "fsync"
     assert d.wall.share == pytest.approx(1.6 / 2.8, rel=0.01)
-    assert any("waited 30% of its time runnable" in n for n in d.notes)
+    assert any("waited 30% of its time runnable" in n and "of the 70% they left" in n
+               for n in d.notes)
     # and the second state, on a CPU 43% of the same time, is named beside it
     assert [a.kind for a in d.also] == ["cpu-kernel"]
 

@@ -31,8 +31,7 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "compact_zone*", "try_charge_memcg", "charge_memcg")),
     ("dirty-throttle", "dirty throttling (balance_dirty_pages)", (
         "balance_dirty_pages*",)),
-    ("fsync", "fsync or a writeback it waits for (fdatasync, sync_file_range, fadvise), "
-     "the journal or log", (
+    ("fsync", "fsync and synchronous writeback (fdatasync, fadvise, the log)", (
         "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "vfs_fsync*", "*_sync_file",
         "generic_fadvise", "__x64_sys_fadvise64", "__filemap_fdatawrite_range",
         "filemap_fdatawrite*", "filemap_write_and_wait*",
@@ -42,10 +41,10 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("fault", "page faults of mapped files", (
         "handle_mm_fault", "exc_page_fault", "do_user_addr_fault", "filemap_fault",
         "__do_fault", "do_swap_page")),
-    ("block-queue", "block-layer queueing (tags, rq-qos, writeback throttling)", (
+    ("block-queue", "block-layer queueing (tags, rq-qos)", (
         "blk_mq_get_tag", "rq_qos_wait", "wbt_wait", "__rq_qos_throttle", "blk_throtl_*",
         "blkcg_maybe_throttle_current", "iolatency_*", "ioc_rqos_throttle")),
-    ("io", "I/O completion (read or write to the device)", (
+    ("io", "I/O completion", (
         "io_schedule*", "blkdev_direct_IO*", "__blkdev_direct_IO*", "iomap_dio_rw",
         "__iomap_dio_rw", "submit_bio_wait", "folio_wait_bit*", "folio_wait_locked*",
         "folio_wait_writeback", "__folio_lock*", "filemap_get_pages", "filemap_read",
@@ -53,14 +52,14 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "__wait_on_buffer", "bit_wait_io", "dio_await_completion", "aio_read_events*",
         "read_events", "__x64_sys_io_getevents", "__x64_sys_io_uring_enter",
         "io_wq_*", "ext4_*_io_end*")),
-    ("worker", "waiting for kernel workers to finish (flush_work, completions)", (
+    ("worker", "kernel workers' work (flush_work, completions)", (
         "__flush_work", "flush_work", "__flush_workqueue", "flush_workqueue", "drain_workqueue",
         "xfs_inodegc_flush", "xfs_flush_inodes", "wait_for_completion*", "synchronize_rcu*",
         "rcu_barrier", "flush_delayed_work", "cancel_work_sync", "kthread_flush_work")),
-    ("sleep", "voluntary sleep (nanosleep: a rate limit or think time)", (
+    ("sleep", "voluntary sleep (nanosleep)", (
         "hrtimer_nanosleep", "do_nanosleep", "common_nsleep", "__x64_sys_nanosleep",
         "__x64_sys_clock_nanosleep", "schedule_hrtimeout*", "msleep*")),
-    ("wait", "waiting on other threads or events (futex, poll, pipe, child)", (
+    ("wait", "other threads or events (futex, poll, pipes)", (
         "futex_*", "do_futex", "__x64_sys_futex*", "do_sys_poll", "do_select",
         "core_sys_select", "do_epoll_wait", "ep_poll", "pipe_read", "pipe_write",
         "do_wait", "kernel_wait4", "__x64_sys_wait4", "unix_stream_read_generic",

@@ -164,10 +164,12 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
     if ranked[0][0] != "runnable:others" and others < 1.0:
         ranked = [(k, v / (1.0 - others)) for k, v in ranked if k != "runnable:others"]
     top, share = ranked[0]
-    if neighbours and (others >= 0.05 or top == "runnable:others"):
-        names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3])
-        notes.append(f"Other processes shared the CPUs ({names}); the workload waited "
-                     f"{_pct(others)} of its time runnable behind them.")
+    if others >= 0.05 or top == "runnable:others":
+        names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3]) or "not named"
+        rest = ("" if top == "runnable:others" else
+                f"; the wall's share is of the {_pct(1 - others)} they left it")
+        notes.append(f"Other processes shared the CPUs ({names}): the workload waited "
+                     f"{_pct(others)} of its time runnable behind them{rest}.")
     if share < MIN_SHARE or unacc >= share:
         notes.append(f"No single state holds most of the workload's time (largest: "
                      f"{top} {_pct(share)}): no wall is named.")
@@ -223,7 +225,8 @@ def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, floa
                     f"layer's queueing ({fn}) before its I/O reached the device.", share)
     label = LABELS.get(reason, reason)
     via = f", from {caller}" if caller and caller != fn else ""
-    return Wall(reason, f"{who} spent {_pct(share)} of its time in {label}{on} ({fn}{via}).",
+    return Wall(reason, f"{who} spent {_pct(share)} of its time blocked on {label}{on} "
+                f"({fn}{via}).",
                 share, {"function": fn, "caller": caller})
 
 

@@ -100,10 +100,15 @@ def _profile_stacks(run: Run) -> dict[str, int] | None:
 
 
 def neighbours(run: Run) -> list[tuple[str, float]]:
-    """The busiest other processes during the run (the tasks probe's top threads)."""
-    return [(str(r.get("comm")), float(r.get("cpu_s") or 0.0)) for r in tasks_top(run)
-            if isinstance(r, dict) and r.get("class") == "neighbours"
-            and float(r.get("cpu_s") or 0.0) > 0.05]
+    """The busiest other processes during the run (the tasks probe's top threads), threads of
+    one name together (``sh ×3``), busiest first."""
+    by: dict[str, list[float]] = {}
+    for r in tasks_top(run):
+        if isinstance(r, dict) and r.get("class") == "neighbours" \
+                and float(r.get("cpu_s") or 0.0) > 0.05:
+            by.setdefault(str(r.get("comm")), []).append(float(r.get("cpu_s") or 0.0))
+    named = [(f"{c} ×{len(v)}" if len(v) > 1 else c, sum(v)) for c, v in by.items()]
+    return sorted(named, key=lambda x: -x[1])
 
 
 def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:

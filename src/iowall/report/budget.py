@@ -40,7 +40,9 @@ def budget_lines(b: Mapping[str, Any]) -> list[str]:
                 rows.append(["on a CPU: kernel", f"{s:.2f}", f"{100 * s / wall:.1f}%", ""])
             continue
         fn = tops.get(cat.split(":", 1)[1], {}) if cat.startswith("blocked:") else {}
-        where = fn.get("function", "") + (f" < {fn['caller']}" if fn.get("caller") else "")
+        caller = fn.get("caller", "")
+        where = fn.get("function", "") + (f" < {caller}" if caller and caller !=
+                                           fn.get("function") else "")
         rows.append([_title(cat), f"{s:.2f}", f"{100 * s / wall:.1f}%", where])
     threads = b.get("threads", [])
     w0, w1 = b.get("window", [0, 0])
@@ -49,6 +51,12 @@ def budget_lines(b: Mapping[str, Any]) -> list[str]:
             "thread-seconds):")
     out = [head, text_table(["state", "s", "share", "most sampled (< caller)"], rows,
                             indent=4, left=1)]
+    inside = b.get("kernel_contexts") or {}
+    if inside:
+        parts = ", ".join(f"{LABELS.get(r, r)} {v:.2f} s" for r, v in
+                          sorted(inside.items(), key=lambda kv: -kv[1]))
+        out.append(f"    of the time on a CPU in the kernel, inside: {parts} (counted with "
+                   "those waits in the wall)")
     if b.get("left_out"):
         out.append(f"    left out (did none of the point's work): {', '.join(b['left_out'])}")
     return out
