@@ -14,7 +14,7 @@ from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
 from .explain import Verdict, explain, near_misses, sentences
 from .paths import Attribution, attribute, decode_folded, path_metrics
-from .wall import Decision, Wall, decide, device_in_window
+from .wall import Decision, Wall, decide, device_in_window, window_mean
 
 #: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
 #: evidence of the same mechanism. The others account the whole machine's CPU time and are
@@ -111,6 +111,24 @@ def neighbours(run: Run) -> list[tuple[str, float]]:
     return sorted(named, key=lambda x: -x[1])
 
 
+#: Classes of kernel thread that work for the bed, as the tasks probe names them.
+HELPERS = ("io_uring", "loop", "flusher", "fs", "kswapd")
+
+
+def helpers(run: Run, window: tuple[float, float]) -> dict[str, float]:
+    """The CPUs each class of thread working for the point (io_uring workers, the bed's loop
+    workers and flusher, filesystem workers, kswapd) used over the I/O window, from the
+    tasks probe's series; classes that did not run are left out."""
+    out: dict[str, float] = {}
+    for s in run.series:
+        cls = s.name.removesuffix("_cpus")
+        if s.probe == "tasks" and cls in HELPERS:
+            v = window_mean(s.samples, *window)
+            if v is not None and v >= 0.01:
+                out[cls] = round(v, 3)
+    return out
+
+
 def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
     """The wall verdict from the budget, with the device seen over the same window."""
     series = {s.name: s.samples for s in run.series if s.probe == "diskstats"}
@@ -156,7 +174,8 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
             "applicable": True,
             "wall": ({"kind": wall.kind, "sentence": wall.sentence,
                       "share": round(wall.share, 4)} if wall else None),
-            "budget": budget_json(b) if b is not None else None,
+            "budget": ({**budget_json(b), "helpers_cpus": helpers(run, b.window)}
+                       if b is not None else None),
             "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence}
                          for v in verdicts],
             # with a budget, only the near misses of the rules that may stand beside its wall

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..analysis.offcpu import LABELS
 from ..analysis.paths import LABELS as PATH_LABELS
+from ..cpuclasses import TITLES
 from .table import text_table
 
 _TITLES = {"user": "on a CPU: user space", "runnable:quota": "runnable: cgroup CPU quota",
@@ -57,6 +58,10 @@ def budget_lines(b: Mapping[str, Any]) -> list[str]:
                           sorted(inside.items(), key=lambda kv: -kv[1]))
         out.append(f"    of the time on a CPU in the kernel, inside: {parts} (counted with "
                    "those waits in the wall)")
+    helpers = b.get("helpers_cpus") or {}
+    if helpers:
+        out.append("    threads working for the point, CPUs over the window: " + ", ".join(
+            f"{TITLES.get(c, c)} {v:.2f}" for c, v in helpers.items()))
     if b.get("left_out"):
         out.append(f"    left out (did none of the point's work): {', '.join(b['left_out'])}")
     return out
