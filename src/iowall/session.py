@@ -31,6 +31,7 @@ from .runner import Partial, Progress, Schedule, Task
 from .store import Store
 from .sysinfo import drop_caches, environment
 from .workloads.fio import BW_LOG_MS, fio_version
+from .workloads.memcopy_ref import reference as memcopy_reference
 
 NOT_ROOT = ("not root: caches are not dropped between points (fio still invalidates the cache "
             "of its own files) and nothing is formatted")
@@ -69,6 +70,9 @@ class Session:
         self.root = os.geteuid() == 0
         self.fio_version = ".".join(map(str, fio_version()))
         self.extra = {"fio_version": self.fio_version, "fio_bw_log_ms": BW_LOG_MS, **self.extra}
+        ref = memcopy_reference()  # what explain compares a copying workload with
+        if ref is not None:
+            self.extra.setdefault("memcopy_ref", ref)
         self._beds: list[Bed] = []
         self._facts: Callable[[], dict[str, Any]] | None = None
         self._env: dict[str, Any] | None = None

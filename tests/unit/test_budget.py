@@ -3,6 +3,7 @@ the window, cgroup throttling and the verdicts, on documents built to known numb
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -220,6 +221,12 @@ def test_on_cpu_walls_and_the_copy_ceiling() -> None:
     fast = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
                    ctx={"memcopy_bytes_per_s": 2 * 2**20, "jobs": 1, "cpus": 2})
     assert fast is not None and fast.kind == "memcopy"
+    # a plan run has no ceiling of its own: this boot's one-thread reference stands in
+    ref = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
+                  ctx={"memcopy_thread_bytes_per_s": 16 * 2**20})
+    assert ref is not None and ref.kind == "memcopy" and "once this boot" in ref.sentence
+    none = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy)
+    assert none is not None and none.kind == "memcopy" and "no memory-copy rate" in none.sentence
     user = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=None)
     assert user is not None and user.kind == "cpu-kernel"
 
@@ -285,3 +292,18 @@ def test_cgroup_counters_become_the_runs_metrics() -> None:
     got = {m.name: m.value for m in cgroup_metrics(rows)}
     assert got == {"cg_cpu_nr_periods": 40, "cg_cpu_throttled_s": 2.5, "cg_mem_max_events": 0}
     assert cgroup_metrics(rows[:1]) == []
+
+
+def test_memcopy_reference_is_kept_until_reboot(tmp_path: Any) -> None:
+    from iowall.workloads import memcopy_ref
+
+    cache = tmp_path / "ref.json"
+    first = memcopy_ref.reference(str(cache))
+    assert first is not None and first["threads"] == 1 and first["bytes_per_s"] > 1e8
+    # the second call reads the cache: a planted figure for this boot comes back as it is
+    boot = memcopy_ref._boot_id()
+    cache.write_text(json.dumps({"boot_id": boot, "ref": {"threads": 1, "bytes_per_s": 42.0}}))
+    assert memcopy_ref.reference(str(cache))["bytes_per_s"] == 42.0
+    # another boot's figure is measured again
+    cache.write_text(json.dumps({"boot_id": "other", "ref": {"threads": 1, "bytes_per_s": 42.0}}))
+    assert memcopy_ref.reference(str(cache))["bytes_per_s"] != 42.0

@@ -61,6 +61,10 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         vals = [v for v in mc if v]
         if vals:
             ctx["memcopy_bytes_per_s"] = statistics.median(vals)
+        ref = run.env.get("memcopy_ref") or {}
+        if isinstance(ref, dict) and ref.get("bytes_per_s"):
+            # this machine's one-thread copy rate, measured once per boot (plan runs)
+            ctx["memcopy_thread_bytes_per_s"] = float(ref["bytes_per_s"])
     else:
         wall = run.finished_at - run.started_at
         if wall > 0:

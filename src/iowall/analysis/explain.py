@@ -28,7 +28,7 @@ NO_RULE_FIRED = "no rule fired"
 CONTEXT_KEYS = ("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "memcopy_bytes_per_s",
                 "wall_s", "jobs", "cpus", "device_bytes_per_s", "device_physical", "copy_s",
                 "writeback_s", "write_bytes", "copy_bytes_per_s", "writeback_share",
-                "phase_resolution_s")
+                "phase_resolution_s", "memcopy_thread_bytes_per_s")
 
 
 @dataclass(frozen=True)
