@@ -153,6 +153,8 @@ class ThreadStateProbe(Probe):
         self.error: BaseException | None = None
 
     def unavailable(self) -> str | None:
+        if os.geteuid() != 0:
+            return "reading the workload's kernel stacks (/proc/PID/task/TID/stack) needs root"
         if not read_text("/proc/self/schedstat"):
             return "/proc/PID/schedstat is missing (kernel without CONFIG_SCHED_INFO)"
         if not read_text(f"/proc/{self._me}/task/{self._me}/children") and not os.path.exists(
