@@ -167,12 +167,12 @@ def test_quota_explains_run_delay_up_to_the_throttled_time() -> None:
 
 def _decide(blocked: dict[int, int], stacks: list[str], device: wall.Device, *,
             cpu: float = 0.2, delay: float = 0.0, cgroups: list[dict[str, Any]] | None = None,
-            ctx: dict[str, float] | None = None, paths: dict[str, int] | None = None
-            ) -> wall.Wall | None:
+            ctx: dict[str, float] | None = None, paths: dict[str, int] | None = None,
+            devnos: tuple[str, ...] = ()) -> wall.Wall | None:
     th = _thread(1, wall_s=4.0, cpu=cpu, delay=delay, user=0.05, blocked=blocked)
     b = budget.compute(_doc([th], stacks, cgroups), (0.0, 4.0), "test", paths)
     assert b is not None
-    return wall.decide(b, device, ctx or {}).wall
+    return wall.decide(b, device, ctx or {}, devnos=devnos).wall
 
 
 def test_io_walls_are_told_apart_by_the_device_side() -> None:
@@ -192,6 +192,13 @@ def test_io_walls_are_told_apart_by_the_device_side() -> None:
                                                iops=60), cgroups=[limit])
     assert thr is not None and thr.kind == "block-throttle"
     assert "100 MiB/s" in thr.sentence
+    # the same limit on another device than the bed's is not this point's limit
+    other = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
+                                                 iops=60), cgroups=[limit], devnos=("254:0",))
+    assert other is not None and other.kind == "above-device"
+    mine = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
+                                                iops=60), cgroups=[limit], devnos=("7:0",))
+    assert mine is not None and mine.kind == "block-throttle"
     loop = _decide({0: 380}, [IO], wall.Device(util=0.6, queue_depth=3, await_s=1e-4,
                                                 iops=3e4, loop_cpus=0.97))
     assert loop is not None and loop.kind == "device"

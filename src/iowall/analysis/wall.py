@@ -142,11 +142,12 @@ class Decision:
 
 
 def decide(b: Budget, device: Device, ctx: Mapping[str, float],
-           neighbours: Sequence[tuple[str, float]] = ()) -> Decision:
+           neighbours: Sequence[tuple[str, float]] = (), devnos: Sequence[str] = ()) -> Decision:
     """The wall, a second state of at least ``ALSO_SHARE``, and the notes that go with them
     (too short, unaccounted time, the neighbours' share). ``ctx``: ``memcopy_bytes_per_s``,
     ``jobs`` and ``cpus`` when known; ``neighbours``: the busiest other processes as (name,
-    CPU-seconds).
+    CPU-seconds); ``devnos``: the bed's devices (MAJ:MIN) when known, so that an I/O limit
+    the cgroup sets on another device is not taken for this point's.
 
     Time spent runnable behind other processes stretches every other state alike: unless it
     is the largest state itself, the workload's own wall is chosen among the other states,
@@ -177,14 +178,14 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
         notes.append(f"No single state holds most of the workload's time (largest: "
                      f"{top} {_pct(share)}): no wall is named.")
         return Decision(None, (), tuple(notes))
-    wall = _name(top, share, b, device, ctx, neighbours)
-    also = tuple(_name(k, v, b, device, ctx, neighbours) for k, v in ranked[1:2]
+    wall = _name(top, share, b, device, ctx, neighbours, devnos)
+    also = tuple(_name(k, v, b, device, ctx, neighbours, devnos) for k, v in ranked[1:2]
                  if v >= ALSO_SHARE)
     return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
 
 
 def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, float],
-          neighbours: Sequence[tuple[str, float]]) -> Wall:
+          neighbours: Sequence[tuple[str, float]], devnos: Sequence[str] = ()) -> Wall:
     who = _who(b)
     if top == "cpu":
         return _cpu(share, b, ctx, who)
@@ -198,7 +199,7 @@ def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, floa
     reason = top.split(":", 1)[1]
     fn, caller = b.top_functions.get(reason, ("", ""))
     if reason == "io":
-        return _io(share, b, dev, who)
+        return _io(share, b, dev, who, devnos)
     on = _on_cpu(b, reason, share)
     if reason == "fsync":
         log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
@@ -326,13 +327,14 @@ def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
                 f"memory itself ({fn}).", share)
 
 
-def _io(share: float, b: Budget, dev: Device, who: str) -> Wall:
+def _io(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str] = ()) -> Wall:
     ios = sum(t.syscalls for t in b.threads)
     wait = b.totals.get("blocked:io", 0.0)
     per_io = wait / ios if ios else None
     ev = {"device_util": dev.util, "device_queue_depth": dev.queue_depth,
           "device_await_s": dev.await_s, "workload_wait_per_io_s": per_io}
-    limits = [lim for c in b.cgroups for lim in c.get("limits", {}).get("io_limits") or ()]
+    limits = [lim for c in b.cgroups for lim in c.get("limits", {}).get("io_limits") or ()
+              if not devnos or lim.get("dev") in devnos]
     busy = f"{_pct(dev.util)} busy" if dev.util is not None else "busy time not measured"
     if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
         return Wall("device", f"Device-bound: {who} waited {_pct(share)} of its time for I/O "

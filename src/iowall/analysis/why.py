@@ -135,7 +135,8 @@ def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
     series.update({s.name: s.samples for s in run.series
                    if s.probe == "tasks" and s.name == "loop_cpus"})
     dev = device_in_window(series, *b.window)
-    return decide(b, dev, ctx, neighbours(run))
+    devno = run.bed.get("devno")
+    return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else ())
 
 
 def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
