@@ -131,11 +131,12 @@ static int st_one(struct st_job *jb, struct st_file *f, int rwf)
 }
 
 /*
- * A new pass over the job's files: offsets back to 0 and, unless direct, the
- * files' cached pages dropped first, as fio's invalidate=1 does before each pass
- * of a time_based job: a read pass reads the device again, and a write pass
- * starts by writing back the last one (fadvise DONTNEED starts writeback of the
- * dirty pages and drops the clean ones), so both generators do the same work.
+ * A new pass over the job's files: offsets back to 0 and, for a buffered or
+ * uncached read, the files' cached pages dropped first (fio's invalidate=1), so
+ * that every pass reads from the device as the first did. A write pass
+ * overwrites the pages the last one left (iowall runs fio's time-based writes
+ * with invalidate=0): dropping them would make every writer write back
+ * synchronously in fadvise, a cost of the loop and not of buffered writing.
  */
 static void st_rewind(struct st_job *jb)
 {
@@ -144,7 +145,7 @@ static void st_rewind(struct st_job *jb)
 
 	for (i = 0; i < jb->nfiles; i++) {
 		jb->files[i].off = 0;
-		if (r->mode != ST_DIRECT)
+		if (!r->write && r->mode != ST_DIRECT)
 			posix_fadvise(jb->files[i].fd, 0, 0, POSIX_FADV_DONTNEED);
 	}
 }

@@ -77,8 +77,12 @@ def test_uncached_leaves_little_page_cache(small_run: tuple[dict, str]) -> None:
     doc, _ = small_run
     left = {(c["direction"], c["mode"]): c["value"] for c in doc["cache_left_per_byte"]}
     assert -0.01 <= left[("write", "uncached")] <= 0.10, left
+    # --quick writes pass over their files for 3 s: a buffered pass overwrites the pages the
+    # last left, so the whole file set stays cached (per byte of the files, not of the passes)
     assert left[("write", "buffered")] >= 0.5, left
-    assert left[("read", "uncached")] <= 0.10 < 0.5 <= left[("read", "buffered")], left
+    # a time-based read drops its pages before each pass and ends partway through one
+    assert left[("read", "uncached")] <= 0.10, left
+    assert left[("read", "buffered")] >= left[("read", "uncached")], left
     assert {g["direction"] for g in doc["generators"]} == {"write", "read"}
     for g in doc["generators"]:
         assert g["fio"]["median"] > 0 and g["engine"]["median"] > 0
@@ -112,8 +116,12 @@ def test_stored_metrics_equal_fio_json(small_run: tuple[dict, str]) -> None:
         assert r.metric(f"{d}_iops") == pytest.approx(job[d]["iops"], rel=1e-12)
         assert r.metric(f"{d}_io_bytes") == job[d]["io_bytes"]
         assert r.metric(f"{d}_runtime_s") == job[d]["runtime"] / 1000.0
-        assert 0 < r.point.params["bytes"] - job[d]["io_bytes"] < 64 * (2 << 20) or \
-            job[d]["io_bytes"] == r.point.params["bytes"]  # whole 2M blocks per file
+        if r.point.params.get("runtime_s"):  # --quick: pass after pass for that long
+            assert job[d]["io_bytes"] > 0
+            assert job[d]["runtime"] >= 0.95 * 1000 * r.point.params["runtime_s"]
+        else:
+            assert 0 < r.point.params["bytes"] - job[d]["io_bytes"] < 64 * (2 << 20) or \
+                job[d]["io_bytes"] == r.point.params["bytes"]  # whole 2M blocks per file
         assert store.artifact(r.id, "job.fio") is not None
         assert r.env["fio_version"] and r.env["sysctls"]["vm.dirty_ratio"]
         assert r.bed["fs"] == "xfs"

@@ -158,7 +158,7 @@ def test_uncached_column_cache_left_and_generators() -> None:
     assert s.cache_left[("", "write", "buffered")] == pytest.approx(0.9)
     text = " ".join(s.sentences)
     assert "Uncached write at 2 jobs runs at 1434MiB/s, 1.40x buffered and 70% of direct" in text
-    assert "20.5 MiB of page cache per GiB written, buffered 921.6 MiB" in text
+    assert "20.5 MiB of page cache per GiB of its files, buffered 921.6 MiB" in text
     (agree,) = s.agreement
     assert agree.within and agree.ratio == pytest.approx(1.02)
     far = summarise(_point_runs({**spec, ("write", "engine", 2, ""): [1.5] * 3}), cpus=2)

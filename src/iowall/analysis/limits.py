@@ -242,13 +242,17 @@ def _cache_left(groups: Mapping[tuple[str, ...], Sequence[Run]]) -> dict[tuple[s
                                                                          float]:
     """Per (block, direction, mode): the median over runs of the page cache a point left
     behind (``page_cache_growth_bytes``: Cached less Shmem, read by the task right before
-    and right after the workload) per byte it moved."""
+    and right after the workload) per byte of its files: the bytes it moved, or its file set
+    when a time-based point passed over its files more than once (a page is cached once)."""
     per: dict[tuple[str, str, str], list[float]] = {}
     for key, rs in groups.items():
         if key[0] == "memcopy" or key[2] not in MODES:
             continue
         for r in rs:
             grew, moved = r.metric("page_cache_growth_bytes"), r.metric(f"{key[1]}_io_bytes")
+            files = r.point.params.get("bytes")
+            if isinstance(files, int | float) and files > 0 and moved:
+                moved = min(moved, float(files))
             if grew is not None and moved:
                 per.setdefault((key[0], key[1], key[2]), []).append(grew / moved)
     return {k: statistics.median(v) for k, v in per.items()}
@@ -333,7 +337,7 @@ def _sentences(direction: str, rows: Sequence[Row], ceiling: Ceiling | None,
 def _uncached_sentences(rows: Sequence[Row],
                         cache: Mapping[tuple[str, str, str], float]) -> list[str]:
     """What uncached buffered I/O buys over buffered: throughput at the buffered peak's job
-    count, and the page cache each leaves behind per GiB moved."""
+    count, and the page cache each leaves behind per GiB of its files."""
     out = []
     for block in dict.fromkeys(r.block for r in rows):
         for direction in ("write", "read"):
@@ -354,8 +358,10 @@ def _uncached_sentences(rows: Sequence[Row],
                 (block, direction, "uncached"))
             if cb is not None and cu is not None:
                 s += (f"; it leaves {fmt_bytes(max(cu, 0.0) * GIB)} of page cache per GiB "
-                      f"{'written' if direction == 'write' else 'read'}, buffered "
-                      f"{fmt_bytes(max(cb, 0.0) * GIB)}")
+                      f"of its files, buffered {fmt_bytes(max(cb, 0.0) * GIB)}"
+                      + ("" if direction == "write" else
+                         " (a read that passes over its files again ends partway through a "
+                         "pass: buffered keeps that pass's pages)"))
             out.append(s + ".")
     return out
 

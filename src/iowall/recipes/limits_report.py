@@ -61,7 +61,8 @@ def _cache_section(s: LimitsSummary) -> Section | None:
             vals = [s.cache_left.get((b, d, m)) for m in MODES]
             if any(v is not None for v in vals):
                 rows.append([f"{d}{_blocks(b)}", *(cache_words(v) for v in vals)])
-    return Section("Page cache left behind per GiB moved (Cached less Shmem, median)",
+    return Section("Page cache left behind per GiB of the point's files (Cached less Shmem, "
+                   "median)",
                    Table.of(["", *MODES], rows, left=1))
 
 

@@ -143,7 +143,8 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
                  "pass, so every pass reads the device), after dropping caches")
     if write_rt:
         notes.append(f"--quick: each write point writes for {write_rt} s, pass after pass over "
-                     "its files, so that no point is too short to explain (under 2 s)")
+                     "its files (a buffered pass overwrites the pages the last one left in the "
+                     "page cache), so that no point is too short to explain (under 2 s)")
     mc_threads = tuple(sorted({min(j, cpus) for j in jobs}))
     mc_bytes = min(512 * MIB, max(64 * MIB, (mem_total // 16) // (2 * max(mc_threads)))) >> 20 << 20
     return Sizing(bed_bytes=0, write_bytes=write, read_bytes=read, jobs=tuple(jobs),

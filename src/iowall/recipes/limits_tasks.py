@@ -111,8 +111,13 @@ def io_job(point: Point, lb: LimitsBed, sizing: Sizing) -> JobFile:
                             "direct": p["direct"], "group_reporting": 1}
     if p.get("uncached"):
         g["uncached"] = 1
-    if p.get("runtime_s"):  # pass after pass; fio's invalidate=1 drops a read's pages each
+    if p.get("runtime_s"):
+        # pass after pass: fio's invalidate=1 drops a read's pages before each pass, so every
+        # pass reads the device; a write pass overwrites the last one's pages instead (with
+        # invalidate=1 each writer would write them back itself in fadvise, before each pass)
         g.update(time_based=1, runtime=f"{p['runtime_s']}s")
+        if p["rw"] == "write":
+            g["invalidate"] = 0
     files, fsize = job_files(point, lb, sizing)
     if p["rw"] == "write":
         g.update(directory=lb.write_dir, fallocate="none", create_on_open=1,
