@@ -132,6 +132,24 @@ def _states(b: Budget) -> dict[str, float]:
     return out
 
 
+def _own_run_delay(states: dict[str, float], ctx: Mapping[str, float]
+                   ) -> tuple[dict[str, float], Mapping[str, float]]:
+    """Run delay is behind other processes only in the part of the busy CPU time they took
+    (``ctx["outside_cpu_share"]``: neighbours, iowall's probes, unrelated kernel threads, steal,
+    from the ``tasks`` probe over the window; a proportional estimate); the rest is the
+    workload waiting behind its own threads and the bed's workers, more runnable threads than
+    CPUs: that counts as time on a CPU (the CPUs are its wall). Without the share, all of it
+    stays with the others."""
+    outside = ctx.get("outside_cpu_share")
+    others = states.get("runnable:others", 0.0)
+    if outside is None or not others:
+        return states, ctx
+    kept = others * min(1.0, max(0.0, outside))
+    out = dict(states, **{"runnable:others": kept, "cpu": states.get("cpu", 0.0)
+                          + others - kept})
+    return out, {**ctx, "own_run_delay_share": others - kept}
+
+
 @dataclass(frozen=True)
 class Decision:
     """The wall (None: silence), a second state that holds a large share too, and notes."""
@@ -160,6 +178,7 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
                                    "runtime).",))
     states = _states(b)
     unacc = states.pop("unaccounted")
+    states, ctx = _own_run_delay(states, ctx)
     if unacc > 0.10:
         notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no "
                      "stack sampled).")
@@ -249,6 +268,13 @@ def _who(b: Budget) -> str:
 
 def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
     w = _cpu_kind(share, b, ctx, who)
+    own = ctx.get("own_run_delay_share", 0.0)
+    if own >= 0.05:
+        jobs, cpus = ctx.get("jobs"), ctx.get("cpus")
+        many = f" ({jobs:.0f} jobs on {cpus:.0f} CPUs)" if jobs and cpus else ""
+        w = Wall(w.kind, w.sentence + f" That includes {_pct(own)} of its time runnable behind "
+                 f"its own threads and the bed's workers: more runnable threads than CPUs"
+                 f"{many}.", share, w.evidence | {"own_run_delay_share": round(own, 4)})
     alone = b.threads[0] if len(b.threads) == 1 else None
     if alone is not None and share >= 0.80:
         return Wall(w.kind, w.sentence + f" One thread does the point's work: on a CPU "

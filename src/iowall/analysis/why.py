@@ -136,7 +136,26 @@ def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
                    if s.probe == "tasks" and s.name == "loop_cpus"})
     dev = device_in_window(series, *b.window)
     devno = run.bed.get("devno")
+    outside = outside_share(run, b.window)
+    if outside is not None:
+        ctx = {**ctx, "outside_cpu_share": outside}
     return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else ())
+
+
+#: Classes of thread that do not work for the point: their CPU time is what the workload's
+#: run delay may be spent behind.
+OUTSIDE = ("neighbours", "iowall", "kthreads", "steal")
+
+
+def outside_share(run: Run, window: tuple[float, float]) -> float | None:
+    """The share of the busy CPU time over the window taken by threads that do not work for
+    the point (``OUTSIDE``), from the tasks probe's per-class series; None without them."""
+    per = {s.name.removesuffix("_cpus"): window_mean(s.samples, *window)
+           for s in run.series if s.probe == "tasks" and s.name.endswith("_cpus")}
+    busy = sum(v for v in per.values() if v)
+    if not busy:
+        return None
+    return sum(per.get(c) or 0.0 for c in OUTSIDE) / busy
 
 
 def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
