@@ -266,16 +266,24 @@ def test_run_delay_behind_its_own_threads_is_the_cpu_wall() -> None:
     # on a CPU 1.0 s, runnable 2.8 s: with the neighbours at 90% of the busy CPU time the
     # delay is theirs; with nobody else running (5%), it is 3 jobs on 2 CPUs: the CPUs
     th = _thread(1, wall_s=4.0, cpu=1.0, delay=2.8, user=0.1, blocked={0: 20})
-    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
-    assert b is not None
-    busy = wall.decide(b, wall.Device(), {"outside_cpu_share": 0.9}, [("sh", 3.9)])
+    busy_b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", outside_share=0.9)
+    assert busy_b is not None
+    assert busy_b.totals["runnable:others"] == pytest.approx(2.52)
+    busy = wall.decide(busy_b, wall.Device(), {}, [("sh", 3.9)])
     assert busy.wall is not None and busy.wall.kind == "cpu-contention"
-    alone = wall.decide(b, wall.Device(), {"outside_cpu_share": 0.05, "jobs": 3, "cpus": 2})
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", outside_share=0.05)
+    assert b is not None
+    assert b.totals["runnable:own"] == pytest.approx(2.66)
+    assert b.totals["runnable:others"] == pytest.approx(0.14)
+    alone = wall.decide(b, wall.Device(), {"jobs": 3, "cpus": 2})
     assert alone.wall is not None and alone.wall.kind == "cpu-kernel", alone
     assert "66% of its time runnable behind its own threads" in alone.wall.sentence
     assert "(3 jobs on 2 CPUs)" in alone.wall.sentence
     assert alone.wall.evidence["own_run_delay_share"] == pytest.approx(0.665, abs=0.001)
     assert not any("Other processes" in n for n in alone.notes)
+    # without the tasks probe's share, all of it stays with the others
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
+    assert b is not None and b.totals["runnable:own"] == 0.0
 
 
 def test_a_neighbour_does_not_hide_the_workloads_own_wall() -> None:

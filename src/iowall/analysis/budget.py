@@ -31,7 +31,7 @@ from .paths import attribute
 
 #: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
 ON_CPU = ("user", "kernel")
-RUNNABLE = ("runnable:quota", "runnable:others")
+RUNNABLE = ("runnable:quota", "runnable:own", "runnable:others")
 CATEGORIES: tuple[str, ...] = (*ON_CPU, *RUNNABLE, *(f"blocked:{r}" for r in ORDER),
                                "unaccounted")
 #: a thread is the point's worker when it moved at least this share of the busiest thread's
@@ -130,9 +130,14 @@ def counter_window(doc: Mapping[str, Any], direction: str | None = None
 
 
 def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
-            profile: Mapping[str, int] | None = None) -> Budget | None:
+            profile: Mapping[str, int] | None = None,
+            outside_share: float | None = None) -> Budget | None:
     """The budget over ``window`` (seconds on the probes' clock); None when no thread of the
-    workload lived in it."""
+    workload lived in it. ``outside_share``: the share of the busy CPU time that threads not
+    working for the point took over the window (neighbours, iowall's probes, unrelated kernel
+    threads): run delay beyond the quota's is theirs in that proportion (an estimate), the
+    rest ``runnable:own``, behind the workload's own threads and the bed's workers. Without
+    it, all of it is counted as the others'."""
     w0, w1 = window
     stacks: list[str] = list(doc.get("stacks") or [])
     kept: list[ThreadBudget] = []
@@ -197,7 +202,10 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
         thr = cg_delta[cg].get("cg_cpu_throttled_s", 0.0) if 0 <= cg < len(cg_delta) else 0.0
         quota_part = min(1.0, thr / group_delay[cg]) if group_delay.get(cg) else 0.0
         secs["runnable:quota"] = delay * quota_part
-        secs["runnable:others"] = delay - secs["runnable:quota"]
+        rest = delay - secs["runnable:quota"]
+        own = rest * (1.0 - min(1.0, max(0.0, outside_share))) if outside_share is not None \
+            else 0.0
+        secs["runnable:own"], secs["runnable:others"] = own, rest - own
         blocked = max(0.0, wall - oncpu - delay)
         n_blocked = sum(reasons.values())
         n_samples = d["samples"]

@@ -120,7 +120,9 @@ def _states(b: Budget) -> dict[str, float]:
     oncpu = s.get("user", 0) + s.get("kernel", 0)
     moved = min(sum(inside.values()), s.get("kernel", 0))
     scale = moved / sum(inside.values()) if sum(inside.values()) else 0.0
-    out = {"cpu": oncpu - moved,
+    # runnable behind its own threads and the bed's workers: more runnable threads than
+    # CPUs, so the CPUs are the wall
+    out = {"cpu": oncpu - moved + s.get("runnable:own", 0),
            "runnable:quota": s.get("runnable:quota", 0),
            "runnable:others": s.get("runnable:others", 0),
            "unaccounted": s.get("unaccounted", 0)}
@@ -130,24 +132,6 @@ def _states(b: Budget) -> dict[str, float]:
     for r, v in inside.items():
         out[f"blocked:{r}"] = out.get(f"blocked:{r}", 0.0) + v * scale
     return out
-
-
-def _own_run_delay(states: dict[str, float], ctx: Mapping[str, float]
-                   ) -> tuple[dict[str, float], Mapping[str, float]]:
-    """Run delay is behind other processes only in the part of the busy CPU time they took
-    (``ctx["outside_cpu_share"]``: neighbours, iowall's probes, unrelated kernel threads, steal,
-    from the ``tasks`` probe over the window; a proportional estimate); the rest is the
-    workload waiting behind its own threads and the bed's workers, more runnable threads than
-    CPUs: that counts as time on a CPU (the CPUs are its wall). Without the share, all of it
-    stays with the others."""
-    outside = ctx.get("outside_cpu_share")
-    others = states.get("runnable:others", 0.0)
-    if outside is None or not others:
-        return states, ctx
-    kept = others * min(1.0, max(0.0, outside))
-    out = dict(states, **{"runnable:others": kept, "cpu": states.get("cpu", 0.0)
-                          + others - kept})
-    return out, {**ctx, "own_run_delay_share": others - kept}
 
 
 @dataclass(frozen=True)
@@ -178,7 +162,6 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
                                    "runtime).",))
     states = _states(b)
     unacc = states.pop("unaccounted")
-    states, ctx = _own_run_delay(states, ctx)
     if unacc > 0.10:
         notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no "
                      "stack sampled).")
@@ -268,7 +251,7 @@ def _who(b: Budget) -> str:
 
 def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
     w = _cpu_kind(share, b, ctx, who)
-    own = ctx.get("own_run_delay_share", 0.0)
+    own = b.share("runnable:own")
     if own >= 0.05:
         jobs, cpus = ctx.get("jobs"), ctx.get("cpus")
         many = f" ({jobs:.0f} jobs on {cpus:.0f} CPUs)" if jobs and cpus else ""

@@ -86,7 +86,7 @@ def budget(run: Run, att_stacks: dict[str, int] | None = None) -> Budget | None:
     win = io_window(run, doc)
     if win is None:
         return None
-    return compute(doc, win[0], win[1], att_stacks)
+    return compute(doc, win[0], win[1], att_stacks, outside_share(run, win[0]))
 
 
 def _profile_stacks(run: Run) -> dict[str, int] | None:
@@ -136,9 +136,6 @@ def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
                    if s.probe == "tasks" and s.name == "loop_cpus"})
     dev = device_in_window(series, *b.window)
     devno = run.bed.get("devno")
-    outside = outside_share(run, b.window)
-    if outside is not None:
-        ctx = {**ctx, "outside_cpu_share": outside}
     return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else ())
 
 

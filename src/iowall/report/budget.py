@@ -11,6 +11,7 @@ from ..cpuclasses import TITLES
 from .table import text_table
 
 _TITLES = {"user": "on a CPU: user space", "runnable:quota": "runnable: cgroup CPU quota",
+           "runnable:own": "runnable: behind its own threads and the bed's workers",
            "runnable:others": "runnable: other processes", "unaccounted": "unaccounted"}
 
 
