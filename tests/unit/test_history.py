@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,20 @@ def test_rows_and_files(tmp_path: Path) -> None:
         read_series(str(bad))
     with pytest.raises(UserError, match="no such file|No such file"):
         read_series(str(tmp_path / "missing.csv"))
+
+
+def test_stored_latency_reads_lower_as_better() -> None:
+    """Each stored metric's direction comes from the model: a p99 latency that rose is worse,
+    and its bisect window says "first worse"; a bandwidth that rose says "first better"."""
+    runs = [replace(r, metrics=(Metric("write_clat_p99_s", 1e-3 / r.metrics[0].value * 1000,
+                                       "s", "lower"),))
+            for r in _runs()]  # the bandwidth fell 10% from k5: the latency rose
+    (h,) = from_runs(runs, metric="write_clat_p99_s", by="label")
+    (w,) = h.windows
+    assert h.direction == "lower" and worse(h, w)
+    text = " ".join(render_text(history_report([h], "x")).split())
+    assert "first worse run 13, k5" in text and "(lower is better)" in text
+    up = [replace(r, metrics=(Metric("write_bw_bytes_per_s", 1e6 / r.metrics[0].value,
+                                     "B/s"),)) for r in _runs()]
+    (h,) = from_runs(up, by="label")
+    assert "first better run 13, k5" in " ".join(render_text(history_report([h], "x")).split())

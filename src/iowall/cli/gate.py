@@ -150,9 +150,6 @@ def gate_file(path: str, *, fdr: float | None, fl: float, direction: str, unit: 
              f"{t.base_from}" for t in tested if t.early.window is not None]
     notes += [f"{t.name}: not tested: {t.early.reason}" for t in tested
               if t.early.window is None]
-    if not result.verdicts:
-        raise UserError(f"--series {path}: no series long enough to gate ("
-                        + "; ".join(f"{t.name}: {t.early.reason}" for t in tested) + ")")
     cmd = ["iowall", "gate", "--series", path] + (["--fdr", f"{fdr:g}"] if fdr else []) + (
         ["--direction", direction] if direction != "higher" else [])
     report = GateReport(result, f"{path}: each series' history", f"{path}: its newest results",

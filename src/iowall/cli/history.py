@@ -71,7 +71,7 @@ def check_series_options(direction: str, alpha: float | None) -> None:
     if direction not in DIRECTIONS:
         raise UserError(f"--direction {direction}: use higher or lower (which is better)")
     if alpha is not None and not 0.0 < alpha < 1.0:
-        raise UserError(f"--alpha {alpha:g}: give a level between 0 and 1, e.g. 0.002")
+        raise UserError(f"--alpha {alpha:g}: give a level between 0 and 1, e.g. 0.001")
 
 
 def build(selections: list[str], metric: str | None, by: str, series: str | None,
@@ -121,7 +121,7 @@ def history(
         "--unit", metavar="UNIT", help="with --series: the values' unit, e.g. ms or MB/s "
                                        "(unless the file has a unit column)")] = "",
     alpha: Annotated[float | None, typer.Option(
-        "--alpha", metavar="P", help="change points' significance level (default 0.002)")
+        "--alpha", metavar="P", help="change points' significance level (default 0.001)")
     ] = None,
     plot: Annotated[str | None, typer.Option(
         metavar="FILE.png|FILE.svg", help="also draw the series into this file")] = None,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.gate import GateReport, GateResult, Status, Verdict
-from ..units import fmt_metric
+from ..units import fmt_value
 from .compare import row_json
 from .emit import Format, json_text, renders
 from .table import md_table, text_table
@@ -60,8 +60,8 @@ def _rows(g: GateReport, shown: Sequence[Status] = SHOWN) -> list[list[str]]:
     for st in shown:
         for v in sorted(g.result.of(st), key=rank):
             c, r = v.row.cmp, v.row
-            out.append([st, point_name(v), r.metric, fmt_metric(c.base_median, r.unit),
-                        fmt_metric(c.new_median, r.unit), _change(v),
+            out.append([st, point_name(v), r.metric, fmt_value(c.base_median, r.unit),
+                        fmt_value(c.new_median, r.unit), _change(v),
                         f"[{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%]",
                         f"{v.q_value:.2g}"])
     return out
@@ -83,7 +83,7 @@ def _lines(g: GateReport, *, md: bool) -> list[str]:
     out = [("# " if md else "") + subject(g), "",
            f"base: {g.baseline}   new: {g.new}",
            f"verdict: {res.word} (exit {res.exit_code}); "
-           + ", ".join(f"{n} {k}" for k, n in counts.items() if n),
+           + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing tested"),
            f"{len(res.verdicts)} {_what(res)} tested; false-discovery rate {res.fdr:g} "
            f"(Benjamini-Hochberg over the {_family(res)} that can fail the gate), floor "
            f"{res.floor:.0%}", res.unit, ""]
@@ -166,8 +166,8 @@ def junit_xml(g: GateReport) -> str:
         c = v.row.cmp
         case = ET.SubElement(suite, "testcase", classname=point_name(v), name=v.row.metric,
                              time="0")
-        detail = (f"{v.row.metric} {_change(v)}: base {fmt_metric(c.base_median, v.row.unit)} "
-                  f"(n={c.n_base}), new {fmt_metric(c.new_median, v.row.unit)} (n={c.n_new}), "
+        detail = (f"{v.row.metric} {_change(v)}: base {fmt_value(c.base_median, v.row.unit)} "
+                  f"(n={c.n_base}), new {fmt_value(c.new_median, v.row.unit)} (n={c.n_new}), "
                   f"95% interval [{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%], "
                   f"q={v.q_value:.2g}")
         if v.status == "regression":
