@@ -39,6 +39,10 @@ IntArray = npt.NDArray[np.int64]
 ALPHA = 0.001
 #: Fewest runs on either side of a change point.
 MIN_SIZE = 3
+#: Longest segment searched for an interior arc: the arcs grow as the square of the length
+#: (200 runs: 5 s for the first search on this machine's 2 CPUs); a longer one is searched by
+#: single cuts until its parts are this short.
+ARC_MAX_RUNS = 200
 #: Confidence of the order-statistic interval of each side's median.
 CONFIDENCE = 0.95
 
@@ -214,7 +218,7 @@ class _Search:
         outside, with its permutation p-value against the maximum over all such arcs: circular
         binary segmentation's statistic, which sees a short excursion that no single cut does."""
         cut_at = _allowed(self.cuts, lo, hi, self.min_size)
-        if cut_at.size < 2:
+        if cut_at.size < 2 or hi - lo > ARC_MAX_RUNS:
             return None
         rel = cut_at - lo
         ia, ib = np.triu_indices(rel.size, 1)
