@@ -9,8 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowall.analysis.history import SeriesRow, from_rows, worse
+from iowall.analysis.gate import GateReport
+from iowall.analysis.history import SeriesRow, from_rows, results, worse
+from iowall.analysis.series_gate import gate_series
 from iowall.cli.main import main
+from iowall.report.gate import render_text as gate_text
+from iowall.report.history import history_report
+from iowall.report.recipe import render_text
+
+from .test_compare import golden
 
 
 def _values(seed: int, n: int, cv: float = 0.02) -> list[float]:
@@ -105,3 +112,35 @@ def test_a_short_excursion_is_found(tmp_path: Path) -> None:
     x[25:36] *= 1.25
     (h,) = from_rows([SeriesRow("e", str(i), float(v)) for i, v in enumerate(x)])
     assert [w.first_bad.at for w in h.windows] in (["25", "36"], ["25", "37"])
+
+
+def _ci_rows(commits: int) -> list[SeriesRow]:
+    """A kernel CI's file after ``commits`` builds: two fio jobs, 3 repeats a commit; write
+    bandwidth 8% lower from the 25th commit (the CI loop of docs/history.md)."""
+    rng = np.random.default_rng(2026)
+    rows = []
+    for i in range(commits):
+        for _ in range(3):
+            bw = 2650 * np.exp(rng.normal(0, 0.03)) * (0.92 if i >= 24 else 1.0)
+            rows.append(SeriesRow("fio-write-bw", f"c{i:03d}", round(float(bw)), "higher",
+                                  "MiB/s"))
+            lat = 0.412 * np.exp(rng.normal(0, 0.05))
+            rows.append(SeriesRow("fio-randread-p99", f"c{i:03d}", round(float(lat), 3),
+                                  "lower", "ms"))
+    return rows
+
+
+def test_history_and_gate_text_match_golden() -> None:
+    """The human-facing text of `history --series` and `gate --series` at the second bad
+    commit (golden files: regenerate with IOWALL_UPDATE_GOLDEN=1 after a deliberate change)."""
+    hs = from_rows(_ci_rows(26))
+    golden("history_series.txt", render_text(history_report(hs, "results.csv")))
+    res, tested = gate_series([results(h) for h in hs], source="results.csv")
+    assert res.exit_code == 1
+    notes = tuple(f"{t.name}: newest {', '.join(t.window)} against {t.n_base} results from "
+                  f"{t.base_from}" for t in tested)
+    text = gate_text(GateReport(res, "results.csv: each series' history",
+                                "results.csv: its newest results", (),
+                                ("iowall gate --series results.csv",), notes))
+    golden("gate_series.txt", text)
+    assert text.splitlines()[0] == "[iowall gate] fio-write-bw: value -8.1% regression"
