@@ -213,7 +213,10 @@ def gate(
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Gate new runs against a stored baseline: exit 0 pass, 1 regression, 3 inconclusive."""
+    """Gate new runs, or a series file's newest results: exit 0 pass, 1 regression, 3 inconclusive.
+
+    TARGET against --baseline (stored runs), or --series FILE: each series' newest result
+    against its own history."""
     if fdr is not None and not 0 < fdr < 1:
         raise UserError(f"--fdr {fdr:g}: give a rate between 0 and 1, e.g. 0.05")
     fl = parse_floor(floor)
