@@ -98,6 +98,17 @@ def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
     return f"{value:.4g}"
 
 
+#: Units ``fmt_metric`` writes itself (with a prefix or suffix of its own).
+FORMATTED_UNITS = ("B/s", "bytes_per_s", "B", "bytes", "s", "IO/s", "files/s", "ops_per_s",
+                   "ops/s", "share")
+
+
+def fmt_value(value: float, unit: str) -> str:
+    """``fmt_metric``, with any other unit (one a user gave: ``ms``, ``MB/s``) written after."""
+    text = fmt_metric(value, unit)
+    return f"{text} {unit}" if unit and unit not in FORMATTED_UNITS else text
+
+
 def plural(n: int, word: str) -> str:
     """``1 run``, ``2 runs``: a count with its noun (an English plural in -s)."""
     return f"{n} {word}" + ("" if n == 1 else "s")

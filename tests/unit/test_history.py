@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from iowall.analysis.history import from_rows, from_runs, worse
+from iowall.analysis.history import SeriesRow, from_rows, from_runs, worse
 from iowall.cli.history import read_series
 from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
@@ -40,7 +41,8 @@ def test_change_at_the_fifth_kernel_with_its_bisect_window() -> None:
     assert (w.last_good.kernel, w.first_bad.commit) == ("6.18.4", "c005")
     assert worse(h, w) and w.change.rel_change == pytest.approx(-0.10, abs=0.03)
     text = render_text(history_report([h], "recipe=plan:p"))
-    assert "bisect window: last good run 12, k4, 6.18.4, commit c004; first bad run 13" in text
+    assert ("bisect window: last before run 12, k4, 6.18.4, commit c004; first worse run 13"
+            in " ".join(text.split()))
     doc = report_json(history_report([h], "recipe=plan:p"))
     assert doc["changes"] == 1 and doc["series"][0]["changes"][0]["first_bad"]["label"] == "k5"
 
@@ -66,16 +68,34 @@ def test_rows_and_files(tmp_path: Path) -> None:
     rows = [("s", float(i), 10.0 if i < 20 else 12.0) for i in range(40)]
     (h,) = from_rows(rows)
     (w,) = h.windows
-    assert w.first_bad.index == 20
+    assert w.first_bad.index == 20 and w.first_bad.at == "20"
     csv = tmp_path / "s.csv"
-    csv.write_text("series,index,value\n" + "".join(f"s,{i},{v}\n" for _, i, v in rows))
-    assert read_series(str(csv)) == rows
+    csv.write_text("series,index,value\n" + "".join(f"s,{i:g},{v}\n" for _, i, v in rows))
+    want = [SeriesRow("s", f"{i:g}", v) for _, i, v in rows]
+    assert read_series(str(csv)) == want
     js = tmp_path / "s.json"
-    js.write_text(json.dumps([{"series": "s", "index": i, "value": v} for _, i, v in rows]))
-    assert read_series(str(js)) == rows
+    js.write_text(json.dumps([{"series": "s", "index": int(i), "value": v} for _, i, v in rows]))
+    assert read_series(str(js)) == want
     bad = tmp_path / "bad.csv"
     bad.write_text("series,index,value\ns,1,fast\n")
     with pytest.raises(UserError, match="row 1 is not series,index,value"):
         read_series(str(bad))
     with pytest.raises(UserError, match="no such file|No such file"):
         read_series(str(tmp_path / "missing.csv"))
+
+
+def test_stored_latency_reads_lower_as_better() -> None:
+    """Each stored metric's direction comes from the model: a p99 latency that rose is worse,
+    and its bisect window says "first worse"; a bandwidth that rose says "first better"."""
+    runs = [replace(r, metrics=(Metric("write_clat_p99_s", 1e-3 / r.metrics[0].value * 1000,
+                                       "s", "lower"),))
+            for r in _runs()]  # the bandwidth fell 10% from k5: the latency rose
+    (h,) = from_runs(runs, metric="write_clat_p99_s", by="label")
+    (w,) = h.windows
+    assert h.direction == "lower" and worse(h, w)
+    text = " ".join(render_text(history_report([h], "x")).split())
+    assert "first worse run 13, k5" in text and "(lower is better)" in text
+    up = [replace(r, metrics=(Metric("write_bw_bytes_per_s", 1e6 / r.metrics[0].value,
+                                     "B/s"),)) for r in _runs()]
+    (h,) = from_runs(up, by="label")
+    assert "first better run 13, k5" in " ".join(render_text(history_report([h], "x")).split())

@@ -4,9 +4,12 @@ Method (chosen by measurement, benchmarks/changepoints.py, docs/statistics.md): 
 segmentation on ranks. In a segment, every allowed cut (a boundary between groups, at least
 ``min_size`` runs each side) gets the standardised Mann-Whitney statistic of left vs right;
 the largest is tested against its permutation distribution (the same maximum over the same
-cuts, runs shuffled), so the p-value pays for searching every position. Significant cuts
-split the segment and both halves are searched again; a final pass re-tests each change
-point between its neighbours and drops the weakest until all hold (Otava's merge step).
+cuts, runs shuffled), so the p-value pays for searching every position. Beside it, the
+circular binary segmentation statistic (Olshen et al. 2004): every interior arc [a, b), inside
+against outside, tested the same way, so that a short excursion and back, which no single cut
+shows, is found; the stronger significant one splits the segment, and the parts are searched
+again. A final pass re-tests each change point between its neighbours and drops the weakest
+until all hold (Otava's merge step).
 Ranks make one slow run (a neighbour's burst) or heavy tails count no more than any other
 run; the permutation test assumes only that runs are exchangeable when nothing changed, or
 with ``unit="group"`` that whole kernels are (each boot may land a little differently).
@@ -18,22 +21,28 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ..units import plural
 from .decide import median_ci
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Per-test significance level; tuned in benchmarks/changepoints.py so that false alarms are
-#: no more frequent than Apache Otava's defaults on the same synthetic series.
-ALPHA = 0.002
+#: Per-test significance level: 0.002 was tuned in benchmarks/changepoints.py against Otava's
+#: defaults; with the arc search beside the single cut, 0.001 keeps the replay corpus's false
+#: alarms under 5 per 100 no-change series (benchmarks/replay.py, docs/benchmarks.md).
+ALPHA = 0.001
 #: Fewest runs on either side of a change point.
 MIN_SIZE = 3
+#: Longest segment searched for an interior arc: the arcs grow as the square of the length
+#: (200 runs: 5 s for the first search on this machine's 2 CPUs); a longer one is searched by
+#: single cuts until its parts are this short.
+ARC_MAX_RUNS = 200
 #: Confidence of the order-statistic interval of each side's median.
 CONFIDENCE = 0.95
 
@@ -61,6 +70,9 @@ class ChangePoint:
     ci_after: tuple[float, float]
     rel_change: float
     p_value: float
+    #: the smallest p-value the permutations can give (1 / (permutations + 1)): a p-value
+    #: there means "at most this"
+    p_floor: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -118,13 +130,15 @@ def analyse(
     keep = np.flatnonzero(np.isfinite(raw))
     x = raw[keep]
     labels = [str(groups[int(i)]) for i in keep] if groups is not None else None
-    method = (f"binary segmentation, max standardised Mann-Whitney over cuts, permutation "
-              f"(shuffling {unit}s) p <= {alpha:g}, >= {min_size} runs a side")
+    method = (f"binary segmentation, max standardised Mann-Whitney over cuts (then over arcs, "
+              f"for an excursion and back), permutation (shuffling {unit}s) p <= {alpha:g}, "
+              f">= {min_size} runs a side")
     dropped = int(raw.size - keep.size)
     cuts = _group_cuts(labels, x.size)
     reason = ""
     if x.size < 2 * min_size:
-        reason = f"{x.size} finite runs; at least {2 * min_size} are needed ({min_size} a side)"
+        reason = (f"{plural(int(x.size), 'finite value')}; at least {2 * min_size} are needed "
+                  f"({min_size} a side)")
     elif not _allowed(cuts, 0, x.size, min_size).size:
         reason = f"no boundary between groups leaves {min_size} runs on each side"
     if reason:
@@ -133,7 +147,8 @@ def analyse(
     blocks_at = cuts if unit == "group" else np.arange(1, x.size, dtype=np.int64)
     search = _Search(x, cuts, blocks_at, min_size, b, seed)
     found = search.prune(search.segment(alpha), alpha)
-    points = tuple(_describe(x, keep, labels, found, i) for i in range(len(found)))
+    points = tuple(replace(_describe(x, keep, labels, found, i), p_floor=1.0 / (1.0 + b))
+                   for i in range(len(found)))
     return Detection(points, int(x.size), dropped, "", method)
 
 
@@ -176,7 +191,7 @@ class _Search:
     b: int
     seed: int
 
-    def scan(self, lo: int, hi: int, at: int | None = None) -> tuple[int, float] | None:
+    def scan(self, lo: int, hi: int, at: int | None = None) -> tuple[int, float, float] | None:
         """Best allowed cut in x[lo:hi] by |standardised Mann-Whitney| (or the cut ``at``),
         with its permutation p-value against the maximum over all allowed cuts there."""
         cut_at = _allowed(self.cuts, lo, hi, self.min_size)
@@ -195,18 +210,57 @@ class _Search:
         else:
             null = np.sort(_zstats(_shuffled(r, blocks, rel, self.b, self.seed), rel).max(axis=1))
         exceed = null.size - int(np.searchsorted(null, z[best] - 1e-9, side="left"))
-        return int(cut_at[best]), (1.0 + exceed) / (1.0 + self.b)
+        return int(cut_at[best]), (1.0 + exceed) / (1.0 + self.b), float(z[best])
+
+    def arc(self, lo: int, hi: int) -> tuple[int, int, float, float] | None:
+        """Best interior arc [a, b) of x[lo:hi] (both ends allowed cuts, ``min_size`` runs
+        inside and outside on each side) by |standardised Mann-Whitney| of inside against
+        outside, with its permutation p-value against the maximum over all such arcs: circular
+        binary segmentation's statistic, which sees a short excursion that no single cut does."""
+        cut_at = _allowed(self.cuts, lo, hi, self.min_size)
+        if cut_at.size < 2 or hi - lo > ARC_MAX_RUNS:
+            return None
+        rel = cut_at - lo
+        ia, ib = np.triu_indices(rel.size, 1)
+        ok = rel[ib] - rel[ia] >= self.min_size
+        a, b = rel[ia[ok]], rel[ib[ok]]
+        if not a.size:
+            return None
+        seg = self.x[lo:hi]
+        n = seg.size
+        r = _ranks(seg)
+        inner = self.blocks_at[(self.blocks_at > lo) & (self.blocks_at < hi)] - lo
+        blocks = tuple(int(v) for v in np.diff(np.concatenate(([0], inner, [n]))))
+        z = _arc_z(r[None, :], a, b)[0]
+        best = int(np.argmax(z))
+        key = (tuple(int(v) for v in a), tuple(int(v) for v in b))
+        if len(blocks) == n and np.unique(seg).size == n:
+            null = _arc_null(n, key, self.b, self.seed)
+        else:
+            rs = _shuffled(r, blocks, (0, *key[0], 1, *key[1]), self.b, self.seed)
+            null = np.sort(np.concatenate([_arc_z(rs[i:i + 500], a, b).max(axis=1)
+                                           for i in range(0, self.b, 500)]))
+        exceed = null.size - int(np.searchsorted(null, z[best] - 1e-9, side="left"))
+        return (int(a[best]) + lo, int(b[best]) + lo, (1.0 + exceed) / (1.0 + self.b),
+                float(z[best]))
 
     def segment(self, alpha: float) -> list[int]:
-        """Binary segmentation: split while the best cut of a segment is significant."""
+        """Binary segmentation: split a segment at its best cut, or at both ends of its best
+        interior arc (an excursion and back) when that is significant and stronger (smaller
+        p-value, or larger |z| at the same p); split again while either is significant."""
         found: list[int] = []
         todo = [(0, self.x.size)]
         while todo:
             lo, hi = todo.pop()
-            res = self.scan(lo, hi)
-            if res is not None and res[1] <= alpha:
-                found.append(res[0])
-                todo += [(lo, res[0]), (res[0], hi)]
+            one = self.scan(lo, hi)
+            two = self.arc(lo, hi)
+            if two is not None and two[2] <= alpha and (
+                    one is None or one[1] > alpha or (two[2], -two[3]) < (one[1], -one[2])):
+                found += [two[0], two[1]]
+                todo += [(lo, two[0]), (two[0], two[1]), (two[1], hi)]
+            elif one is not None and one[1] <= alpha:
+                found.append(one[0])
+                todo += [(lo, one[0]), (one[0], hi)]
         return sorted(found)
 
     def prune(self, found: list[int], alpha: float) -> list[tuple[int, float]]:
@@ -253,6 +307,26 @@ def _shuffled(r: FloatArray, blocks: tuple[int, ...], rel: tuple[int, ...], b: i
     out = np.empty((b, r.size))
     np.put_along_axis(out, start[:, of] + within, np.broadcast_to(r, (b, r.size)), axis=1)
     return out
+
+
+def _arc_z(r: FloatArray, a: IntArray, b: IntArray) -> FloatArray:
+    """|standardised Mann-Whitney| of inside [a, b) against outside, each row of ranks."""
+    n = r.shape[1]
+    c = np.concatenate((np.zeros((r.shape[0], 1)), np.cumsum(r, axis=1)), axis=1)
+    k = (b - a).astype(np.float64)
+    mean = k * (n + 1) / 2.0
+    sd = np.sqrt(k * (n - k) * (n + 1) / 12.0)
+    return np.asarray(np.abs(c[:, b] - c[:, a] - mean) / sd)
+
+
+@functools.lru_cache(maxsize=128)
+def _arc_null(n: int, key: tuple[tuple[int, ...], tuple[int, ...]], b: int,
+              seed: int) -> FloatArray:
+    """Sorted permutation null of the maximum arc statistic for n untied single runs."""
+    a, e = np.asarray(key[0], dtype=np.int64), np.asarray(key[1], dtype=np.int64)
+    rs = _shuffled(np.arange(1.0, n + 1.0), (1,) * n, (0, *key[0], 1, *key[1]), b, seed)
+    return np.sort(np.concatenate([_arc_z(rs[i:i + 500], a, e).max(axis=1)
+                                   for i in range(0, b, 500)]))
 
 
 @functools.lru_cache(maxsize=256)

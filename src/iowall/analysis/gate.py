@@ -1,17 +1,16 @@
 """Pure: the regression gate's decision over a compare of a stored baseline with new runs.
 
-Every (point, metric) row of the compare is tested; the false-discovery rate across all of them
-is held by Benjamini-Hochberg on a per-row p-value (Welch's t-test on log values, which keeps
-its level with unequal sizes and spreads; on invocation means when the baseline holds several
-invocations, ``invocation_p``), and a row counts only when compare's own rule also calls it
-(calibrated Hodges-Lehmann interval excluding 1, change beyond the floor; docs/statistics.md):
-the rejections are a subset of BH's, so the FDR bound holds. Only the headline metrics (throughput,
-latency, runtime; ``--fail-on``) can fail the gate; other metrics that changed are listed.
-Runs of an emulated guest are judged by neither compare nor the gate: inconclusive, whatever
-they measured. A suspected regression (worse beyond the floor, shown at the FDR among the
-gating rows alone but not among all rows, or with one run on a side) is inconclusive, not a
-pass. The gating rows are judged as one family: a raw p-value below 0.1 per row made 8-13%
-of simulated A/As of stored runs inconclusive (and a CI run's A/A); this rule makes 1.7-3.3%.
+Every (point, metric) row of the compare is tested: a per-row p-value (Welch's t-test on log
+values, which keeps its level with unequal sizes and spreads; on invocation means when the
+baseline holds several invocations, ``invocation_p``; or the caller's own test, as the series
+gate's early test), and Benjamini-Hochberg over the rows that can fail the gate (the headline
+metrics: throughput, latency, runtime; ``--fail-on``) as one family, the other rows as
+another. A row counts only when compare's own rule also calls it (calibrated Hodges-Lehmann
+interval excluding 1, change beyond the floor; docs/statistics.md): the rejections are a
+subset of BH's, so the FDR bound holds within the family. Other metrics that changed are
+listed. Runs of an emulated guest are judged by neither compare nor the gate: inconclusive,
+whatever they measured. A suspected regression (worse beyond the floor, within the FDR but not
+shown by the interval, or with one run on a side) is inconclusive, not a pass.
 """
 
 from __future__ import annotations
@@ -78,6 +77,8 @@ class GateResult:
     verdicts: tuple[Verdict, ...]
     fdr: float
     floor: float
+    #: how the rows were tested when the caller tested them (the series gate), for the report
+    method: str = ""
 
     def _gating(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.gating] or list(self.verdicts)
@@ -85,6 +86,8 @@ class GateResult:
     @property
     def unit(self) -> str:
         """What the gating rows' p-values take as independent, in a few words."""
+        if self.method:
+            return self.method
         rows = self._gating()
         by = [v for v in rows if v.by_invocation]
         if not by:
@@ -101,7 +104,8 @@ class GateResult:
     @property
     def method_notes(self) -> list[str]:
         """What the user should know about how the rows were tested, and what to do."""
-        if self.compare.emulated or all(v.by_invocation for v in self._gating()):
+        if (self.method or self.compare.emulated
+                or all(v.by_invocation for v in self._gating())):
             return []
         return ["the baseline is one invocation, so how much whole invocations differ on this "
                 "machine is not counted and a machine that changed speed between them reads "
@@ -235,44 +239,62 @@ def gating(metric: str, fail_on: Sequence[str] | None) -> bool:
 
 
 def decide(res: CompareResult, *, fdr: float = 0.05, accept: Sequence[Accept] = (),
-           today: str = "", fail_on: Sequence[str] | None = None) -> GateResult:
-    """Every row's verdict (see the module docstring for the method)."""
+           today: str = "", fail_on: Sequence[str] | None = None,
+           tests: Sequence[tuple[float, int, int]] | None = None,
+           method: str = "") -> GateResult:
+    """Every row's verdict (see the module docstring for the method). ``tests`` gives each
+    row's p-value and invocations when the caller tested the rows itself (the series gate's
+    early test: ``analysis.series_gate``), and ``method`` says how, for the report."""
     rows = list(res.rows)
-    tested = [invocation_p(r.base_samples, r.new_samples, r.base_batches, r.new_batches)
-              for r in rows]
+    tested = list(tests) if tests is not None else [
+        invocation_p(r.base_samples, r.new_samples, r.base_batches, r.new_batches) for r in rows]
     ps = [p for p, _, _ in tested]
-    qs = bh_qvalues(ps)
     gates = [gating(r.metric, fail_on) for r in rows]
-    q_gating = iter(bh_qvalues([p for p, g in zip(ps, gates, strict=True) if g]))
-    qg = [next(q_gating) if g else 1.0 for g in gates]
+    qs = _family_q(ps, gates)
     out = []
-    for r, p, q, gate, lean, (_, kb, kn) in zip(rows, ps, qs, gates, qg, tested, strict=True):
-        c = r.cmp
-        worse_est = _worse(r)
-        beyond = abs(c.ratio - 1.0) > res.floor
-        status: Status
-        if res.emulated:  # compare judges no row of an emulated guest, nor does the gate
-            status, why = "same", "not judged: measured in an emulated guest"
-        elif c.significant and q <= fdr:
-            bad = not c.better
-            if bad and any(a.covers(r, today) and a.direction == "worse" for a in accept):
-                status, why = "accepted", "a known change (--accept)"
-            elif not gate:
-                status, why = "changed", "changed, not a gating metric"
-            else:
-                status = "regression" if bad else "improvement"
-                why = f"q = {q:.2g} <= {fdr:g} and beyond the {res.floor:.0%} floor"
-        elif gate and worse_est and beyond and (min(c.n_base, c.n_new) < 2 or lean <= fdr):
-            status = "inconclusive"
-            why = ("worse beyond the floor but not shown: "
-                   + ("one run on a side" if min(c.n_base, c.n_new) < 2
-                      else f"q = {lean:.2g} among the gating metrics, "
-                           + (f"q = {q:.2g} > {fdr:g} among all" if q > fdr
-                              else "but the interval includes no change")))
-        else:
-            status, why = "same", ""
+    for r, p, q, gate, (_, kb, kn) in zip(rows, ps, qs, gates, tested, strict=True):
+        status, why = _status(res, r, q, gate, fdr, accept, today, supplied=tests is not None)
         out.append(Verdict(r, p, q, status, why, gate, (kb, kn)))
-    return GateResult(res, tuple(out), fdr, res.floor)
+    return GateResult(res, tuple(out), fdr, res.floor, method)
+
+
+def _family_q(ps: Sequence[float], gates: Sequence[bool]) -> list[float]:
+    """Benjamini-Hochberg q-values within each family: the rows that can fail the gate, and
+    the others (listed as changed, never failing). Only the tests that can fail the gate pay
+    for each other: 120 probe metrics shown beside 3 gating ones do not dilute them."""
+    out = [1.0] * len(ps)
+    for fam in (True, False):
+        idx = [i for i, g in enumerate(gates) if g == fam]
+        for i, q in zip(idx, bh_qvalues([ps[i] for i in idx]), strict=True):
+            out[i] = q
+    return out
+
+
+def _status(res: CompareResult, r: Row, q: float, gate: bool, fdr: float,
+            accept: Sequence[Accept], today: str, *, supplied: bool) -> tuple[Status, str]:
+    """One row's status and why: a regression is called by compare's rule (or the caller's
+    interval) and its family's q-value; worse beyond the floor but not shown is inconclusive."""
+    c = r.cmp
+    one = min(c.n_base, c.n_new) < 2
+    if res.emulated:  # compare judges no row of an emulated guest, nor does the gate
+        return "same", "not judged: measured in an emulated guest"
+    if c.significant and q <= fdr:
+        bad = not c.better
+        if bad and any(a.covers(r, today) and a.direction == "worse" for a in accept):
+            return "accepted", "a known change (--accept)"
+        if not gate:
+            return "changed", "changed, not a gating metric"
+        return ("regression" if bad else "improvement",
+                f"q = {q:.2g} <= {fdr:g} and beyond the {res.floor:.0%} floor")
+    if gate and _worse(r) and abs(c.ratio - 1.0) > res.floor and (
+            (one and not supplied) or q <= fdr):
+        if one and supplied:
+            return "inconclusive", (f"q = {q:.2g}, but from one result: a regression or an "
+                                    "outlier, the next result decides")
+        return "inconclusive", ("worse beyond the floor but not shown: "
+                                + ("one run on a side" if one
+                                   else f"q = {q:.2g}, but the interval includes no change"))
+    return "same", ""
 
 
 def confirm(decide_now: Callable[[], GateResult], run_more: Callable[[], None],

@@ -5,13 +5,17 @@ from another system's results."""
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
+
+import numpy as np
 
 from ..model import MEASURED_STATUSES, Metric, Run, primary_metric
 from .changepoints import ALPHA, ChangePoint, Detection, analyse
+from .series_gate import SeriesResults, Tested, newest_of
 
 #: How runs are ordered and grouped (repeats of one group are never split by a change).
 By = Literal["time", "label", "kernel", "commit"]
@@ -30,6 +34,8 @@ class Observation:
     commit: str = ""
     label: str = ""
     started_at: float = 0.0
+    #: the result's own index as its file wrote it (a build number, a date, a commit id)
+    at: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,8 @@ class History:
     observations: tuple[Observation, ...]
     detection: Detection
     windows: tuple[Window, ...]
+    #: the early test of the newest results against the history before them
+    newest: Tested | None = None
 
     @property
     def groups(self) -> int:
@@ -98,8 +106,9 @@ def _windows(obs: Sequence[Observation], det: Detection) -> tuple[Window, ...]:
 
 def from_runs(runs: Sequence[Run], *, metric: str | None = None, by: str = "time",
               alpha: float | None = None) -> list[History]:
-    """One History per fingerprint with at least two measured values of ``metric`` (default:
-    each run's primary metric), ordered by ``by``; change points by ``changepoints.analyse``."""
+    """One History per fingerprint with a measured value of ``metric`` (default: each run's
+    primary metric), ordered by ``by``; change points by ``changepoints.analyse`` (a series
+    too short to search carries its reason), the newest results by ``early``."""
     if by not in BY:
         raise ValueError(f"by must be one of {', '.join(BY)}")
     per: dict[str, list[Run]] = {}
@@ -115,35 +124,103 @@ def from_runs(runs: Sequence[Run], *, metric: str | None = None, by: str = "time
                                 str(r.env.get("kernel", "")), str(r.env.get("commit", "")),
                                 r.label, r.started_at)
                     for i, (r, m) in enumerate(zip(rs, ms, strict=True)))
-        if len(obs) < 2:
-            continue
         det = _detect(obs, by, alpha)
-        out.append(History(key, rs[0].point.describe(), first.name, first.unit,
-                           first.direction, by, obs, det, _windows(obs, det)))
+        out.append(_with_newest(History(key, rs[0].point.describe(), first.name, first.unit,
+                                        first.direction, by, obs, det, _windows(obs, det))))
     return out
 
 
-def from_rows(rows: Sequence[tuple[str, float, float]], *, metric: str = "value",
-              alpha: float | None = None) -> list[History]:
-    """Series from ``(series, index, value)`` rows (another system's results): each series
-    ordered by index; every value its own group."""
-    per: dict[str, list[tuple[float, float]]] = {}
-    for name, index, value in rows:
-        per.setdefault(name, []).append((index, value))
+class SeriesRow(NamedTuple):
+    """One row of another system's series: its name, index (as written), value, and optionally
+    the metric's direction (higher or lower is better) and unit."""
+
+    series: str
+    at: str
+    value: float
+    direction: str = ""
+    unit: str = ""
+
+
+def _order_key(indices: Sequence[str]) -> list[tuple[float, str]] | None:
+    """How indices sort: as numbers when all are, as ISO dates or times when all are, else
+    None (the file's order: commit ids, build names)."""
+    try:
+        return [(float(i), "") for i in indices]
+    except ValueError:
+        pass
+    try:
+        return [(datetime.datetime.fromisoformat(i).timestamp(), "") for i in indices]
+    except ValueError:
+        return None
+
+
+def from_rows(rows: Sequence[SeriesRow | tuple[str, str | float, float]], *,
+              metric: str = "value", alpha: float | None = None, direction: str = "higher",
+              unit: str = "") -> list[History]:
+    """Series from ``(series, index, value[, direction, unit])`` rows (another system's
+    results): each series ordered by its index (numbers, ISO dates, or else as the file has
+    them); rows with the same index are one result's repeats, kept together as a group. A
+    row's direction and unit, when given, override ``direction`` and ``unit`` for its series.
+    A series too short to search is kept, with its reason."""
+    per: dict[str, list[SeriesRow]] = {}
+    for r in rows:
+        row = r if isinstance(r, SeriesRow) else SeriesRow(str(r[0]), _index_text(r[1]),
+                                                            float(r[2]))
+        per.setdefault(row.series, []).append(row)
     out = []
-    for name, pts in per.items():
-        pts.sort()
-        obs = tuple(Observation(i, v, f"{idx:g}") for i, (idx, v) in enumerate(pts))
-        if len(obs) < 2:
-            continue
-        det = _detect(obs, "time", alpha)
-        out.append(History(name, name, metric, "", "higher", "index", obs, det,
-                           _windows(obs, det)))
+    for name, rs in per.items():
+        keys = _order_key([r.at for r in rs])
+        first: dict[str, int] = {}
+        for i, r in enumerate(rs):
+            first.setdefault(_same(r.at, keys[i] if keys else None), i)
+        order = sorted(range(len(rs)), key=lambda i: (
+            keys[i] if keys else (float(first[_same(rs[i].at, None)]), ""), i))
+        obs = tuple(Observation(pos, rs[i].value, _same(rs[i].at, keys[i] if keys else None),
+                                at=rs[i].at) for pos, i in enumerate(order))
+        d = next((r.direction for r in rs if r.direction), direction)
+        u = next((r.unit for r in rs if r.unit), unit)
+        det = _detect(obs, "index", alpha)
+        h = History(name, name, metric, u, d, "index", obs, det, _windows(obs, det))
+        out.append(_with_newest(h))
     return out
+
+
+def _index_text(index: str | float) -> str:
+    if isinstance(index, float):
+        return str(int(index)) if index.is_integer() else repr(index)
+    return str(index).strip()
+
+
+def _same(index: str, key: tuple[float, str] | None) -> str:
+    """The group of a row: equal numbers are one result however written (1000, 1000.0)."""
+    return repr(key[0]) if key is not None else index
+
+
+def results(h: History) -> SeriesResults:
+    """A history as results in order: one per group, the median of its finite values."""
+    groups: dict[str, list[Observation]] = {}
+    for o in h.observations:
+        groups.setdefault(o.group, []).append(o)
+    at, vals, reps = [], [], []
+    for g, os_ in groups.items():
+        v = [o.value for o in os_ if math.isfinite(o.value)]
+        at.append(os_[0].at or (f"run {os_[0].run_id}" if h.by == "time" and os_[0].run_id
+                                is not None else g))
+        vals.append(float(np.median(v)) if v else math.nan)
+        reps.append(tuple(v))
+    pos = {g: i for i, g in enumerate(groups)}
+    changes = tuple(pos[w.first_bad.group] for w in h.windows)
+    return SeriesResults(h.name, h.metric, h.unit, h.direction, tuple(at), tuple(vals),
+                         tuple(reps), changes)
+
+
+def _with_newest(h: History) -> History:
+    return History(h.key, h.name, h.metric, h.unit, h.direction, h.by, h.observations,
+                   h.detection, h.windows, newest_of(results(h)))
 
 
 def _detect(obs: Sequence[Observation], by: str, alpha: float | None) -> Detection:
-    groups = None if by in ("time", "index") else [o.group for o in obs]
+    groups = None if by == "time" else [o.group for o in obs]
     return analyse([o.value for o in obs], groups, alpha=ALPHA if alpha is None else alpha)
 
 

@@ -1,7 +1,8 @@
 """`iowall gate TARGET --baseline SEL`: the regression gate for kernel CI. TARGET is a recipe or
 a plan (run now, and re-run to confirm a suspected regression) or a selection of stored runs;
-the decision is `analysis.gate`'s. Exit 0 pass, 1 regression confirmed, 3 inconclusive, 2 bad
-input."""
+the decision is `analysis.gate`'s. `iowall gate --series FILE` gates the newest result of each
+series of another system's file against its own history (`analysis.series_gate`), decided the
+same way. Exit 0 pass, 1 regression confirmed, 3 inconclusive, 2 bad input."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from ..analysis.gate import (
 from ..analysis.gate import (
     confirm as confirmed,
 )
+from ..analysis.history import from_rows, results
+from ..analysis.series_gate import FDR_SERIES, gate_series
 from ..analysis.why import why_run
 from ..atomic import write_text
 from ..errors import UserError
@@ -42,6 +45,7 @@ from ..store import Store
 from ..store.reports import add_report
 from .compare import parse_floor
 from .flame import flame_svg
+from .history import check_series_options, read_series
 from .options import (
     CommitOpt,
     DbOpt,
@@ -131,13 +135,50 @@ def _explain(res: GateResult, base: list[Run], new: list[Run], store: Store | No
     return out
 
 
+def gate_file(path: str, *, fdr: float | None, fl: float, direction: str, unit: str,
+              accepted: list[Accept], junit: str | None, fmt: ReportFormat,
+              output: str | None) -> None:
+    """``gate --series FILE``: the newest result of every series of the file against its own
+    history (``analysis.series_gate``), reported, written as JUnit and exited as the gate."""
+    check_series_options(direction, None)
+    hs = from_rows(read_series(path), direction=direction, unit=unit)
+    level = FDR_SERIES if fdr is None else fdr
+    result, tested = gate_series([results(h) for h in hs], fdr=level, floor=fl,
+                                 accept=accepted, today=datetime.date.today().isoformat(),
+                                 source=path)
+    notes = [f"{t.name}: newest {', '.join(t.window)} against {t.n_base} results from "
+             f"{t.base_from}" for t in tested if t.early.window is not None]
+    notes += [f"{t.name}: not tested: {t.early.reason}" for t in tested
+              if t.early.window is None]
+    cmd = ["iowall", "gate", "--series", path] + (["--fdr", f"{fdr:g}"] if fdr else []) + (
+        ["--direction", direction] if direction != "higher" else [])
+    report = GateReport(result, f"{path}: each series' history", f"{path}: its newest results",
+                        (), (shlex.join(cmd),), tuple(notes))
+    if junit is not None:
+        write_text(junit, junit_xml(report))
+        wrote(junit)
+    emit(report, fmt, output)
+    raise typer.Exit(result.exit_code)
+
+
 def gate(
-    target: Annotated[str, typer.Argument(
+    target: Annotated[str | None, typer.Argument(
         metavar="RECIPE|PLAN.toml|SELECTION",
-        help="run a recipe or plan now, or gate stored runs (a label, FIELD=VALUE,…, ids=…)")],
-    baseline: Annotated[list[str], typer.Option(
+        help="run a recipe or plan now, or gate stored runs (a label, FIELD=VALUE,…, ids=…)",
+        show_default=False)] = None,
+    baseline: Annotated[list[str] | None, typer.Option(
         "--baseline", metavar="SELECTION",
-        help="the stored runs to gate against (repeatable: their union)")],
+        help="the stored runs to gate against (repeatable: their union)")] = None,
+    series: Annotated[str | None, typer.Option(
+        "--series", metavar="FILE",
+        help="gate the newest result of each series of a series,index,value file (CSV or "
+             "JSON) against its own history, instead of TARGET and --baseline")] = None,
+    direction: Annotated[str, typer.Option(
+        "--direction", metavar="higher|lower",
+        help="with --series: which way is better, unless the file has a direction column")
+    ] = "higher",
+    unit: Annotated[str, typer.Option(
+        "--unit", metavar="UNIT", help="with --series: the values' unit")] = "",
     label: Annotated[str | None, typer.Option(
         "--label", help="label of the new runs (when TARGET is run)")] = None,
     commit: CommitOpt = None,
@@ -148,8 +189,9 @@ def gate(
         help="re-run the target up to N more times while a regression is suspected, before "
              "deciding (default 2 when the gate runs TARGET, 0 for stored runs)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="the recipe's small sizes")] = False,
-    fdr: Annotated[float, typer.Option(
-        "--fdr", help="false-discovery rate across all points and metrics")] = 0.05,
+    fdr: Annotated[float | None, typer.Option(
+        "--fdr", help="false-discovery rate across the tests that can fail the gate "
+                      f"(default 0.05; {FDR_SERIES:g} with --series)")] = None,
     floor: Annotated[str, typer.Option(
         "--floor", help="smallest change that counts, e.g. 2%")] = "2%",
     metric: Annotated[list[str] | None, typer.Option(
@@ -171,12 +213,24 @@ def gate(
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Gate new runs against a stored baseline: exit 0 pass, 1 regression, 3 inconclusive."""
-    if not 0 < fdr < 1:
+    """Gate new runs, or a series file's newest results: exit 0 pass, 1 regression, 3 inconclusive.
+
+    TARGET against --baseline (stored runs), or --series FILE: each series' newest result
+    against its own history."""
+    if fdr is not None and not 0 < fdr < 1:
         raise UserError(f"--fdr {fdr:g}: give a rate between 0 and 1, e.g. 0.05")
     fl = parse_floor(floor)
-    wait_s = parse_wait(wait)
     accepted = read_accept(accept) if accept else []
+    if series is not None:
+        if target is not None or baseline:
+            raise UserError("give TARGET --baseline SELECTION or --series FILE, not both")
+        gate_file(series, fdr=fdr, fl=fl, direction=direction, unit=unit, accepted=accepted,
+                  junit=junit, fmt=fmt, output=output)
+    if target is None or not baseline:
+        raise UserError("gate needs TARGET and --baseline SELECTION (stored runs), or "
+                        "--series FILE")
+    fdr = 0.05 if fdr is None else fdr
+    wait_s = parse_wait(wait)
     record_commit(commit)
     store = Store.existing(db)  # the baselines are stored runs: a store must be there
     base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}

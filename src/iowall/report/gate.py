@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.gate import GateReport, Status, Verdict
-from ..units import fmt_metric
+from ..analysis.gate import GateReport, GateResult, Status, Verdict
+from ..units import fmt_value
 from .compare import row_json
 from .emit import Format, json_text, renders
 from .table import md_table, text_table
@@ -45,15 +45,14 @@ def subject(g: GateReport) -> str:
     if res.compare.emulated:
         return (f"[iowall gate] inconclusive: EMULATED ({', '.join(res.compare.emulated)} ran in "
                 "an emulated guest, whose timings are not judged)")
-    regs = sorted(res.of("regression"), key=rank)
-    if regs:
-        v = regs[0]
-        more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
-        return (f"[iowall gate] {point_name(v)}: {v.row.metric} {_change(v)} regression"
-                f"{more}")
-    if res.of("inconclusive"):
-        return f"[iowall gate] inconclusive: {len(res.of('inconclusive'))} suspected, not shown"
-    return f"[iowall gate] pass: {len(res.verdicts)} point-metrics, no regression"
+    for status, before, after in (("regression", "", " regression"),
+                                  ("inconclusive", "inconclusive: ", " suspected, not shown")):
+        vs = sorted(res.of(status), key=rank)  # type: ignore[arg-type]
+        if vs:
+            more = f" (+{len(vs) - 1} more)" if len(vs) > 1 else ""
+            return (f"[iowall gate] {before}{point_name(vs[0])}: {vs[0].row.metric} "
+                    f"{_change(vs[0])}{after}{more}")
+    return f"[iowall gate] pass: {len(res.verdicts)} {_what(res)}, no regression"
 
 
 def _rows(g: GateReport, shown: Sequence[Status] = SHOWN) -> list[list[str]]:
@@ -61,11 +60,21 @@ def _rows(g: GateReport, shown: Sequence[Status] = SHOWN) -> list[list[str]]:
     for st in shown:
         for v in sorted(g.result.of(st), key=rank):
             c, r = v.row.cmp, v.row
-            out.append([st, point_name(v), r.metric, fmt_metric(c.base_median, r.unit),
-                        fmt_metric(c.new_median, r.unit), _change(v),
+            out.append([st, point_name(v), r.metric, fmt_value(c.base_median, r.unit),
+                        fmt_value(c.new_median, r.unit), _change(v),
                         f"[{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%]",
                         f"{v.q_value:.2g}"])
     return out
+
+
+def _what(res: GateResult) -> str:
+    """What the rows are: point-metrics of stored runs, or series of a file."""
+    return "series" if res.compare.compared == "index" else "point-metrics"
+
+
+def _family(res: GateResult) -> str:
+    n = sum(v.gating for v in res.verdicts)
+    return "1 test" if n == 1 else f"{n} tests"
 
 
 def _lines(g: GateReport, *, md: bool) -> list[str]:
@@ -74,9 +83,10 @@ def _lines(g: GateReport, *, md: bool) -> list[str]:
     out = [("# " if md else "") + subject(g), "",
            f"base: {g.baseline}   new: {g.new}",
            f"verdict: {res.word} (exit {res.exit_code}); "
-           + ", ".join(f"{n} {k}" for k, n in counts.items() if n),
-           f"{len(res.verdicts)} point-metrics tested; false-discovery rate {res.fdr:g} "
-           f"(Benjamini-Hochberg), floor {res.floor:.0%}", res.unit, ""]
+           + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing tested"),
+           f"{len(res.verdicts)} {_what(res)} tested; false-discovery rate {res.fdr:g} "
+           f"(Benjamini-Hochberg over the {_family(res)} that can fail the gate), floor "
+           f"{res.floor:.0%}", res.unit, ""]
     headers = ["", "point", "metric", "base", "new", "change", "95% interval", "q"]
     rows = _rows(g, SHOWN if md else GATING)
     if rows:
@@ -156,8 +166,8 @@ def junit_xml(g: GateReport) -> str:
         c = v.row.cmp
         case = ET.SubElement(suite, "testcase", classname=point_name(v), name=v.row.metric,
                              time="0")
-        detail = (f"{v.row.metric} {_change(v)}: base {fmt_metric(c.base_median, v.row.unit)} "
-                  f"(n={c.n_base}), new {fmt_metric(c.new_median, v.row.unit)} (n={c.n_new}), "
+        detail = (f"{v.row.metric} {_change(v)}: base {fmt_value(c.base_median, v.row.unit)} "
+                  f"(n={c.n_base}), new {fmt_value(c.new_median, v.row.unit)} (n={c.n_new}), "
                   f"95% interval [{(c.ci_low - 1) * 100:+.1f}%, {(c.ci_high - 1) * 100:+.1f}%], "
                   f"q={v.q_value:.2g}")
         if v.status == "regression":

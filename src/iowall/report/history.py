@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.history import History, Observation, Window, summary, worse
+from ..analysis.series_gate import FDR_SERIES, Tested
 from ..results import Report, Section, Table
-from ..units import fmt_metric
+from ..units import fmt_value, plural
 from .plots import _figure, save
 
 if TYPE_CHECKING:
@@ -18,7 +19,12 @@ if TYPE_CHECKING:
 
 
 def _v(x: float, unit: str) -> str:
-    return "-" if not math.isfinite(x) else fmt_metric(x, unit)
+    return "-" if not math.isfinite(x) else fmt_value(x, unit)
+
+
+def p_text(p: float, floor: float = 0.0) -> str:
+    """A p-value to two digits; at the floor the permutations can reach, ``≤`` that floor."""
+    return f"≤ {floor:.2g}" if floor and p <= floor * (1 + 1e-9) else f"{p:.2g}"
 
 
 def _ci(ci: tuple[float, float], unit: str) -> str:
@@ -28,8 +34,12 @@ def _ci(ci: tuple[float, float], unit: str) -> str:
     return f"[{_v(lo, unit)}, {_v(hi, unit)}]"
 
 
+def _at(o: Observation) -> str:
+    return o.at if o.at else f"run {o.run_id}" if o.run_id is not None else f"#{o.index}"
+
+
 def _who(o: Observation) -> str:
-    parts = [f"run {o.run_id}" if o.run_id is not None else f"#{o.index}"]
+    parts = [_at(o)]
     parts += [x for x in (o.label, o.kernel, o.commit and f"commit {o.commit}") if x]
     return ", ".join(dict.fromkeys(parts))
 
@@ -38,61 +48,109 @@ def _window_rows(h: History) -> list[list[str]]:
     rows = []
     for w in h.windows:
         c = w.change
-        rows.append([f"{w.first_bad.index}", f"{c.rel_change:+.1%}",
+        rows.append([w.first_bad.at or f"{w.first_bad.index}", f"{c.rel_change:+.1%}",
                      "worse" if worse(h, w) else "better",
                      f"{_v(c.median_before, h.unit)} {_ci(c.ci_before, h.unit)}",
                      f"{_v(c.median_after, h.unit)} {_ci(c.ci_after, h.unit)}",
-                     f"{c.p_value:.2g}"])
+                     p_text(c.p_value, c.p_floor)])
     return rows
 
 
 def _window_json(h: History, w: Window) -> dict[str, Any]:
     c = w.change
     def obs(o: Observation) -> dict[str, Any]:
-        return {"index": o.index, "group": o.group, "run_id": o.run_id, "kernel": o.kernel,
-                "commit": o.commit, "label": o.label, "value": o.value}
+        return {"index": o.index, "at": o.at, "group": o.group, "run_id": o.run_id,
+                "kernel": o.kernel, "commit": o.commit, "label": o.label, "value": o.value}
     return {"index": c.index, "before": c.before, "after": c.after, "n_before": c.n_before,
             "n_after": c.n_after, "median_before": c.median_before,
             "ci_before": list(c.ci_before), "median_after": c.median_after,
             "ci_after": list(c.ci_after), "rel_change": c.rel_change, "p_value": c.p_value,
+            "p_floor": c.p_floor,
             "worse": worse(h, w), "last_good": obs(w.last_good), "first_bad": obs(w.first_bad)}
 
 
+def _title(h: History) -> str:
+    n = len(h.observations)
+    if h.by == "index":
+        size = (plural(n, "result") if h.groups == n
+                else f"{n} values in {h.groups} results (repeats summarised by their median)")
+    else:
+        size = f"{n} runs" + (f" in {h.groups} {h.by}s" if h.by != "time" else "")
+    return (f"{h.name} — {h.metric} ({h.direction} is better): {size}"
+            + (f", {h.detection.dropped} non-finite dropped" if h.detection.dropped else ""))
+
+
+def newest_line(h: History, t: Tested, level: float = FDR_SERIES) -> str:
+    """What the early test says of the newest results: suspect (worse or better beyond the
+    floor, p within ``level``), or nothing to say, or why it could not test."""
+    e = t.early
+    if e.window is None:
+        return f"newest results: not tested ({e.reason})"
+    w = e.window
+    change = math.exp(w.shift) - 1.0
+    up = change > 0
+    word = "better" if up == (h.direction == "higher") else "worse"
+    what = (f"{', '.join(t.window)} against {w.n_base} results from {t.base_from}: "
+            f"{change:+.1%} [{math.exp(w.low) - 1:+.1%}, {math.exp(w.high) - 1:+.1%}], "
+            f"p = {p_text(e.p_value)} (early test)")
+    if e.p_value <= level and abs(change) > 0.02:
+        one = " (one result: a regression or an outlier, the next decides)" if w.k == 1 else ""
+        return f"newest results SUSPECT, {word}{one}: {what}"
+    return f"newest results: no change called: {what}"
+
+
 def history_report(histories: Sequence[History], source: str) -> Report:
-    """The report: one section per series (its change points, each with its bisect window),
-    the method, and every number in ``data`` for ``--format json``."""
+    """The report: one section per series (its change points, each with its bisect window,
+    and what the early test says of the newest results), the method, and every number in
+    ``data`` for ``--format json``."""
     s = summary(histories)
     sections = []
     for h in histories:
-        title = (f"{h.name} — {h.metric}: {len(h.observations)} runs"
-                 + (f" in {h.groups} {h.by}s" if h.by not in ("time", "index") else "")
-                 + (f", {h.detection.dropped} non-finite dropped" if h.detection.dropped else ""))
+        newest = (newest_line(h, h.newest),) if h.newest is not None else ()
         if h.windows:
             bullets = tuple(
-                f"bisect window: last good {_who(w.last_good)}; first bad {_who(w.first_bad)}"
-                for w in h.windows)
-            sections.append(Section(title, Table.of(
+                f"bisect window: last before {_who(w.last_good)}; first "
+                f"{'worse' if worse(h, w) else 'better'} {_who(w.first_bad)}"
+                for w in h.windows) + newest
+            sections.append(Section(_title(h), Table.of(
                 ["at", "change", "", "median before [95%]", "median after [95%]", "p"],
                 _window_rows(h), left=0), bullets))
         else:
-            sections.append(Section(title, bullets=(
-                "no change point" + (f": {h.detection.reason}" if h.detection.reason else ""),)))
+            sections.append(Section(_title(h), bullets=(
+                "no change point" + (f": {h.detection.reason}" if h.detection.reason else ""),
+                *newest)))
     method = histories[0].detection.method if histories else ""
+    notes = (method, f"newest results: {_EARLY}") if method else ()
     data = {"source": source, **s,
             "series": [{"key": h.key, "name": h.name, "metric": h.metric, "unit": h.unit,
                         "direction": h.direction, "by": h.by, "dropped": h.detection.dropped,
                         "reason": h.detection.reason,
-                        "values": [{"index": o.index, "value": o.value, "group": o.group,
-                                    "run_id": o.run_id, "kernel": o.kernel, "commit": o.commit}
+                        "values": [{"index": o.index, "at": o.at, "value": o.value,
+                                    "group": o.group, "run_id": o.run_id, "kernel": o.kernel,
+                                    "commit": o.commit}
                                    for o in h.observations],
-                        "changes": [_window_json(h, w) for w in h.windows]}
+                        "changes": [_window_json(h, w) for w in h.windows],
+                        "newest": _newest_json(h.newest)}
                        for h in histories]}
     return Report(kind="history", name="history", title=f"iowall history — {source}",
                   head=(f"{s['series']} series, {s['observations']} values, "
                         f"{s['changes']} change point{'' if s['changes'] == 1 else 's'} "
                         f"({s['worse']} worse)",),
-                  sections=tuple(sections), notes=(method,) if method else (),
-                  notes_title="Method", data=data)
+                  sections=tuple(sections), notes=notes, notes_title="Method", data=data)
+
+
+_EARLY = (f"the newest 1-3 results against the history since its last change (order-statistic "
+          f"t prediction test, Shamos scale), suspect at p <= {FDR_SERIES:g} and beyond 2%")
+
+
+def _newest_json(t: Tested | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    w = t.early.window
+    return {"reason": t.early.reason, "p_value": t.early.p_value, "window": list(t.window),
+            "base_from": t.base_from, "n_base": t.n_base,
+            "shift": w.shift if w else None, "ratio": t.early.ratio,
+            "low": math.exp(w.low) if w else None, "high": math.exp(w.high) if w else None}
 
 
 def history_figure(histories: Sequence[History]) -> Figure:

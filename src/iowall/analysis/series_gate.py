@@ -1,0 +1,128 @@
+"""Pure: the regression gate over another system's series, the newest result of each.
+
+Each series becomes one gate row: the newest results (the window ``early.early`` chose, 1-3
+results) against the results before them since the history's last change point
+(``changepoints.analyse``), with the early test's p-value, its interval of the shift and the
+floor standing for compare's call. ``gate.decide`` then decides as for stored runs:
+Benjamini-Hochberg over the series (every series can fail the gate), a regression when the
+interval excludes no change, the estimate is worse beyond the floor and the q-value is within
+the FDR; worse within the FDR from one result only is inconclusive. A result with repeats
+(several rows with one index) counts as one result, the median of its repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .changepoints import analyse
+from .compare import CompareResult, Row
+from .early import Early, early
+from .gate import Accept, GateResult, Verdict, decide
+from .stats import Comparison
+
+#: The FDR ``iowall gate --series`` uses unless told: the loosest level whose replayed false
+#: alarms stayed within 0.77 per 100 gated results on the calibration corpus
+#: (benchmarks/replay.py, docs/benchmarks.md).
+FDR_SERIES = 0.01
+METHOD = ("p-values from the early test: the newest 1-3 results against the history since its "
+          "last change point (order-statistic t prediction test, Shamos scale)")
+
+
+@dataclass(frozen=True)
+class SeriesResults:
+    """One series as results in order: the index text of each, its value (the median of its
+    repeats) and its repeats; the metric's name, unit and direction."""
+
+    name: str
+    metric: str
+    unit: str
+    direction: str
+    at: tuple[str, ...]
+    values: tuple[float, ...]
+    repeats: tuple[tuple[float, ...], ...] = ()
+    #: positions of the first results after the history's change points, when known (found
+    #: on every repeat); else the gate finds them on the results
+    changes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Tested:
+    """What the early test saw for one series: the window and the baseline, by index."""
+
+    name: str
+    early: Early
+    window: tuple[str, ...]
+    base_from: str
+    n_base: int
+
+
+def _row(s: SeriesResults, e: Early, floor: float) -> Row:
+    """The gate row of one tested series: medians, ratio and interval from the early test."""
+    w = e.window
+    assert w is not None
+    n = len(s.values)
+    base = s.values[w.base_from:n - w.k]
+    new = s.values[n - w.k:]
+    ratio, low, high = math.exp(w.shift), math.exp(w.low), math.exp(w.high)
+    significant = (low > 1.0 or high < 1.0) and abs(ratio - 1.0) > floor and w.k >= 2
+    better = None
+    if significant:
+        better = (ratio > 1.0) == (s.direction == "higher")
+    cmp = Comparison(base_median=float(np.median(base)), new_median=float(np.median(new)),
+                     n_base=len(base), n_new=len(new), ratio=ratio, ci_low=low, ci_high=high,
+                     significant=significant, better=better,
+                     direction="lower" if s.direction == "lower" else "higher", floor=floor)
+    return Row(label=s.name, point={"series": s.name}, point_text=s.name, metric=s.metric,
+               unit=s.unit, direction=s.direction, cmp=cmp, base_samples=tuple(base),
+               new_samples=tuple(new), base_batches=s.at[w.base_from:n - w.k],
+               new_batches=s.at[n - w.k:])
+
+
+def newest_of(s: SeriesResults, level: float = FDR_SERIES) -> Tested:
+    """The early test of one series' newest results, its baseline starting after the last
+    change point the history's own detection finds; ``level`` is the level it is judged at."""
+    vals = [v for v in s.values if math.isfinite(v) and v > 0]
+    if len(vals) != len(s.values):
+        bad = next(a for a, v in zip(s.at, s.values, strict=True)
+                   if not (math.isfinite(v) and v > 0))
+        return Tested(s.name, Early(None, 1.0, (), f"result {bad} is not a positive number"),
+                      (), "", 0)
+    changes = (list(s.changes) if s.changes is not None
+               else [c.index for c in analyse(vals).points])
+    e = early(vals, changes, prefer=level)
+    if e.window is None:
+        return Tested(s.name, e, (), "", 0)
+    n = len(vals)
+    return Tested(s.name, e, s.at[n - e.window.k:], s.at[e.window.base_from],
+                  e.window.n_base)
+
+
+def gate_series(series: Sequence[SeriesResults], *, fdr: float = FDR_SERIES,
+                floor: float = 0.02, accept: Sequence[Accept] = (), today: str = "",
+                source: str = "series") -> tuple[GateResult, list[Tested]]:
+    """The gate's decision on the newest result of every series (module docstring), and what
+    each series' test saw (untested series carry their reason)."""
+    tested = [newest_of(s, fdr) for s in series]
+    rows = [_row(s, t.early, floor) for s, t in zip(series, tested, strict=True)
+            if t.early.window is not None]
+    tests = [(t.early.p_value, t.early.window.n_base, t.early.window.k) for t in tested
+             if t.early.window is not None]
+    res = CompareResult(base=f"{source}: the history before the newest results",
+                        news=(f"{source}: the newest results",), compared="index",
+                        differences=(), common={}, rows=tuple(rows), geomean={}, floor=floor)
+    return decide(res, fdr=fdr, accept=accept, today=today, fail_on=["*"], tests=tests,
+                  method=METHOD), tested
+
+
+def gate_newest(values: Sequence[float], *, fdr: float = FDR_SERIES, floor: float = 0.02,
+                direction: str = "higher") -> Verdict | Tested:
+    """One series of single results gated at its newest: the verdict, or what was tested
+    when nothing could be (too short). For replaying a history one result at a time."""
+    s = SeriesResults("series", "value", "", direction, tuple(str(i) for i in range(len(values))),
+                      tuple(values))
+    res, (t,) = gate_series([s], fdr=fdr, floor=floor)
+    return res.verdicts[0] if res.verdicts else t
