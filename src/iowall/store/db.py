@@ -22,7 +22,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..errors import UserError
 from ..model import Artifact, Run
-from ..paths import db_url, default_db_url
+from ..paths import db_url, default_db_url, redact_url
 from . import codec
 from . import schema as t
 from .fits import METRICS, check_row, check_series
@@ -61,10 +61,15 @@ class Store:
                 engine_url(self.url), future=True,
                 connect_args={"connect_timeout": 10} if pg else {})
         except Exception as e:  # bad URL syntax, missing driver
-            raise UserError(f"cannot open store {self.url!r}: {e}") from e
+            raise UserError(f"cannot open store {self.shown!r}: {redact_url(str(e))}") from e
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
+
+    @property
+    def shown(self) -> str:
+        """The store's URL as every message and page shows it: without its password."""
+        return redact_url(self.url)
 
     @classmethod
     def existing(cls, url: str | None = None) -> Store:
@@ -96,8 +101,8 @@ class Store:
                 else:
                     _sqlite_migrate(conn, lambda: command.upgrade(cfg, "head"), cfg)
         except Exception as e:
-            raise UserError(f"cannot open store {self.url!r}: {e.__class__.__name__}: "
-                            f"{str(e).splitlines()[0]}") from e
+            raise UserError(f"cannot open store {self.shown!r}: {e.__class__.__name__}: "
+                            f"{redact_url(str(e).splitlines()[0])}") from e
 
     def _at_head(self) -> bool:
         """Whether the store's alembic_version is HEAD already, read without importing
@@ -288,7 +293,7 @@ class Store:
             rows = with_docs(conn, list(conn.execute(
                 select(t.runs).where(t.runs.c.id == run_id)).mappings()))
             if not rows:
-                raise UserError(f"no run {run_id} in {self.url}")
+                raise UserError(f"no run {run_id} in {self.shown}")
             return load(conn, rows, with_series=True, with_artifacts=True)[0]
 
     def artifact(self, run_id: int, name: str) -> Artifact | None:

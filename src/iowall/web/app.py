@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-import plotly
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.middleware.gzip import GZipMiddleware
 
 from ..analysis.history import BY, from_runs
 from ..cli.flame import flame_svg
@@ -20,13 +20,11 @@ from ..recipes.tables import reload_compare
 from ..store import Store
 from ..store.reports import get_report
 from . import pages
-from .queries import FILTERS, compare_sets, find_run, run_page, selected
+from .assets import load_assets, respond, url_of
+from .guard import Guard, HostNames, svg_csp
+from .queries import FILTERS, compare_sets, find_run, run_page, run_ref, selected
 
 HERE = os.path.dirname(__file__)
-PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
-#: Scripts only from this server (plotly.js, iowall.js); plot data is inert JSON.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data:; object-src 'self'; frame-ancestors 'self'")
 #: Pages without plots do not load plotly.js (4.6 MB).
 NO_PLOTS = ("runs.html", "error.html")
 #: Raw artifacts are served as what they are, never as a page a browser would run.
@@ -41,15 +39,20 @@ def templates() -> Environment:
     return env
 
 
-def create_app(store: Store) -> FastAPI:
-    """The dashboard of one store."""
+def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
+    """The dashboard of one store, answering the Host names ``hosts`` allows (default: a
+    server on 127.0.0.1)."""
     app = FastAPI(title="iowall", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(GZipMiddleware, minimum_size=1000)
+    app.add_middleware(Guard, hosts=hosts or HostNames.of("127.0.0.1"))
     env = templates()
+    assets = load_assets()
+    env.globals["asset"] = lambda name: url_of(assets, name)
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        html = env.get_template(name).render(store=store.url,
+        text = env.get_template(name).render(store=store.shown,
                                              plots=name not in NO_PLOTS, **ctx)
-        return HTMLResponse(html, status, headers={"Content-Security-Policy": CSP})
+        return HTMLResponse(text, status)
 
     def guarded(fn: Callable[[], HTMLResponse]) -> HTMLResponse:
         try:
@@ -85,7 +88,7 @@ def create_app(store: Store) -> FastAPI:
         if art is None:
             return Response(f"run {r.id} has no artifact {name!r}\n", 404, media_type="text/plain")
         kind = RAW_TYPES.get(os.path.splitext(name)[1], "text/plain")
-        return Response(art.body, media_type=kind, headers={"X-Content-Type-Options": "nosniff"})
+        return Response(art.body, media_type=kind)
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare(base: str = "", new: str = "", metric: str = "") -> HTMLResponse:
@@ -116,31 +119,29 @@ def create_app(store: Store) -> FastAPI:
         return guarded(build)
 
     @app.get("/flame/diff")
-    def flame_diff(base: str, new: str) -> Response:
-        return _svg(lambda: flame_svg(store, [base, new]))
+    def flame_diff(base: str = "", new: str = "") -> Response:
+        return _svg(lambda: flame_svg(store, [str(run_ref(base)), str(run_ref(new))]))
 
     @app.get("/flame/{ref}.svg")
     def flame(ref: str) -> Response:
-        return _svg(lambda: flame_svg(store, [ref]))
-
-    @app.get("/static/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
-        return FileResponse(PLOTLY_JS, media_type="text/javascript")
+        return _svg(lambda: flame_svg(store, [str(run_ref(ref))]))
 
     @app.get("/static/{name}", include_in_schema=False)
-    def static(name: str) -> Response:
-        if name not in ("iowall.js", "style.css"):
+    def static(name: str, request: Request) -> Response:
+        if name not in assets:
             return Response("no such file\n", 404, media_type="text/plain")
-        kind = "text/javascript" if name.endswith(".js") else "text/css"
-        return FileResponse(os.path.join(HERE, "static", name), media_type=kind)
+        return respond(assets[name], request)
 
     return app
 
 
 def _svg(make: Callable[[], str]) -> Response:
-    """A flame graph, or the reason there is none as plain text (404)."""
+    """A flame graph (its own scripts allowed by their hashes, nothing else), or the reason
+    there is none as plain text (404)."""
     try:
-        return Response(make(), media_type="image/svg+xml")
+        svg = make()
     except (UserError, IowallError) as e:
         return Response(str(e) + "\n", 404, media_type="text/plain")
+    return Response(svg, media_type="image/svg+xml",
+                    headers={"Content-Security-Policy": svg_csp(svg)})
 

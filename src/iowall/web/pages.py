@@ -131,9 +131,14 @@ def _median_ci(m: float, ci: tuple[float, float], unit: str) -> str:
 
 
 def clean(x: Any) -> Any:
-    """A figure with every non-finite number made null (JSON has no NaN or infinity)."""
+    """A figure as plotly.js may take it: every non-finite number null (JSON has no NaN or
+    infinity) and every string plain text: plotly.js draws ``<a href>``, ``<b>`` … in titles,
+    names, ticks and hover text as markup, so ``&``, ``<`` and ``>`` go as entities, which it
+    shows as the characters they are."""
     if isinstance(x, float):
         return x if math.isfinite(x) else None
+    if isinstance(x, str):
+        return x.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if isinstance(x, dict):
         return {k: clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -5,6 +5,7 @@ selections naming a bundle file are refused (a URL must not read files on the se
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from ..analysis.compare import CompareResult, Side, compare, shared_run
 from ..cli.compare import compared_field
 from ..errors import UserError
 from ..model import Run
-from ..selection import load, parse_selection
+from ..selection import load, parse_selection, run_id
 from ..store import RunFilter, Store
 from ..store.db import id_of_uuid, page_ids
 
@@ -46,10 +47,9 @@ def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> R
     until = day(params["until"], "until") + 86400 if params.get("until") else None
     before = None
     if params.get("before"):
-        try:
-            before = int(params["before"])
-        except ValueError:
-            raise UserError(f"before {params['before']!r}: give a run id") from None
+        before = run_id(params["before"])
+        if before is None:
+            raise UserError(f"before {params['before']!r}: give a run id (digits 0-9)")
     ids = page_ids(store, flt, before=before, since=since, until=until, limit=limit + 1)
     shown = ids[:limit]
     runs = store.runs(RunFilter(ids=shown)) if shown else []
@@ -57,9 +57,25 @@ def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> R
     return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None)
 
 
+#: A run's uuid as the store keeps it.
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def run_ref(ref: str) -> int | str:
+    """A run named in a URL: an id (ASCII digits, within range) or a uuid; a UserError saying
+    "no run" (404) for anything else."""
+    rid = run_id(ref)
+    if rid is not None:
+        return rid
+    if UUID.fullmatch(ref.strip().lower()):
+        return ref.strip().lower()
+    raise UserError(f"no run {ref!r} in this store: a run is named by its id or uuid")
+
+
 def find_run(store: Store, ref: str) -> Run:
     """A whole run (series, artifacts) by id or uuid; a UserError when there is none."""
-    rid = int(ref) if ref.isdigit() else id_of_uuid(store, ref)
+    key = run_ref(ref)
+    rid = key if isinstance(key, int) else id_of_uuid(store, key)
     if rid is None:
         raise UserError(f"no run {ref!r} in this store")
     return store.get_run(rid)
