@@ -3,22 +3,31 @@ batch (memory copy at 1 and 2 threads; write and read at 1, 2 and 4 jobs in the 
 three runs each) summarised and reported by the real `limits` code, with fio and cpu series
 on different time ranges and a real CPU profile (tests/fixtures/profile); a `trend` series
 with a 30% step; and hostile runs: a label that is a script, a point value that is a link,
-a 5,000-character value, a password-looking note."""
+a 5,000-character value. ``served`` runs the dashboard of a store in a thread."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import uvicorn
+
 from iowall.analysis.limits import summarise
+from iowall.cli.serve import bound_socket
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series
 from iowall.probes.profile import encode_folded
 from iowall.recipes.limits_report import limits_report
 from iowall.store import RunFilter, Store
 from iowall.store.reports import add_report
+from iowall.web.app import create_app
+from iowall.web.guard import HostNames
 
 GIB = float(1 << 30)
 XSS = "<script>alert(1)</script>"
@@ -140,3 +149,22 @@ def build(path: Path) -> Made:
         hostile[name] = rid
     return Made(url, batch, limits, memcopy, trend, hostile)
 
+
+@contextmanager
+def served(store: Store, hosts: HostNames | None = None) -> Iterator[int]:
+    """The dashboard of ``store`` on 127.0.0.1 (a free port) while the caller holds it."""
+    sock = bound_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(store, hosts), log_level="warning",
+                                           access_log=False))
+    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        t.join(timeout=20)
+        sock.close()

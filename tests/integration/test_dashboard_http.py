@@ -13,43 +13,17 @@ import os
 import re
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import uvicorn
 
-from iowall.cli.serve import bound_socket
 from iowall.store import Store
-from iowall.web.app import create_app
 from iowall.web.assets import FILES
 from iowall.web.guard import HostNames
-from tests.dashboard_store import LINK, Made, build
+from tests.dashboard_store import LINK, Made, build, served
 
 PASSWORD = "s3cretPW"
-
-
-@contextmanager
-def served(store: Store, hosts: HostNames | None = None) -> Iterator[int]:
-    """The dashboard of ``store`` on 127.0.0.1 (a free port) while the caller holds it."""
-    sock = bound_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(store, hosts), log_level="warning",
-                                           access_log=False))
-    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    t.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        t.join(timeout=20)
-        sock.close()
 
 
 def get(port: int, path: str, method: str = "GET",

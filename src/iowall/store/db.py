@@ -454,15 +454,27 @@ def page_ids(store: Store, flt: RunFilter, *, before: int | None = None,
     time in [since, until): one indexed, LIMITed query (keyset paging), whatever the store's
     size. ``flt.commit`` and ``flt.limit`` are not applied here."""
     c = t.runs.c
-    q = where(select(c.id).order_by(c.id.desc()).limit(max(0, limit)), flt)
+    q = _window(where(select(c.id).order_by(c.id.desc()).limit(max(0, limit)), flt), since, until)
     if before is not None:
         q = q.where(c.id < before)
-    if since is not None:
-        q = q.where(c.started_at >= since)
-    if until is not None:
-        q = q.where(c.started_at < until)
     with store.engine.connect() as conn:
         return [int(i) for i in conn.execute(q).scalars()]
+
+
+def count_window(store: Store, flt: RunFilter, *, since: float | None = None,
+                 until: float | None = None) -> int:
+    """How many runs ``page_ids`` pages through: ``flt`` and a start time in [since, until)."""
+    q = _window(where(select(func.count()).select_from(t.runs), flt), since, until)
+    with store.engine.connect() as conn:
+        return int(conn.execute(q).scalar_one())
+
+
+def _window(q: Any, since: float | None, until: float | None) -> Any:
+    if since is not None:
+        q = q.where(t.runs.c.started_at >= since)
+    if until is not None:
+        q = q.where(t.runs.c.started_at < until)
+    return q
 
 
 def id_of_uuid(store: Store, uuid: str) -> int | None:

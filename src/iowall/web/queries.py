@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..analysis.compare import CompareResult, Side, compare, shared_run
+from ..analysis.history import BY, History, from_runs
 from ..cli.compare import compared_field
 from ..errors import UserError
 from ..model import Run
 from ..selection import load, parse_selection, run_id
 from ..store import RunFilter, Store
-from ..store.db import id_of_uuid, page_ids
+from ..store.db import count_window, id_of_uuid, page_ids
 
 #: Runs on one page of /runs.
 PAGE = 50
@@ -26,10 +27,12 @@ FILTERS = ("label", "recipe", "kernel", "host", "status", "batch")
 
 @dataclass(frozen=True)
 class RunPage:
-    """One page of runs, newest first, and the id the next (older) page starts below."""
+    """One page of runs, newest first, the id the next (older) page starts below, and how
+    many runs the filters match in all."""
 
     runs: tuple[Run, ...]
     older: int | None
+    total: int = 0
 
 
 def day(text: str, what: str) -> float:
@@ -43,6 +46,8 @@ def day(text: str, what: str) -> float:
 def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> RunPage:
     """The runs /runs shows for its query parameters (FILTERS, since, until, before)."""
     flt = RunFilter(**{k: params[k] for k in FILTERS if params.get(k)})  # type: ignore[arg-type]
+    if params.get("ids"):  # the runs of one report cell: ids=3-5,9
+        flt = RunFilter(ids=parse_selection("ids=" + params["ids"]).flt.ids)
     since = day(params["since"], "since") if params.get("since") else None
     until = day(params["until"], "until") + 86400 if params.get("until") else None
     before = None
@@ -54,7 +59,8 @@ def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> R
     shown = ids[:limit]
     runs = store.runs(RunFilter(ids=shown)) if shown else []
     runs.reverse()
-    return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None)
+    return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None,
+                   count_window(store, flt, since=since, until=until))
 
 
 #: A run's uuid as the store keeps it.
@@ -116,5 +122,24 @@ def compare_sets(store: Store, base: str, new: str, metric: str | None = None) -
     res = compare(sides[0], sides[1:], metrics=[metric] if metric else None,
                   compared=compared_field([base, new]))
     if not res.rows:
-        raise UserError("nothing to compare: no point and metric measured on both sides")
+        sides_of = {u.side for u in res.unpaired}
+        raise UserError(
+            "nothing could be paired: no point and metric is measured on both sides"
+            + (f" ({len(res.unpaired)} points on {' and '.join(sorted(sides_of))} alone; "
+               "different recipes or parameters?)" if res.unpaired else ""))
     return res
+
+
+def histories(store: Store, sel: str, metric: str, by: str, series: str = "") -> list[History]:
+    """The series of a selection as ``iowall history`` finds them (only the one whose key is
+    ``series`` when given); a UserError naming why there is none."""
+    if by not in BY:
+        raise UserError(f"by {by!r}: use one of {', '.join(BY)}")
+    if not sel:
+        raise UserError("history needs runs: sel=SELECTION")
+    hs = [h for h in from_runs(selected(store, sel), metric=metric or None, by=by)
+          if not series or h.key == series]
+    if not hs:
+        raise UserError(f"no series: no point of {sel!r} has two runs with "
+                        + (f"metric {metric!r}" if metric else "a throughput metric"))
+    return hs
