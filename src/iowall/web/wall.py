@@ -85,11 +85,11 @@ def _chart(direction: str, block: str, rows: list[Mapping[str, Any]], memcopy: d
     title = f"{TITLES[direction]}{f', {block} fs blocks' if block else ''}: the wall"
     return {"data": data, "layout": {
         "title": {"text": title, "font": {"size": 14}}, "height": 380,
-        "margin": {"l": 64, "r": 20, "t": 40, "b": 44},
+        "margin": {"l": 64, "r": 20, "t": 40, "b": 70},
         "xaxis": {"title": {"text": "jobs"}, "type": "log", "tickvals": jobs,
                   "ticktext": [str(j) for j in jobs]},
         "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": -0.2}, "hovermode": "closest"}}
+        "legend": {"orientation": "h", "y": -0.28}, "hovermode": "closest"}}
 
 
 def cell_links(rep: Report) -> dict[tuple[int, int, int], str]:
