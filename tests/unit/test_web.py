@@ -76,6 +76,10 @@ def test_redact_url() -> None:
         == "postgresql://h/db?user=u&password=***&sslpassword=***"
     assert redact_url("postgresql://u@/db?host=/tmp") == "postgresql://u@/db?host=/tmp"
     assert redact_url("sqlite:////tmp/a:b@c.db") == "sqlite:////tmp/a:b@c.db"
+    assert redact_url("postgresql+psycopg://u:p%40ss@h:5432/db") \
+        == "postgresql+psycopg://u:***@h:5432/db"
+    assert redact_url("postgresql://h/db?user=u&password=x&sslmode=require") \
+        == "postgresql://h/db?user=u&password=***&sslmode=require"
 
 
 def test_run_id_is_ascii_digits_in_range() -> None:
