@@ -59,7 +59,8 @@ def test_password_masked_in_pages_errors_and_cli(pg_url: str, made: Made) -> Non
     try:
         with served(st) as p:
             for path, status in (("/runs", 200), ("/run/0", 404), ("/run/99", 404),
-                                 ("/compare?base=nolabel&new=trend", 400)):
+                                 ("/compare?base=nolabel&new=trend", 400),
+                                 ("/runs?label=%00", 400)):  # PostgreSQL refuses a NUL
                 code, _, body = get(p, path)
                 assert code == status, path
                 assert PASSWORD.encode() not in body, path
@@ -112,7 +113,8 @@ BAD_IDS = [("/run/99999999999999999999", 404), ("/runs?before=999999999999999999
            ("/run/99999999999999999999/raw/fio.json", 404), ("/run/%C2%B2", 404),
            ("/run/%EF%BC%99", 404), ("/run/%EF%BC%99/raw/fio.json", 404),
            ("/compare?base=ids%3D99999999999999999999&new=trend", 400),
-           ("/history?sel=ids%3D1-99999999999999999999", 400)]
+           ("/history?sel=ids%3D1-99999999999999999999", 400), ("/runs?label=%00", 400),
+           ("/history?sel=a%00b", 400), ("/run/%00", 400)]
 
 
 @pytest.mark.parametrize(("path", "status"), BAD_IDS)

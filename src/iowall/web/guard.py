@@ -77,7 +77,13 @@ class Guard:
             return
         host = Headers(scope=scope).get("host")
         if not self.hosts.allows(host):
-            await _refuse(send, host or "")
+            await _refuse(send, f"Host {host!r} is not a name this server answers to: open it "
+                          "by the address it listens on, or start it with --server-name NAME "
+                          "behind a reverse proxy")
+            return
+        if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+            # no store keeps a NUL in a text (PostgreSQL refuses the query: it was a 500)
+            await _refuse(send, "a NUL character in the URL: no run has one")
             return
         head = scope["method"] == "HEAD"
         if head:
@@ -97,9 +103,9 @@ class Guard:
         await self.app(scope, receive, guarded)
 
 
-async def _refuse(send: Send, host: str) -> None:
-    body = (f"Host {host!r} is not a name this server answers to: open it by the address it "
-            "listens on, or start it with --server-name NAME behind a reverse proxy\n").encode()
+async def _refuse(send: Send, why: str) -> None:
+    """400 with the reason as plain text, before any route is looked at."""
+    body = (why + "\n").encode()
     await send({"type": "http.response.start", "status": 400, "headers": [
         (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
         (b"x-content-type-options", b"nosniff"), (b"content-security-policy", CSP.encode())]})
