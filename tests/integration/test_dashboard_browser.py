@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import pytest
 
@@ -68,6 +68,15 @@ class User:
             self.page.locator("div.plot").nth(i).locator(".main-svg").first.wait_for(timeout=20_000)
         return self.page
 
+    def links_resolve(self) -> int:
+        """Every link of the page leads somewhere: HEAD answers 200 (each URL once)."""
+        hrefs = set(self.page.locator("a[href]").evaluate_all("as => as.map(a => a.href)"))
+        for url in sorted(hrefs):
+            assert url.startswith(self.base + "/"), url
+            status = urlopen(Request(url.split("#")[0], method="HEAD"), timeout=60).status
+            assert status == 200, url
+        return len(hrefs)
+
     def shot(self, shots: Path, name: str) -> None:
         self.page.screenshot(path=str(shots / f"dashboard-{name}.png"), full_page=True)
 
@@ -92,6 +101,7 @@ def test_report_draws_the_wall_and_links_its_cells(browser: Any,
     u = User(browser, base)
     page = u.open(f"/report/{made.batch[:8]}")
     u.shot(shots, "report")
+    assert u.links_resolve() > 60  # the cells, the runs, the batch
     assert page.locator(".walls div.plot").count() == 2  # write and read
     for i, title in ((0, "Sequential write"), (1, "Sequential read")):
         f = _figure(page, i)
@@ -126,6 +136,7 @@ def test_run_page_headline_links_and_one_time_axis(browser: Any,
     u = User(browser, base)
     page = u.open(f"/run/{rid}")
     u.shot(shots, "run")
+    assert u.links_resolve() > 5
     assert page.locator("#headline").inner_text().startswith("write bw 2")
     assert page.locator("#metrics tr").nth(1).inner_text().startswith("write_bw_bytes_per_s")
     # the headline and the Why come before the plots
@@ -152,6 +163,7 @@ def test_history_summary_dates_and_zero(browser: Any, site: tuple[str, Made, Pat
     u = User(browser, base)
     page = u.open("/history?sel=label%3Dtrend&x=commit")
     u.shot(shots, "history")
+    assert u.links_resolve() > 5
     row = page.locator("table#summary tbody tr")
     assert row.count() == 1 and "-30" in row.inner_text()
     f = _figure(page, 0)
@@ -165,6 +177,7 @@ def test_history_summary_dates_and_zero(browser: Any, site: tuple[str, Made, Pat
     assert "too few runs" in page.locator("p.nochange").first.inner_text()
     page = u.open(cmp)
     u.shot(shots, "compare")
+    assert u.links_resolve() > 3
     heads = page.locator("table.compare th").all_inner_texts()
     assert heads[:5] == ["set", "point", "metric", "base median", "new median"]
     for a in page.locator("a.download").all():
