@@ -23,7 +23,7 @@ from iowall.recipes.limits_report import limits_report
 from iowall.selection import run_id
 from iowall.web.figures import history_figure, segments
 from iowall.web.guard import host_name, svg_csp
-from iowall.web.pages import clean, mode, point_text, short
+from iowall.web.pages import clean, mode, other_modes, point_text, short
 from iowall.web.queries import day, ids_text, selected
 from iowall.web.wall import cell_links, wall_figures
 
@@ -149,3 +149,19 @@ def test_point_mode_and_short_text() -> None:
     assert mode({"direct": 0}) == "buffered" and mode({"kind": "create"}) == ""
     assert point_text({"rw": "write", "direct": 0, "jobs": 2}) == "jobs=2 rw=write"
     assert short("v" * 5000, 90) == "v" * 89 + "…" and short("abc", 90) == "abc"
+
+
+def test_other_modes_prefer_the_runs_own_generator() -> None:
+    """limits measures uncached with iowall-engine (kind=stream) where fio cannot: a fio run
+    finds it there, but finds buffered by fio, not by the engine's agreement runs."""
+    def run(rid: int, kind: str, direct: int = 0, uncached: int = 0, jobs: int = 2) -> Run:
+        p = {"kind": kind, "rw": "write", "direct": direct, "jobs": jobs,
+             "end_fsync": int(not direct), **({"uncached": 1} if uncached else {})}
+        return Run(Point("limits", p), "l", "ok", 0, 1, id=rid)
+    batch = [run(1, "fio"), run(2, "stream"), run(3, "fio", direct=1), run(4, "fio", direct=1),
+             run(5, "stream", uncached=1), run(6, "fio", direct=1, jobs=4)]
+    assert other_modes(batch[0], batch) == [
+        {"mode": "direct", "run": 3, "n": 2, "ids": "3-4"},
+        {"mode": "uncached", "run": 5, "n": 1, "ids": "5"}]
+    assert [o["run"] for o in other_modes(batch[2], batch)] == [1, 5]
+    assert other_modes(Run(Point("meta", {"threads": 2}), "l", "ok", 0, 1, id=9), batch) == []

@@ -88,12 +88,14 @@ def flat(doc: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-#: Parameters that change with the mode besides the mode itself (fio's end_fsync).
-MODE_FOLLOWERS = ("end_fsync",)
+#: Parameters that change with the mode besides the mode itself: fio's end_fsync, and the
+#: generator (``kind``: limits measures uncached with iowall-engine where fio cannot).
+MODE_FOLLOWERS = ("end_fsync", "kind")
 
 
 def other_modes(run: Run, batch: list[Run]) -> list[dict[str, Any]]:
-    """The same point in the other modes within the run's batch: each mode with its runs."""
+    """The same point in the other modes within the run's batch: each mode with its runs,
+    by the run's own generator when that mode has it, else by the other."""
     here = mode(run.point.params)
     if not here:
         return []
@@ -102,14 +104,19 @@ def other_modes(run: Run, batch: list[Run]) -> list[dict[str, Any]]:
     def rest(r: Run) -> dict[str, Any]:
         return {k: v for k, v in r.point.params.items() if k not in skip}
 
-    found: dict[str, list[int]] = {}
+    found: dict[str, dict[bool, list[int]]] = {}
     for r in batch:
         m = mode(r.point.params)
         if r.id is not None and m and m != here and r.point.recipe == run.point.recipe \
                 and rest(r) == rest(run):
-            found.setdefault(m, []).append(r.id)
-    return [{"mode": m, "run": min(ids), "n": len(ids), "ids": ids_text(ids).removeprefix("ids=")}
-            for m, ids in sorted(found.items())]
+            same_kind = r.point.params.get("kind") == run.point.params.get("kind")
+            found.setdefault(m, {}).setdefault(same_kind, []).append(r.id)
+    out = []
+    for m, kinds in sorted(found.items()):
+        ids = kinds.get(True) or kinds[False]
+        out.append({"mode": m, "run": min(ids), "n": len(ids),
+                    "ids": ids_text(ids).removeprefix("ids=")})
+    return out
 
 
 def run_context(store: Store, run: Run) -> dict[str, Any]:
