@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 
@@ -33,3 +34,10 @@ def db_url(text: str) -> str:
     if "://" in text:
         return text
     return f"sqlite:///{os.path.abspath(os.path.expanduser(text))}"
+
+
+def redact_url(url: str) -> str:
+    """A store URL with any password replaced by ``***`` (``postgresql://u:***@h/db``, also
+    ``?password=`` and ``sslpassword=``): what every message, page and log shows of a store."""
+    url = re.sub(r"(://[^/:@?]*):[^@]*@", r"\1:***@", url)
+    return re.sub(r"([?&](?:ssl)?password=)[^&]*", r"\1***", url, flags=re.IGNORECASE)

@@ -40,19 +40,33 @@ MAX_IDS = 10_000
 MAX_ID = 2**63 - 1
 
 
+def run_id(text: str) -> int | None:
+    """``text`` as a run id: ASCII digits within a SQL INTEGER, else None (a full-width ９ or
+    a superscript ² is no id, nor is 99999999999999999999)."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or len(t) > 19:
+        return None
+    return int(t) if int(t) <= MAX_ID else None
+
+
+def _id(text: str) -> int:
+    rid = run_id(text)
+    if rid is None:
+        raise ValueError(text)
+    return rid
+
+
 def _ids(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
         try:
             if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
+                lo, hi = (_id(x) for x in part.split("-", 1))
                 if hi < lo:
                     raise ValueError
             else:
-                lo = hi = int(part)
-            if hi > MAX_ID:
-                raise ValueError
+                lo = hi = _id(part)
         except ValueError:
             raise UserError(f"run ids {text!r}: use numbers and ranges, e.g. ids=3,5-9") from None
         if len(out) + hi - lo + 1 > MAX_IDS:
@@ -137,7 +151,7 @@ def load(store: Store | None, sel: Selection, *, measured_only: bool = True,
     if measured_only:
         runs = [r for r in runs if r.status in MEASURED_STATUSES]
     if not runs:
-        where = sel.bundle or (store.url if store else "")
+        where = sel.bundle or (store.shown if store else "")
         raise UserError(f"selection {sel.text!r} matches no completed runs in {where}")
     return runs
 
@@ -168,7 +182,7 @@ def collect_runs(store: Store | None, selections: Sequence[str], *,
                 if not measured_only or r.status in MEASURED_STATUSES]
         if not runs:
             raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
-                            f"{store.url}")
+                            f"{store.shown}")
         picked = [(True, r) for r in runs]
     for text in selections:
         sel = parse_selection(text)

@@ -173,13 +173,6 @@ def test_stdout_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
     assert b.read_bundle("-") == [r]
 
 
-def test_redact_url() -> None:
-    assert b.redact_url("postgresql+psycopg://u:p%40ss@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
-    assert b.redact_url("postgresql://h/db?user=u&password=x&sslmode=require") == \
-        "postgresql://h/db?user=u&password=***&sslmode=require"
-    assert b.redact_url("sqlite:////var/lib/iowall.db") == "sqlite:////var/lib/iowall.db"
-
-
 # -- version 1 and migrations ----------------------------------------------------------------
 
 V1_DOC: dict[str, Any] = {

@@ -1,19 +1,31 @@
 """The dashboard's pure parts: run ids as a selection, dates, bundle refusal, the segments a
-history is cut into at its change points, figures without NaN, loopback detection."""
+history is cut into at its change points, figures without NaN, loopback detection, the
+masked store URL, strict run ids, Host names, the flame SVG's CSP, the wall chart, history
+by commit, a point's mode and cut text."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import hashlib
 import json
 import math
 
 import pytest
 
 from iowall.analysis.history import from_rows
+from iowall.analysis.limits import summarise
 from iowall.cli.serve import loopback
 from iowall.errors import UserError
+from iowall.model import Metric, Point, Run
+from iowall.paths import redact_url
+from iowall.recipes.limits_report import limits_report
+from iowall.selection import run_id
 from iowall.web.figures import history_figure, segments
-from iowall.web.pages import clean
+from iowall.web.guard import host_name, svg_csp
+from iowall.web.pages import clean, mode, other_modes, point_text, short
 from iowall.web.queries import day, ids_text, selected
+from iowall.web.wall import cell_links, wall_figures
 
 
 def test_ids_text_joins_ranges() -> None:
@@ -55,3 +67,101 @@ def test_clean_makes_figures_json() -> None:
 def test_loopback() -> None:
     assert loopback("127.0.0.1") and loopback("::1") and loopback("localhost")
     assert not loopback("0.0.0.0")
+
+
+def test_redact_url() -> None:
+    assert redact_url("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert redact_url("postgresql://u:p/a:ss@h/db") == "postgresql://u:***@h/db"
+    assert redact_url("postgresql://h/db?user=u&password=s3cret&sslpassword=k") \
+        == "postgresql://h/db?user=u&password=***&sslpassword=***"
+    assert redact_url("postgresql://u@/db?host=/tmp") == "postgresql://u@/db?host=/tmp"
+    assert redact_url("sqlite:////tmp/a:b@c.db") == "sqlite:////tmp/a:b@c.db"
+    assert redact_url("postgresql+psycopg://u:p%40ss@h:5432/db") \
+        == "postgresql+psycopg://u:***@h:5432/db"
+    assert redact_url("postgresql://h/db?user=u&password=x&sslmode=require") \
+        == "postgresql://h/db?user=u&password=***&sslmode=require"
+
+
+def test_run_id_is_ascii_digits_in_range() -> None:
+    assert run_id("9") == 9 and run_id(" 12 ") == 12 and run_id(str(2**63 - 1)) == 2**63 - 1
+    for bad in ("９", "²", "99999999999999999999", str(2**63), "-1", "", "1e3", "0x10"):
+        assert run_id(bad) is None, bad
+
+
+def test_host_name() -> None:
+    assert host_name("LocalHost:8040") == "localhost" and host_name("[::1]:80") == "::1"
+    assert host_name("box.example.") == "box.example" and host_name("::1") == "::1"
+
+
+def test_svg_csp_hashes_every_cdata_section_as_one_text() -> None:
+    svg = ('<svg onload="init(evt)"><script type="text/ecmascript"><![CDATA[var a = 1;\n]]>'
+           '<![CDATA[function init(e) {}]]></script></svg>')
+    csp = svg_csp(svg)
+    text = "var a = 1;\nfunction init(e) {}"  # what the browser's parser hands the script
+    sha = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+    assert f"'sha256-{sha}'" in csp and "'unsafe-hashes'" in csp
+    assert "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+    assert svg_csp("<svg></svg>").count("script-src 'none'") == 1
+
+
+def test_wall_figures_from_a_limits_report() -> None:
+    """Per direction: the three modes with their spread and the links to their runs, and the
+    memory-copy (at the threads each point could use) and direct ceilings as lines."""
+    runs = []
+    for i, (rw, m, jobs, gib) in enumerate([("write", m, j, g * j) for m, g in
+                                            (("buffered", 1.0), ("direct", 2.0))
+                                            for j in (1, 2, 4)]):
+        p = {"kind": "fio", "rw": rw, "direct": int(m == "direct"), "jobs": jobs}
+        runs.append(Run(Point("limits", p), "l", "ok", 0, 1, (Metric(
+            "write_bw_bytes_per_s", gib * 2**30, "B/s"),), id=i + 1))
+    runs.append(Run(Point("limits", {"kind": "memcopy", "threads": 1}), "l", "ok", 0, 1,
+                    (Metric("memcopy_bytes_per_s", 20 * 2**30, "B/s"),), id=99))
+    rep = limits_report(summarise(runs, cpus=1), {
+        "bed": {"kind": "ram"}, "host": {"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
+        "kernel": "6.18", "fio_version": "3", "batch": "b"})
+    (fig,) = wall_figures(rep.data)
+    by = {t["name"]: t for t in fig["data"]}
+    assert list(by) == ["buffered", "direct", "memory copy", "direct ceiling"]
+    assert by["buffered"]["x"] == [1, 2, 4] and by["buffered"]["y"] == [1.0, 2.0, 4.0]
+    assert by["direct"]["customdata"] == ["/runs?ids=4", "/runs?ids=5", "/runs?ids=6"]
+    assert by["memory copy"]["y"] == [20.0, 20.0, 20.0]  # one CPU: one thread at every count
+    assert by["direct ceiling"]["y"] == [8.0, 8.0]
+    links = cell_links(rep)
+    table = next(i for i, s in enumerate(rep.sections) if s.title.startswith("Sequential write"))
+    assert links[(table, 2, 1)] == "/runs?ids=3" and links[(table, 0, 3)] == "/runs?ids=4"
+
+
+def test_history_x_by_commit_has_no_half_ticks() -> None:
+    rows = [("s", float(i), (100.0 if i < 10 else 70.0) + i % 3) for i in range(20)]
+    (h,) = from_rows(rows)
+    h = dataclasses.replace(h, observations=tuple(
+        dataclasses.replace(o, commit=f"c{o.index // 2}") for o in h.observations))
+    fig = history_figure(h, "commit")
+    assert fig["layout"]["xaxis"]["type"] == "category"
+    assert fig["layout"]["xaxis"]["categoryarray"] == [f"c{i}" for i in range(10)]
+    assert fig["layout"]["yaxis"]["rangemode"] == "tozero"
+    (change,) = [s for s in fig["layout"]["shapes"] if s.get("line", {}).get("dash") == "dash"]
+    assert change["x0"] == 4.5  # between c4 (runs 8, 9) and c5 (10, 11), categories' positions
+
+
+def test_point_mode_and_short_text() -> None:
+    assert mode({"direct": 1, "uncached": 0}) == "direct" and mode({"uncached": 1}) == "uncached"
+    assert mode({"direct": 0}) == "buffered" and mode({"kind": "create"}) == ""
+    assert point_text({"rw": "write", "direct": 0, "jobs": 2}) == "jobs=2 rw=write"
+    assert short("v" * 5000, 90) == "v" * 89 + "…" and short("abc", 90) == "abc"
+
+
+def test_other_modes_prefer_the_runs_own_generator() -> None:
+    """limits measures uncached with iowall-engine (kind=stream) where fio cannot: a fio run
+    finds it there, but finds buffered by fio, not by the engine's agreement runs."""
+    def run(rid: int, kind: str, direct: int = 0, uncached: int = 0, jobs: int = 2) -> Run:
+        p = {"kind": kind, "rw": "write", "direct": direct, "jobs": jobs,
+             "end_fsync": int(not direct), **({"uncached": 1} if uncached else {})}
+        return Run(Point("limits", p), "l", "ok", 0, 1, id=rid)
+    batch = [run(1, "fio"), run(2, "stream"), run(3, "fio", direct=1), run(4, "fio", direct=1),
+             run(5, "stream", uncached=1), run(6, "fio", direct=1, jobs=4)]
+    assert other_modes(batch[0], batch) == [
+        {"mode": "direct", "run": 3, "n": 2, "ids": "3-4"},
+        {"mode": "uncached", "run": 5, "n": 1, "ids": "5"}]
+    assert [o["run"] for o in other_modes(batch[2], batch)] == [1, 5]
+    assert other_modes(Run(Point("meta", {"threads": 2}), "l", "ok", 0, 1, id=9), batch) == []

@@ -15,7 +15,7 @@ from ..report.emit import write, wrote
 from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
-from ..store.bundle import import_runs, plan_import, read_bundle, redact_url, write_bundle
+from ..store.bundle import import_runs, plan_import, read_bundle, write_bundle
 from .options import DbOpt
 
 
@@ -50,7 +50,7 @@ def export(
         every = RunFilter(statuses=MEASURED_STATUSES if measured_only else ())
         if not store.count(every):
             raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
-                            f"{store.url}")
+                            f"{store.shown}")
         runs = store.iter_runs(every, with_series=True, with_artifacts=True)
     labels: set[str] = set()
     kernels: set[str] = set()
@@ -61,7 +61,7 @@ def export(
             kernels.add(_kernel(r))
             yield r
 
-    source = {"host": socket.gethostname(), "store": redact_url(store.url) if store else ""}
+    source = {"host": socket.gethostname(), "store": store.shown if store else ""}
     n = write_bundle(seen(runs), output, source=source)
     if output != "-":
         wrote(output)

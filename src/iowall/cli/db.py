@@ -8,11 +8,10 @@ from typing import Annotated
 import typer
 
 from ..errors import UserError
-from ..paths import db_url
+from ..paths import db_url, redact_url
 from ..report.emit import write
 from ..selection import parse_selection
 from ..store import RunFilter, Store
-from ..store.bundle import redact_url
 from ..store.copy import copy_runs
 
 db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")
@@ -43,8 +42,8 @@ def copy(
     source, target = Store.existing(src), Store(dst)
     done = copy_runs(source, target, flt)
     write(f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
-          f"report{'' if done.reports == 1 else 's'} from {redact_url(source.url)} to "
-          f"{redact_url(target.url)}; {done.skipped} already there\n", None)
+          f"report{'' if done.reports == 1 else 's'} from {source.shown} to "
+          f"{target.shown}; {done.skipped} already there\n", None)
 
 
 db_app.command("copy")(copy)

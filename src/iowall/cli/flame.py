@@ -13,16 +13,16 @@ from ..errors import UserError
 from ..probes.profile import ARTIFACT
 from ..report.emit import wrote
 from ..report.flame import diff_flamegraph, flamegraph, subtitle, write_svg
+from ..selection import run_id
 from ..store import Store
 from .options import DbOpt
 
 
 def load_profile(store: Store, arg: str) -> tuple[int, str, dict[str, int]]:
     """Run id, a short description and the folded stacks of one run, or a UserError."""
-    try:
-        rid = int(arg)
-    except ValueError:
-        raise UserError(f"{arg!r} is not a run id: give run ids (see `iowall runs`)") from None
+    rid = run_id(arg)
+    if rid is None:
+        raise UserError(f"{arg!r} is not a run id: give run ids (see `iowall runs`)")
     run = store.get_run(rid)
     art = next((a for a in run.artifacts if a.name == ARTIFACT), None)
     if art is None:

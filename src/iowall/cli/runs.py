@@ -31,7 +31,7 @@ class Status(str, Enum):
     filled = "filled"
 
 
-def _headline(r: Run) -> str:
+def result_line(r: Run) -> str:
     """The run's primary metric (``model.primary_metric``: what ``--repeat auto`` decides
     on), e.g. ``write 7758MiB/s``, ``memcopy 21.3GiB/s``, ``create 24,310 files/s``."""
     m = primary_metric(r)
@@ -88,7 +88,7 @@ def runs(
             print(f"{older} older run{'' if older == 1 else 's'} not shown: --page "
                   f"{number + 1} for the next page, --limit N for longer pages, "
                   "--format csv or json for every run", file=sys.stderr)
-    emit(RunList(tuple(found), tuple(_headline(r) for r in found)), fmt, output)
+    emit(RunList(tuple(found), tuple(result_line(r) for r in found)), fmt, output)
 
 
 def stream_runs(store: Store, flt: RunFilter, fmt: ListFormat, output: str | None) -> None:

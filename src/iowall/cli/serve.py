@@ -13,6 +13,7 @@ import uvicorn
 from ..errors import UserError
 from ..store import Store
 from ..web.app import create_app
+from ..web.guard import HostNames
 from .options import DbOpt
 
 
@@ -48,6 +49,10 @@ def serve(
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="listen on a non-loopback --host: every stored run, its "
         "environment and raw data become readable from the network")] = False,
+    server_name: Annotated[list[str] | None, typer.Option(
+        "--server-name", metavar="NAME", help="a host name the dashboard is reached by besides "
+        "its address (a reverse proxy's), repeatable: other Host headers are refused (DNS "
+        "rebinding)")] = None,
     db: DbOpt = None,
 ) -> None:
     """Serve the dashboard of the store: runs, a run with its Why and flame graph, compare,
@@ -59,7 +64,8 @@ def serve(
     sock = bound_socket(host, port)
     addr, bound = sock.getsockname()[:2]
     shown = f"[{addr}]" if ":" in addr else addr
-    print(f"iowall: serving {store.url} at http://{shown}:{bound}/ (Ctrl-C stops)",
+    print(f"iowall: serving {store.shown} at http://{shown}:{bound}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
-    config = uvicorn.Config(create_app(store), log_level="warning", access_log=False)
+    app = create_app(store, HostNames.of(addr, server_name or ()))
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..store import Store
-from ..store.bundle import import_runs, read_bundle, redact_url
+from ..store.bundle import import_runs, read_bundle
 from ..units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
 from .state import FAILED, IMPORTED, FleetDir, HostState, run_key
@@ -132,6 +132,6 @@ def run_fleet(spec: FleetSpec, store: Store, say: Callable[[str], None],
                     h, f"the playbook ended without its bundle; see {fd.log}"))
             fd.save(st)
             progress.line(h, f"imported {plural(st.runs, 'run')} (host {', '.join(st.hostnames)}) into "
-                             f"{redact_url(store.url)}" if st.status == IMPORTED
+                             f"{store.shown}" if st.status == IMPORTED
                           else f"FAILED: {st.error}")
     return [fd.state(h) or HostState(h, FAILED, error="no state") for h in hosts]

@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from ..atomic import open_atomic
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
+from ..paths import redact_url
 from .db import Store
 
 #: The value of the top-level ``format`` key of every bundle.
@@ -338,12 +339,6 @@ def read_bundle(path: str) -> list[Run]:
 # Writing
 
 
-def redact_url(url: str) -> str:
-    """A store URL with any password replaced by ``***``, e.g. ``postgresql://u:***@h/db``."""
-    url = re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
-    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
-
-
 def _run_doc(run: Run) -> Doc:
     return {
         "uuid": run_uuid(run), "source_id": run.id, "label": run.label,
@@ -436,7 +431,7 @@ def import_runs(store: Store, runs: Sequence[Run]) -> tuple[int, int]:
         ids = store.add_new_runs([replace(r, id=None) for r in new])
     except IntegrityError as e:
         what = str(getattr(e, "orig", e)).splitlines()[0]
-        raise UserError(f"import into {store.url}: the store refused a run ({what}); nothing "
+        raise UserError(f"import into {store.shown}: the store refused a run ({what}); nothing "
                         "was imported") from None
     added = sum(i is not None for i in ids)
     return added, len(runs) - added

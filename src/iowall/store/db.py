@@ -22,7 +22,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..errors import UserError
 from ..model import Artifact, Run
-from ..paths import db_url, default_db_url
+from ..paths import db_url, default_db_url, redact_url
 from . import codec
 from . import schema as t
 from .fits import METRICS, check_row, check_series
@@ -61,10 +61,15 @@ class Store:
                 engine_url(self.url), future=True,
                 connect_args={"connect_timeout": 10} if pg else {})
         except Exception as e:  # bad URL syntax, missing driver
-            raise UserError(f"cannot open store {self.url!r}: {e}") from e
+            raise UserError(f"cannot open store {self.shown!r}: {redact_url(str(e))}") from e
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
+
+    @property
+    def shown(self) -> str:
+        """The store's URL as every message and page shows it: without its password."""
+        return redact_url(self.url)
 
     @classmethod
     def existing(cls, url: str | None = None) -> Store:
@@ -96,8 +101,8 @@ class Store:
                 else:
                     _sqlite_migrate(conn, lambda: command.upgrade(cfg, "head"), cfg)
         except Exception as e:
-            raise UserError(f"cannot open store {self.url!r}: {e.__class__.__name__}: "
-                            f"{str(e).splitlines()[0]}") from e
+            raise UserError(f"cannot open store {self.shown!r}: {e.__class__.__name__}: "
+                            f"{redact_url(str(e).splitlines()[0])}") from e
 
     def _at_head(self) -> bool:
         """Whether the store's alembic_version is HEAD already, read without importing
@@ -288,7 +293,7 @@ class Store:
             rows = with_docs(conn, list(conn.execute(
                 select(t.runs).where(t.runs.c.id == run_id)).mappings()))
             if not rows:
-                raise UserError(f"no run {run_id} in {self.url}")
+                raise UserError(f"no run {run_id} in {self.shown}")
             return load(conn, rows, with_series=True, with_artifacts=True)[0]
 
     def artifact(self, run_id: int, name: str) -> Artifact | None:
@@ -449,15 +454,27 @@ def page_ids(store: Store, flt: RunFilter, *, before: int | None = None,
     time in [since, until): one indexed, LIMITed query (keyset paging), whatever the store's
     size. ``flt.commit`` and ``flt.limit`` are not applied here."""
     c = t.runs.c
-    q = where(select(c.id).order_by(c.id.desc()).limit(max(0, limit)), flt)
+    q = _window(where(select(c.id).order_by(c.id.desc()).limit(max(0, limit)), flt), since, until)
     if before is not None:
         q = q.where(c.id < before)
-    if since is not None:
-        q = q.where(c.started_at >= since)
-    if until is not None:
-        q = q.where(c.started_at < until)
     with store.engine.connect() as conn:
         return [int(i) for i in conn.execute(q).scalars()]
+
+
+def count_window(store: Store, flt: RunFilter, *, since: float | None = None,
+                 until: float | None = None) -> int:
+    """How many runs ``page_ids`` pages through: ``flt`` and a start time in [since, until)."""
+    q = _window(where(select(func.count()).select_from(t.runs), flt), since, until)
+    with store.engine.connect() as conn:
+        return int(conn.execute(q).scalar_one())
+
+
+def _window(q: Any, since: float | None, until: float | None) -> Any:
+    if since is not None:
+        q = q.where(t.runs.c.started_at >= since)
+    if until is not None:
+        q = q.where(t.runs.c.started_at < until)
+    return q
 
 
 def id_of_uuid(store: Store, uuid: str) -> int | None:

@@ -8,25 +8,25 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-import plotly
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.middleware.gzip import GZipMiddleware
 
-from ..analysis.history import BY, from_runs
+from ..analysis.history import BY
 from ..cli.flame import flame_svg
 from ..errors import IowallError, UserError
 from ..recipes.tables import reload_compare
+from ..report.emit import render
 from ..store import Store
 from ..store.reports import get_report
-from . import pages
-from .queries import FILTERS, compare_sets, find_run, run_page, selected
+from . import downloads, pages
+from .assets import load_assets, respond, url_of
+from .figures import XS
+from .guard import Guard, HostNames, svg_csp
+from .queries import FILTERS, compare_sets, find_run, histories, run_page, run_ref
 
 HERE = os.path.dirname(__file__)
-PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
-#: Scripts only from this server (plotly.js, iowall.js); plot data is inert JSON.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data:; object-src 'self'; frame-ancestors 'self'")
 #: Pages without plots do not load plotly.js (4.6 MB).
 NO_PLOTS = ("runs.html", "error.html")
 #: Raw artifacts are served as what they are, never as a page a browser would run.
@@ -38,18 +38,24 @@ def templates() -> Environment:
     env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["q"] = lambda d: urlencode({k: v for k, v in d.items() if v not in (None, "")})
+    env.filters["short"] = pages.short
     return env
 
 
-def create_app(store: Store) -> FastAPI:
-    """The dashboard of one store."""
+def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
+    """The dashboard of one store, answering the Host names ``hosts`` allows (default: a
+    server on 127.0.0.1)."""
     app = FastAPI(title="iowall", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(GZipMiddleware, minimum_size=1000)
+    app.add_middleware(Guard, hosts=hosts or HostNames.of("127.0.0.1"))
     env = templates()
+    assets = load_assets()
+    env.globals["asset"] = lambda name: url_of(assets, name)
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        html = env.get_template(name).render(store=store.url,
+        text = env.get_template(name).render(store=store.shown,
                                              plots=name not in NO_PLOTS, **ctx)
-        return HTMLResponse(html, status, headers={"Content-Security-Policy": CSP})
+        return HTMLResponse(text, status)
 
     def guarded(fn: Callable[[], HTMLResponse]) -> HTMLResponse:
         try:
@@ -67,9 +73,23 @@ def create_app(store: Store) -> FastAPI:
     @app.get("/runs", response_class=HTMLResponse)
     def runs(request: Request) -> HTMLResponse:
         params = dict(request.query_params)
-        filters = {k: params.get(k, "") for k in (*FILTERS, "since", "until")}
+        filters = {k: params.get(k, "") for k in (*FILTERS, "since", "until", "ids")}
         return guarded(lambda: page("runs.html", filters=filters, labels=store.labels(),
                                     rows=pages.run_rows(run_page(store, params)), params=params))
+
+    @app.get("/runs.{fmt}")
+    def runs_download(fmt: str, request: Request) -> Response:
+        return _download(fmt, "runs", lambda: downloads.runs(store, dict(request.query_params)))
+
+    @app.get("/compare.{fmt}")
+    def compare_download(fmt: str, base: str = "", new: str = "", metric: str = "") -> Response:
+        return _download(fmt, "compare", lambda: compare_sets(store, base, new, metric or None))
+
+    @app.get("/history.{fmt}")
+    def history_download(fmt: str, sel: str = "", metric: str = "", by: str = "time",
+                         series: str = "") -> Response:
+        return _download(fmt, "history",
+                         lambda: downloads.history(store, sel, metric, by, series, fmt))
 
     @app.get("/run/{ref}", response_class=HTMLResponse)
     def run(ref: str) -> HTMLResponse:
@@ -85,7 +105,7 @@ def create_app(store: Store) -> FastAPI:
         if art is None:
             return Response(f"run {r.id} has no artifact {name!r}\n", 404, media_type="text/plain")
         kind = RAW_TYPES.get(os.path.splitext(name)[1], "text/plain")
-        return Response(art.body, media_type=kind, headers={"X-Content-Type-Options": "nosniff"})
+        return Response(art.body, media_type=kind)
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare(base: str = "", new: str = "", metric: str = "") -> HTMLResponse:
@@ -96,51 +116,63 @@ def create_app(store: Store) -> FastAPI:
         return guarded(build)
 
     @app.get("/history", response_class=HTMLResponse)
-    def history(sel: str = "", metric: str = "", by: str = "time") -> HTMLResponse:
+    def history(sel: str = "", metric: str = "", by: str = "time", x: str = "run",
+                series: str = "") -> HTMLResponse:
         def build() -> HTMLResponse:
-            if by not in BY:
-                raise UserError(f"by {by!r}: use one of {', '.join(BY)}")
-            hs = from_runs(selected(store, sel), metric=metric or None, by=by) if sel else []
-            if sel and not hs:
-                raise UserError(f"no series: no point of {sel!r} has two runs with "
-                                + (f"metric {metric!r}" if metric else "a throughput metric"))
-            return page("history.html", sel=sel, metric=metric, by=by, bys=BY,
-                        labels=store.labels(), histories=[pages.history_context(h) for h in hs])
+            if x not in XS:
+                raise UserError(f"x {x!r}: use one of {', '.join(XS)}")
+            hs = histories(store, sel, metric, by, series) if sel else []
+            q = {"sel": sel, "metric": metric, "by": by, "series": series}
+            return page("history.html", sel=sel, metric=metric, by=by, bys=BY, x=x, xs=XS,
+                        series=series, query=q, labels=store.labels(),
+                        histories=[pages.history_context(h, x, i + 1) for i, h in enumerate(hs)])
         return guarded(build)
 
     @app.get("/report/{batch}", response_class=HTMLResponse)
     def report(batch: str) -> HTMLResponse:
         def build() -> HTMLResponse:
             rep = reload_compare(store, get_report(store, batch))
-            return page("report.html", rep=rep, **pages.compare_context(rep.compare))
+            return page("report.html", rep=rep, **pages.report_context(rep))
         return guarded(build)
 
     @app.get("/flame/diff")
-    def flame_diff(base: str, new: str) -> Response:
-        return _svg(lambda: flame_svg(store, [base, new]))
+    def flame_diff(base: str = "", new: str = "") -> Response:
+        return _svg(lambda: flame_svg(store, [str(run_ref(base)), str(run_ref(new))]))
 
     @app.get("/flame/{ref}.svg")
     def flame(ref: str) -> Response:
-        return _svg(lambda: flame_svg(store, [ref]))
-
-    @app.get("/static/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
-        return FileResponse(PLOTLY_JS, media_type="text/javascript")
+        return _svg(lambda: flame_svg(store, [str(run_ref(ref))]))
 
     @app.get("/static/{name}", include_in_schema=False)
-    def static(name: str) -> Response:
-        if name not in ("iowall.js", "style.css"):
+    def static(name: str, request: Request) -> Response:
+        if name not in assets:
             return Response("no such file\n", 404, media_type="text/plain")
-        kind = "text/javascript" if name.endswith(".js") else "text/css"
-        return FileResponse(os.path.join(HERE, "static", name), media_type=kind)
+        return respond(assets[name], request)
 
     return app
 
 
-def _svg(make: Callable[[], str]) -> Response:
-    """A flame graph, or the reason there is none as plain text (404)."""
+def _download(fmt: str, what: str, make: Callable[[], object]) -> Response:
+    """What a page shows in the CLI's own CSV or JSON (``--format csv|json``), as a file;
+    ``make`` returns the data to render, or the text itself."""
+    if fmt not in downloads.TYPES:
+        return Response(f"no {what}.{fmt}: csv or json\n", 404, media_type="text/plain")
     try:
-        return Response(make(), media_type="image/svg+xml")
+        data = make()
+        text = data if isinstance(data, str) else render(data, fmt)
+    except UserError as e:
+        return Response(str(e) + "\n", 400, media_type="text/plain")
+    return Response(text, media_type=downloads.TYPES[fmt], headers={
+        "Content-Disposition": f'attachment; filename="iowall-{what}.{fmt}"'})
+
+
+def _svg(make: Callable[[], str]) -> Response:
+    """A flame graph (its own scripts allowed by their hashes, nothing else), or the reason
+    there is none as plain text (404)."""
+    try:
+        svg = make()
     except (UserError, IowallError) as e:
         return Response(str(e) + "\n", 404, media_type="text/plain")
+    return Response(svg, media_type="image/svg+xml",
+                    headers={"Content-Security-Policy": svg_csp(svg)})
 

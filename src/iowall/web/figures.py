@@ -5,6 +5,7 @@ a history with its change points and interval bands. Byte units in binary prefix
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +28,18 @@ def _layout(title: str, ytitle: str, **kw: Any) -> dict[str, Any]:
             "legend": {"font": {"size": 10}}, **kw}
 
 
+def fio_window(run: Run) -> tuple[float, float] | None:
+    """The time range of fio's own samples (seconds from the run's start), which every probe
+    plot of the run is drawn on so that one moment is one x everywhere."""
+    ts = [t for s in run.series if s.probe == "fio" for t, _ in s.samples]
+    return (min(ts), max(ts)) if ts and max(ts) > min(ts) else None
+
+
 def run_figures(run: Run) -> list[Figure]:
-    """One figure per probe and unit (fio's throughput first), time in seconds on x."""
+    """One figure per probe and unit (fio's throughput first), time in seconds on x, every
+    figure on fio's time range (a double click shows a probe's whole range)."""
     out = []
+    window = fio_window(run)
     for probe, unit, shown, hidden in panels(run.series):
         peak = max(abs(v) for s in shown for _, v in s.samples)
         scale, ylabel = binary_scale(unit, peak)
@@ -37,8 +47,10 @@ def run_figures(run: Run) -> list[Figure]:
         data = [{"type": "scatter", "mode": "lines+markers" if len(s.samples) < 30 else "lines",
                  "name": s.name, "x": [t for t, _ in s.samples],
                  "y": [v / scale for _, v in s.samples]} for s in shown]
-        out.append({"data": data, "layout": _layout(f"{probe}{more}", ylabel,
-                                                    xaxis={"title": {"text": "time (s)"}})})
+        xaxis: dict[str, Any] = {"title": {"text": "time (s)"}}
+        if window:
+            xaxis["range"] = list(window)
+        out.append({"data": data, "layout": _layout(f"{probe}{more}", ylabel, xaxis=xaxis)})
     return out
 
 
@@ -96,38 +108,72 @@ def segments(h: History) -> list[Segment]:
 
 
 def _hover(o: Observation) -> str:
-    parts = [f"run {o.run_id}" if o.run_id is not None else f"#{o.index}", o.label, o.kernel]
+    parts = [f"run {o.run_id}" if o.run_id is not None else f"#{o.index}", o.label, o.kernel,
+             o.commit, time.strftime("%Y-%m-%d %H:%M", time.gmtime(o.started_at))
+             if o.started_at else ""]
     return " ".join(p for p in parts if p)
 
 
-def history_figure(h: History) -> Figure:
-    """The values in order, each segment's median as a line inside its interval band, and a
-    dashed line at each change point."""
+#: What a history's x axis may show: the run's start date, its id, its commit or its kernel.
+XS = ("run", "date", "commit", "kernel")
+
+
+def x_of(o: Observation, x: str) -> str:
+    """Where an observation stands on a history's x axis (``x`` one of XS)."""
+    if x == "date":
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(o.started_at))
+    if x == "commit":
+        return o.commit or "?"
+    if x == "kernel":
+        return o.kernel or "?"
+    return f"run {o.run_id}" if o.run_id is not None else f"#{o.index}"
+
+
+def history_scale(h: History) -> tuple[float, str]:
+    """The divisor and unit of a history's axis, which its table uses too (one unit a view)."""
     finite = [abs(o.value) for o in h.observations if math.isfinite(o.value)]
-    scale, ylabel = binary_scale(h.unit, max(finite, default=1.0))
+    return binary_scale(h.unit, max(finite, default=1.0))
+
+
+def history_figure(h: History, x: str = "run") -> Figure:
+    """The values in order against run ids, dates, commits or kernels; y from zero; each
+    segment's median as a line inside its interval band; a dashed line at each change."""
+    scale, ylabel = history_scale(h)
     obs = h.observations
+    xs = [x_of(o, x) for o in obs]
+    cats = list(dict.fromkeys(xs))
+
+    def pos(i: int, edge: float) -> float | str:
+        """x of observation ``i`` moved by ``edge`` of a step (categories: their index)."""
+        if x == "date":
+            return xs[i]
+        return cats.index(xs[i]) + edge
+
     data: list[dict[str, Any]] = [{
-        "type": "scatter", "mode": "markers", "name": short_metric(h.metric),
-        "x": [o.index for o in obs],
+        "type": "scatter", "mode": "markers", "name": short_metric(h.metric), "x": xs,
         "y": [o.value / scale if math.isfinite(o.value) else None for o in obs],
         "text": [_hover(o) for o in obs], "marker": {"size": 7, "color": "#1f77b4"}}]
     shapes: list[dict[str, Any]] = []
-    for s in segments(h):
-        x0, x1 = s.first - 0.4, s.last + 0.4
-        lo, hi = s.ci
+    for sg in segments(h):
+        x0, x1 = pos(sg.first, -0.4), pos(sg.last, 0.4)
+        lo, hi = sg.ci
         if math.isfinite(lo) and math.isfinite(hi):
             shapes.append({"type": "rect", "x0": x0, "x1": x1, "y0": lo / scale,
                            "y1": hi / scale, "fillcolor": "rgba(255,152,0,0.18)",
                            "line": {"width": 0}, "layer": "below"})
-        data.append({"type": "scatter", "mode": "lines", "x": [x0, x1],
-                     "y": [s.median / scale] * 2, "line": {"color": "#ef6c00"},
-                     "showlegend": False, "hoverinfo": "skip"})
+        shapes.append({"type": "line", "x0": x0, "x1": x1, "y0": sg.median / scale,
+                       "y1": sg.median / scale, "line": {"color": "#ef6c00", "width": 2}})
     for w in h.windows:
-        x = w.change.index - 0.5
-        shapes.append({"type": "line", "x0": x, "x1": x, "yref": "paper", "y0": 0, "y1": 1,
+        i = w.change.index
+        at = xs[i] if x == "date" else (cats.index(xs[i - 1]) + cats.index(xs[i])) / 2
+        shapes.append({"type": "line", "x0": at, "x1": at, "yref": "paper", "y0": 0, "y1": 1,
                        "line": {"color": "#c62828", "dash": "dash"}})
-    layout = _layout(h.name, ylabel, xaxis={"title": {"text": f"run in order ({h.by})"}}, shapes=shapes,
-                     showlegend=False)
+    xaxis: dict[str, Any] = {"title": {"text": {"run": "run", "date": "start (UTC)",
+                                                 "commit": "commit", "kernel": "kernel"}[x]}}
+    if x != "date":
+        xaxis.update(type="category", categoryorder="array", categoryarray=cats)
+    layout = _layout(h.name, ylabel, xaxis=xaxis, shapes=shapes, showlegend=False)
+    layout["yaxis"]["rangemode"] = "tozero"
     return {"data": data, "layout": layout}
 
 

@@ -5,17 +5,19 @@ selections naming a bundle file are refused (a URL must not read files on the se
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..analysis.compare import CompareResult, Side, compare, shared_run
+from ..analysis.history import BY, History, from_runs
 from ..cli.compare import compared_field
 from ..errors import UserError
 from ..model import Run
-from ..selection import load, parse_selection
+from ..selection import load, parse_selection, run_id
 from ..store import RunFilter, Store
-from ..store.db import id_of_uuid, page_ids
+from ..store.db import count_window, id_of_uuid, page_ids
 
 #: Runs on one page of /runs.
 PAGE = 50
@@ -25,10 +27,12 @@ FILTERS = ("label", "recipe", "kernel", "host", "status", "batch")
 
 @dataclass(frozen=True)
 class RunPage:
-    """One page of runs, newest first, and the id the next (older) page starts below."""
+    """One page of runs, newest first, the id the next (older) page starts below, and how
+    many runs the filters match in all."""
 
     runs: tuple[Run, ...]
     older: int | None
+    total: int = 0
 
 
 def day(text: str, what: str) -> float:
@@ -42,24 +46,42 @@ def day(text: str, what: str) -> float:
 def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> RunPage:
     """The runs /runs shows for its query parameters (FILTERS, since, until, before)."""
     flt = RunFilter(**{k: params[k] for k in FILTERS if params.get(k)})  # type: ignore[arg-type]
+    if params.get("ids"):  # the runs of one report cell: ids=3-5,9
+        flt = RunFilter(ids=parse_selection("ids=" + params["ids"]).flt.ids)
     since = day(params["since"], "since") if params.get("since") else None
     until = day(params["until"], "until") + 86400 if params.get("until") else None
     before = None
     if params.get("before"):
-        try:
-            before = int(params["before"])
-        except ValueError:
-            raise UserError(f"before {params['before']!r}: give a run id") from None
+        before = run_id(params["before"])
+        if before is None:
+            raise UserError(f"before {params['before']!r}: give a run id (digits 0-9)")
     ids = page_ids(store, flt, before=before, since=since, until=until, limit=limit + 1)
     shown = ids[:limit]
     runs = store.runs(RunFilter(ids=shown)) if shown else []
     runs.reverse()
-    return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None)
+    return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None,
+                   count_window(store, flt, since=since, until=until))
+
+
+#: A run's uuid as the store keeps it.
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def run_ref(ref: str) -> int | str:
+    """A run named in a URL: an id (ASCII digits, within range) or a uuid; a UserError saying
+    "no run" (404) for anything else."""
+    rid = run_id(ref)
+    if rid is not None:
+        return rid
+    if UUID.fullmatch(ref.strip().lower()):
+        return ref.strip().lower()
+    raise UserError(f"no run {ref!r} in this store: a run is named by its id or uuid")
 
 
 def find_run(store: Store, ref: str) -> Run:
     """A whole run (series, artifacts) by id or uuid; a UserError when there is none."""
-    rid = int(ref) if ref.isdigit() else id_of_uuid(store, ref)
+    key = run_ref(ref)
+    rid = key if isinstance(key, int) else id_of_uuid(store, key)
     if rid is None:
         raise UserError(f"no run {ref!r} in this store")
     return store.get_run(rid)
@@ -100,5 +122,24 @@ def compare_sets(store: Store, base: str, new: str, metric: str | None = None) -
     res = compare(sides[0], sides[1:], metrics=[metric] if metric else None,
                   compared=compared_field([base, new]))
     if not res.rows:
-        raise UserError("nothing to compare: no point and metric measured on both sides")
+        sides_of = {u.side for u in res.unpaired}
+        raise UserError(
+            "nothing could be paired: no point and metric is measured on both sides"
+            + (f" ({len(res.unpaired)} points on {' and '.join(sorted(sides_of))} alone; "
+               "different recipes or parameters?)" if res.unpaired else ""))
     return res
+
+
+def histories(store: Store, sel: str, metric: str, by: str, series: str = "") -> list[History]:
+    """The series of a selection as ``iowall history`` finds them (only the one whose key is
+    ``series`` when given); a UserError naming why there is none."""
+    if by not in BY:
+        raise UserError(f"by {by!r}: use one of {', '.join(BY)}")
+    if not sel:
+        raise UserError("history needs runs: sel=SELECTION")
+    hs = [h for h in from_runs(selected(store, sel), metric=metric or None, by=by)
+          if not series or h.key == series]
+    if not hs:
+        raise UserError(f"no series: no point of {sel!r} has two runs with "
+                        + (f"metric {metric!r}" if metric else "a throughput metric"))
+    return hs
