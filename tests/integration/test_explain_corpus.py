@@ -41,6 +41,8 @@ def test_explain_names_the_induced_wall(name: str, tmp_path: Path, db_url: str) 
     case = run_case(kind, db_url, tmp_path / "plans")
     assert clean() == before, "the induction left something behind"
     assert case.run_id is not None and not case.error, case.error
+    if not case.truth.held and kind.host_dependent:
+        pytest.skip(f"{name}: this host's hardware did not make the wall: {case.truth.detail}")
     assert case.truth.held, (f"{name}: the wall was not induced: {case.truth.detail}; "
                              f"job threads: {case.threads}")
     got = (case.wall or {}).get("kind")
