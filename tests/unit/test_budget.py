@@ -182,6 +182,13 @@ def test_io_walls_are_told_apart_by_the_device_side() -> None:
     busy = _decide({0: 380}, [IO], wall.Device(util=0.97, queue_depth=12, await_s=4e-4,
                                                 iops=30000))
     assert busy is not None and busy.kind == "device"
+    # 46 requests in flight at 80% busy (a loop device over the virtio disk): they queue there
+    deep = _decide({0: 380}, [IO], wall.Device(util=0.79, queue_depth=45.8, await_s=1.7e-2,
+                                                iops=2700))
+    assert deep is not None and deep.kind == "device"
+    shallow = _decide({0: 380}, [IO], wall.Device(util=0.79, queue_depth=3, await_s=1e-3,
+                                                   iops=2700))
+    assert shallow is not None and shallow.kind == "io"
     # 1000 writes in 3.8 s blocked = 3.8 ms each, against a device answering in 0.3 ms, 2% busy
     held = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
                                                 iops=60))

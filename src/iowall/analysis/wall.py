@@ -34,6 +34,11 @@ MIN_SHARE = 0.40
 ALSO_SHARE = 0.25
 #: the device is the wall when busy at least this share of the window with requests queued
 DEVICE_BUSY = 0.80
+#: ... or when this many requests were in flight on it on average while it was busy at least
+#: this share: they queue at the device, not above it (a limit above the device keeps them
+#: from reaching it), so a deeper queue would not move the point
+DEVICE_QUEUED = 8.0
+DEVICE_QUEUED_BUSY = 0.50
 #: the copy's own rate (bytes per second spent in the copy path) at least this share of the
 #: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by
 #: page from scattered folios: 40-45% of the engine's rep-movsb rate on this VM's page-cache
@@ -369,7 +374,8 @@ def _io(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str] = 
                     f"I/O with {dev.queue_depth:.1f} request(s) in flight on average; {lat}, "
                     f"and the device was {busy}: more jobs or a deeper queue would move it.",
                     share, ev)
-    if dev.util is not None and dev.util >= DEVICE_BUSY:
+    queued = (dev.queue_depth or 0) >= DEVICE_QUEUED and (dev.util or 0) >= DEVICE_QUEUED_BUSY
+    if dev.util is not None and (dev.util >= DEVICE_BUSY or queued):
         return Wall("device", f"Device-bound: {who} waited {_pct(share)} of its time for I/O "
                     f"while the device was {busy} with {dev.queue_depth or 0:.1f} requests in "
                     f"flight on average (each took {_us(dev.await_s or 0)}).", share, ev)
