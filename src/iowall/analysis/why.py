@@ -141,7 +141,7 @@ def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
 
 #: Classes of thread that do not work for the point: their CPU time is what the workload's
 #: run delay may be spent behind.
-OUTSIDE = ("neighbours", "iowall", "kthreads", "steal")
+OUTSIDE = ("neighbours", "iowall", "kthreads")
 
 
 def outside_share(run: Run, window: tuple[float, float]) -> float | None:
