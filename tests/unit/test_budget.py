@@ -165,6 +165,32 @@ def test_quota_explains_run_delay_up_to_the_throttled_time() -> None:
     assert "0.30 CPU" in w.sentence and "92% of periods" in w.sentence
 
 
+def test_a_binding_quota_holds_all_the_run_delay() -> None:
+    # 0.3 CPU quota over 4 s, 1.13 CPU-s used (94%), throttled: the neighbours beside it only
+    # decide when in each period the group runs, so its whole run delay is the quota's
+    th = _thread(1, wall_s=4.0, cpu=1.13, delay=2.6, user=0.1, blocked={0: 20})
+    cg = _cgroup(throttled_s=0.9, periods=40, throttled=30, quota=0.3)
+    cg["rows"][0][1]["cg_cpu_usage_s"], cg["rows"][1][1]["cg_cpu_usage_s"] = 0.0, 1.13
+    b = budget.compute(_doc([th], [IO], [cg]), (0.0, 4.0), "test", outside_share=0.8)
+    assert b is not None
+    assert b.totals["runnable:quota"] == pytest.approx(2.6)
+    assert b.totals["runnable:others"] == pytest.approx(0.0)
+    # the same group using half its quota: only the throttled time is the quota's
+    cg["rows"][1][1]["cg_cpu_usage_s"] = 0.6
+    b = budget.compute(_doc([th], [IO], [cg]), (0.0, 4.0), "test", outside_share=0.8)
+    assert b is not None
+    assert b.totals["runnable:quota"] == pytest.approx(0.9)
+
+
+def test_window_mean_leaves_out_a_sample_straddling_the_start() -> None:
+    # the first second carried the layout's writes completing (4.4 in flight), not the reads
+    qd = [(1.0, 0.02), (2.0, 4.36), (3.0, 0.64), (4.0, 0.62), (5.0, 0.61), (6.0, 0.16)]
+    assert wall.window_mean(qd, 1.29, 5.28) == pytest.approx((0.64 + 0.62 + 0.61) / 3)
+    # a window inside one sample's interval: the sample that ends in it
+    assert wall.window_mean(qd, 2.2, 2.9) is None
+    assert wall.window_mean(qd, 2.2, 3.0) == pytest.approx(0.64)
+
+
 def _decide(blocked: dict[int, int], stacks: list[str], device: wall.Device, *,
             cpu: float = 0.2, delay: float = 0.0, cgroups: list[dict[str, Any]] | None = None,
             ctx: dict[str, float] | None = None, paths: dict[str, int] | None = None,
