@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from iowall.model import Run
-from iowall.plan import Plan, plan_from_doc
+from iowall.plan import plan_from_doc, plan_report, run_plan
 from iowall.recipes import registry
 from iowall.recipes.options import RecipeOptions
 from iowall.report.recipe import render_text
+from iowall.results import Report
 from iowall.runner import Progress
 from iowall.store import RunFilter, Store
 from tests.conftest import iowall, leftovers, needs_root
@@ -221,19 +222,23 @@ def test_recipe_registry_seam(tmp_path: Path, db_url: str, monkeypatch: pytest.M
     names = {r.name: r.seed for r in registry.recipes()}
     assert names.get("limits") == "002"
 
-    def build(opts: registry.RecipeOptions) -> Plan:
-        return plan_from_doc({"label": "seam", "repeat": 3,
+    def execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+        # a recipe whose workload is a plan: the plan built for the machine, the command
+        # line's overrides applied, run by the plan runner
+        plan = plan_from_doc({"label": "seam", "repeat": 3,
                               "workload": {"rw": "write", "bs": "1M",
                                            "size": "8M" if opts.quick else "16M"},
                               "bed": {"size": "512M"}, "axes": {"jobs": [1, 2]}},
                              recipe="seam-test")
+        return plan_report(run_plan(plan.with_overrides(
+            sets=opts.sets, label=opts.label, repeat=opts.repeat, bed=opts.bed,
+            probes=opts.probes), store, progress))
 
     rec = registry.register(registry.Recipe(name="seam-test", seed="999", description="t",
-                                            plan=build, module=__name__))
+                                            execute=execute, module=__name__))
     try:
         assert registry.get("seam-test") is rec
-        opts = RecipeOptions(quick=True, sets=(("jobs", (2,)),), repeat=1,
-                                      label="seam-label")
+        opts = RecipeOptions(quick=True, sets=(("jobs", (2,)),), repeat=1, label="seam-label")
         rep = rec.run(opts, Store(db_url), Progress())
         runs = Store(db_url).runs(RunFilter(ids=rep.run_ids))
         assert [r.point.params["jobs"] for r in runs] == [2]
@@ -247,3 +252,4 @@ def test_recipe_registry_seam(tmp_path: Path, db_url: str, monkeypatch: pytest.M
     assert cp.returncode == 0, cp.stderr
     listed = {r["name"]: r for r in json.loads(cp.stdout)["recipes"]}
     assert listed["limits"]["seed"] == "002"
+    assert set(listed["limits"]) == {"name", "seed", "description"}  # one kind of recipe

@@ -299,8 +299,8 @@ def test_recipe_options_repeats() -> None:
     assert RecipeOptions(quick=True, repeat=auto).repeats() is auto
 
 
-def test_custom_recipe_reports_its_repeats(db_url: str, rng: np.random.Generator) -> None:
-    """A custom recipe runs through a Session with opts.repeats(); its note says how the
+def test_recipe_reports_its_repeats(db_url: str, rng: np.random.Generator) -> None:
+    """A recipe runs through a Session with opts.repeats(); its note says how the
     repeats went and its JSON gets the decisions, recomputed from the runs it stored."""
     from iowall.recipes.registry import Recipe
     from iowall.report.recipe import render_text

@@ -2,14 +2,11 @@
 
 A recipe module in ``iowall.recipes`` plugs in by calling ``register`` at import time; the
 registry imports every module of the package the first time it is asked (``recipes()``,
-``get()``), so adding a module is all it takes. A recipe is either
-
-- plan-shaped: ``plan(opts) -> Plan`` builds its plan (scaled to the machine, smaller with
-  ``opts.quick``); the registry applies ``--set``/``--label``/``--repeat``/``--bed`` and runs
-  it with ``iowall.plan.run_plan``; or
-- custom: ``execute(opts, store, progress) -> Report`` does the whole job through a Session.
-
-Either way a recipe returns a Report (``iowall.results``) and never renders it.
+``get()``), so adding a module is all it takes. A recipe is one function,
+``execute(opts, store, progress) -> Report``: it reads its options, builds its tasks, runs
+them through a Session and returns a Report (``iowall.results``), never rendering it. (A
+second, plan-shaped kind of recipe existed once; no seed recipe used it, so it went: a
+workload that is a plan is a plan file.)
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from typing import Any
 from ..errors import UserError
 from ..knob import Knob, looks_like_knob, parse_knob
 from ..knobs import KnobSession, check_exists
-from ..plan import Plan, plan_report, run_plan
 from ..repeat import policy_of, replay, to_json
 from ..results import Report
 from ..runner import Progress
@@ -39,30 +35,12 @@ class Recipe:
     name: str
     seed: str
     description: str
-    plan: Callable[[RecipeOptions], Plan] | None = None
-    execute: Callable[[RecipeOptions, Store, Progress], Report] | None = None
+    execute: Callable[[RecipeOptions, Store, Progress], Report]
     module: str = ""
 
-    def __post_init__(self) -> None:
-        if (self.plan is None) == (self.execute is None):
-            raise ValueError(f"recipe {self.name}: give exactly one of plan= or execute=")
-
-    @property
-    def shape(self) -> str:
-        return "plan" if self.plan is not None else "custom"
-
-    def build_plan(self, opts: RecipeOptions) -> Plan:
-        """A plan-shaped recipe's plan with the command-line overrides applied."""
-        if self.plan is None:
-            raise UserError(f"recipe {self.name} is not plan-shaped")
-        return self.plan(opts).with_overrides(sets=opts.sets, label=opts.label,
-                                              repeat=opts.repeat, bed=opts.bed,
-                                              probes=opts.probes)
-
     def run(self, opts: RecipeOptions, store: Store, progress: Progress) -> Report:
-        """Run the recipe (every run is stored as it ends) and return its Report."""
-        if self.execute is None:
-            return plan_report(run_plan(self.build_plan(opts), store, progress))
+        """Run the recipe with the ``--set`` knobs held (every run is stored as it ends) and
+        return its Report."""
         knobs, rest = recipe_knobs(self.name, opts)
         with KnobSession() as ks:
             for knob, value in knobs:
