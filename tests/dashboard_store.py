@@ -23,7 +23,7 @@ from iowall.analysis.limits import summarise
 from iowall.cli.serve import bound_socket
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series
 from iowall.probes.profile import encode_folded
-from iowall.recipes.limits_report import limits_report
+from iowall.recipes.limits.report import LimitsContext, limits_report
 from iowall.store import RunFilter, Store
 from iowall.store.reports import add_report
 from iowall.web.app import create_app
@@ -125,9 +125,9 @@ def build(path: Path) -> Made:
         (memcopy if key is None else limits.setdefault(key, [])).append(rid)
     stored = st.runs(RunFilter(batch=batch))
     summary = summarise(stored, cpus=2)
-    add_report(st, limits_report(summary, {
-        "bed": {"kind": "ram", "fs": "xfs"}, "host": HOST, "kernel": "6.18.44",
-        "fio_version": "fio-3.41", "batch": batch, "label": "limits"}))
+    add_report(st, limits_report(summary, LimitsContext(
+        bed={"kind": "ram", "fs": "xfs"}, host=HOST, kernel="6.18.44",
+        fio_version="fio-3.41", batch=batch, label="limits")))
     real = st.get_run(limits[("write", "buffered", 2)][0])
     trend = st.add_runs([dataclasses.replace(
         real, id=None, uuid=None, label="trend", batch="7e4d0000", env={**real.env,

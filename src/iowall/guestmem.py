@@ -147,6 +147,11 @@ def hold_guest_memory(ks: KnobSession) -> GuestMemory | None:
                        twice / again if again > 0 else 0.0, capped)
 
 
+def nothing_to_hold() -> str:
+    """Why ``hold_guest_memory`` had nothing to do on this machine."""
+    return "not root" if os.geteuid() != 0 else "this machine does no free page reporting"
+
+
 def touchable(free: int) -> tuple[int, str]:
     """How much of ``free`` may be touched, and why less: memory touched is charged to this
     process's memory cgroup, so inside a limited one only its room less KEEP_FREE_CG (the

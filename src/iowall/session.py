@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .beds import Bed
-from .guestmem import OFF_ORDER, reporting_order
+from .guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, reporting_order
+from .knobs import KnobSession
 from .model import Run
 from .probes import ProbeContext
 from .probes import resolve as resolve_probes
@@ -143,3 +144,15 @@ class Session:
     @property
     def decider(self) -> Decider | None:
         return self.schedule.decider
+
+
+def hold_memory_step(ks: KnobSession, progress: Progress) -> GuestMemory | None:
+    """``guestmem.hold_guest_memory`` as a step of ``progress`` (it takes seconds: the free
+    memory is touched once), for `limits` and `run --hold-memory` alike: free page reporting
+    held off through ``ks`` (restored with it); what was done, or None (nothing to do)."""
+    progress.begin(1.0)
+    progress.step("guest memory: touching the free memory once")
+    try:
+        return hold_guest_memory(ks)
+    finally:
+        progress.end()

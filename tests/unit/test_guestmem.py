@@ -50,3 +50,38 @@ def test_the_note_says_whether_iowall_held_reporting_or_found_it_held() -> None:
     assert "20.0 GiB of free memory touched once first, at 0.5 GiB/s" in held
     found = GuestMemory("11", 20 * GIB, 5.0).note()
     assert "reporting already held off" in found and "restored" not in found
+
+
+def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`limits` and `run --hold-memory` hold guest memory through one helper: a step on the
+    caller's progress, ended even when the touch fails."""
+    from iowall import session
+    from iowall.knobs import KnobSession
+    from iowall.runner import Progress
+
+    seen: list[str] = []
+
+    class Shown(Progress):
+        def begin(self, total: float) -> None:
+            seen.append("begin")
+
+        def step(self, description: str) -> None:
+            seen.append(description)
+
+        def end(self) -> None:
+            seen.append("end")
+
+    held = GuestMemory("6", 4 * GIB, 2.0)
+    monkeypatch.setattr(session, "hold_guest_memory", lambda ks: held)
+    with KnobSession() as ks:
+        assert session.hold_memory_step(ks, Shown()) is held
+    assert seen == ["begin", "guest memory: touching the free memory once", "end"]
+
+    def fails(ks: KnobSession) -> None:
+        raise OSError("no memory")
+
+    monkeypatch.setattr(session, "hold_guest_memory", fails)
+    seen.clear()
+    with KnobSession() as ks, pytest.raises(OSError):
+        session.hold_memory_step(ks, Shown())
+    assert seen[-1] == "end"

@@ -5,8 +5,9 @@ import pytest
 from iowall.analysis.limits import summarise
 from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
-from iowall.recipes.limits_report import limits_report
-from iowall.recipes.limits_sizing import default_jobs, parse_jobs, plan_bed_size, size_points
+from iowall.recipes.limits.options import SET_NAMES, LimitsOptions, limits_options
+from iowall.recipes.limits.report import LimitsContext, limits_report
+from iowall.recipes.limits.sizing import default_jobs, parse_jobs, plan_bed_size, size_points
 from iowall.report.recipe import render_md, render_text, report_json
 
 GIB = 1 << 30
@@ -25,6 +26,20 @@ def test_parse_jobs() -> None:
     for bad in ("0", "x", "", "-1"):
         with pytest.raises(UserError):
             parse_jobs(bad)
+
+
+def test_one_builder_of_limits_options() -> None:
+    """`iowall limits` and `iowall run limits` build their options in one place; messages
+    name the option as the user spelled it."""
+    lo = limits_options(size="8G", jobs="4,1,2,2", fs_block="16k,4k", label="x")
+    assert lo == LimitsOptions(size=8 * GIB, jobs=(1, 2, 4), fs_blocks=(16384, 4096), label="x")
+    assert limits_options() == LimitsOptions()
+    with pytest.raises(UserError, match=r"^--size: cannot read '8Q'"):
+        limits_options(size="8Q")
+    with pytest.raises(UserError, match=r"^--set jobs '0': job counts must be at least 1"):
+        limits_options(jobs="0", names=SET_NAMES)
+    with pytest.raises(UserError, match=r"^--set bed_size: cannot read"):
+        limits_options(size="lots", names=SET_NAMES)
 
 
 def test_bed_size_covers_twice_the_threshold_it_will_have() -> None:
@@ -105,10 +120,11 @@ def test_summary_numbers_and_sentences() -> None:
 
 def test_reports_render() -> None:
     s = summarise(_runs(), cpus=2)
-    ctx = {"bed": {"kind": "ram", "fs": "xfs", "device": "/dev/loop0", "image_bytes": 4 * GIB,
-                   "backing": "tmpfs:/dev/shm"}, "kernel": "6.18", "fio_version": "3.33",
-                   "host": {"cpu_count": 2, "cpu_model": "AMD EPYC", "mem_total_bytes": 24 * GIB},
-                   "batch": "b", "notes": ["n1"]}
+    ctx = LimitsContext(bed={"kind": "ram", "fs": "xfs", "device": "/dev/loop0",
+                             "image_bytes": 4 * GIB, "backing": "tmpfs:/dev/shm"},
+                        kernel="6.18", fio_version="3.33",
+                        host={"cpu_count": 2, "cpu_model": "AMD EPYC", "mem_total_bytes": 24 * GIB},
+                        batch="b", notes=["n1"])
     text = render_text(limits_report(s, ctx))
     assert max(len(line) for line in text.splitlines() if not line.startswith("  - ")) <= 80
     assert "buf/dir" in text and "1536MiB/s" in text
@@ -163,9 +179,9 @@ def test_uncached_column_cache_left_and_generators() -> None:
     assert agree.within and agree.ratio == pytest.approx(1.02)
     far = summarise(_point_runs({**spec, ("write", "engine", 2, ""): [1.5] * 3}), cpus=2)
     assert not far.agreement[0].within
-    ctx = {"bed": {"kind": "ram", "fs": "xfs"}, "kernel": "6.18", "fio_version": "3.33",
-           "host": {"cpu_count": 2, "cpu_model": "x", "mem_total_bytes": 24 * GIB},
-           "batch": "b"}
+    ctx = LimitsContext(bed={"kind": "ram", "fs": "xfs"}, kernel="6.18", fio_version="3.33",
+                        host={"cpu_count": 2, "cpu_model": "x", "mem_total_bytes": 24 * GIB},
+                        batch="b")
     text = render_text(limits_report(s, ctx))
     assert "uncached" in text and "unc/dir" in text and "Page cache left behind" in text
     assert "Two generators, one point" in text and "yes" in text
@@ -192,9 +208,9 @@ def test_block_sizes_side_by_side() -> None:
     assert set(s.direct_ceiling) == {("4k", "write"), ("16k", "write")}
     text = " ".join(s.sentences)
     assert "Best buffered write with 4k blocks: 1024MiB/s; 16k 1229MiB/s (+20%)" in text
-    ctx = {"bed": {"kind": "ram", "fs": "xfs"}, "kernel": "6.18", "fio_version": "3.33",
-           "host": {"cpu_count": 2, "cpu_model": "x", "mem_total_bytes": 24 * GIB},
-           "batch": "b"}
+    ctx = LimitsContext(bed={"kind": "ram", "fs": "xfs"}, kernel="6.18", fio_version="3.33",
+                        host={"cpu_count": 2, "cpu_model": "x", "mem_total_bytes": 24 * GIB},
+                        batch="b")
     out = render_text(limits_report(s, ctx))
     assert "Sequential write, bs 2M, pvsync2, 4k fs blocks" in out
     assert "Sequential write, bs 2M, pvsync2, 16k fs blocks" in out

@@ -19,7 +19,7 @@ from iowall.cli.serve import loopback
 from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
 from iowall.paths import redact_url
-from iowall.recipes.limits_report import limits_report
+from iowall.recipes.limits.report import LimitsContext, limits_report
 from iowall.selection import run_id
 from iowall.web.figures import history_figure, segments
 from iowall.web.guard import host_name, svg_csp
@@ -116,9 +116,9 @@ def test_wall_figures_from_a_limits_report() -> None:
             "write_bw_bytes_per_s", gib * 2**30, "B/s"),), id=i + 1))
     runs.append(Run(Point("limits", {"kind": "memcopy", "threads": 1}), "l", "ok", 0, 1,
                     (Metric("memcopy_bytes_per_s", 20 * 2**30, "B/s"),), id=99))
-    rep = limits_report(summarise(runs, cpus=1), {
-        "bed": {"kind": "ram"}, "host": {"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
-        "kernel": "6.18", "fio_version": "3", "batch": "b"})
+    rep = limits_report(summarise(runs, cpus=1), LimitsContext(
+        bed={"kind": "ram"}, host={"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
+        kernel="6.18", fio_version="3", batch="b"))
     (fig,) = wall_figures(rep.data)
     by = {t["name"]: t for t in fig["data"]}
     assert list(by) == ["buffered", "direct", "memory copy", "direct ceiling"]

@@ -3,17 +3,21 @@
 the wall is, and why a cell is noisy. Medians over repeats; spread is the half-range
 ((max - min) / 2 / median), which with 3 to 5 repeats says more than a standard deviation.
 The knee is ``analysis.scaling.knee`` (efficiency against linear below 80%), the rule
-``iowall scaling`` applies, so the two never disagree on one batch."""
+``iowall scaling`` applies, so the two never disagree on one batch. ``why_limits`` is the
+report's Why: each buffered point explained on its median run (``analysis.why``)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model import MEASURED_STATUSES, Run
 from ..units import GIB, MIB, fmt_bytes, fmt_rate
+from .context import representative
 from .scaling import efficiency, knee
+from .why import why_run
 
 #: The efficiency against linear below which a job count is the knee (as `iowall scaling`).
 KNEE = 0.8
@@ -395,3 +399,30 @@ def cache_words(x: float | None) -> str:
 
 def _jobs(n: int) -> str:
     return f"{n} job" if n == 1 else f"{n} jobs"
+
+
+def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """The Why of a `limits` run: every buffered point explained on its median run (the rules
+    that fire, the nearest misses, where the CPU time went), the peak of each direction (per
+    filesystem block size) first."""
+    out: list[dict[str, Any]] = []
+    by_id = {r.id: r for r in runs}
+    for block in summary.blocks:
+        for direction in ("write", "read"):
+            rows = [r for r in summary.rows
+                    if r.direction == direction and r.buffered and r.block == block]
+            peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0,
+                       default=None)
+            for row in sorted(rows, key=lambda r: (r is not peak, r.jobs)):
+                assert row.buffered is not None
+                group = [by_id[i] for i in row.buffered.run_ids if i in by_id]
+                run = representative(group, f"{direction}_bw_bytes_per_s")
+                if run is None:
+                    continue
+                w = why_run(run, runs)
+                tag = ", the peak" if row is peak else ""
+                jobs = f"{row.jobs} job" + ("" if row.jobs == 1 else "s")
+                where = f" ({block} blocks)" if block else ""
+                out.append({**w, "point": f"buffered {direction} at {jobs}{where}{tag}",
+                            "direction": direction, "jobs": row.jobs})
+    return out

@@ -1,5 +1,6 @@
 """Pure: the "Why" section of a report — the explain rules applied to the median run of each
-point of a batch, with the ceilings and context found among the batch's other runs."""
+point of a batch, with the ceilings and context found among the batch's other runs (a
+`limits` run's: ``analysis.limits.why_limits``)."""
 
 from __future__ import annotations
 
@@ -218,3 +219,4 @@ def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:
         if run is not None:
             out.append(why_run(run, good))
     return out
+

@@ -8,17 +8,15 @@ import typer
 
 from .. import journal
 from ..beds import bed_with_wipe
-from ..beds.xfs_blocks import parse_fs_blocks
 from ..machine_lock import exclusive, parse_wait
 from ..probes import resolve
-from ..recipes.limits import LimitsOptions, run_limits
-from ..recipes.limits_sizing import parse_jobs
+from ..recipes.limits.options import limits_options
+from ..recipes.limits.run import run_limits
 from ..repeat import RepeatPolicy, parse_repeat, parse_target
 from ..report.emit import emit
 from ..signals import interruptible
 from ..store import Store
 from ..store.reports import add_report
-from ..units import parse_size
 from .options import (
     BED_HELP,
     CommitOpt,
@@ -73,12 +71,9 @@ def limits(
         policy = (policy or RepeatPolicy.until_decided()).with_target(parse_target(rel_target))
     resolve(probes)
     bed = bed_with_wipe(bed, wipe) or bed
-    opts = LimitsOptions(bed=bed, fs=fs, size=parse_size(size, what="--size") if size else None,
-                         jobs=tuple(parse_jobs(jobs)) if jobs is not None else None,
-                         repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
-                         mount_opts=mount_opts, probes=probes,
-                         fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None
-                         else ())
+    opts = limits_options(bed=bed, fs=fs, size=size, jobs=jobs, fs_block=fs_block,
+                          repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
+                          mount_opts=mount_opts, probes=probes)
     store = Store(db)
     with exclusive("limits", wait_s), interruptible():
         journal.recover()

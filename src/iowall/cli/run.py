@@ -13,7 +13,7 @@ import typer
 from .. import journal
 from ..beds import bed_with_wipe
 from ..errors import UserError
-from ..guestmem import hold_guest_memory
+from ..guestmem import nothing_to_hold
 from ..knobs import KnobSession
 from ..machine_lock import exclusive, parse_wait
 from ..plan import Plan, load_jobfile, load_plan, parse_set, plan_report, preview, run_plan
@@ -24,6 +24,7 @@ from ..repeat import RepeatPolicy, parse_repeat, parse_target
 from ..report.emit import emit, json_text, write
 from ..report.recipe import report_json
 from ..results import Report
+from ..session import hold_memory_step
 from ..signals import interruptible
 from ..store import RunFilter, Store
 from ..store.reports import add_report
@@ -106,13 +107,7 @@ def execute(t: Target, store: Store, wait: float | None = None,
     free memory touched), restored after, its note added to the report."""
     with exclusive(f"run {t.name}", wait), interruptible(), KnobSession() as ks:
         journal.recover()
-        gm = None
-        if hold_memory:
-            progress = RichProgress("guest memory")
-            progress.begin(1.0)
-            progress.step("touching the free memory once")
-            gm = hold_guest_memory(ks)
-            progress.end()
+        gm = hold_memory_step(ks, RichProgress(t.title)) if hold_memory else None
         if t.plan is not None:
             report = plan_report(run_plan(t.plan, store, RichProgress(t.title)))
         else:
@@ -120,9 +115,7 @@ def execute(t: Target, store: Store, wait: float | None = None,
             report = t.recipe.run(t.opts, store, RichProgress(t.title))
         if not hold_memory:
             return report
-        said = gm.note() if gm is not None else (
-            "--hold-memory: nothing to hold, " + ("not root" if os.geteuid() != 0 else
-                                                 "this machine does no free page reporting"))
+        said = gm.note() if gm is not None else f"--hold-memory: nothing to hold, {nothing_to_hold()}"
         return replace(report, notes=(*report.notes, said))
 
 

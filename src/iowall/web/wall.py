@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis.limits import MODES
-from ..recipes.limits_report import TITLES
+from ..recipes.limits.report import TITLES
 from ..report.scale import binary_scale
 from ..results import Report
 from ..units import fmt_rate

@@ -1,16 +1,19 @@
 """The Report of a `limits` run (pure): ceilings, one table per direction (and filesystem block
 size), the page cache each mode leaves behind, the two generators side by side, noise, the
-wall in sentences; ``data`` holds every number for ``--format json``."""
+wall in sentences; ``data`` holds every number for ``--format json``. What the report says
+beyond the summary's numbers (bed, host, notes, Why) comes in a ``LimitsContext``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.limits import MODES, Cell, LimitsSummary, Row, cache_words
-from ..results import Report, Section, Table
-from ..units import fmt_bytes, fmt_rate, plural
+from ...analysis.limits import MODES, Cell, LimitsSummary, Row, cache_words
+from ...results import Report, Section, Table
+from ...units import fmt_bytes, fmt_rate, plural
+from .options import RECIPE
 
-RECIPE = "limits"
 HEADERS = ("jobs", "buffered", "uncached", "direct", "buf/dir", "unc/dir", "buf/mcpy")
 TITLES = {"write": "Sequential write", "read": "Sequential read"}
 
@@ -86,21 +89,46 @@ def _noise_section(s: LimitsSummary) -> Section | None:
                                  for n in s.noise))
 
 
-def limits_report(s: LimitsSummary, ctx: dict[str, Any]) -> Report:
+@dataclass(frozen=True)
+class LimitsContext:
+    """What a limits report says besides the summary: where and how it ran."""
+
+    #: the first bed's facts (the title names it) and every bed's, one per block size
+    bed: Mapping[str, Any]
+    host: Mapping[str, Any]
+    kernel: str
+    fio_version: str
+    batch: str
+    beds: Sequence[Mapping[str, Any]] = ()
+    label: str = ""
+    notes: Sequence[str] = ()
+    #: the Why items (``analysis.limits.why_limits``)
+    why: Sequence[Mapping[str, Any]] = ()
+    #: shown in the uncached column where uncached I/O was not measured ("n/a")
+    uncached_missing: str = "-"
+    #: whether the repeats were decided per cell (--repeat auto): "median of up to N"
+    auto: bool = False
+    #: JSON-only details, left out of the JSON when None
+    repeat: Mapping[str, Any] | None = None
+    sizing: Mapping[str, Any] | None = None
+    uncached: Sequence[str] | None = None
+
+
+def limits_report(s: LimitsSummary, ctx: LimitsContext) -> Report:
     """The Report of a limits run from its summary and context (bed, host, notes, Why)."""
-    bed, host = ctx["bed"], ctx["host"]
+    bed, host = ctx.bed, ctx.host
     dev = f" on {bed.get('device')}" if bed.get("device") else ""
     img = (f", {fmt_bytes(bed['image_bytes'])} image ({bed.get('backing')})"
            if bed.get("image_bytes") else "")
     n = max((c.n for r in s.rows for c in r.cells.values()), default=0)
     sections = [Section("Ceilings", Table.of(["ceiling", "value", "how"], _ceiling_rows(s),
                                              left=3, headless=True))]
-    missing = ctx.get("uncached_missing", "-")
+    missing = ctx.uncached_missing
     for b in s.blocks:
         for d in ("write", "read"):
             rows = [r for r in s.rows if r.direction == d and r.block == b]
             if rows:
-                upto = "up to " if ctx.get("auto") else ""
+                upto = "up to " if ctx.auto else ""
                 sections.append(Section(
                     f"{TITLES[d]}, bs 2M, pvsync2{_blocks(b)} (median of {upto}{n}, "
                     "± half-range)", _table(rows, missing)))
@@ -108,7 +136,7 @@ def limits_report(s: LimitsSummary, ctx: dict[str, Any]) -> Report:
     sections.append(Section("Where the wall is", bullets=tuple(s.sentences)))
     ids = s.run_ids
     data: dict[str, Any] = {
-        "bed": bed, "beds": ctx.get("beds", [bed]), "kernel": ctx["kernel"], "host": host,
+        "bed": bed, "beds": list(ctx.beds) or [bed], "kernel": ctx.kernel, "host": host,
         "ceilings": {
             "memcopy_bytes_per_s": {str(t): c.median for t, c in sorted(s.memcopy.items())},
             **{f"direct_{d}{'_' + b if b else ''}_bytes_per_s": c.cell.median
@@ -134,16 +162,17 @@ def limits_report(s: LimitsSummary, ctx: dict[str, Any]) -> Report:
         "noise": [{"cell": x.cell, "spread": x.spread, "n": x.n, "reason": x.reason}
                   for x in s.noise],
         "sentences": list(s.sentences), "statuses": s.statuses,
-        **{k: ctx[k] for k in ("repeat", "sizing", "uncached") if k in ctx},
+        **{k: v for k, v in (("repeat", ctx.repeat), ("sizing", ctx.sizing),
+                             ("uncached", ctx.uncached)) if v is not None},
     }
     return Report(
         kind="limits", name=RECIPE,
         title=f"iowall limits — bed {bed.get('kind')}: {bed.get('fs')}{dev}{img}",
-        head=(f"kernel {ctx['kernel']}, {host['cpu_count']} CPUs ({host['cpu_model']}), "
-              f"{fmt_bytes(host['mem_total_bytes'])} RAM, fio {ctx['fio_version']}",),
-        sections=tuple(sections), notes=tuple(ctx.get("notes", [])),
-        notes_title="How it was measured", why=tuple(ctx.get("why", [])),
+        head=(f"kernel {ctx.kernel}, {host['cpu_count']} CPUs ({host['cpu_model']}), "
+              f"{fmt_bytes(host['mem_total_bytes'])} RAM, fio {ctx.fio_version}",),
+        sections=tuple(sections), notes=tuple(ctx.notes),
+        notes_title="How it was measured", why=tuple(ctx.why),
         tail=(f"runs {ids[0]}–{ids[-1]}; 'iowall show RUN' for raw data" if ids
-              else "no runs stored", f"batch {ctx['batch']} ('iowall report' prints it again; "
+              else "no runs stored", f"batch {ctx.batch} ('iowall report' prints it again; "
               "'iowall scaling' fits the USL)"),
-        label=str(ctx.get("label", "")), batch=str(ctx["batch"]), run_ids=tuple(ids), data=data)
+        label=ctx.label, batch=ctx.batch, run_ids=tuple(ids), data=data)

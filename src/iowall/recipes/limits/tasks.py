@@ -11,19 +11,19 @@ import os
 import shutil
 from dataclasses import dataclass, replace
 
-from ..beds import Bed
-from ..model import Artifact, Metric, Point
-from ..proc import run
-from ..runner import Outcome, Partial, Task
-from ..session import Session
-from ..sysinfo import meminfo
-from ..units import GIB, MIB, fio_size
-from ..workloads.engine import engine_path, run_memcopy
-from ..workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
-from ..workloads.stream import StreamSpec, run_stream
-from .limits_sizing import BS, FILES_PER_JOB, Sizing
+from ...beds import Bed
+from ...model import Artifact, Metric, Point
+from ...proc import run
+from ...runner import Outcome, Partial, Task
+from ...session import Session
+from ...sysinfo import meminfo
+from ...units import GIB, MIB, fio_size
+from ...workloads.engine import engine_path, run_memcopy
+from ...workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
+from ...workloads.stream import StreamSpec, run_stream
+from .options import RECIPE
+from .sizing import BS, FILES_PER_JOB, Sizing
 
-RECIPE = "limits"
 #: Every data point submits with pwritev2/preadv2 (fio's pvsync2, the engine's stream): the
 #: one path on which buffered, uncached (RWF_DONTCACHE) and direct differ only in the flag,
 #: and on which fio and iowall-engine can be held against each other (docs/design-notes.md).

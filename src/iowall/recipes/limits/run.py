@@ -1,17 +1,7 @@
-"""`iowall limits`: the ceilings (memory copy, direct I/O) and buffered vs uncached vs direct
-sequential write and read at rising job counts, on a bed provisioned for the purpose (one per
-XFS block size with ``--fs-block``).
-
-Method (after seed 002): bs 2M, 10 files per job, pwritev2/preadv2 (fio's pvsync2; the seed's
-io_uring stays in the buffered_wall recipe), so that buffered, uncached and direct differ only
-in their flag and fio and iowall-engine can be held against each other. Unlike the seed, every write point
-moves the same total amount of data whatever the job count (strong scaling), so that each point
-is measured against the same dirty-page thresholds, and the total is sized from the kernel's
-dirty threshold so that buffered writes cross it: a buffered write that fits under the
-threshold measures memcpy into the page cache, not I/O. Buffered and uncached writes end with
-fsync (end_fsync=1), so their time covers the writeback of everything written. Uncached points
-use RWF_DONTCACHE (0x80): fio when the installed fio passes that flag, else iowall-engine.
-"""
+"""Running `limits`: provision the bed (one per XFS block size), size the points for it, run
+them interleaved (the memory-copy ceiling on the first bed), and gather what the report says
+into a ``LimitsContext``; the numbers are summarised by ``analysis.limits``, explained by
+``analysis.limits.why_limits`` and laid out by ``report.limits_report``."""
 
 from __future__ import annotations
 
@@ -20,76 +10,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.context import representative
-from ..analysis.dirty import applied_threshold_note
-from ..analysis.limits import LimitsSummary, summarise
-from ..analysis.why import why_run
-from ..beds import BedSpec, check_fs, provision
-from ..beds.xfs_blocks import check_fs_blocks, fmt_block, parse_fs_blocks
-from ..errors import UserError
-from ..guestmem import hold_guest_memory
-from ..knobs import KnobSession
-from ..model import Run
-from ..repeat import AUTO_MAX, RepeatPolicy, as_policy
-from ..repeat import summary as summary_lines
-from ..repeat import to_json as repeat_json
-from ..results import Report
-from ..runner import Progress, Task
-from ..session import Session
-from ..store import Store
-from ..sysinfo import cpu_count, dirty_thresholds_bytes, host_facts, loadavg, meminfo, sysctl
-from ..units import fmt_bytes, parse_size
-from ..workloads.dontcache import dontcache_support, fio_dontcache_ok
-from .limits_report import limits_report
-from .limits_sizing import Sizing, default_jobs, describe_jobs, plan_bed_size, size_points
-from .limits_tasks import (
-    LimitsBed,
-    io_point,
-    layout_read_pool,
-    make_io_task,
-    make_memcopy_task,
-)
-from .options import RecipeOptions, one
-from .registry import Recipe, register
-
-RECIPE = "limits"
-
-
-
-# ------------------------------------------------------------------------------------------
-# The whole job
-
-
-@dataclass(frozen=True)
-class LimitsOptions:
-    """What the user asked for on the command line."""
-
-    bed: str = "ram"
-    fs: str = "xfs"
-    size: int | None = None
-    jobs: tuple[int, ...] | None = None
-    #: fixed rounds (a count), ``auto``, or None: auto to ±5% (at most 10), 3 with --quick
-    repeat: RepeatPolicy | int | None = None
-    quick: bool = False
-    label: str = "limits"
-    mkfs_opts: str = ""
-    mount_opts: str = ""
-    probes: str = "default"
-    #: knobs held for the whole run (name → value read back)
-    knobs: tuple[tuple[str, str], ...] = ()
-    #: XFS block sizes in bytes, one bed each (``--fs-block 4k,16k``); empty: mkfs's default
-    fs_blocks: tuple[int, ...] = ()
-
-    def policy(self) -> RepeatPolicy:
-        """``--repeat`` as given; else each cell until its 95% interval is within ±5% or 10
-        runs (a full run), or 3 rounds (--quick)."""
-        if self.repeat is not None:
-            return as_policy(self.repeat)
-        return RepeatPolicy(3) if self.quick else RepeatPolicy.until_decided(AUTO_MAX, FULL_TARGET)
-
-
-#: A full run repeats each cell until the 95% interval of its median is within this.
-FULL_TARGET = 0.05
+from ...analysis.dirty import applied_threshold_note
+from ...analysis.limits import summarise, why_limits
+from ...beds import BedSpec, check_fs, provision
+from ...beds.xfs_blocks import check_fs_blocks, fmt_block
+from ...knobs import KnobSession
+from ...repeat import RepeatPolicy
+from ...repeat import summary as summary_lines
+from ...repeat import to_json as repeat_json
+from ...results import Report
+from ...runner import Progress, Task
+from ...session import Session, hold_memory_step
+from ...store import Store
+from ...sysinfo import cpu_count, dirty_thresholds_bytes, host_facts, loadavg, meminfo, sysctl
+from ...units import fmt_bytes
+from ...workloads.dontcache import dontcache_support, fio_dontcache_ok
+from .options import LimitsOptions
+from .report import LimitsContext, limits_report
+from .sizing import Sizing, default_jobs, describe_jobs, plan_bed_size, size_points
+from .tasks import LimitsBed, io_point, layout_read_pool, make_io_task, make_memcopy_task
 
 
 def _uncached_choice(lb: LimitsBed) -> tuple[str | None, str]:
@@ -213,10 +152,7 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
     run = _BedRuns(policy=policy, jobs=jobs, cpus=cpus, mem_total=mi.get("MemTotal", 0),
                    quick=opts.quick, budget=opts.size)
     with KnobSession() as ks:
-        progress.begin(1.0)
-        progress.step("guest memory: touching the free memory once")
-        gm = hold_guest_memory(ks)
-        progress.end()
+        gm = hold_memory_step(ks, progress)
         if gm is not None:
             notes.append(gm.note())
         for i, block in enumerate(blocks):
@@ -233,14 +169,14 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
     applied = applied_threshold_note(runs, sized_from=run.sizing_doc.get("dirty_threshold_bytes"))
     if applied is not None:
         notes.append(applied)
-    ctx: dict[str, Any] = {"bed": run.beds[0], "beds": run.beds, "kernel": os.uname().release,
-                           "host": host_facts(), "fio_version": session.fio_version,
-                           "batch": session.batch, "notes": notes, "sizing": run.sizing_doc,
-                           "uncached_missing": run.uncached_missing, "auto": policy.auto,
-                           "uncached": _one_per_reason(run.uncached_notes),
-                           "repeat": {"policy": policy.to_json(), "decisions": run.repeat_docs}}
     summary = summarise(runs, cpus)
-    ctx["why"] = why(summary, runs)
+    ctx = LimitsContext(bed=run.beds[0], beds=run.beds, kernel=os.uname().release,
+                        host=host_facts(), fio_version=session.fio_version,
+                        batch=session.batch, notes=notes, sizing=run.sizing_doc,
+                        uncached_missing=run.uncached_missing, auto=policy.auto,
+                        uncached=_one_per_reason(run.uncached_notes),
+                        repeat={"policy": policy.to_json(), "decisions": run.repeat_docs},
+                        why=why_limits(summary, runs))
     return limits_report(summary, ctx)
 
 
@@ -251,59 +187,3 @@ def _one_per_reason(notes: Sequence[tuple[str, str]]) -> list[str]:
     if len(reasons) <= 1:
         return reasons
     return [r + f" ({', '.join(b for x, b in notes if x == r)} blocks)" for r in reasons]
-
-
-def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """Explain every buffered point (its median run): the rules that fire, the nearest misses,
-    where the CPU time went; the peak of each direction first."""
-    out: list[dict[str, Any]] = []
-    by_id = {r.id: r for r in runs}
-    for block in summary.blocks:
-        for direction in ("write", "read"):
-            rows = [r for r in summary.rows
-                    if r.direction == direction and r.buffered and r.block == block]
-            peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0,
-                       default=None)
-            for row in sorted(rows, key=lambda r: (r is not peak, r.jobs)):
-                assert row.buffered is not None
-                group = [by_id[i] for i in row.buffered.run_ids if i in by_id]
-                run = representative(group, f"{direction}_bw_bytes_per_s")
-                if run is None:
-                    continue
-                w = why_run(run, runs)
-                tag = ", the peak" if row is peak else ""
-                jobs = f"{row.jobs} job" + ("" if row.jobs == 1 else "s")
-                where = f" ({block} blocks)" if block else ""
-                out.append({**w, "point": f"buffered {direction} at {jobs}{where}{tag}",
-                            "direction": direction, "jobs": row.jobs})
-    return out
-
-
-# ------------------------------------------------------------------------------------------
-# As a recipe: `iowall run limits`
-
-
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
-    opts.check_sets("limits", ("jobs", "fs", "bed_size", "mkfs", "mount", "fs_block"))
-    jobs = opts.values("jobs")
-    if jobs is not None and not all(isinstance(j, int) and not isinstance(j, bool) and j >= 1
-                                    for j in jobs):
-        raise UserError("--set jobs=…: job counts are whole numbers, at least 1")
-    size = one(opts, "bed_size")
-    lo = LimitsOptions(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
-                       size=parse_size(size, what="--set bed_size") if size is not None else None,
-                       jobs=tuple(sorted(set(jobs))) if jobs is not None else None,
-                       repeat=opts.repeat, quick=opts.quick,
-                       label=opts.label or "limits", mkfs_opts=str(one(opts, "mkfs") or ""),
-                       mount_opts=str(one(opts, "mount") or ""), probes=opts.probes,
-                       knobs=opts.knobs,
-                       fs_blocks=tuple(parse_fs_blocks(",".join(map(str, blocks))))
-                       if (blocks := opts.values("fs_block")) else ())
-    return run_limits(lo, store, progress)
-
-
-register(Recipe(name="limits", seed="002",
-                description="the ceilings (memory copy, direct I/O) and buffered vs uncached "
-                            "vs direct "
-                            "sequential write and read at rising job counts",
-                execute=_execute, module=__name__))

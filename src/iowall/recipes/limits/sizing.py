@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import UserError
-from ..units import GIB, MIB, fmt_bytes
+from ...errors import UserError
+from ...units import GIB, MIB, fmt_bytes
 
 BS = 2 << 20
 FILES_PER_JOB = 10
@@ -51,14 +51,15 @@ def describe_jobs(cpus: int) -> str:
     return f"powers of two up to twice the {cpu_words}, and the CPU count itself"
 
 
-def parse_jobs(text: str) -> list[int]:
-    """``1,2,4`` → [1, 2, 4]; every count a positive whole number."""
+def parse_jobs(text: str, what: str = "--jobs") -> list[int]:
+    """``1,2,4`` → [1, 2, 4]; every count a positive whole number (``what``: the option, for
+    the messages)."""
     try:
         jobs = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
-        raise UserError(f"--jobs {text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
+        raise UserError(f"{what} {text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
     if not jobs or jobs[0] < 1:
-        raise UserError(f"--jobs {text!r}: job counts must be at least 1")
+        raise UserError(f"{what} {text!r}: job counts must be at least 1")
     return jobs
 
 
