@@ -32,11 +32,13 @@ def test_buffered_wall_quick(iowall_env: dict[str, str], no_leftovers: None) -> 
     assert sorted(r["point"]["direct"] for r in doc["runs"]) == [0, 1]
     assert {r["status"] for r in doc["runs"]} == {"ok"}
     assert any("filesize" in n for n in doc["notes"])
-    # a second label is shown side by side in the text table
+    # a second label: one row per label in the text table, under a Label column
     cp = iowall("run", "buffered-wall", "--quick", "--repeat", "1", "--label", "other",
                 env=iowall_env, timeout=300)
     assert cp.returncode == 0, cp.stderr
-    assert "Direct [buffered-wall]" in cp.stdout and "Direct [other]" in cp.stdout
+    table = cp.stdout.split("\n\n")[1].splitlines()
+    assert table[0].split()[:3] == ["Label", "Variant", "Jobs"]
+    assert [line.split()[0] for line in table[1:]] == ["buffered-wall", "other"]
 
 
 def test_buffered_wall_fill(iowall_env: dict[str, str], no_leftovers: None) -> None:

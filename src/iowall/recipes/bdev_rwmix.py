@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..beds import Bed, BedSpec
 from ..beds.blockdev import kernel_name, size_bytes
 from ..beds.device import raw_devices
 from ..beds.ram import make_image
 from ..errors import UserError
-from ..model import Artifact, Metric, Point, Series
+from ..model import Artifact, Metric, Point, Run, Series
+from ..repeat import RepeatPolicy
 from ..results import Report
 from ..runner import Outcome, Partial, Progress, Task
 from ..session import Session
@@ -35,7 +36,7 @@ from ..units import GIB, MIB, fio_size, fmt_bytes, fmt_rate
 from ..workloads.fio import FioResult, JobFile, JobSection, run_fio
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register
-from .tables import columns, head, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, per_label, recipe_report
 
 NAME = "bdev-rwmix"
 PARTS = 4
@@ -126,9 +127,24 @@ def _cell(runs_median: dict[str, float | None]) -> str:
     return ",".join(out)
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+@dataclass(frozen=True)
+class _Options:
+    """What the user asked of bdev-rwmix, checked and scaled to the machine."""
+
+    mixes: tuple[int, ...]
+    cpus: int
+    jobs: int
+    runtime: int
+    size: int
+    part: int
+    repeat: RepeatPolicy
+    label: str
+    spec: BedSpec
+
+
+def _options(opts: RecipeOptions) -> _Options:
     opts.check_sets(NAME, ("rwmixwrite", "numjobs", "runtime", "image_size"))
-    mixes = [int(m) for m in (opts.values("rwmixwrite") or MIXES)]
+    mixes = tuple(int(m) for m in (opts.values("rwmixwrite") or MIXES))
     if any(not 0 <= m <= 100 for m in mixes):
         raise UserError("--set rwmixwrite= takes percentages 0..100 (0 = read-only)")
     cpus = cpu_count()
@@ -136,55 +152,65 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
     spec = BedSpec.parse(opts.bed) if opts.bed else BedSpec("ram")
     size = size_opt(opts, "image_size", 4 * GIB if opts.quick else 8 * GIB)
-    part = size // PARTS // MIB * MIB
-    repeat = opts.repeats(quick_default=1, default=3)
-    label = opts.label or NAME
-    if spec.kind == "device":
-        ctx = given_partitions(spec, part if opts.values("image_size") else None)
+    return _Options(mixes=mixes, cpus=cpus, jobs=jobs, runtime=runtime, size=size,
+                    part=size // PARTS // MIB * MIB,
+                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
+                    spec=spec)
+
+
+def _notes(o: _Options, devs: list[str], part: int) -> list[str]:
+    if o.spec.kind == "device":
+        where = (f"partitions: the {PARTS} devices given ({', '.join(devs)}), raw, "
+                 f"guarded; each instance covers {fmt_bytes(part)}")
     else:
-        ctx = quarters(size)
-    session = opts.session(store, progress, NAME)
-    with ctx as (bed, devs, part):
-        if spec.kind == "device":
-            where = (f"partitions: the {PARTS} devices given ({', '.join(devs)}), raw, "
-                     f"guarded; each instance covers {fmt_bytes(part)}")
-        else:
-            where = (f"partitions: {PARTS} loop devices over consecutive quarters of one "
-                     f"{fmt_bytes(size)} preallocated image in /dev/shm (losetup --offset "
-                     "--sizelimit; no partition-table parser here)")
-        notes = [where,
-                 f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
-                 f"node, bs 64k, ioengine=sync, thread, numjobs {jobs} (nproc = {cpus}; the "
-                 f"seed used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, "
-                 f"time_based {runtime} s, group_reporting",
-                 "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped "
-                 "before each mix"]
-        session.use_beds(bed)
-        tasks = [_task(session, devs, m, jobs, runtime, part) for m in mixes]
-        runs = session.execute(tasks, repeat)
-    notes += session.notes
-    notes.append(f"{repeat.summarise(runs, per='mix')}, interleaved; medians")
-    cols = columns(store, NAME, runs, label)
+        where = (f"partitions: {PARTS} loop devices over consecutive quarters of one "
+                 f"{fmt_bytes(o.size)} preallocated image in /dev/shm (losetup --offset "
+                 "--sizelimit; no partition-table parser here)")
+    return [where,
+            f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
+            f"node, bs 64k, ioengine=sync, thread, numjobs {o.jobs} (nproc = {o.cpus}; the "
+            f"seed used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, "
+            f"time_based {o.runtime} s, group_reporting",
+            "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped "
+            "before each mix"]
+
+
+def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
+    """Per mix, a heading row and each instance's read (and write) bandwidth."""
     pts = sorted({r.point.key(): r.point for r in runs}.values(),
                  key=lambda p: int(p.params["rwmixwrite"]))
-    headers = ["", *head("bandwidth", cols.labels)]
-    rows: list[list[str]] = []
+    rows: list[LabelRow] = []
     for p in pts:
         mix = int(p.params["rwmixwrite"])
-        rows.append(["read-only" if mix == 0 else f"rwmixwrite={mix}%"]
-                    + [""] * len(cols.labels))
+        rows.append(LabelRow(("read-only" if mix == 0 else f"rwmixwrite={mix}%",)))
         for i in range(1, PARTS + 1):
-            row = [f"Instance {i}"]
-            for lab in cols.labels:
+            def cell(lab: str, p: Point = p, i: int = i, mix: int = mix) -> str:
                 med = {"r": cols.median(p, lab, f"inst{i}_read_bw_bytes_per_s")}
                 if mix:
                     med["w"] = cols.median(p, lab, f"inst{i}_write_bw_bytes_per_s")
-                row.append(_cell(med))
-            rows.append(row)
+                return _cell(med)
+            rows.append(LabelRow((f"Instance {i}",), (per_label(cols, cell),)))
+    return LabelTable(("",), ("bandwidth",), tuple(rows))
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    o = _options(opts)
+    if o.spec.kind == "device":
+        ctx = given_partitions(o.spec, o.part if opts.values("image_size") else None)
+    else:
+        ctx = quarters(o.size)
+    session = opts.session(store, progress, NAME)
+    with ctx as (bed, devs, part):
+        notes = _notes(o, devs, part)
+        session.use_beds(bed)
+        tasks = [_task(session, devs, m, o.jobs, o.runtime, part) for m in o.mixes]
+        runs = session.execute(tasks, o.repeat)
+    notes += session.notes
+    notes.append(f"{o.repeat.summarise(runs, per='mix')}, interleaved; medians")
+    cols = columns(store, NAME, runs, o.label)
     title = "bdev-rwmix (seed 000): 4 buffered fio instances on 4 \"partitions\" of one device"
-    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
-                         headers=headers,
-                  rows=rows, notes=notes, runs=runs)
+    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
+                         table=_table(cols, runs), notes=notes, runs=runs)
 
 
 register(Recipe(name=NAME, seed="000",

@@ -15,25 +15,44 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from ..beds import BedSpec, provision
+from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
-from ..model import Point
+from ..model import Point, Run
+from ..repeat import RepeatPolicy
 from ..results import Report
-from ..runner import Progress
+from ..runner import Progress, Task
+from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
 from ..units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, one, size_opt
 from .registry import Recipe, register
-from .tables import columns, fmt_mib, head, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, fmt_mib, per_label, recipe_report
 from .tasks import fio_task
 
 NAME = "buffered-wall"
 BS = 2 * MIB
 NRFILES = 10
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What the user asked of buffered-wall, checked and scaled to the machine."""
+
+    variant: str
+    cpus: int
+    jobs: int
+    directs: tuple[int, ...]
+    fs: str
+    size: int
+    repeat: RepeatPolicy
+    label: str
+    spec: BedSpec
+
 
 def _bed_size(quick: bool) -> int:
     avail = meminfo().get("MemAvailable", 0)
@@ -41,7 +60,7 @@ def _bed_size(quick: bool) -> int:
     return max(512 * MIB, min(want, avail // 3)) >> 20 << 20
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _options(opts: RecipeOptions) -> _Options:
     opts.check_sets(NAME, ("variant", "jobs", "bed_size", "fs", "direct"))
     variant = str(one(opts, "variant", "normal"))
     if variant not in ("normal", "fill"):
@@ -50,88 +69,115 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     jobs = int(one(opts, "jobs", cpus))
     if any(d not in (0, 1) for d in opts.values("direct") or ()):
         raise UserError("--set direct= takes 0 and/or 1")
-    directs = sorted({int(d) for d in (opts.values("direct") or (0, 1))})
+    directs = tuple(sorted({int(d) for d in (opts.values("direct") or (0, 1))}))
     fs = str(one(opts, "fs", "xfs"))
     size = size_opt(opts, "bed_size", _bed_size(opts.quick))
-    repeat = opts.repeats(quick_default=3, default=3)
-    label = opts.label or NAME
-    spec = BedSpec.parse(opts.bed or "ram")
-    notes = [f"bed: {spec} {fs} of {fmt_bytes(size)} (scaled: {'--quick ' if opts.quick else ''}"
-             f"at most a third of free memory)",
-             f"{jobs} jobs (nproc = {cpus}) x {NRFILES} files, bs 2M, io_uring, "
-             "fallocate=none, create_on_open=1, group_reporting (the seed's incantation)"]
-    session = opts.session(store, progress, NAME)
-    with provision(spec, fs=fs, size_bytes=size) as bed:
-        session.use_beds(bed)
-        free = bed.free_bytes()
-        if variant == "fill":
-            filesize = max(BS, int(free * 1.5) // (jobs * NRFILES) // BS * BS)
-            notes.append(f"fill: filesize {fmt_bytes(filesize)}, "
-                         f"{fmt_bytes(filesize * jobs * NRFILES)} asked of a bed with "
-                         f"{fmt_bytes(free)} free; ENOSPC ends every point (status filled)")
-        else:
-            filesize = int(free * 0.8) // (jobs * NRFILES) // BS * BS
-            if filesize < BS:
-                raise UserError(f"the bed has {fmt_bytes(free)} free: too little for {jobs} jobs "
-                                f"x {NRFILES} files of 2M blocks; --set bed_size= larger")
-            thr, _ = dirty_thresholds_bytes()
-            total = filesize * jobs * NRFILES
-            notes.append(f"filesize {fmt_bytes(filesize)} per file (80% of the bed's "
-                         f"{fmt_bytes(free)} free): {fmt_bytes(total)} per point, "
-                         f"{total / thr if thr else 0:.1f}x the dirty threshold "
-                         f"({fmt_bytes(thr)}); no end_fsync, as in the seed")
-        wdir = os.path.join(bed.path, "w")
+    return _Options(variant=variant, cpus=cpus, jobs=jobs, directs=directs, fs=fs, size=size,
+                    repeat=opts.repeats(quick_default=3, default=3), label=opts.label or NAME,
+                    spec=BedSpec.parse(opts.bed or "ram"))
 
-        def prepare() -> None:
-            shutil.rmtree(wdir, ignore_errors=True)
-            os.makedirs(wdir)
 
-        def cleanup() -> None:
-            shutil.rmtree(wdir, ignore_errors=True)
+def _notes(o: _Options, quick: bool) -> list[str]:
+    return [f"bed: {o.spec} {o.fs} of {fmt_bytes(o.size)} (scaled: {'--quick ' if quick else ''}"
+            f"at most a third of free memory)",
+            f"{o.jobs} jobs (nproc = {o.cpus}) x {NRFILES} files, bs 2M, io_uring, "
+            "fallocate=none, create_on_open=1, group_reporting (the seed's incantation)"]
 
-        def job_for(direct: int) -> Callable[[], JobFile]:
-            g = {"directory": wdir, "nrfiles": NRFILES, "bs": "2M", "ioengine": "io_uring",
-                 "group_reporting": 1, "filesize": fio_size(filesize), "readwrite": "write",
-                 "fallocate": "none", "numjobs": jobs, "create_on_open": 1, "direct": direct}
-            return lambda: JobFile(g, [JobSection("ten-files-per-thread", {})])
 
-        tasks = []
-        for d in directs:
-            pt = Point(NAME, {"variant": variant, "direct": d, "jobs": jobs, "nrfiles": NRFILES,
-                              "bs": "2m", "ioengine": "io_uring", "filesize": filesize,
-                              "rw": "write"})
-            tasks.append(fio_task(pt, job_for(d), drop=session.drop_caches, prepare=prepare,
-                                  cleanup=cleanup,
-                                  title=f"{variant} {'direct' if d else 'buffered'} {jobs} jobs",
-                                  expect_enospc=variant == "fill"))
-        runs = session.execute(tasks, repeat)
-    notes += session.notes
-    notes.append(f"{repeat.summarise(runs)}, interleaved; medians; caches dropped before "
-                 "each point")
-    cols = columns(store, NAME, runs, label)
+def _filesize(o: _Options, free: int) -> tuple[int, str]:
+    """Each file's size on a bed with ``free`` bytes free, and the note that says why."""
+    if o.variant == "fill":
+        filesize = max(BS, int(free * 1.5) // (o.jobs * NRFILES) // BS * BS)
+        return filesize, (f"fill: filesize {fmt_bytes(filesize)}, "
+                          f"{fmt_bytes(filesize * o.jobs * NRFILES)} asked of a bed with "
+                          f"{fmt_bytes(free)} free; ENOSPC ends every point (status filled)")
+    filesize = int(free * 0.8) // (o.jobs * NRFILES) // BS * BS
+    if filesize < BS:
+        raise UserError(f"the bed has {fmt_bytes(free)} free: too little for {o.jobs} jobs "
+                        f"x {NRFILES} files of 2M blocks; --set bed_size= larger")
+    thr, _ = dirty_thresholds_bytes()
+    total = filesize * o.jobs * NRFILES
+    return filesize, (f"filesize {fmt_bytes(filesize)} per file (80% of the bed's "
+                      f"{fmt_bytes(free)} free): {fmt_bytes(total)} per point, "
+                      f"{total / thr if thr else 0:.1f}x the dirty threshold "
+                      f"({fmt_bytes(thr)}); no end_fsync, as in the seed")
+
+
+def _tasks(o: _Options, session: Session, bed: Bed, filesize: int) -> list[Task]:
+    """One fio point per direct= value, in a fresh directory of the bed."""
+    wdir = os.path.join(bed.path, "w")
+
+    def prepare() -> None:
+        shutil.rmtree(wdir, ignore_errors=True)
+        os.makedirs(wdir)
+
+    def cleanup() -> None:
+        shutil.rmtree(wdir, ignore_errors=True)
+
+    def job_for(direct: int) -> Callable[[], JobFile]:
+        g = {"directory": wdir, "nrfiles": NRFILES, "bs": "2M", "ioengine": "io_uring",
+             "group_reporting": 1, "filesize": fio_size(filesize), "readwrite": "write",
+             "fallocate": "none", "numjobs": o.jobs, "create_on_open": 1, "direct": direct}
+        return lambda: JobFile(g, [JobSection("ten-files-per-thread", {})])
+
+    tasks = []
+    for d in o.directs:
+        pt = Point(NAME, {"variant": o.variant, "direct": d, "jobs": o.jobs, "nrfiles": NRFILES,
+                          "bs": "2m", "ioengine": "io_uring", "filesize": filesize,
+                          "rw": "write"})
+        tasks.append(fio_task(pt, job_for(d), drop=session.drop_caches, prepare=prepare,
+                              cleanup=cleanup,
+                              title=f"{o.variant} {'direct' if d else 'buffered'} {o.jobs} jobs",
+                              expect_enospc=o.variant == "fill"))
+    return tasks
+
+
+def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
+    """One row: direct and buffered bandwidth, their ratio (and with fill, the bytes
+    written)."""
     pts = {bool(r.point.params["direct"]): r.point for r in runs}
-    headers: list[str] = ["Variant", "Jobs"]
-    row: list[str] = [variant, str(jobs)]
-    for d, name in ((True, "Direct"), (False, "Buffered")):
-        headers += head(name, cols.labels)
-        row += [fmt_mib(cols.median(pts[d], lab, "write_bw_bytes_per_s")) if d in pts else "-"
-                for lab in cols.labels]
-    headers += head("Buffered/Direct", cols.labels)
-    for lab in cols.labels:
-        dv = cols.median(pts[True], lab, "write_bw_bytes_per_s") if True in pts else None
-        bv = cols.median(pts[False], lab, "write_bw_bytes_per_s") if False in pts else None
-        row.append(f"{bv / dv:.2f}" if dv and bv is not None else "-")
-    if variant == "fill":
-        for d, name in ((True, "Direct written"), (False, "Buffered written")):
-            headers += head(name, cols.labels)
-            row += [fmt_bytes(v) if (d in pts and (v := cols.median(pts[d], lab,
-                                                                    "write_io_bytes")))
-                    else "-" for lab in cols.labels]
-    title = f"buffered-wall (seed 002): sequential write, {fs} on a {spec} bed"
-    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
-                         headers=headers,
-                  rows=[row], notes=notes, runs=runs,
-                  extra={"variant": variant, "jobs": jobs, "filesize": filesize})
+
+    def med(direct: bool, lab: str, metric: str) -> float | None:
+        return cols.median(pts[direct], lab, metric) if direct in pts else None
+
+    def bw(direct: bool) -> tuple[str, ...]:
+        return per_label(cols, lambda lab: fmt_mib(med(direct, lab, "write_bw_bytes_per_s")))
+
+    def written(direct: bool) -> tuple[str, ...]:
+        return per_label(cols, lambda lab: fmt_bytes(v) if (
+            v := med(direct, lab, "write_io_bytes")) else "-")
+
+    def ratio(lab: str) -> str:
+        dv = med(True, lab, "write_bw_bytes_per_s")
+        bv = med(False, lab, "write_bw_bytes_per_s")
+        return f"{bv / dv:.2f}" if dv and bv is not None else "-"
+
+    names = ["Direct", "Buffered", "Buffered/Direct"]
+    values = [bw(True), bw(False), per_label(cols, ratio)]
+    if o.variant == "fill":
+        names += ["Direct written", "Buffered written"]
+        values += [written(True), written(False)]
+    return LabelTable(("Variant", "Jobs"), tuple(names),
+                      (LabelRow((o.variant, str(o.jobs)), tuple(values)),))
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    o = _options(opts)
+    notes = _notes(o, opts.quick)
+    session = opts.session(store, progress, NAME)
+    with provision(o.spec, fs=o.fs, size_bytes=o.size) as bed:
+        session.use_beds(bed)
+        filesize, sized = _filesize(o, bed.free_bytes())
+        notes.append(sized)
+        runs = session.execute(_tasks(o, session, bed, filesize), o.repeat)
+    notes += session.notes
+    notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians; caches dropped before "
+                 "each point")
+    cols = columns(store, NAME, runs, o.label)
+    title = f"buffered-wall (seed 002): sequential write, {o.fs} on a {o.spec} bed"
+    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
+                         table=_table(o, cols, runs), notes=notes, runs=runs,
+                         extra={"variant": o.variant, "jobs": o.jobs, "filesize": filesize})
 
 
 register(Recipe(name=NAME, seed="002",

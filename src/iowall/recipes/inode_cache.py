@@ -13,12 +13,15 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
-from ..model import Artifact, Metric, Point
+from ..model import Artifact, Metric, Point, Run
 from ..proc import need, run
+from ..repeat import RepeatPolicy
 from ..results import Report
 from ..runner import Outcome, Partial, Progress, Task
 from ..session import Session
@@ -28,7 +31,7 @@ from ..units import GIB, fmt_bytes
 from ..workloads.engine import PHASES, run_meta
 from .options import RecipeOptions, counts, one, powers, size_opt
 from .registry import Recipe, register
-from .tables import columns, head, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, recipe_report
 
 NAME = "inode-cache"
 FILESYSTEMS = ("xfs", "ext4", "btrfs", "btrfs-svol")
@@ -74,9 +77,23 @@ def _task(session: Session, bed: Bed, fs: str, threads: int, files: int,
                 title=f"{fs} {threads} threads x {files} files")
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+@dataclass(frozen=True)
+class _Options:
+    """What the user asked of inode-cache, checked and scaled to the machine."""
+
+    filesystems: tuple[str, ...]
+    cpus: int
+    threads: tuple[int, ...]
+    files: int
+    size: int
+    repeat: RepeatPolicy
+    label: str
+    spec: BedSpec
+
+
+def _options(opts: RecipeOptions) -> _Options:
     opts.check_sets(NAME, ("fs", "threads", "files", "bed_size"))
-    fss = [str(v) for v in (opts.values("fs") or FILESYSTEMS)]
+    fss = tuple(str(v) for v in (opts.values("fs") or FILESYSTEMS))
     bad = [f for f in fss if f not in FILESYSTEMS]
     if bad:
         raise UserError(f"--set fs={bad[0]}: use {', '.join(FILESYSTEMS)}")
@@ -86,54 +103,63 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     if files < 1:
         raise UserError("--set files= at least 1")
     size = size_opt(opts, "bed_size", max(GIB, (max(threads) * files * 5120) >> 20 << 20))
-    repeat = opts.repeats(quick_default=1, default=3)
-    label = opts.label or NAME
-    spec = BedSpec.parse(opts.bed or "ram")
-    notes = [f"threads {', '.join(map(str, threads))} (up to 2 x nproc = {2 * cpus}), "
-             f"{files} empty files per thread (the seed: 400000 per thread, 1..32 threads; "
-             "scaled to this machine)",
-             f"one {spec} bed of {fmt_bytes(size)} per filesystem"
-             + (" (ext4 made with -i 4096 for enough inodes)" if "ext4" in fss else "")
-             + ("; btrfs-svol uses the btrfs bed with one subvolume per thread"
-                if "btrfs-svol" in fss else ""),
-             "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
-             "before walk, chmod and unlink; times are wall seconds of all threads"]
-    current: dict[str, Any] = {"bed": {}}
-    session = opts.session(store, progress, NAME)
-    with contextlib.ExitStack() as stack:
-        beds: dict[str, Bed] = {}
-        for fs in fss:
-            real = "btrfs" if fs == "btrfs-svol" else fs
-            if real not in beds:
-                beds[real] = stack.enter_context(
-                    provision(spec, fs=real, size_bytes=size, mkfs_opts=MKFS.get(real, "")))
-        tasks = [_task(session, beds["btrfs" if fs == "btrfs-svol" else fs], fs, t, files,
-                       current) for fs in fss for t in threads]
-        session.use_beds(*beds.values(), facts=lambda: dict(current["bed"]))
-        runs = session.execute(tasks, repeat)
-    notes += session.notes
-    notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
-    cols = columns(store, NAME, runs, label)
+    return _Options(filesystems=fss, cpus=cpus, threads=tuple(threads), files=files, size=size,
+                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
+                    spec=BedSpec.parse(opts.bed or "ram"))
+
+
+def _notes(o: _Options) -> list[str]:
+    return [f"threads {', '.join(map(str, o.threads))} (up to 2 x nproc = {2 * o.cpus}), "
+            f"{o.files} empty files per thread (the seed: 400000 per thread, 1..32 threads; "
+            "scaled to this machine)",
+            f"one {o.spec} bed of {fmt_bytes(o.size)} per filesystem"
+            + (" (ext4 made with -i 4096 for enough inodes)" if "ext4" in o.filesystems else "")
+            + ("; btrfs-svol uses the btrfs bed with one subvolume per thread"
+               if "btrfs-svol" in o.filesystems else ""),
+            "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
+            "before walk, chmod and unlink; times are wall seconds of all threads"]
+
+
+def _real(fs: str) -> str:
+    """The filesystem a bed is made with (btrfs-svol is btrfs with subvolumes)."""
+    return "btrfs" if fs == "btrfs-svol" else fs
+
+
+def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
+    """Wall seconds of each phase per filesystem and thread count."""
     pts: list[Point] = []
     for r in runs:
         if r.point not in pts:
             pts.append(r.point)
-    pts.sort(key=lambda p: (fss.index(str(p.params["fs"])), int(p.params["threads"])))
-    headers = ["Filesystem", "Files", "Threads"]
-    for ph in PHASES:
-        headers += head(TITLES[ph], cols.labels)
-    rows = []
-    for p in pts:
-        row = [str(p.params["fs"]), str(p.params["files"]), str(p.params["threads"])]
-        for ph in PHASES:
-            for lab in cols.labels:
-                v = cols.median(p, lab, f"{ph}_wall_s")
-                row.append("-" if v is None else f"{v:.3f}")
-        rows.append(row)
+    pts.sort(key=lambda p: (o.filesystems.index(str(p.params["fs"])), int(p.params["threads"])))
+    return LabelTable(
+        ("Filesystem", "Files", "Threads"), tuple(TITLES[ph] for ph in PHASES),
+        tuple(LabelRow((str(p.params["fs"]), str(p.params["files"]), str(p.params["threads"])),
+                       tuple(cols.cells(p, f"{ph}_wall_s", lambda v: f"{v:.3f}") for ph in PHASES))
+              for p in pts))
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    o = _options(opts)
+    notes = _notes(o)
+    current: dict[str, Any] = {"bed": {}}
+    session = opts.session(store, progress, NAME)
+    with contextlib.ExitStack() as stack:
+        beds: dict[str, Bed] = {}
+        for fs in o.filesystems:
+            if _real(fs) not in beds:
+                beds[_real(fs)] = stack.enter_context(provision(
+                    o.spec, fs=_real(fs), size_bytes=o.size, mkfs_opts=MKFS.get(_real(fs), "")))
+        tasks = [_task(session, beds[_real(fs)], fs, t, o.files, current)
+                 for fs in o.filesystems for t in o.threads]
+        session.use_beds(*beds.values(), facts=lambda: dict(current["bed"]))
+        runs = session.execute(tasks, o.repeat)
+    notes += session.notes
+    notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
+    cols = columns(store, NAME, runs, o.label)
     title = "inode-cache (seed 003): wall seconds per phase, fixed files per thread"
-    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
-                         headers=headers,
-                  rows=rows, notes=notes, runs=runs)
+    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
+                         table=_table(o, cols, runs), notes=notes, runs=runs)
 
 
 register(Recipe(name=NAME, seed="003",

@@ -15,12 +15,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
 from ..knob import parse_knob
 from ..knobs import KnobSession
 from ..model import Artifact, Metric, Point, Run
+from ..repeat import RepeatPolicy
 from ..results import Report
 from ..runner import Outcome, Partial, Progress, Task
 from ..session import Session
@@ -31,7 +34,7 @@ from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register
-from .tables import columns, head, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, recipe_report
 from .tasks import fio_task
 
 NAME = "small-file-writeback"
@@ -91,9 +94,24 @@ def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int
                     title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds)
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+@dataclass(frozen=True)
+class _Options:
+    """What the user asked of small-file-writeback, checked and scaled to the machine."""
+
+    variants: tuple[str, ...]
+    cpus: int
+    threads: tuple[int, ...]
+    seconds: int
+    size: int
+    ceiling_size: int
+    repeat: RepeatPolicy
+    label: str
+    spec: BedSpec
+
+
+def _options(opts: RecipeOptions) -> _Options:
     opts.check_sets(NAME, ("variant", "threads", "seconds", "bed_size"))
-    variants = [str(v) for v in (opts.values("variant") or VARIANTS)]
+    variants = tuple(str(v) for v in (opts.values("variant") or VARIANTS))
     if any(v not in VARIANTS for v in variants):
         raise UserError("--set variant= takes default and/or extsize")
     cpus = cpu_count()
@@ -104,72 +122,94 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     avail = meminfo().get("MemAvailable", 0)
     size = size_opt(opts, "bed_size", max(GIB, min(4 * GIB if opts.quick else 8 * GIB,
                                                    avail // 3)) >> 20 << 20)
-    repeat = opts.repeats(quick_default=1, default=3)
-    label = opts.label or NAME
-    spec = BedSpec.parse(opts.bed or "ram")
-    ceiling_size = min(GIB, size // 4) >> 20 << 20
-    notes = [f"bed: {spec} xfs of {fmt_bytes(size)} (scaled to a third of free memory at most)",
-             f"small files: 4 KiB each, {', '.join(map(str, threads))} thread(s) (nproc = "
-             f"{cpus}), {seconds} s per point, no fsync: writeback is the flusher's job",
-             f"ceiling: fio randwrite bs 4k io_uring direct iodepth 32, {cpus} job(s), "
-             f"{seconds} s on a {fmt_bytes(ceiling_size)} file on the same bed",
+    return _Options(variants=variants, cpus=cpus, threads=tuple(threads), seconds=seconds,
+                    size=size, ceiling_size=min(GIB, size // 4) >> 20 << 20,
+                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
+                    spec=BedSpec.parse(opts.bed or "ram"))
+
+
+def _notes(o: _Options) -> list[str]:
+    notes = [f"bed: {o.spec} xfs of {fmt_bytes(o.size)} (scaled to a third of free memory at "
+             "most)",
+             f"small files: 4 KiB each, {', '.join(map(str, o.threads))} thread(s) (nproc = "
+             f"{o.cpus}), {o.seconds} s per point, no fsync: writeback is the flusher's job",
+             f"ceiling: fio randwrite bs 4k io_uring direct iodepth 32, {o.cpus} job(s), "
+             f"{o.seconds} s on a {fmt_bytes(o.ceiling_size)} file on the same bed",
              "device write IOPS from /proc/diskstats of the bed's device during the stream; "
              "flusher busy % is the bdi writeback kworker CPU (100% = one CPU); throttled is "
              "the writers' total pause in balance_dirty_pages"]
-    if "extsize" in variants:
+    if "extsize" in o.variants:
         notes.append("extsize: a 4 KiB extent size hint on the root directory (xfs:extsize, "
                      "inherited), so delayed allocation is not used (as in the seed)")
-    session = opts.session(store, progress, NAME)
-    with provision(spec, fs="xfs", size_bytes=size) as bed:
-        session.use_beds(bed)
-        tasks = [_ceiling_task(session, bed, cpus, seconds, ceiling_size)]
-        for t in threads:
-            tasks += [_stream_task(session, bed, v, t, seconds) for v in variants]
-        runs = session.execute(tasks, repeat)
-    notes += session.notes
-    notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
-    cols = columns(store, NAME, runs, label)
+    return notes
+
+
+def _tasks(o: _Options, session: Session, bed: Bed) -> list[Task]:
+    """The direct-I/O ceiling, then the stream of every variant at every thread count."""
+    tasks = [_ceiling_task(session, bed, o.cpus, o.seconds, o.ceiling_size)]
+    for t in o.threads:
+        tasks += [_stream_task(session, bed, v, t, o.seconds) for v in o.variants]
+    return tasks
+
+
+def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
+    """Per variant and thread count: files/s, the device's write IOPS, the ceiling, files/s
+    as a share of it, the flusher's busy share and the writers' throttled time."""
     ceil_pt = next(r.point for r in runs if r.point.params["kind"] == "dio-ceiling")
     stream_pts: list[Point] = []
     for r in runs:
         if r.point.params["kind"] == "smallfiles" and r.point not in stream_pts:
             stream_pts.append(r.point)
-    headers = ["Variant", "Threads"]
-    for name in ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher busy",
-                 "Throttled"):
-        headers += head(name, cols.labels)
-    rows = []
-    for p in stream_pts:
-        row = [str(p.params["variant"]), str(p.params["threads"])]
+
+    def row(p: Point) -> LabelRow:
         f = [cols.median(p, lab, "files_per_s") for lab in cols.labels]
-        w = [cols.median(p, lab, "disk_write_iops") for lab in cols.labels]
         c = [cols.median(ceil_pt, lab, "write_iops") for lab in cols.labels]
-        b = [cols.median(p, lab, "flusher_cpu_share") for lab in cols.labels]
-        th = [cols.median(p, lab, "throttle_pause_s") for lab in cols.labels]
-        row += [_n(v) for v in f] + [_n(v) for v in w] + [_n(v) for v in c]
-        row += [f"{fi / ci * 100:.1f}%" if fi is not None and ci else "-"
-                for fi, ci in zip(f, c, strict=True)]
-        row += [f"{v * 100:.0f}%" if v is not None else "-" for v in b]
-        row += [f"{v:.1f}s" if v is not None else "-" for v in th]
-        rows.append(row)
+        return LabelRow((str(p.params["variant"]), str(p.params["threads"])), (
+            cols.cells(p, "files_per_s", _n), cols.cells(p, "disk_write_iops", _n),
+            cols.cells(ceil_pt, "write_iops", _n),
+            tuple(f"{fi / ci * 100:.1f}%" if fi is not None and ci else "-"
+                  for fi, ci in zip(f, c, strict=True)),
+            cols.cells(p, "flusher_cpu_share", lambda v: f"{v * 100:.0f}%"),
+            cols.cells(p, "throttle_pause_s", lambda v: f"{v:.1f}s")))
+
+    return LabelTable(("Variant", "Threads"), ("Files/s", "Write IOPS", "DIO IOPS", "Share",
+                                               "Flusher busy", "Throttled"),
+                      tuple(row(p) for p in stream_pts), left=2)
+
+
+def _under_threshold(runs: Sequence[Run]) -> list[str]:
+    """The note that writers were never throttled, when no point wrote the dirty threshold."""
     thr, _ = dirty_thresholds_bytes()
     most = max((r.metric("files") or 0.0 for r in runs), default=0.0) * 4096
     if thr and most < thr:
-        notes.append(f"at most {fmt_bytes(most)} of files were written per point, under the "
-                     f"dirty threshold ({fmt_bytes(thr)}): writers were not throttled; "
-                     "--set seconds= longer (or a lower vm.dirty_bytes) to reach the wall")
+        return [f"at most {fmt_bytes(most)} of files were written per point, under the "
+                f"dirty threshold ({fmt_bytes(thr)}): writers were not throttled; "
+                "--set seconds= longer (or a lower vm.dirty_bytes) to reach the wall"]
+    return []
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    o = _options(opts)
+    notes = _notes(o)
+    session = opts.session(store, progress, NAME)
+    with provision(o.spec, fs="xfs", size_bytes=o.size) as bed:
+        session.use_beds(bed)
+        runs = session.execute(_tasks(o, session, bed), o.repeat)
+    notes += session.notes
+    notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
+    cols = columns(store, NAME, runs, o.label)
+    table = _table(cols, runs)
+    notes += _under_threshold(runs)
     notes.append("Share = files/s as a fraction of the direct-I/O 4k write IOPS ceiling "
                  "(one file = one 4 KiB write)")
-    skipped = sorted({s for r in runs for s in _skipped(r)})
-    notes += skipped
+    notes += sorted({s for r in runs for s in _skipped(r)})
     title = "small-file-writeback (seed 004): 4 KiB files through the page cache, xfs"
-    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
-                         headers=headers,
-                  rows=rows, notes=notes, runs=runs, left=2)
+    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
+                         table=table, notes=notes, runs=runs)
 
 
-def _n(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.0f}"
+def _n(v: float) -> str:
+    return f"{v:,.0f}"
 
 
 def _skipped(r: Run) -> list[str]:

@@ -1,6 +1,13 @@
-"""The seed recipes' tables, with one column per stored label (earlier labels first), and the
-Report a seed recipe returns: its table, notes, run statuses, the Why section, and
-``compare`` of every label against the first when other labels share the points."""
+"""The seed recipes' tables and the Report a seed recipe returns: its table, notes, run
+statuses, the Why section, and ``compare`` of every label against the first when other labels
+share the points.
+
+A recipe builds a ``LabelTable`` (the cells that name each row, and per value column one cell
+per stored label, earlier labels first); ``recipe_report`` lays it out: one row per point with
+one label, one row per point and label under a ``Label`` column with several, so that a
+table is as wide with five labels as with two. Where the labels' names would still make the
+text wider than ``WIDTH``, the text shows them as A, B, … with a legend under the table (the
+JSON keeps the names)."""
 
 from __future__ import annotations
 
@@ -15,6 +22,9 @@ from ..model import MEASURED_STATUSES, Point, Run
 from ..results import Report, Section, Table
 from ..store import RunFilter, Store
 from ..units import fmt_rate
+
+#: The widest a recipe's text table may be (several labels side by side made them 148-207).
+WIDTH = 100
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,11 @@ class Columns:
             if v is not None:
                 vals.append(v)
         return statistics.median(vals) if vals else None
+
+    def cells(self, point: Point, metric: str, fmt: Callable[[float], str]) -> tuple[str, ...]:
+        """One cell per label: the median of ``metric`` at ``point`` formatted, or "-"."""
+        return tuple("-" if (v := self.median(point, lab, metric)) is None else fmt(v)
+                     for lab in self.labels)
 
 
 def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Columns:
@@ -60,9 +75,69 @@ def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Colum
     return Columns(tuple(order), samples)
 
 
-def head(name: str, labels: Sequence[str]) -> list[str]:
-    """A column header per label (just ``name`` when one label is stored)."""
-    return [name] if len(labels) == 1 else [f"{name} [{lab}]" for lab in labels]
+@dataclass(frozen=True)
+class LabelRow:
+    """A row of a LabelTable: the cells that name it, and per value column one cell per
+    label; a row without values is a heading (its name alone)."""
+
+    keys: tuple[str, ...]
+    values: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelTable:
+    """A recipe's table before it is laid out: key columns (``left`` of them left-aligned),
+    value columns, rows."""
+
+    keys: tuple[str, ...]
+    values: tuple[str, ...]
+    rows: tuple[LabelRow, ...]
+    left: int = 1
+
+
+def per_label(cols: Columns, cell: Callable[[str], str]) -> tuple[str, ...]:
+    """One cell per label of ``cols``, in order."""
+    return tuple(cell(lab) for lab in cols.labels)
+
+
+def lay_out(t: LabelTable, names: Sequence[str]) -> Table:
+    """``t`` as one table: one row per row of ``t`` with one label; with several, one row per
+    row and label, the label (its name in ``names``) in a first column."""
+    blank = ("",) * len(t.values)
+    if len(names) == 1:
+        return Table.of(t.keys + t.values, [r.keys + (tuple(v[0] for v in r.values)
+                                                       if r.values else blank)
+                                            for r in t.rows], left=t.left)
+    rows: list[tuple[str, ...]] = []
+    for r in t.rows:
+        if not r.values:
+            rows.append(("",) + r.keys + blank)
+            continue
+        rows += [(name,) + r.keys + tuple(v[i] for v in r.values)
+                 for i, name in enumerate(names)]
+    return Table.of(("Label",) + t.keys + t.values, rows, left=t.left + 1)
+
+
+def text_width(t: Table) -> int:
+    """How wide ``t`` prints as text: two spaces before and between padded columns, the
+    layout of ``report.table.text_table``."""
+    widths = [max(len(c) for c in col) for col in zip(t.headers, *t.rows, strict=True)]
+    return 2 + sum(widths) + 2 * (len(widths) - 1)
+
+
+def short_names(n: int) -> list[str]:
+    """A, B, … Z, then L27, L28, …: labels named in a table too narrow for their names."""
+    return [chr(ord("A") + i) if i < 26 else f"L{i + 1}" for i in range(n)]
+
+
+def fitted(t: LabelTable, labels: Sequence[str]) -> tuple[Table, tuple[str, ...]]:
+    """``t`` laid out to fit WIDTH where it can, and the legend lines it needs: the labels'
+    names, or A, B, … with a legend when the names make it wider."""
+    full = lay_out(t, labels)
+    if len(labels) == 1 or text_width(full) <= WIDTH:
+        return full, ()
+    short = short_names(len(labels))
+    return lay_out(t, short), tuple(f"{k}: {lab}" for k, lab in zip(short, labels, strict=True))
 
 
 def fmt_mib(bps: float | None) -> str:
@@ -87,12 +162,13 @@ def compare_sides(sides: Sequence[Side], metrics: Sequence[str] | None = None
 
 
 def recipe_report(name: str, title: str, *, label: str, batch: str, cols: Columns,
-                  headers: Sequence[str], rows: Sequence[Sequence[str]], notes: Sequence[str],
-                  runs: Sequence[Run], left: int = 1, extra: Mapping[str, Any] | None = None,
+                  table: LabelTable, notes: Sequence[str], runs: Sequence[Run],
+                  extra: Mapping[str, Any] | None = None,
                   metrics: Sequence[str] | None = None) -> Report:
-    """A seed recipe's Report: its table, the notes with run statuses and the first
-    failures, the Why section (explain on each point's median run) and, when other labels
-    share the points, the compare of every label against the first on ``metrics``."""
+    """A seed recipe's Report: its table laid out for its labels (``fitted``; the JSON's
+    ``table`` with the labels' names), the notes with run statuses and the first failures,
+    the Why section (explain on each point's median run) and, when other labels share the
+    points, the compare of every label against the first on ``metrics``."""
     notes = list(notes)
     notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
                                            for s in sorted({r.status for r in runs})))
@@ -100,13 +176,15 @@ def recipe_report(name: str, title: str, *, label: str, batch: str, cols: Column
     sides = label_sides(cols)
     cmp = compare_sides(sides, metrics)
     ids = tuple(r.id for r in runs if r.id is not None)
+    full = lay_out(table, cols.labels)
+    shown, legend = fitted(table, cols.labels)
     return Report(
         kind="recipe", name=name, title=title,
-        sections=(Section(table=Table.of(headers, rows, left=left)),),
+        sections=(Section(table=shown, bullets=legend),),
         notes=tuple(notes), why=tuple(why_points(runs)), label=label, batch=batch,
         run_ids=ids, data={"recipe": name, **(extra or {}), "labels": list(cols.labels),
-                           "table": {"headers": list(headers),
-                                     "rows": [list(r) for r in rows]},
+                           "table": {"headers": list(full.headers),
+                                     "rows": [list(r) for r in full.rows]},
                            "compare_metrics": list(metrics) if metrics else None},
         compare_sides=tuple((s.name, tuple(r.id for r in s.runs if r.id is not None))
                             for s in sides) if cmp is not None else (),

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ..beds import Bed, BedSpec
 from ..beds.blockdev import kernel_name, size_bytes
@@ -21,16 +22,18 @@ from ..beds.loop import disk_image
 from ..errors import UserError
 from ..knob import parse_knob
 from ..knobs import KnobSession
-from ..model import Point
+from ..model import Point, Run
+from ..repeat import RepeatPolicy
 from ..results import Report
-from ..runner import Progress
+from ..runner import Progress, Task
+from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count
 from ..units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register
-from .tables import columns, head, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, recipe_report
 from .tasks import fio_task
 
 NAME = "tag-fairness"
@@ -56,11 +59,24 @@ def raw_loop(size: int) -> Iterator[Bed]:
         bed.teardown()
 
 
-def _job(g: dict[str, object]) -> Callable[[], JobFile]:
-    return lambda: JobFile(g, [JobSection("test", {})])
+@dataclass(frozen=True)
+class _Options:
+    """What the user asked of tag-fairness, checked and scaled to the machine."""
+
+    cpus: int
+    cap: int
+    jobs: tuple[int, ...]
+    runtime: int
+    ramp: int
+    max_sectors_kb: int
+    size: int
+    region: int
+    repeat: RepeatPolicy
+    label: str
+    spec: BedSpec
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _options(opts: RecipeOptions) -> _Options:
     opts.check_sets(NAME, ("numjobs", "runtime", "ramp_time", "image_size", "max_sectors_kb"))
     cpus = cpu_count()
     cap = 16 if opts.quick else 32 * cpus
@@ -83,60 +99,83 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     if region < 16 * MIB:
         raise UserError(f"{fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
                         "each: --set image_size= larger (or a larger device) or fewer numjobs")
-    repeat = opts.repeats(quick_default=1, default=3)
-    label = opts.label or NAME
-    where = (f"raw device {spec.path} (guarded), no filesystem; {fmt_bytes(size)} used"
-             if spec.kind == "device" else
-             f"raw loop device (direct-io on) over a preallocated {fmt_bytes(size)} image on "
+    return _Options(cpus=cpus, cap=cap, jobs=tuple(jobs), runtime=runtime, ramp=ramp,
+                    max_sectors_kb=msk, size=size, region=region,
+                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
+                    spec=spec)
+
+
+def _notes(o: _Options, quick: bool) -> list[str]:
+    where = (f"raw device {o.spec.path} (guarded), no filesystem; {fmt_bytes(o.size)} used"
+             if o.spec.kind == "device" else
+             f"raw loop device (direct-io on) over a preallocated {fmt_bytes(o.size)} image on "
              "disk, no filesystem")
-    notes = [f"numjobs {', '.join(map(str, jobs))}: capped at {cap} on this machine "
-             f"({cpus} CPUs{', --quick' if opts.quick else ', 32 x nproc'}; the seed went to "
-             "512 on 96 cores)",
-             f"{where}; offset_increment {fio_size(region)} (size / max numjobs)",
-             f"psync, direct=1, randwrite, bs 1M, time_based runtime {runtime} s after "
-             f"ramp_time {ramp} s, group_reporting"]
-    session = opts.session(store, progress, NAME)
-    bed_ctx = (raw_devices(spec, need_bytes=size, count=1, recipe=NAME)
-               if spec.kind == "device" else raw_loop(size))
-    with bed_ctx as bed, KnobSession(bed) as ks:
-        session.use_beds(bed)
-        dev = bed.device or ""
-        old = (bed.facts.get("queue") or {}).get("max_sectors_kb", "?")
-        knob = parse_knob("sysfs:queue/max_sectors_kb")
-        now = ks.set(knob, msk)
-        session.knobs[str(knob)] = now
-        bed.facts["queue"] = dict(bed.facts.get("queue") or {}, max_sectors_kb=now)
-        notes.append(f"queue/max_sectors_kb of {os.path.basename(dev)} set to {now} "
-                     f"(was {old}; restored afterwards)")
-        tasks = []
-        for j in jobs:
-            pt = Point(NAME, {"rw": "randwrite", "bs": "1m", "ioengine": "psync", "direct": 1,
-                              "numjobs": j, "offset_increment": region, "runtime": runtime,
-                              "ramp_time": ramp, "max_sectors_kb": msk})
-            g = {"filename": dev, "ioengine": "psync", "allow_mounted_write": 0,
-                 "group_reporting": 1, "direct": 1, "offset_increment": fio_size(region),
-                 "size": fio_size(region), "rw": "randwrite", "bs": "1024k", "numjobs": j,
-                 "time_based": 1, "runtime": runtime, "ramp_time": ramp}
-            tasks.append(fio_task(pt, _job(g),
-                                  title=f"randwrite 1M numjobs={j}", weight=runtime + ramp))
-        runs = session.execute(tasks, repeat)
-    notes += session.notes
-    notes.append(f"{repeat.summarise(runs)}, interleaved; medians")
-    cols = columns(store, NAME, runs, label)
+    return [f"numjobs {', '.join(map(str, o.jobs))}: capped at {o.cap} on this machine "
+            f"({o.cpus} CPUs{', --quick' if quick else ', 32 x nproc'}; the seed went to "
+            "512 on 96 cores)",
+            f"{where}; offset_increment {fio_size(o.region)} (size / max numjobs)",
+            f"psync, direct=1, randwrite, bs 1M, time_based runtime {o.runtime} s after "
+            f"ramp_time {o.ramp} s, group_reporting"]
+
+
+def _lower_max_sectors(o: _Options, session: Session, bed: Bed, ks: KnobSession) -> str:
+    """Set the bed's queue/max_sectors_kb for the whole run (restored with ``ks``); the note
+    that says so."""
+    old = (bed.facts.get("queue") or {}).get("max_sectors_kb", "?")
+    knob = parse_knob("sysfs:queue/max_sectors_kb")
+    now = ks.set(knob, o.max_sectors_kb)
+    session.knobs[str(knob)] = now
+    bed.facts["queue"] = dict(bed.facts.get("queue") or {}, max_sectors_kb=now)
+    return (f"queue/max_sectors_kb of {os.path.basename(bed.device or '')} set to {now} "
+            f"(was {old}; restored afterwards)")
+
+
+def _tasks(o: _Options, dev: str) -> list[Task]:
+    """One fio point per numjobs, each job writing its own region of ``dev``."""
+    tasks = []
+    for j in o.jobs:
+        pt = Point(NAME, {"rw": "randwrite", "bs": "1m", "ioengine": "psync", "direct": 1,
+                          "numjobs": j, "offset_increment": o.region, "runtime": o.runtime,
+                          "ramp_time": o.ramp, "max_sectors_kb": o.max_sectors_kb})
+        g = {"filename": dev, "ioengine": "psync", "allow_mounted_write": 0,
+             "group_reporting": 1, "direct": 1, "offset_increment": fio_size(o.region),
+             "size": fio_size(o.region), "rw": "randwrite", "bs": "1024k", "numjobs": j,
+             "time_based": 1, "runtime": o.runtime, "ramp_time": o.ramp}
+        tasks.append(fio_task(pt, _job(g), title=f"randwrite 1M numjobs={j}",
+                              weight=o.runtime + o.ramp))
+    return tasks
+
+
+def _job(g: dict[str, object]) -> Callable[[], JobFile]:
+    return lambda: JobFile(g, [JobSection("test", {})])
+
+
+def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
+    """MiB/s per numjobs."""
     pts = sorted({r.point.key(): r.point for r in runs}.values(),
                  key=lambda p: int(p.params["numjobs"]))
-    headers = ["numjobs"] + head("MiB/s", cols.labels)
-    rows = []
-    for p in pts:
-        row = [str(p.params["numjobs"])]
-        for lab in cols.labels:
-            v = cols.median(p, lab, "write_bw_bytes_per_s")
-            row.append("-" if v is None else f"{v / MIB:.1f}")
-        rows.append(row)
-    title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {msk}"
-    return recipe_report(NAME, title, label=label, batch=session.batch, cols=cols,
-                         headers=headers,
-                  rows=rows, notes=notes, runs=runs, left=0)
+    return LabelTable(("numjobs",), ("MiB/s",), tuple(
+        LabelRow((str(p.params["numjobs"]),),
+                 (cols.cells(p, "write_bw_bytes_per_s", lambda v: f"{v / MIB:.1f}"),))
+        for p in pts), left=0)
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    o = _options(opts)
+    notes = _notes(o, opts.quick)
+    session = opts.session(store, progress, NAME)
+    bed_ctx = (raw_devices(o.spec, need_bytes=o.size, count=1, recipe=NAME)
+               if o.spec.kind == "device" else raw_loop(o.size))
+    with bed_ctx as bed, KnobSession(bed) as ks:
+        session.use_beds(bed)
+        notes.append(_lower_max_sectors(o, session, bed, ks))
+        runs = session.execute(_tasks(o, bed.device or ""), o.repeat)
+    notes += session.notes
+    notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
+    cols = columns(store, NAME, runs, o.label)
+    title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {o.max_sectors_kb}"
+    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
+                         table=_table(cols, runs), notes=notes, runs=runs)
 
 
 register(Recipe(name=NAME, seed="001",
