@@ -4,8 +4,9 @@
     .venv/bin/python benchmarks/threadstate_cost.py --threads 2,4,16 --seconds 10
 
 The probe runs in this process and watches a child that keeps ``--threads`` threads busy
-changing state (each sleeps 1 ms, then spins 1 ms), as fio's jobs do; the main thread only
-waits, so this process's CPU time over the interval (``getrusage``, exact to the tick, and
+changing state (``switching``: each sleeps 1 ms, then spins 1 ms; ``waiting``: sleeps 50
+ms); the main thread only waits, so this process's CPU time over the interval (``getrusage``,
+exact to the tick, and
 ``time.process_time``) is the sampler's: wake-ups, stack reads, counter rows, cgroup reads.
 Each setting (stack looks per second per thread, counter buckets per second) is measured in
 turn, rounds interleaved, and the median printed: the share of one CPU, and microseconds per
@@ -31,7 +32,7 @@ CHILD = """
 import threading, time
 def work():
     while True:
-        time.sleep(0.001)
+        time.sleep({sleep_s})
         t = time.perf_counter() + 0.001
         while time.perf_counter() < t:
             pass
@@ -41,10 +42,17 @@ time.sleep(3600)
 """
 
 
-def one(hz: float, bucket_s: float, seconds: float, threads: int) -> dict[str, float]:
+#: what the watched threads do: sleep this long, then spin 1 ms. "switching" changes state
+#: between any two looks (the worst case: every look reads a stack); "waiting" is mostly
+#: asleep, as a thread waiting in fsync, on the device or on a throttle
+CHILDREN = {"switching": 0.001, "waiting": 0.05}
+
+
+def one(hz: float, bucket_s: float, seconds: float, threads: int,
+        child: str = "switching") -> dict[str, float]:
     """One measured interval at one setting: the probe's CPU share of one CPU and per look."""
     threadstate.HZ, threadstate.BUCKET_S = hz, bucket_s
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(n=threads)])
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(n=threads, sleep_s=CHILDREN[child])])
     try:
         time.sleep(0.5)  # the child's threads are up
         probe = threadstate.ThreadStateProbe(ProbeContext())
@@ -71,26 +79,29 @@ def main() -> int:
                     help="comma list of HZ:BUCKET_S (stack looks per second per thread, "
                          "seconds between counter rows)")
     ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--child", default="switching,waiting",
+                    help=f"comma list of {', '.join(CHILDREN)}")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", help="write the measurements here")
     a = ap.parse_args()
     settings = [(float(h), float(b)) for h, b in (s.split(":") for s in a.settings.split(","))]
     out: list[dict[str, Any]] = []
-    print("| watched threads | looks/s a thread | bucket | probe CPU (share of one CPU) "
+    print("| threads | they are | looks/s a thread | bucket | probe CPU (share of one CPU) "
           "| us per look | rounds |")
-    print("|---|---|---|---|---|---|")
-    for n in (int(x) for x in a.threads.split(",")):
+    print("|---|---|---|---|---|---|---|")
+    cases = [(int(n), c) for n in a.threads.split(",") for c in a.child.split(",")]
+    for n, child in cases:
         got: dict[tuple[float, float], list[dict[str, float]]] = {s: [] for s in settings}
         for _ in range(a.rounds):
             for s in settings:
-                got[s].append(one(s[0], s[1], a.seconds, n))
+                got[s].append(one(s[0], s[1], a.seconds, n, child))
         for (hz, b), rs in got.items():
             share = statistics.median(r["cpu_share"] for r in rs)
             per = statistics.median(r["us_per_look"] for r in rs)
             each = ", ".join(f"{100 * r['cpu_share']:.2f}" for r in rs)
-            print(f"| {n} | {hz:g} | {b:g} s | {100 * share:.2f}% ({each}) | {per:.0f} "
+            print(f"| {n} | {child} | {hz:g} | {b:g} s | {100 * share:.2f}% ({each}) | {per:.0f} "
                   f"| {len(rs)} |")
-            out.append({"threads": n, "hz": hz, "bucket_s": b, "runs": rs})
+            out.append({"threads": n, "child": child, "hz": hz, "bucket_s": b, "runs": rs})
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
