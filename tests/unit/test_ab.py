@@ -15,8 +15,8 @@ from iowall.ab.guest import build_id
 from iowall.ab.kernels import Kernel, is_bzimage
 from iowall.ab.rounds import SIDES, AbConfig, BootRecord, death_line, run_rounds, side_runs
 from iowall.ab.summary import _kernel_lines, flame_pair
+from iowall.actions.ab import _labels
 from iowall.analysis.compare import Side, compare
-from iowall.cli.ab import _labels
 from iowall.errors import UserError
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run
 from iowall.report.compare import render_json, render_md, render_text
