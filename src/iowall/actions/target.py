@@ -10,13 +10,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import journal
+from ..beds import BedSpec, check_dir
 from ..errors import UserError
 from ..guestmem import hold_guest_memory
 from ..knobs import KnobSession
 from ..machine_lock import exclusive
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
 from ..recipes.options import RecipeOptions
-from ..recipes.registry import Recipe, get, recipe_knobs
+from ..recipes.registry import Recipe, get
 from ..repeat import RepeatPolicy
 from ..results import Report
 from ..runner import Progress
@@ -34,12 +35,13 @@ def is_plan_path(target: str) -> bool:
 
 def load_target_plan(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
                      label: str | None = None, repeat: RepeatPolicy | None = None,
-                     quick: bool = False, bed: str | None = None,
+                     quick: bool = False, bed: str | None = None, wipe: bool = False,
                      probes: str | None = None, rel_target: float | None = None) -> Plan:
     """The plan file (or fio job file: a plan of one point) with the command line's
-    overrides."""
+    overrides; ``wipe``: ``--wipe`` for the plan's own device bed when no ``--bed`` is
+    given."""
     plan = load_jobfile(target) if target.endswith(".fio") else load_plan(target)
-    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed,
+    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed, wipe=wipe,
                                quick=quick, target=rel_target, probes=probes)
 
 
@@ -56,17 +58,18 @@ class Target:
 
 def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
             label: str | None = None, repeat: RepeatPolicy | None = None, quick: bool = False,
-            bed: str | None = None, probes: str | None = None,
+            bed: str | None = None, wipe: bool = False, probes: str | None = None,
             rel_target: float | None = None) -> Target:
     """Load and check a plan file or a recipe's options — every check that needs no machine,
-    refused knobs included — before any store, lock or bed
+    refused knobs and the recipe's own ``--set`` axes included — before any store, lock or bed
     is touched."""
     policy = repeat
     plan: Plan | None = None
     recipe: Recipe | None = None
     if is_plan_path(target):
         plan = load_target_plan(target, sets=sets, label=label, repeat=policy, quick=quick,
-                                bed=bed, probes=probes, rel_target=rel_target)
+                                bed=bed, wipe=wipe, probes=probes,
+                                rel_target=rel_target)
         preview(plan)
         title = f"plan {plan.label}"
     else:
@@ -79,7 +82,10 @@ def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
     opts = RecipeOptions(quick=quick, sets=tuple((k, tuple(v)) for k, v in sets),
                          label=label, repeat=policy, bed=bed, probes=probes or "default")
     if recipe is not None:
-        recipe_knobs(recipe.name, opts)
+        recipe.checked(opts)
+        spec = BedSpec.parse(bed) if bed is not None else None
+        if spec is not None and spec.kind == "dir":  # a device's guard: when provisioned
+            check_dir(spec.path)
     return Target(target, title, plan, recipe, opts)
 
 

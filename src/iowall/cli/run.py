@@ -77,17 +77,19 @@ def run_cmd(
     if probes is not None:
         resolve(probes)
     parsed = [parse_set(s) for s in sets or []]
-    bed = bed_with_wipe(bed, wipe)
+    plan_wipe = wipe and bed is None and is_plan_path(target)  # the plan's own device bed
+    bed = bed if plan_wipe else bed_with_wipe(bed, wipe)
     if dry_run:
         if not is_plan_path(target):
             raise UserError(f"--dry-run checks a plan file (PLAN.toml or FILE.fio), not recipe "
                             f"{target!r}")
         emit(preview(load_target_plan(target, sets=parsed, label=label, repeat=policy,
-                                      quick=quick, bed=bed, probes=probes, rel_target=tgt)),
+                                      quick=quick, bed=bed, wipe=plan_wipe, probes=probes,
+                                      rel_target=tgt)),
              fmt, output)
         return
     prepared = prepare(target, sets=parsed, label=label, repeat=policy, quick=quick, bed=bed,
-                       probes=probes, rel_target=tgt)
+                       wipe=plan_wipe, probes=probes, rel_target=tgt)
     store = Store(db)  # opened once the input is known to be good: a refusal writes nothing
     report = execute(prepared, store, RichProgress, wait_s, hold_memory)
     add_report(store, report)

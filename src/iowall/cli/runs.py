@@ -101,7 +101,8 @@ def show(
     run_id: RunIdArg,
     fmt: RecordFormatOpt = RecordFormat.text,
     raw: Annotated[str | None, typer.Option(
-        metavar="NAME", help="print one raw artifact (e.g. fio.json, job.fio)")] = None,
+        metavar="NAME", help="print one raw artifact (e.g. fio.json, job.fio; a compressed "
+        "one, such as profile.folded.gz, as its text)")] = None,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
@@ -114,6 +115,8 @@ def show(
     if a is None:
         names = ", ".join(a.name for a in r.artifacts) or "none"
         raise UserError(f"run {run_id} has no artifact {raw!r} (it has: {names})")
-    # exactly the stored bytes into a file; on a terminal, ending in a newline
-    newline = "" if output or a.body.endswith("\n") else "\n"
-    write(a.body + newline, output, what="artifact")
+    # the artifact's text (a compressed one unpacked): exactly that into a file; on a
+    # terminal, ending in a newline
+    text = a.text()
+    newline = "" if output or text.endswith("\n") else "\n"
+    write(text + newline, output, what="artifact")
