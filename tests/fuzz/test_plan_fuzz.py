@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import iowall.actions.target
 import iowall.beds.xfs_blocks
 import iowall.cli.run
 import iowall.plan.execute
@@ -62,8 +63,8 @@ def test_plan_loader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFacto
     (tmp_path / "mine.fio").write_text(JOB)
     path = tmp_path / "fuzz.toml"
     db = tmp_path / "never.db"
-    for mod, name in ((iowall.cli.run, "Store"), (iowall.cli.run, "exclusive"),
-                      (iowall.cli.run.journal, "recover"), (iowall.plan.execute, "provision"),
+    for mod, name in ((iowall.cli.run, "Store"), (iowall.actions.target, "exclusive"),
+                      (iowall.actions.target.journal, "recover"), (iowall.plan.execute, "provision"),
                       (iowall.plan.execute, "fio_dontcache_ok"),
                       (iowall.beds.xfs_blocks, "provision")):
         monkeypatch.setattr(mod, name, _forbid(f"{mod.__name__}.{name}"))
@@ -105,7 +106,8 @@ def test_plan_loader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFacto
 
     # The rejected plans through the real `iowall run`: the same one line, and nothing else.
     monkeypatch.undo()
-    for mod, name in ((iowall.cli.run, "exclusive"), (iowall.cli.run.journal, "recover"),
+    for mod, name in ((iowall.actions.target, "exclusive"),
+                      (iowall.actions.target.journal, "recover"),
                       (iowall.plan.execute, "provision"), (iowall.beds.xfs_blocks, "provision")):
         monkeypatch.setattr(mod, name, _forbid(f"{mod.__name__}.{name}"))
     url = f"sqlite:///{tmp_path / 'store.db'}"

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from .. import journal
-from ..beds import bed_with_wipe
+from ..beds import BedSpec, bed_with_wipe, check_fs
 from ..beds.xfs_blocks import parse_fs_blocks
 from ..machine_lock import exclusive, parse_wait
 from ..probes import resolve
@@ -79,6 +79,7 @@ def limits(
                          mount_opts=mount_opts, probes=probes,
                          fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None
                          else ())
+    check_fs(BedSpec.parse(opts.bed), opts.fs)  # before the store, the lock, guest memory
     store = Store(db)
     with exclusive("limits", wait_s), interruptible():
         journal.recover()

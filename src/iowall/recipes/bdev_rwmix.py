@@ -126,11 +126,14 @@ def _cell(runs_median: dict[str, float | None]) -> str:
     return ",".join(out)
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _check(opts: RecipeOptions) -> None:
     opts.check_sets(NAME, ("rwmixwrite", "numjobs", "runtime", "image_size"))
-    mixes = [int(m) for m in (opts.values("rwmixwrite") or MIXES)]
-    if any(not 0 <= m <= 100 for m in mixes):
+    if any(not 0 <= int(m) <= 100 for m in (opts.values("rwmixwrite") or MIXES)):
         raise UserError("--set rwmixwrite= takes percentages 0..100 (0 = read-only)")
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    mixes = [int(m) for m in (opts.values("rwmixwrite") or MIXES)]
     cpus = cpu_count()
     (jobs,) = counts(opts, "numjobs", (cpus,))[:1]
     runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
@@ -190,4 +193,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="000",
                 description="4 fio instances on 4 partitions of one device, buffered, bs 64k, "
                             "sync, read-only and rwmixwrite 10/30/50",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

@@ -41,15 +41,18 @@ def _bed_size(quick: bool) -> int:
     return max(512 * MIB, min(want, avail // 3)) >> 20 << 20
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _check(opts: RecipeOptions) -> None:
     opts.check_sets(NAME, ("variant", "jobs", "bed_size", "fs", "direct"))
-    variant = str(one(opts, "variant", "normal"))
-    if variant not in ("normal", "fill"):
+    if str(one(opts, "variant", "normal")) not in ("normal", "fill"):
         raise UserError("--set variant= takes normal or fill")
-    cpus = cpu_count()
-    jobs = int(one(opts, "jobs", cpus))
     if any(d not in (0, 1) for d in opts.values("direct") or ()):
         raise UserError("--set direct= takes 0 and/or 1")
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    variant = str(one(opts, "variant", "normal"))
+    cpus = cpu_count()
+    jobs = int(one(opts, "jobs", cpus))
     directs = sorted({int(d) for d in (opts.values("direct") or (0, 1))})
     fs = str(one(opts, "fs", "xfs"))
     size = size_opt(opts, "bed_size", _bed_size(opts.quick))
@@ -137,4 +140,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="002",
                 description="buffered vs direct sequential write, nproc jobs x 10 files, 2M "
                             "io_uring on XFS over RAM (variant=fill: write until ENOSPC)",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

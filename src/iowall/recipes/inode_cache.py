@@ -74,12 +74,15 @@ def _task(session: Session, bed: Bed, fs: str, threads: int, files: int,
                 title=f"{fs} {threads} threads x {files} files")
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _check(opts: RecipeOptions) -> None:
     opts.check_sets(NAME, ("fs", "threads", "files", "bed_size"))
-    fss = [str(v) for v in (opts.values("fs") or FILESYSTEMS)]
-    bad = [f for f in fss if f not in FILESYSTEMS]
+    bad = [f for f in map(str, opts.values("fs") or FILESYSTEMS) if f not in FILESYSTEMS]
     if bad:
         raise UserError(f"--set fs={bad[0]}: use {', '.join(FILESYSTEMS)}")
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    fss = [str(v) for v in (opts.values("fs") or FILESYSTEMS)]
     cpus = cpu_count()
     threads = counts(opts, "threads", powers(2 * cpus))
     files = int(one(opts, "files", 20000 if opts.quick else 100000))
@@ -139,4 +142,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="003",
                 description="Create/Walk/chmod/Unlink wall time, fixed files per thread, "
                             "threads 1..2xnproc on xfs, ext4, btrfs, btrfs subvolume per thread",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

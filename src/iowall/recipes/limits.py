@@ -283,12 +283,16 @@ def why(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
 # As a recipe: `iowall run limits`
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _check(opts: RecipeOptions) -> None:
     opts.check_sets("limits", ("jobs", "fs", "bed_size", "mkfs", "mount", "fs_block"))
     jobs = opts.values("jobs")
     if jobs is not None and not all(isinstance(j, int) and not isinstance(j, bool) and j >= 1
                                     for j in jobs):
         raise UserError("--set jobs=…: job counts are whole numbers, at least 1")
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    jobs = opts.values("jobs")
     size = one(opts, "bed_size")
     lo = LimitsOptions(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
                        size=parse_size(size, what="--set bed_size") if size is not None else None,
@@ -306,4 +310,4 @@ register(Recipe(name="limits", seed="002",
                 description="the ceilings (memory copy, direct I/O) and buffered vs uncached "
                             "vs direct "
                             "sequential write and read at rising job counts",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

@@ -42,6 +42,9 @@ class Recipe:
     plan: Callable[[RecipeOptions], Plan] | None = None
     execute: Callable[[RecipeOptions, Store, Progress], Report] | None = None
     module: str = ""
+    #: reads the recipe's own ``--set`` axes and refuses what it cannot take, with no
+    #: machine: called before the lock is taken (``checked``)
+    check: Callable[[RecipeOptions], None] | None = None
 
     def __post_init__(self) -> None:
         if (self.plan is None) == (self.execute is None):
@@ -63,13 +66,22 @@ class Recipe:
         """Run the recipe (every run is stored as it ends) and return its Report."""
         if self.execute is None:
             return plan_report(run_plan(self.build_plan(opts), store, progress))
-        knobs, rest = recipe_knobs(self.name, opts)
+        knobs, own = self.checked(opts)
         with KnobSession() as ks:
             for knob, value in knobs:
                 ks.set(knob, value)
             held = tuple(ks.in_force.items())
-            return with_repeat(self.execute(replace(opts, sets=rest, knobs=held), store,
-                                            progress), store)
+            return with_repeat(self.execute(replace(own, knobs=held), store, progress), store)
+
+    def checked(self, opts: RecipeOptions) -> tuple[list[tuple[Knob, Any]], RecipeOptions]:
+        """The knobs ``--set`` holds for the whole recipe, and the options its own axes leave
+        for it, checked as far as they can be without running anything (``iowall run`` calls
+        this before it takes the machine lock)."""
+        knobs, rest = recipe_knobs(self.name, opts)
+        own = replace(opts, sets=rest)
+        if self.check is not None:
+            self.check(own)
+        return knobs, own
 
 
 def recipe_knobs(name: str, opts: RecipeOptions

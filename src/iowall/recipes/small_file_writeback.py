@@ -91,11 +91,14 @@ def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int
                     title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds)
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _check(opts: RecipeOptions) -> None:
     opts.check_sets(NAME, ("variant", "threads", "seconds", "bed_size"))
-    variants = [str(v) for v in (opts.values("variant") or VARIANTS)]
-    if any(v not in VARIANTS for v in variants):
+    if any(str(v) not in VARIANTS for v in opts.values("variant") or VARIANTS):
         raise UserError("--set variant= takes default and/or extsize")
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    variants = [str(v) for v in (opts.values("variant") or VARIANTS)]
     cpus = cpu_count()
     threads = counts(opts, "threads", (cpus,))
     seconds = int(one(opts, "seconds", 10 if opts.quick else 30))
@@ -179,4 +182,4 @@ def _skipped(r: Run) -> list[str]:
 register(Recipe(name=NAME, seed="004",
                 description="4 KiB files through the page cache vs the device's direct-I/O "
                             "4k IOPS ceiling; flusher busy %, throttled time; xfs extsize 4k",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

@@ -60,8 +60,11 @@ def _job(g: dict[str, object]) -> Callable[[], JobFile]:
     return lambda: JobFile(g, [JobSection("test", {})])
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _check(opts: RecipeOptions) -> None:
     opts.check_sets(NAME, ("numjobs", "runtime", "ramp_time", "image_size", "max_sectors_kb"))
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     cpus = cpu_count()
     cap = 16 if opts.quick else 32 * cpus
     default = []
@@ -142,4 +145,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="001",
                 description="direct 1M randwrite, psync, numjobs 1.. on a raw loop device "
                             "with queue max_sectors_kb lowered to 128",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

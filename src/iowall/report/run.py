@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysis.explain import Verdict, to_json
 from ..analysis.fiogroups import fio_groups, group_values
-from ..model import Run
+from ..model import Run, primary_metric
 from ..units import fmt_bytes, fmt_rate
 from .budget import budget_lines
 from .cgroup import cgroup_lines
@@ -171,6 +171,22 @@ class RunList:
 
     runs: tuple[Run, ...]
     results: tuple[str, ...]
+
+    @staticmethod
+    def of(runs: Sequence[Run]) -> RunList:
+        """The runs, each with its ``result_line``."""
+        return RunList(tuple(runs), tuple(result_line(r) for r in runs))
+
+
+def result_line(r: Run) -> str:
+    """The run's primary metric (``model.primary_metric``: what ``--repeat auto`` decides
+    on), e.g. ``write 7758MiB/s``, ``memcopy 21.3GiB/s``, ``create 24,310 files/s``."""
+    m = primary_metric(r)
+    if m is None:
+        return ""
+    if m.unit == "B/s":
+        return f"{m.name.removesuffix('_bytes_per_s').removesuffix('_bw')} {fmt_rate(m.value)}"
+    return f"{m.name.removesuffix('_files_per_s').removesuffix('_per_s')} {m.value:,.0f} {m.unit}"
 
 
 @renders(RunList, Format.text)

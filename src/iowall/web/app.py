@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.middleware.gzip import GZipMiddleware
 
+from ..actions.flame import flame_svg
 from ..analysis.history import BY
-from ..cli.flame import flame_svg
 from ..errors import IowallError, UserError
 from ..recipes.tables import reload_compare
 from ..report.emit import render
