@@ -1,5 +1,6 @@
 """What a recipe, a plan or ``limits`` returns: a plain report object (title, tables, notes,
-the Why section, the compare of other labels, JSON-only details), rendered by ``report/``.
+the Why section, the compare of other labels, JSON-only details), rendered by ``report/``;
+and what a fleet run returns, one ``HostState`` per host.
 
 Runners build it and never render; ``report.recipe`` turns it into text, Markdown or JSON; the
 store keeps it with its batch (``to_json``/``from_json``) so ``iowall report BATCH`` can print it
@@ -113,3 +114,18 @@ class Report:
                       data=dict(doc.get("data", {})),
                       compare_sides=tuple((str(lab), tuple(int(i) for i in ids))
                                           for lab, ids in doc.get("compare_sides", [])))
+
+
+IMPORTED, FAILED = "imported", "failed"
+
+
+@dataclass(frozen=True)
+class HostState:
+    """Where one inventory host of a fleet run stands: imported (with its runs and the host
+    names they carry) or failed (with the error)."""
+
+    host: str
+    status: str
+    runs: int = 0
+    hostnames: tuple[str, ...] = ()
+    error: str = ""

@@ -21,8 +21,8 @@ from ..probes import resolve
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get, recipe_knobs
 from ..repeat import RepeatPolicy, parse_repeat, parse_target
-from ..report.emit import emit, json_text, write
-from ..report.recipe import report_json
+from ..report.emit import emit
+from ..report.run import ReportRuns
 from ..results import Report
 from ..signals import interruptible
 from ..store import RunFilter, Store
@@ -43,7 +43,6 @@ from .options import (
     record_commit,
 )
 from .progress import RichProgress
-from .runs import run_json
 
 
 def _is_plan_path(target: str) -> bool:
@@ -187,8 +186,6 @@ def run_cmd(
     report = execute(prepared, store, wait_s, hold_memory)
     add_report(store, report)
     if fmt is ReportFormat.json:  # with every run whole, as `runs --format json` prints it
-        runs = [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))}
-                for r in store.runs(RunFilter(ids=report.run_ids))]
-        write(json_text({**report_json(report), "runs": runs}), output)
+        emit(ReportRuns(report, tuple(store.runs(RunFilter(ids=report.run_ids)))), fmt, output)
     else:
         emit(report, fmt, output)
