@@ -165,11 +165,6 @@ def load_all(store: Store | None, texts: Sequence[str], **kw: bool) -> list[tupl
     return out
 
 
-def with_filter(sel: Selection, **kw: object) -> Selection:
-    """The same selection narrowed by more fields (e.g. a recipe)."""
-    return replace(sel, flt=replace(sel.flt, **kw))  # type: ignore[arg-type]
-
-
 def collect_runs(store: Store | None, selections: Sequence[str], *,
                  measured_only: bool = False) -> list[Run]:
     """Whole runs (series and artifacts) named by ``selections`` (none = every stored run), in

@@ -276,7 +276,7 @@ def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: 
 def test_a_figure_to_a_fifo_leaves_it_a_fifo(tmp_path: Path) -> None:
     """write_bytes (plots) as open_atomic: a path that is not a regular file is written
     through, never renamed over (as root, `-o /dev/null` once replaced the device)."""
-    from iowall.report.emit import write_bytes
+    from iowall.atomic import write_bytes
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -14,9 +14,8 @@ from ..machine_lock import parse_wait
 from ..plan import parse_set, preview
 from ..probes import resolve
 from ..repeat import parse_repeat, parse_target
-from ..report.emit import emit, json_text, write
-from ..report.recipe import report_json
-from ..report.run import run_json
+from ..report.emit import emit
+from ..report.run import ReportRuns
 from ..store import RunFilter, Store
 from ..store.reports import add_report
 from .options import (
@@ -94,8 +93,6 @@ def run_cmd(
     report = execute(prepared, store, RichProgress, wait_s, hold_memory)
     add_report(store, report)
     if fmt is ReportFormat.json:  # with every run whole, as `runs --format json` prints it
-        runs = [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))}
-                for r in store.runs(RunFilter(ids=report.run_ids))]
-        write(json_text({**report_json(report), "runs": runs}), output)
+        emit(ReportRuns(report, tuple(store.runs(RunFilter(ids=report.run_ids)))), fmt, output)
     else:
         emit(report, fmt, output)
