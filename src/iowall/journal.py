@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .atomic import write_text
 from .paths import state_dir
 
 _counter = itertools.count()
@@ -41,9 +42,7 @@ def journal_dir() -> Path:
         INDEX.mkdir(parents=True, exist_ok=True)
         entry = INDEX / hashlib.sha1(str(d).encode()).hexdigest()[:16]
         if not entry.exists():
-            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(str(d))
-            os.replace(tmp, entry)
+            write_text(entry, str(d), what="journal index entry")
         _registered.add(str(d))
     return d
 
@@ -63,10 +62,8 @@ def add(action: dict[str, Any]) -> Path:
     if _self[0] != os.getpid():
         _self = (os.getpid(), start_time(os.getpid()))
     p = journal_dir() / f"{time.time_ns():020d}-{os.getpid()}-{next(_counter):06d}.json"
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"pid": _self[0], "pid_start": _self[1], "boot": boot_id(),
-                               **action}))
-    os.replace(tmp, p)
+    write_text(p, json.dumps({"pid": _self[0], "pid_start": _self[1], "boot": boot_id(),
+                              **action}), what="journal entry")
     return p
 
 

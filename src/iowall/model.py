@@ -6,6 +6,8 @@ Nothing here touches the database or the terminal.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import json
 import uuid as uuidlib
@@ -50,6 +52,14 @@ class Point:
 
 #: The artifact holding a run's CPU profile: folded stacks, gzip, base64 (``profile`` probe).
 PROFILE_ARTIFACT = "profile.folded.gz"
+#: The content type of an artifact whose body is text compressed with gzip, then base64
+#: (bodies are text in the store and in bundles).
+GZIP_BASE64 = "application/gzip+base64"
+
+
+def gunzip_text(body: str) -> str:
+    """A ``GZIP_BASE64`` body's text (undecodable bytes replaced)."""
+    return gzip.decompress(base64.b64decode(body)).decode(errors="replace")
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,10 @@ class Artifact:
     name: str
     content_type: str
     body: str
+
+    def text(self) -> str:
+        """The body as text: a compressed one (``GZIP_BASE64``) unpacked, others as stored."""
+        return gunzip_text(self.body) if self.content_type == GZIP_BASE64 else self.body
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 from .analysis.decide import DecisionState, decision_state, median_ci
 from .errors import UserError
 from .model import MEASURED_STATUSES, Metric, Run, primary_metric
-from .units import json_number
+from .units import json_number, parse_share
 
 #: The most runs ``auto`` makes of one point unless ``auto:MAX`` says otherwise.
 AUTO_MAX = 10
@@ -112,10 +112,7 @@ def parse_repeat(text: str | int, *, what: str = "--repeat") -> RepeatPolicy:
 def parse_target(text: str | float) -> float:
     """``2%`` or ``0.02`` → 0.02: the relative half-width of the median's interval."""
     s = str(text).strip()
-    try:
-        v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
-    except ValueError:
-        v = math.nan
+    v = parse_share(s)
     if not 0.0 < v < 1.0:
         raise UserError(f"--target: use a percentage such as 2% or a fraction such as 0.02 "
                         f"(got {s!r})")

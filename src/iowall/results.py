@@ -1,5 +1,6 @@
 """What a recipe, a plan or ``limits`` returns: a plain report object (title, tables, notes,
-the Why section, the compare of other labels, JSON-only details), rendered by ``report/``.
+the Why section, the compare of other labels, JSON-only details), rendered by ``report/``;
+and what a fleet run returns, one ``HostState`` per host.
 
 Runners build it and never render; ``report.recipe`` turns it into text, Markdown or JSON; the
 store keeps it with its batch (``to_json``/``from_json``) so ``iowall report BATCH`` can print it
@@ -9,31 +10,78 @@ recomputed from the stored runs when the report is printed again (``compare_side
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from .units import json_number
+
 if TYPE_CHECKING:
     from .analysis.compare import CompareResult
 
-#: Version of a stored report's JSON; ``from_json`` refuses newer ones.
-REPORT_VERSION = 1
+#: Version of a stored report's JSON; ``from_json`` refuses newer ones. 2: table cells may be
+#: numbers with units (``Value``); version 1 (text cells only) is still read.
+REPORT_VERSION = 2
 
 Kind = Literal["limits", "recipe", "plan", "history", "gate", "ab"]
 
 
 @dataclass(frozen=True)
+class Value:
+    """A number in a table with its unit, formatted only by the renderer
+    (``report.table.cell_text``): a metric's unit (``B/s``, ``s``, ``IO/s``, …), or ``ratio``,
+    ``percent`` (a fraction), ``change`` (a signed relative change), ``bytes_per_byte``.
+    ``spread`` is the relative half-range over repeats (``±12%`` after the value); ``upto``
+    the end of a range starting at ``value``; ``interval`` a 95% interval of ``value``.
+    None or a non-finite number reads ``-``."""
+
+    value: float | None
+    unit: str = ""
+    spread: float | None = None
+    upto: float | None = None
+    interval: tuple[float, float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"value": json_number(self.value), "unit": self.unit}
+        if self.spread is not None:
+            doc["spread"] = self.spread
+        if self.upto is not None:
+            doc["upto"] = json_number(self.upto)
+        if self.interval is not None:
+            doc["interval"] = [json_number(x) for x in self.interval]
+        return doc
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> Value:
+        def num(x: Any) -> float:  # JSON has no NaN: a missing end was not finite
+            return math.nan if x is None else float(x)
+
+        iv = doc.get("interval")
+        return Value(None if doc.get("value") is None else float(doc["value"]),
+                     str(doc.get("unit", "")),
+                     None if doc.get("spread") is None else float(doc["spread"]),
+                     None if doc.get("upto") is None else float(doc["upto"]),
+                     None if iv is None else (num(iv[0]), num(iv[1])))
+
+
+#: A table cell: text (a name, a status), or a number with its unit.
+Cell = str | Value
+
+
+@dataclass(frozen=True)
 class Table:
-    """Headers and string cells; the first ``left`` columns are left-aligned (names), the
-    rest right-aligned (numbers). ``headless`` tables print without their header line."""
+    """Headers and cells (text, or numbers with units that the renderer formats); the first
+    ``left`` columns are left-aligned (names), the rest right-aligned (numbers).
+    ``headless`` tables print without their header line."""
 
     headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
+    rows: tuple[tuple[Cell, ...], ...]
     left: int = 1
     headless: bool = False
 
     @staticmethod
-    def of(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1,
+    def of(headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, left: int = 1,
            headless: bool = False) -> Table:
         return Table(tuple(headers), tuple(tuple(r) for r in rows), left, headless)
 
@@ -82,7 +130,8 @@ class Report:
                 "sections": [{"title": s.title, "bullets": list(s.bullets),
                               "table": None if s.table is None else {
                                   "headers": list(s.table.headers),
-                                  "rows": [list(r) for r in s.table.rows],
+                                  "rows": [[c if isinstance(c, str) else c.to_json()
+                                            for c in r] for r in s.table.rows],
                                   "left": s.table.left, "headless": s.table.headless}}
                              for s in self.sections],
                 "notes": list(self.notes), "notes_title": self.notes_title,
@@ -100,8 +149,10 @@ class Report:
         sections = []
         for s in doc.get("sections", []):
             t = s.get("table")
-            table = None if t is None else Table.of(t["headers"], t["rows"], left=int(t["left"]),
-                                                    headless=bool(t.get("headless")))
+            table = None if t is None else Table.of(
+                t["headers"], [[Value.from_json(c) if isinstance(c, Mapping) else str(c)
+                                for c in r] for r in t["rows"]],
+                left=int(t["left"]), headless=bool(t.get("headless")))
             sections.append(Section(str(s.get("title", "")), table, tuple(s.get("bullets", []))))
         return Report(kind=doc["kind"], name=str(doc["name"]), title=str(doc["title"]),
                       head=tuple(doc.get("head", [])), sections=tuple(sections),
@@ -113,3 +164,18 @@ class Report:
                       data=dict(doc.get("data", {})),
                       compare_sides=tuple((str(lab), tuple(int(i) for i in ids))
                                           for lab, ids in doc.get("compare_sides", [])))
+
+
+IMPORTED, FAILED = "imported", "failed"
+
+
+@dataclass(frozen=True)
+class HostState:
+    """Where one inventory host of a fleet run stands: imported (with its runs and the host
+    names they carry) or failed (with the error)."""
+
+    host: str
+    status: str
+    runs: int = 0
+    hostnames: tuple[str, ...] = ()
+    error: str = ""

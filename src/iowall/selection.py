@@ -165,11 +165,6 @@ def load_all(store: Store | None, texts: Sequence[str], **kw: bool) -> list[tupl
     return out
 
 
-def with_filter(sel: Selection, **kw: object) -> Selection:
-    """The same selection narrowed by more fields (e.g. a recipe)."""
-    return replace(sel, flt=replace(sel.flt, **kw))  # type: ignore[arg-type]
-
-
 def collect_runs(store: Store | None, selections: Sequence[str], *,
                  measured_only: bool = False) -> list[Run]:
     """Whole runs (series and artifacts) named by ``selections`` (none = every stored run), in
@@ -199,3 +194,17 @@ def collect_runs(store: Store | None, selections: Sequence[str], *,
     arts = store.artifacts_of(ids) if store is not None and ids else {}
     return [replace(r, artifacts=arts.get(r.id, ())) if s and r.id is not None else r
             for s, r in out]
+
+
+def compared_field(texts: list[str]) -> str:
+    """The field the sides were chosen by (``label`` for plain labels)."""
+    named: list[str] = []
+    for t in texts:
+        sel = parse_selection(t)
+        if sel.bundle is not None and not any(getattr(sel.flt, f) for f in FIELDS):
+            named.append("bundle")
+            continue
+        for f in (*FIELDS, "ids"):
+            if getattr(sel.flt, f) and f not in named:
+                named.append(f)
+    return ",".join("host.hostname" if f == "host" else f for f in named) or "label"

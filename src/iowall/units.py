@@ -41,6 +41,25 @@ def parse_size(text: str | int, *, what: str = "size", of_total: int | None = No
     return int(n)
 
 
+def parse_share(text: str | float) -> float:
+    """``2%`` or ``0.02`` → 0.02; NaN when the text is neither (each caller says its range)."""
+    t = str(text).strip()
+    try:
+        return float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError:
+        return math.nan
+
+
+def parse_floor(text: str) -> float:
+    """``--floor``: ``2%`` or ``0.02`` → 0.02; a UserError outside [0, 1)."""
+    v = parse_share(text)
+    if math.isnan(v):
+        raise UserError(f"--floor {text!r}: use a share like 2% or 0.02")
+    if not 0 <= v < 1:
+        raise UserError(f"--floor {text!r}: must be at least 0 and below 100%")
+    return v
+
+
 def fmt_bytes(n: float) -> str:
     """``6.0 GiB`` style, binary prefixes as the seeds use."""
     for unit, scale in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):

@@ -88,6 +88,13 @@ def test_runtime_passes_over_the_files_until_the_time(run, scratch: Path) -> Non
         assert rec["runtime_limit_s"] == 0.3
         assert rec["runtime_s"] == pytest.approx(0.3, abs=0.05)
         assert rec["bytes"] > 4 * 2 * MIB and rec["ios"] == rec["bytes"] // (64 << 10)
+        assert rec["fsyncs"] == 0
+    # with --end-fsync every pass ends with an fsync of each file, as fio's time_based
+    # end_fsync does: a later pass must not re-dirty pages the last one left unwritten
+    r = stream(run, lst, "write", "buffered", "64K", "1M", "--runtime-ms", "300", "--end-fsync")
+    (rec,) = r.records
+    passes = -(-rec["bytes"] // (2 * MIB))
+    assert passes > 4 and rec["fsyncs"] == 2 * passes, rec
     assert {p.stat().st_size for p in paths[0]} == {MIB}
     r = stream(run, lst, "read", "buffered", "64K", "1M")
     assert r.records[0]["bytes"] == 2 * MIB and r.records[0]["runtime_limit_s"] == 0

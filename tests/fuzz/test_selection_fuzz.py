@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from iowall.selection import FIELDS
 
 from . import stored_runs
-from .harness import FUZZ, Tally, check_no_traceback, check_rejected, invoke, row_counts
+from .harness import EXAMPLES, FUZZ, Tally, check_no_traceback, check_rejected, invoke, row_counts
 from .mutate import EDGE_TEXT
 
 pytestmark = pytest.mark.fuzz
@@ -87,4 +87,4 @@ def test_selection_parser_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPath
 
     one()
     tally.report(tmp_path_factory.getbasetemp())
-    assert tally.tried >= 10_000 and tally.accepted and tally.rejected
+    assert tally.tried >= EXAMPLES and tally.accepted and tally.rejected

@@ -21,8 +21,7 @@ def test_export_import_round_trip(tmp_path: Path, db_url: str, iowall_env: dict[
     src = fill(db_url)
     out = tmp_path / "all.json"
     cp = iowall("export", "-o", str(out), env=iowall_env, check=True)
-    assert cp.stderr.splitlines() == [
-        f"wrote {out}", f"iowall: exported 4 runs (2 labels, 2 kernels) to {out}"]
+    assert cp.stderr.splitlines() == [f"wrote {out}: 4 runs (2 labels, 2 kernels)"]
     assert cp.stdout == ""
 
     url, env2 = _other(tmp_path, iowall_env)
@@ -54,7 +53,7 @@ def test_export_selection_writes_only_those(tmp_path: Path, db_url: str,
     fill(db_url)
     out = tmp_path / "p.json"
     cp = iowall("export", "patched", "--measured-only", "-o", str(out), env=iowall_env, check=True)
-    assert "exported 1 run (1 label, 1 kernel)" in cp.stderr
+    assert cp.stderr.strip() == f"wrote {out}: 1 run (1 label, 1 kernel)"
     doc = json.loads(out.read_text())
     assert [(r["label"], r["source_id"], r["status"]) for r in doc["runs"]] == [("patched", 3, "ok")]
     assert [a["name"] for a in doc["runs"][0]["artifacts"]] == ["fio.json", "notes.txt"]

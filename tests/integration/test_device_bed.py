@@ -286,11 +286,14 @@ def test_cli_refusals_are_one_line_exit_2(loops: MakeLoop, allow_list: Path,
         f"list it in {allow_list} and pass --wipe to overwrite it"]
     cp = iowall("limits", "--wipe", "--quick", env=env)
     assert cp.returncode == 2 and "--wipe applies to --bed device:/dev/X only" in cp.stderr
-    plan = tmp_path / "dev.toml"
+    plan = tmp_path / "dev.toml"  # a plan names its device bed: the same guard decides
     plan.write_text(f'[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device:{dev}"\n')
     cp = iowall("run", str(plan), env=env)
-    assert cp.returncode == 2 and "a plan file cannot name a device bed: pass --bed " \
-        "device:/dev/X on the command line" in cp.stderr, cp.stderr
+    assert cp.returncode == 2 and f"refusing {dev}: it carries an xfs filesystem" in cp.stderr, \
+        cp.stderr
+    plan.write_text(f'[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device+wipe:{dev}"\n')
+    cp = iowall("run", str(plan), env=env)
+    assert cp.returncode == 2 and "a plan file cannot wipe a device" in cp.stderr, cp.stderr
     cp = iowall("run", "bdev-rwmix", "--bed", f"device:{dev}", env=env)
     assert cp.returncode == 2 and "bdev-rwmix needs 4 devices (one per partition)" in cp.stderr
     assert signatures(dev) == ["xfs"]

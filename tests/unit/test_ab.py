@@ -10,13 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from iowall.ab import kvm
+from iowall.ab import kvm, rounds, vm
 from iowall.ab.guest import build_id
 from iowall.ab.kernels import Kernel, is_bzimage
-from iowall.ab.rounds import SIDES, AbConfig, BootRecord, death_line, run_rounds, side_runs
+from iowall.ab.rounds import (
+    SIDES,
+    AbConfig,
+    BootRecord,
+    death_line,
+    guest_command,
+    guest_rodirs,
+    run_rounds,
+    side_runs,
+)
 from iowall.ab.summary import _kernel_lines, flame_pair
+from iowall.actions.ab import _labels
 from iowall.analysis.compare import Side, compare
-from iowall.cli.ab import _labels
 from iowall.errors import UserError
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run
 from iowall.report.compare import render_json, render_md, render_text
@@ -244,3 +253,53 @@ def test_a_cached_package_is_not_indexed_without_depmod(
     with pytest.raises(UserError, match=r"its modules need indexing by depmod, which is "
                                         r"missing \(apt-get install kmod\)"):
         kernels._deb_kernel("linux-image-x", str(tmp_path))
+
+
+def test_the_guest_does_not_start_in_the_callers_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # started from a directory the guest does not have (one under /var/tmp, which the guest
+    # covers with its own tmpfs), virtme-ng-init could not cd there and ran nothing
+    here = tmp_path / "caller-dir"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    cfg = _cfg(tmp_path)
+    cmd = guest_command(cfg, 0, str(tmp_path / "shared"))
+    assert "caller-dir" not in cmd and not cmd.startswith("cd ")
+    argv = vm.vng_argv("vng", cfg.kernels[0], cpus=2, memory="2G", kvm=False, shared="/s",
+                       command=cmd, rodirs=["/var/tmp/clone/src"])
+    assert argv[argv.index("--cwd") + 1] == "/"
+    assert argv[argv.index("--rodir") + 1] == "/var/tmp/clone/src"
+    assert argv[argv.index("--exec") + 1] == cmd
+
+
+def test_what_the_guest_would_not_see_is_shown_to_it(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    assert vm.hidden_in_guest(["/var/tmp/clone/src", "/usr/lib", "/var/tmp/clone/src",
+                               "/var/tmpfoo", "/var/cache/iowall/ab/k/lib/modules/6.1"]) == [
+        "/var/tmp/clone/src", "/var/cache/iowall/ab/k/lib/modules/6.1"]
+    monkeypatch.setattr(rounds, "_src_dir", lambda: "/var/tmp/clone/src")
+    assert "/var/tmp/clone/src" in guest_rodirs(_cfg(tmp_path), 0)
+
+
+def test_a_guest_that_boots_but_cannot_start_its_command(
+        tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    boots: list[str] = []
+
+    def boot(argv: list[str], console: str, timeout_s: float, *, started: str,
+             boot_timeout_s: float) -> vm.Boot:
+        boots.append(console)
+        Path(console).write_text(
+            "[    0.000000] Linux version 6.1.0-50-amd64\n"
+            "[    3.100000] virtme-ng-init: basic initialization done\n"
+            "[    3.200000] virtme-ng-init: error changing directory: No such file or "
+            "directory\n")
+        return vm.Boot(0, 5.0, console, ("virtme-ng-init: error changing directory",))
+    monkeypatch.setattr(vm, "boot", boot)
+    monkeypatch.setattr(vm, "vng_path", lambda: "vng")
+    with pytest.raises(UserError) as e:
+        run_rounds(_cfg(tmp_path), Store(db_url), [].append)
+    said = str(e.value)
+    assert "a: the guest booted but could not start its command (the init says: " \
+        "virtme-ng-init: error changing directory: No such file or directory)" in said
+    assert "does not boot" not in said
+    assert len(boots) == 1  # not booted again: it would fail the same way

@@ -1,14 +1,23 @@
 """The architecture as checked facts (docs/architecture.md): no import cycles between modules,
-no module over about 500 lines, imports at the top of modules. The layer contract itself is
+no module over about 500 lines, imports at the top of modules, no command module imported by
+another face module. The layer contract itself is
 ``lint-imports`` (pyproject.toml), run by ``make test``."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import grimp
 import pytest
+
+from iowall.cli.main import COMMANDS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: Imports allowed inside functions, for weight: matplotlib (plots), alembic (0.7 s, when a store is
@@ -92,3 +101,45 @@ def test_imports_at_the_top() -> None:
                 if not name.startswith(LAZY_OK):
                     inner.append(f"{p.relative_to(SRC)}:{sub.lineno} {name}")
     assert inner == []
+
+
+def _command_modules() -> set[str]:
+    """The modules `iowall`'s COMMANDS table names: one per command (or command group)."""
+    return {f"iowall.cli.{target.split(':')[0]}" for target in COMMANDS.values()}
+
+
+def _commands_imported(graph: grimp.ImportGraph, faces: tuple[str, ...],
+                       commands: set[str]) -> list[str]:
+    """``importer -> command`` for every face module that imports a command module other
+    than itself."""
+    return sorted(f"{m} -> {n}" for m in graph.modules if m.startswith(faces)
+                  for n in graph.find_modules_directly_imported_by(m)
+                  if n in commands and n != m)
+
+
+def test_no_face_imports_a_command() -> None:
+    """Commands are parse, one call, emit: the work a second command or a dashboard page
+    shares lives in a layer below (``iowall.actions`` and under), never in a command."""
+    graph = grimp.build_graph("iowall")
+    assert _commands_imported(graph, ("iowall.cli.", "iowall.web."), _command_modules()) == []
+
+
+def test_the_command_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "faces"
+    (pkg / "cli").mkdir(parents=True)
+    for f in ("__init__.py", "cli/__init__.py", "cli/options.py"):
+        (pkg / f).write_text("")
+    (pkg / "cli" / "a.py").write_text("from . import options\n")
+    (pkg / "cli" / "b.py").write_text("from .a import x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = grimp.build_graph("faces")
+    assert _commands_imported(graph, ("faces.cli.",), {"faces.cli.a", "faces.cli.b"}) == [
+        "faces.cli.b -> faces.cli.a"]
+
+
+def test_the_contract_lists_every_command() -> None:
+    """The independence contract in pyproject.toml names exactly the COMMANDS modules."""
+    doc = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())
+    (contract,) = [c for c in doc["tool"]["importlinter"]["contracts"]
+                   if c["type"] == "independence"]
+    assert set(contract["modules"]) == _command_modules()

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from iowall.analysis.changepoints import analyse, detect
+from iowall.analysis.changepoints import analyse
 
 
 def lognormal(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
@@ -21,7 +21,7 @@ def test_ten_percent_step_found_within_one_run(seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = lognormal(rng, 0.03, 40)
     x[22:] *= 0.90
-    cps = detect(x.tolist())
+    cps = analyse(x.tolist()).points
     assert len(cps) == 1
     cp = cps[0]
     assert abs(cp.index - 22) <= 1
@@ -44,7 +44,7 @@ def test_aa_series_has_no_change_point(seed: int) -> None:
 def test_single_outlier_run_gives_none(where: int) -> None:
     x = lognormal(np.random.default_rng(7), 0.03, 40)
     x[where] *= 0.5
-    assert detect(x.tolist()) == []
+    assert analyse(x.tolist()).points == ()
 
 
 def test_groups_never_split() -> None:
@@ -52,7 +52,7 @@ def test_groups_never_split() -> None:
     groups = [f"v6.{i // 3}" for i in range(60)]
     x = lognormal(rng, 0.03, 60)
     x[31:] *= 1.10  # the step falls inside kernel v6.10 (runs 30, 31, 32)
-    cps = detect(x.tolist(), groups)
+    cps = analyse(x.tolist(), groups).points
     assert len(cps) == 1
     cp = cps[0]
     assert cp.index in (30, 33)
@@ -64,7 +64,7 @@ def test_step_between_groups_names_the_bisect_window() -> None:
     groups = [f"c{i // 3}" for i in range(45)]
     x = lognormal(np.random.default_rng(4), 0.03, 45)
     x[24:] *= 0.9
-    (cp,) = detect(x.tolist(), groups)
+    (cp,) = analyse(x.tolist(), groups).points
     assert (cp.index, cp.before, cp.after) == (24, "c7", "c8")
     assert (cp.n_before, cp.n_after) == (24, 21)
 
@@ -92,18 +92,18 @@ def test_too_short_gives_reason() -> None:
 def test_deterministic_and_validated() -> None:
     x = lognormal(np.random.default_rng(6), 0.05, 50)
     x[25:] *= 0.95
-    assert detect(x.tolist()) == detect(x.tolist())
+    assert analyse(x.tolist()) == analyse(x.tolist())
     with pytest.raises(ValueError):
-        detect([1.0, 2.0], ["a"])
+        analyse([1.0, 2.0], ["a"])
     with pytest.raises(ValueError):
-        detect([1.0, 2.0], alpha=0.0)
+        analyse([1.0, 2.0], alpha=0.0)
 
 
 def test_two_steps_both_found() -> None:
     x = lognormal(np.random.default_rng(8), 0.02, 60)
     x[20:] *= 0.85
     x[40:] *= 1.25
-    cps = detect(x.tolist())
+    cps = analyse(x.tolist()).points
     assert len(cps) == 2
     assert [abs(c.index - t) <= 1 for c, t in zip(cps, (20, 40), strict=True)] == [True, True]
     assert cps[0].n_after == cps[1].n_before  # the segment between them is shared
@@ -114,7 +114,7 @@ def test_group_unit_takes_boot_offsets_for_noise_and_still_finds_a_step(seed: in
     rng = np.random.default_rng(200 + seed)
     groups = [f"k{i // 3}" for i in range(60)]
     x = lognormal(rng, 0.01, 60) * np.repeat(lognormal(rng, 0.03, 20), 3)
-    assert detect(x.tolist(), groups, unit="group") == []
+    assert analyse(x.tolist(), groups, unit="group").points == ()
     x[30:] *= 0.75
-    (cp,) = detect(x.tolist(), groups, unit="group")
+    (cp,) = analyse(x.tolist(), groups, unit="group").points
     assert (cp.before, cp.after) == ("k9", "k10")

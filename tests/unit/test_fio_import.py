@@ -1,5 +1,5 @@
-"""Reading fio's JSON as users have it (text around it, duplicate keys, fio 2's units) and
-fio's percentile rule on histogram bins: what the importer computed, checked by hand."""
+"""Reading fio's JSON as users have it (text around it, duplicate keys, fio 2's units): what the
+importer computed, checked by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.latency_bins import bin_width, merge_bins, percentiles
 from iowall.errors import UserError
 from iowall.model import Point, Run, fingerprint
 from iowall.workloads.fio_import import read_runs
@@ -51,15 +50,6 @@ def test_fio2_units_converted() -> None:
 def test_wrong_types_refused(doc: object) -> None:
     with pytest.raises(UserError):
         read_runs(json.dumps(doc).encode(), "bad.json", label="x")
-
-
-def test_percentiles_follow_fios_rule() -> None:
-    bins = merge_bins([{"100": 1, "200": 1}, {"200": 1, 300: 1}])
-    assert bins == {100: 1, 200: 2, 300: 1}
-    # 4 samples: p25 reached at the first bin, p50 at 200 (2 >= 2), p99 at the last
-    assert percentiles(bins, [25.0, 50.0, 99.0]) == {25.0: 100, 50.0: 200, 99.0: 300}
-    assert percentiles({}, [50.0]) == {}
-    assert bin_width(100) == 1 and bin_width(4256) == 64
 
 
 def test_fingerprint_by_name_only_when_shape_unknown() -> None:

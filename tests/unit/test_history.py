@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from iowall.actions.series import read_series
 from iowall.analysis.history import SeriesRow, from_rows, from_runs, worse
-from iowall.cli.history import read_series
 from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
 from iowall.report.history import history_report

@@ -129,7 +129,8 @@ def test_streamed_export_is_the_old_export_byte_for_byte(tmp_path: Path, store_u
                  store_url]) == 0
     doc = json.loads((tmp_path / "cli.json").read_text())
     assert [r["source_id"] for r in doc["runs"]] == [r.id for r in s.runs() if r.status == "ok"]
-    assert "exported 8 runs (2 labels, 3 kernels)" in capsys.readouterr().err
+    # said once: the file and what it holds on one line
+    assert capsys.readouterr().err == f"wrote {tmp_path / 'cli.json'}: 8 runs (2 labels, 3 kernels)\n"
     assert [r.uuid for r in b.read_bundle(str(out))] == [r.uuid for r in s.runs()]
 
 
@@ -275,7 +276,7 @@ def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: 
 def test_a_figure_to_a_fifo_leaves_it_a_fifo(tmp_path: Path) -> None:
     """write_bytes (plots) as open_atomic: a path that is not a regular file is written
     through, never renamed over (as root, `-o /dev/null` once replaced the device)."""
-    from iowall.report.emit import write_bytes
+    from iowall.atomic import write_bytes
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

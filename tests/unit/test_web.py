@@ -21,9 +21,10 @@ from iowall.model import Metric, Point, Run
 from iowall.paths import redact_url
 from iowall.recipes.limits.report import LimitsContext, limits_report
 from iowall.selection import run_id
+from iowall.web.app import templates
 from iowall.web.figures import history_figure, segments
 from iowall.web.guard import host_name, svg_csp
-from iowall.web.pages import clean, mode, other_modes, point_text, short
+from iowall.web.pages import clean, mode, other_modes, point_text, report_context, short
 from iowall.web.queries import day, ids_text, selected
 from iowall.web.wall import cell_links, wall_figures
 
@@ -129,6 +130,22 @@ def test_wall_figures_from_a_limits_report() -> None:
     links = cell_links(rep)
     table = next(i for i, s in enumerate(rep.sections) if s.title.startswith("Sequential write"))
     assert links[(table, 2, 1)] == "/runs?ids=3" and links[(table, 0, 3)] == "/runs?ids=4"
+
+
+def test_report_page_cells_read_as_the_cli_prints_them() -> None:
+    """A stored report's cells are numbers with units: the page formats them as the text
+    report does (``report.table.cell_text``), never as the objects' own repr."""
+    runs = [Run(Point("limits", {"kind": "fio", "rw": "write", "direct": d, "jobs": 1}), "l",
+                "ok", 0, 1, (Metric("write_bw_bytes_per_s", (1 + d) * 2**30, "B/s"),), id=d + 1)
+            for d in (0, 1)]
+    rep = limits_report(summarise(runs, cpus=1), LimitsContext(
+        bed={"kind": "ram"}, host={"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
+        kernel="6.18", fio_version="3", batch="b"))
+    env = templates()
+    env.globals["asset"] = lambda name: name
+    html = env.get_template("report.html").render(rep=rep, **report_context(rep))
+    assert '<a class="cell" href="/runs?ids=1">1024MiB/s</a>' in html
+    assert '<td class="num">0.50</td>' in html and "Value(" not in html
 
 
 def test_history_x_by_commit_has_no_half_ticks() -> None:

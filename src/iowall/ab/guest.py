@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any
 
+from ..atomic import write_text
+
 FACTS, STORE, LOG, STARTED = "facts.json", "guest.db", "run.log", "started"
 NT_GNU_BUILD_ID = 3
 #: The kernel's module directory on the host (seen at the same path in the guest).
@@ -116,10 +118,7 @@ def main(argv: list[str]) -> int:
                 if os.path.exists(db_file + suffix):
                     shutil.copyfile(db_file + suffix, os.path.join(shared, STORE + suffix))
     doc["rc"] = rc
-    tmp = os.path.join(shared, FACTS + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, os.path.join(shared, FACTS))
+    write_text(os.path.join(shared, FACTS), json.dumps(doc, indent=1), what="guest facts")
     return rc
 
 

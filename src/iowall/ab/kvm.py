@@ -12,6 +12,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from ..atomic import write_text
+from ..errors import UserError
+
 #: What qemu prints when KVM cannot be used or cannot run the guest.
 BROKEN = ("KVM internal error", "failed to initialize kvm", "Could not access KVM",
           "emulation failure", "kvm: No such file")
@@ -73,11 +76,9 @@ def cached_check(image: str, timeout_s: float = 20.0, cache: str = CACHE) -> Kvm
     if res.keep and key and isinstance(known, dict):
         try:
             os.makedirs(os.path.dirname(cache), exist_ok=True)
-            tmp = f"{cache}.{os.getpid()}"
-            with open(tmp, "w") as f:
-                json.dump({**known, key: {"works": res.works, "why": res.why}}, f)
-            os.replace(tmp, cache)
-        except OSError:
+            write_text(cache, json.dumps({**known, key: {"works": res.works, "why": res.why}}),
+                       what="KVM check cache")
+        except (OSError, UserError):
             pass
     return res
 

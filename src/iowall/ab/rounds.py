@@ -64,6 +64,9 @@ class BootRecord:
     facts: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
     retried: bool = False  # failed before the guest command, and was booted again
+    #: the kernel booted (the guest's init ran) but the init could not start the command:
+    #: not the kernel's failure, and booting it again would fail the same way
+    booted: bool = False
 
 
 #: Console lines that name why a kernel died (the first one is usually the cause).
@@ -85,6 +88,27 @@ def death_line(console: str) -> str:
     return ""
 
 
+#: A console line of virtme-ng's init (its own, or the shell one of older virtme-ng): the
+#: kernel booted and ran userspace.
+_INIT = re.compile(r"virtme(-ng)?-init: ")
+_FAILED = re.compile(r"error|fail|cannot", re.IGNORECASE)
+
+
+def init_failure(console: str) -> str | None:
+    """The first line in which the guest's init says it failed (``virtme-ng-init: error
+    changing directory: …``): the kernel booted and ran userspace, and the init could not
+    start the command. None when the init said no such thing (or never spoke)."""
+    try:
+        with open(console, errors="replace") as f:
+            for line in f:
+                m = _INIT.search(line)
+                if m and _FAILED.search(line, m.end()):
+                    return line[m.start():].strip()
+    except FileNotFoundError:
+        pass
+    return None
+
+
 def own_options(cmdline: str) -> str:
     """The kernel command line without virtme-ng's plumbing (``virtme*``, ``init=``, the
     encoded command, which names each boot's own directory): what the kernel itself was
@@ -99,15 +123,24 @@ def _src_dir() -> str:
 
 
 def guest_command(cfg: AbConfig, side: int, shared: str) -> str:
-    """The shell line the guest runs: this Python and this iowall, seen through the guest's
-    copy-on-write view of the host's root filesystem."""
+    """The shell line the guest runs (in ``/``, whatever the caller's directory): this Python
+    and this iowall, seen through the guest's copy-on-write view of the host's root."""
     argv = [sys.executable, "-m", "iowall.ab.guest", shared, cfg.target, cfg.labels[side],
             *cfg.run_opts]
     moddir = cfg.kernels[side].moddir or ""
-    return (f"cd {shlex.quote(os.getcwd())} && PYTHONPATH={shlex.quote(_src_dir())} "
+    return (f"PYTHONPATH={shlex.quote(_src_dir())} "
             f"{guest.MODDIR_ENV}={shlex.quote(moddir)} "
             f"{guest.SEED_ENV}={shlex.quote(seed_path(cfg.workdir))} "
             + " ".join(shlex.quote(a) for a in argv))
+
+
+def guest_rodirs(cfg: AbConfig, side: int) -> list[str]:
+    """What the guest must read that its own tmpfs mounts would hide (a checkout, a venv, a
+    plan or a kernel's modules under /var/tmp): shown read-only at the same paths."""
+    wanted = [_src_dir(), sys.prefix, cfg.kernels[side].moddir or ""]
+    if os.path.isfile(cfg.target):
+        wanted.append(os.path.dirname(cfg.target))
+    return vm.hidden_in_guest([p for p in wanted if p])
 
 
 def seed_path(workdir: str) -> str:
@@ -178,7 +211,8 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
     os.makedirs(shared, exist_ok=True)
     console = os.path.join(shared, "console.log")
     argv = vm.vng_argv(vm.vng_path(), cfg.kernels[side], cpus=cfg.cpus, memory=cfg.memory,
-                       kvm=cfg.kvm, shared=shared, command=guest_command(cfg, side, shared))
+                       kvm=cfg.kvm, shared=shared, command=guest_command(cfg, side, shared),
+                       rodirs=guest_rodirs(cfg, side))
     started = time.time()
     b = vm.boot(argv, console, cfg.timeout_s, started=os.path.join(shared, guest.STARTED),
                 boot_timeout_s=cfg.boot_timeout_s)
@@ -197,7 +231,12 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
         return BootRecord(rnd, SIDES[side], label, True, True, b.wall_s, facts.get("boot_s"),
                           ids, facts=facts)
     reached = os.path.exists(os.path.join(shared, guest.STARTED))
-    if not doc:
+    death = death_line(console)
+    init_said = None if reached or death else init_failure(console)
+    if init_said is not None:
+        error = (f"{label}: the guest booted but could not start its command (the init "
+                 f"says: {init_said}); console {console}")
+    elif not doc:
         if not reached:
             why = (f"no guest command within {cfg.boot_timeout_s:.0f} s" if b.timed_out
                    else f"vng exited {b.rc} before the guest command")
@@ -205,7 +244,6 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
                 why += "; the image has no x86 boot header (HdrS), it is not a bzImage"
         else:
             why = "the guest died" if not b.timed_out else "timed out"
-        death = death_line(console)
         if death:
             why += f"; the console says: {death}"
         error = f"{label}: the guest never finished its command ({why}); console {console}"
@@ -219,7 +257,7 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
         b = replace(b, tail=tail)
     rid = store.add_run(_failed_run(cfg, label, ab, started, error, b.tail))
     return BootRecord(rnd, SIDES[side], label, False, reached, b.wall_s, facts.get("boot_s"),
-                      (rid,), error, b.tail, facts, attempt)
+                      (rid,), error, b.tail, facts, attempt, booted=init_said is not None)
 
 
 def boot_again(cfg: AbConfig, rec: BootRecord) -> bool:
@@ -227,7 +265,8 @@ def boot_again(cfg: AbConfig, rec: BootRecord) -> bool:
     (a panic or hang in early boot, which a kernel under emulation does now and then), of
     an image that is a bzImage, within ``cfg.boot_attempts``. A failure once the command
     ran is the target's and is never retried."""
-    return (not rec.ok and not rec.reached and rec.attempt < cfg.boot_attempts
+    return (not rec.ok and not rec.reached and not rec.booted
+            and rec.attempt < cfg.boot_attempts
             and is_bzimage(cfg.kernels[SIDES.index(rec.side)].image))
 
 
@@ -264,6 +303,8 @@ def run_rounds(cfg: AbConfig, store: Store, say: Callable[[str], None],
                     break
                 out.append(replace(rec, retried=True))
                 attempt += 1
+            if rec.booted:  # the same for every kernel: nothing the rounds can measure
+                raise UserError(rec.error)
             if not rec.ok and not rec.reached and side not in booted:
                 raise UserError(f"kernel {k.spec!r} does not boot: {rec.error}")
             booted.add(side)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import journal
@@ -43,13 +44,34 @@ def vng_path() -> str:
     return found
 
 
+#: Host directories the guest's init covers with a tmpfs of its own (virtme-ng 1.42's
+#: ``mount_sys_filesystems``): what lies under them on the host is not seen in the guest.
+GUEST_OWN = ("/var/tmp", "/var/log", "/var/cache", "/var/lib/private", "/var/lib/machines",
+             "/var/lib/portables", "/var/spool/rsyslog", "/run")
+
+
+def hidden_in_guest(paths: Sequence[str]) -> list[str]:
+    """The directories of ``paths`` (real paths, each once) the guest would not see: under
+    one of ``GUEST_OWN``. `vng --rodir` shows them at the same path."""
+    out: list[str] = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if any(real == d or real.startswith(d + "/") for d in GUEST_OWN) and real not in out:
+            out.append(real)
+    return out
+
+
 def vng_argv(vng: str, kernel: Kernel, *, cpus: int, memory: str, kvm: bool, shared: str,
-             command: str) -> list[str]:
+             command: str, rodirs: Sequence[str] = ()) -> list[str]:
     """The `vng` command line: the kernel's modules are found by virtme-ng next to the image
-    (``ROOT/boot/vmlinuz-R`` → ``ROOT/lib/modules/R``) and linked in the guest."""
+    (``ROOT/boot/vmlinuz-R`` → ``ROOT/lib/modules/R``) and linked in the guest. The guest
+    starts its command in ``/`` (vng's default is the caller's directory, which the guest
+    may not have: one under /var/tmp); ``rodirs`` are shown read-only at their own paths."""
     argv = [vng, "--verbose", "--run", kernel.image, "--cpus", str(cpus), "--memory", memory,
-            "--rwdir", shared, "--exec", command]
-    return argv + ([] if kvm else ["--disable-kvm"])
+            "--cwd", "/", "--rwdir", shared]
+    for d in rodirs:
+        argv += ["--rodir", d]
+    return argv + ["--exec", command] + ([] if kvm else ["--disable-kvm"])
 
 
 def boot(argv: list[str], console: str, timeout_s: float, *, started: str,

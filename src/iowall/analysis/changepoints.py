@@ -87,24 +87,6 @@ class Detection:
     method: str
 
 
-def detect(
-    values: Sequence[float],
-    groups: Sequence[str] | None = None,
-    *,
-    alpha: float = ALPHA,
-    min_size: int = MIN_SIZE,
-    unit: Unit = "run",
-    permutations: int | None = None,
-    seed: int = 0,
-) -> list[ChangePoint]:
-    """Change points of one metric's runs in order; repeats of a group are never split.
-
-    See ``analyse`` for the parameters; this returns only the change points.
-    """
-    return list(analyse(values, groups, alpha=alpha, min_size=min_size, unit=unit,
-                        permutations=permutations, seed=seed).points)
-
-
 def analyse(
     values: Sequence[float],
     groups: Sequence[str] | None = None,

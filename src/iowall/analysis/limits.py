@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import MEASURED_STATUSES, Run
-from ..units import GIB, MIB, fmt_bytes, fmt_rate
+from ..units import GIB, fmt_bytes, fmt_rate
 from .context import representative
 from .scaling import efficiency, knee
 from .why import why_run
@@ -390,11 +390,6 @@ def _block_sentences(rows: Sequence[Row]) -> list[str]:
             out.append(f"Best buffered {direction} with {blocks[0]} blocks: {fmt_rate(base)}; "
                        + ", ".join(parts) + ".")
     return out
-
-
-def cache_words(x: float | None) -> str:
-    """Cached growth per byte moved as MiB per GiB, or '-'."""
-    return "-" if x is None else f"{max(x, 0.0) * GIB / MIB:.0f} MiB/GiB"
 
 
 def _jobs(n: int) -> str:

@@ -20,15 +20,13 @@ first, kernel frames marked ``_[k]``). One rule decides each stack, in this orde
 
 from __future__ import annotations
 
-import base64
 import fnmatch
-import gzip
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..model import Metric
+from ..model import Metric, gunzip_text
 
 #: (path, label, owns what it calls, patterns). For a frame that matches several rows, the
 #: first row wins (``shmem_get_folio*`` is page cache before ``shmem_*`` is filesystem).
@@ -264,4 +262,4 @@ def parse_folded(text: str) -> dict[str, int]:
 
 def decode_folded(body: str) -> dict[str, int]:
     """The ``profile.folded.gz`` artifact body (gzip, base64) → ``{stack: count}``."""
-    return parse_folded(gzip.decompress(base64.b64decode(body)).decode(errors="replace"))
+    return parse_folded(gunzip_text(body))

@@ -150,7 +150,6 @@ def usl_fit(
     x: Sequence[float],
     *,
     confidence: float = 0.95,
-    seed: int = 0,
 ) -> UslFit:
     """Fit the Universal Scalability Law by nonlinear least squares on log throughput.
 
@@ -160,12 +159,10 @@ def usl_fit(
     Intervals: Wald, from the Jacobian's covariance scaled by the residual variance, with
     Student's t quantiles on n_obs - 3 degrees of freedom; sigma and kappa are clipped at
     0, and a term that moves X by under 1e-6 at every observed N is reported as exactly 0.
-    Needs at least 3 distinct N; repeats per N are used as they are. ``seed`` is
-    accepted for interface stability (the method is deterministic).
+    Needs at least 3 distinct N; repeats per N are used as they are. Deterministic.
     """
     from scipy import optimize  # heavy: imported when used
     from scipy import stats as _st  # heavy (0.8 s): imported when used
-    del seed
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
     na, xa = _pair(n, x)

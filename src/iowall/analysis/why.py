@@ -14,7 +14,7 @@ from .budget import Budget, compute, counter_window
 from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
 from .explain import Verdict, explain, near_misses, sentences
-from .paths import Attribution, attribute, decode_folded, path_metrics
+from .paths import attribute, decode_folded, path_metrics
 from .wall import Decision, Wall, decide, device_in_window, window_mean
 
 #: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
@@ -51,18 +51,6 @@ def tasks_top(run: Run) -> list[Any]:
     """The tasks probe's busiest threads, when the run carries them (``tasks_top.json``)."""
     doc = _artifact_json(run, "tasks_top.json")
     return list(doc) if isinstance(doc, list) else []
-
-
-def profile(run: Run) -> Attribution | None:
-    """The kernel-path attribution of the run's CPU profile, when it carries one."""
-    for a in run.artifacts:
-        if a.name == PROFILE_ARTIFACT:
-            try:
-                stacks = decode_folded(a.body)
-            except (ValueError, OSError, EOFError):
-                return None
-            return attribute(stacks) if stacks else None
-    return None
 
 
 def io_window(run: Run, doc: dict[str, Any]) -> tuple[tuple[float, float], str] | None:
@@ -167,14 +155,15 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
                 "wall": None, "budget": None}
     metrics = {m.name: m.value for m in run.metrics}
     ctx = explain_context(run, batch)
-    att = profile(run)
+    stacks = _profile_stacks(run)  # decoded once: the attribution and the budget read it
+    att = attribute(stacks) if stacks else None
     if att is not None and not any(k.startswith("profile_") and k.endswith("_share")
                                    for k in metrics):
         metrics.update({m.name: m.value for m in path_metrics(att)})  # older runs
     verdicts = explain(metrics, ctx, lock_rows=lock_rows(run), tasks_top=tasks_top(run),
                        lock_callers=lock_callers(att) if att is not None else None,
                        top_functions=top_functions(att) if att is not None else None)
-    b = budget(run, _profile_stacks(run))
+    b = budget(run, stacks)
     wall: Wall | None = None
     notes: list[str] = []
     keep: tuple[str, ...] = ()

@@ -11,7 +11,7 @@ from ..sysinfo import mem_total_bytes
 from ..units import fmt_bytes
 from .base import FILESYSTEMS, KINDS, Bed, BedSpec, bed_with_wipe
 from .device import ONE_DEVICE, provision_device
-from .directory import provision_dir
+from .directory import check_dir, provision_dir
 from .guard import check_all
 from .loop import provision_loop
 from .ram import provision_ram
@@ -19,7 +19,7 @@ from .room import check_memory_room
 from .tmpfs import provision_tmpfs
 
 __all__ = ["Bed", "BedSpec", "FILESYSTEMS", "KINDS", "bed_with_wipe", "default_size", "provision",
-           "check_fs"]
+           "check_dir", "check_fs", "check_fs_name"]
 
 #: Smallest image each filesystem formats (btrfs refuses below ~114 MiB).
 MIN_SIZE = 256 << 20
@@ -31,15 +31,24 @@ def default_size() -> int:
 
 
 def check_fs(spec: BedSpec, fs: str) -> None:
-    """A UserError for filesystems iowall cannot format on this bed kind; for a device bed,
-    also the guard's refusal (the commands call this first, so a device is refused before
-    anything else runs; the guard runs again, with the bed's real size, when provisioning)."""
+    """A UserError for a bed that cannot be used here: a filesystem iowall cannot format on
+    this bed kind, a dir bed's missing or read-only directory, a device bed's refusal by the
+    guard (the commands call this first, so a bed is refused before anything else runs; the
+    guard runs again, with the bed's real size, when provisioning)."""
     if spec.kind == "device":
         if os.geteuid() != 0:
             raise UserError("a device bed needs root (it writes the device): run as root")
         if len(spec.paths) != 1:
             raise UserError(ONE_DEVICE.format(spec=spec))
         check_all(spec.paths, need_bytes=MIN_SIZE, wipe=spec.wipe)
+    if spec.kind == "dir":
+        check_dir(spec.path)
+    check_fs_name(spec, fs)
+
+
+def check_fs_name(spec: BedSpec, fs: str) -> None:
+    """A UserError for a filesystem iowall cannot format on this bed kind (the part of
+    ``check_fs`` that needs no machine: a plan file's bed, before the command line's)."""
     if spec.kind in ("ram", "loop", "device") and fs not in FILESYSTEMS:
         raise UserError(f"unknown filesystem {fs!r}: use xfs (default), ext4 or btrfs")
     if spec.kind in ("tmpfs", "dir") and fs not in ("xfs", spec.kind, "") and fs is not None:

@@ -11,12 +11,17 @@ from ..errors import UserError
 from .base import Bed, queue_facts
 
 
-def provision_dir(bed: Bed, path: str) -> None:
-    """Check the directory, make ``iowall-XXXX`` inside it, record the filesystem under it."""
+def check_dir(path: str) -> None:
+    """A UserError unless ``path`` is a directory this user can write."""
     if not os.path.isdir(path):
         raise UserError(f"--bed dir:{path}: no such directory")
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserError(f"--bed dir:{path}: not writable by this user")
+
+
+def provision_dir(bed: Bed, path: str) -> None:
+    """Check the directory, make ``iowall-XXXX`` inside it, record the filesystem under it."""
+    check_dir(path)
     work = tempfile.mkdtemp(prefix="iowall-", dir=path)
     bed.remember({"undo": "rmtree", "path": work})
     bed.path = work

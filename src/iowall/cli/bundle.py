@@ -63,11 +63,11 @@ def export(
 
     source = {"host": socket.gethostname(), "store": store.shown if store else ""}
     n = write_bundle(seen(runs), output, source=source)
-    if output != "-":
-        wrote(output)
-    where = "stdout" if output == "-" else output
-    print(f"iowall: exported {_n(n, 'run')} ({_n(len(labels), 'label')}, "
-          f"{_n(len(kernels), 'kernel')}) to {where}", file=sys.stderr)
+    held = f"{_n(n, 'run')} ({_n(len(labels), 'label')}, {_n(len(kernels), 'kernel')})"
+    if output == "-":
+        print(f"iowall: exported {held} to stdout", file=sys.stderr)
+    else:  # one line, as every command that writes a file says it
+        wrote(f"{output}: {held}")
 
 
 def import_(

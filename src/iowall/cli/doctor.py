@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UserError
-from ..paths import data_dir
+from ..paths import db_url, default_db_url, redact_url
 from ..probes.profile import inferno_tool
 from ..report.doctor import Check, Doctor
 from ..report.emit import emit
@@ -17,7 +17,7 @@ from ..sysinfo import mem_total_bytes, meminfo
 from ..units import fmt_bytes
 from ..workloads.engine import engine_path
 from ..workloads.fio import fio_version
-from .options import OutputOpt, RecordFormat, RecordFormatOpt
+from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt
 
 
 def _tool(name: str, pkg: str, disables: str, limits: bool = False) -> Check:
@@ -26,8 +26,22 @@ def _tool(name: str, pkg: str, disables: str, limits: bool = False) -> Check:
                  f"apt-get install {pkg}", limits)
 
 
-def checks() -> list[Check]:
-    """Every check, in the order a user fixes them."""
+def _disk(db: str | None) -> Check:
+    """Free space where the store is (``--db``, else ``IOWALL_DB``, else the data directory):
+    the nearest existing directory of a SQLite file; a server's store is not on this disk."""
+    url = db_url(db) if db else default_db_url()
+    if not url.startswith("sqlite:///"):
+        return Check("disk", True, f"the store is {redact_url(url)}, not a file here", "", "")
+    where = os.path.dirname(url.removeprefix("sqlite:///"))
+    while not os.path.isdir(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    d = os.statvfs(where)
+    return Check("disk", True, f"{fmt_bytes(d.f_bavail * d.f_frsize)} free in {where} (the "
+                 "store's directory)", "", "")
+
+
+def checks(db: str | None = None) -> list[Check]:
+    """Every check, in the order a user fixes them; the disk's where the store ``db`` is."""
     root = os.geteuid() == 0
     out = [Check("root", root, "uid 0" if root else f"uid {os.geteuid()}",
                  "ram/loop/tmpfs beds, cache drops, knobs, tracefs probes",
@@ -85,14 +99,13 @@ def checks() -> list[Check]:
     out.append(Check("memory", True, f"{fmt_bytes(mem_total_bytes())} total, "
                      f"{fmt_bytes(meminfo().get('MemAvailable', 0))} available, /dev/shm "
                      f"{fmt_bytes(shm.f_bavail * shm.f_frsize)} free", "", ""))
-    d = os.statvfs(data_dir())
-    out.append(Check("disk", True, f"{fmt_bytes(d.f_bavail * d.f_frsize)} free in {data_dir()}",
-                     "", ""))
+    out.append(_disk(db))
     return out
 
 
-def doctor(fmt: RecordFormatOpt = RecordFormat.text, output: OutputOpt = None) -> None:
+def doctor(fmt: RecordFormatOpt = RecordFormat.text, output: OutputOpt = None,
+           db: DbOpt = None) -> None:
     """Check what iowall needs; exit 0 when `iowall limits` can run."""
-    found = Doctor(tuple(checks()))
+    found = Doctor(tuple(checks(db)))
     emit(found, fmt, output)
     raise typer.Exit(0 if found.can_run_limits else 1)

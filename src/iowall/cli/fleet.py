@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from ..fleet.drive import FleetSpec, run_fleet
-from ..fleet.state import IMPORTED
-from ..report.emit import write
-from ..report.table import text_table
+from ..report.emit import emit
+from ..report.fleet import Hosts
+from ..results import IMPORTED
 from ..store import Store
 from .options import CommitOpt, DbOpt, LabelOpt, QuickOpt
 
@@ -39,10 +39,7 @@ def fleet_run(
     store = Store(db)
     spec = FleetSpec(inventory, target, label or "", commit or "", quick)
     states = run_fleet(spec, store, _say)
-    rows = [[s.host, s.status, str(s.runs) if s.status == IMPORTED else "-",
-             ", ".join(s.hostnames) or "-", s.error or "-"] for s in states]
-    write(text_table(["host", "status", "runs", "measured on", "error"], rows, left=5, indent=0)
-          + "\n", None)
+    emit(Hosts(tuple(states)))
     failed = [s.host for s in states if s.status != IMPORTED]
     if failed:
         _say(f"iowall: {len(failed)} of {len(states)} hosts failed ({', '.join(failed)}); "

@@ -9,11 +9,10 @@ import typer
 
 from ..errors import UserError
 from ..model import Run, check_label
-from ..report.emit import write
-from ..report.table import text_table
+from ..report.emit import emit
+from ..report.run import Imported
 from ..store import Store
 from ..store.bundle import import_runs
-from ..units import MIB
 from ..workloads.fio_import import read_runs
 from .options import DbOpt
 
@@ -25,19 +24,6 @@ def _read(path: str) -> bytes:
         raise UserError(f"{path}: no such file") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
-def _rate(r: Run, d: str) -> str:
-    v = r.metric(f"{d}_bw_bytes_per_s")
-    return f"{v / MIB:.1f}" if v is not None else "-"
-
-
-def _table(runs: list[Run], present: set[str]) -> str:
-    rows = [[r.label, str(r.env["host"].get("hostname", "?")), str(r.point.params["groupid"]),
-             str(r.point.params["jobname"]), _rate(r, "read"), _rate(r, "write"), r.status,
-             "present" if r.uuid in present else "added"] for r in runs]
-    return text_table(["label", "host", "group", "jobs", "read MiB/s", "write MiB/s", "status",
-                       ""], rows, left=4, indent=0)
 
 
 def import_fio(
@@ -61,6 +47,4 @@ def import_fio(
     store = Store(db)
     present = store.known_uuids(r.uuid for r in runs)
     added, skipped = import_runs(store, runs)
-    write(f"{_table(runs, present)}\nimported {added} run{'' if added == 1 else 's'} from "
-          f"{len(files)} file{'' if len(files) == 1 else 's'}, {skipped} already present\n",
-          None)
+    emit(Imported(tuple(runs), frozenset(present), len(files), added, skipped))

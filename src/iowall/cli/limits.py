@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from .. import journal
-from ..beds import bed_with_wipe
+from ..beds import BedSpec, bed_with_wipe, check_fs
 from ..machine_lock import exclusive, parse_wait
 from ..probes import resolve
 from ..recipes.limits.options import limits_options
@@ -74,6 +74,7 @@ def limits(
     opts = limits_options(bed=bed, fs=fs, size=size, jobs=jobs, fs_block=fs_block,
                           repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
                           mount_opts=mount_opts, probes=probes)
+    check_fs(BedSpec.parse(opts.bed), opts.fs)  # before the store, the lock, guest memory
     store = Store(db)
     with exclusive("limits", wait_s), interruptible():
         journal.recover()

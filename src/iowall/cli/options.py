@@ -123,8 +123,8 @@ HoldMemoryOpt = Annotated[bool, typer.Option(
     "hold reporting off and touch the free memory first, as limits does, so that buffered "
     "points do not pay host faults (restored after)")]
 WipeOpt = Annotated[bool, typer.Option(
-    "--wipe", help="with --bed device:/dev/X listed in /etc/iowall/devices: erase its "
-                   "signatures (wipefs -a) before use")]
+    "--wipe", help="with a device bed (--bed device:/dev/X, or a plan's) listed in "
+                   "/etc/iowall/devices: erase its signatures (wipefs -a) before use")]
 #: What --bed takes (limits and run).
 BED_HELP = ("ram (default), loop, tmpfs, dir:PATH, or device:/dev/X[,/dev/Y…] (a spare disk "
             "or partitions: destructive, guarded; docs/safety.md)")

@@ -3,29 +3,19 @@ point, on the bed) or a registered recipe, interleaved."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from .. import journal
+from ..actions.target import execute, is_plan_path, load_target_plan, prepare
 from ..beds import bed_with_wipe
 from ..errors import UserError
-from ..guestmem import nothing_to_hold
-from ..knobs import KnobSession
-from ..machine_lock import exclusive, parse_wait
-from ..plan import Plan, load_jobfile, load_plan, parse_set, plan_report, preview, run_plan
+from ..machine_lock import parse_wait
+from ..plan import parse_set, preview
 from ..probes import resolve
-from ..recipes.options import RecipeOptions
-from ..recipes.registry import Recipe, get, recipe_knobs
-from ..repeat import RepeatPolicy, parse_repeat, parse_target
-from ..report.emit import emit, json_text, write
-from ..report.recipe import report_json
-from ..results import Report
-from ..session import hold_memory_step
-from ..signals import interruptible
+from ..repeat import parse_repeat, parse_target
+from ..report.emit import emit
+from ..report.run import ReportRuns
 from ..store import RunFilter, Store
 from ..store.reports import add_report
 from .options import (
@@ -44,86 +34,6 @@ from .options import (
     record_commit,
 )
 from .progress import RichProgress
-from .runs import run_json
-
-
-def _is_plan_path(target: str) -> bool:
-    return target.endswith((".toml", ".fio")) or os.sep in target or os.path.isfile(target)
-
-
-def _plan(target: str, *, sets: Sequence[tuple[str, list[Any]]], label: str | None,
-          repeat: RepeatPolicy | None, quick: bool, bed: str | None, probes: str | None,
-          rel_target: float | None) -> Plan:
-    """The plan file (or fio job file: a plan of one point) with the command line's
-    overrides."""
-    plan = load_jobfile(target) if target.endswith(".fio") else load_plan(target)
-    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed, quick=quick,
-                               target=rel_target, probes=probes)
-
-
-@dataclass(frozen=True)
-class Target:
-    """A plan or recipe checked as far as it can be without the machine, ready to run."""
-
-    name: str
-    title: str
-    plan: Plan | None
-    recipe: Recipe | None
-    opts: RecipeOptions
-
-
-def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
-            label: str | None = None, repeat: RepeatPolicy | None = None, quick: bool = False,
-            bed: str | None = None, probes: str | None = None,
-            rel_target: float | None = None) -> Target:
-    """Load and check a plan file or a recipe's options — every check that needs no machine,
-    refused knobs included — before any store, lock or bed is touched."""
-    policy = repeat
-    plan: Plan | None = None
-    recipe: Recipe | None = None
-    if _is_plan_path(target):
-        plan = _plan(target, sets=sets, label=label, repeat=policy, quick=quick, bed=bed,
-                     probes=probes, rel_target=rel_target)
-        preview(plan)
-        title = f"plan {plan.label}"
-    else:
-        recipe = get(target)
-        title = recipe.name
-        if rel_target is not None:
-            if policy is None:
-                raise UserError("--target applies to --repeat auto[:MAX]: add --repeat auto")
-            policy = policy.with_target(rel_target)
-    opts = RecipeOptions(quick=quick, sets=tuple((k, tuple(v)) for k, v in sets),
-                         label=label, repeat=policy, bed=bed, probes=probes or "default")
-    if recipe is not None:
-        recipe_knobs(recipe.name, opts)
-    return Target(target, title, plan, recipe, opts)
-
-
-def execute(t: Target, store: Store, wait: float | None = None,
-            hold_memory: bool = False) -> Report:
-    """Run a prepared target under the machine lock, after recovering what a crash left;
-    ``hold_memory``: first hold guest memory as `limits` does (free page reporting off, the
-    free memory touched), restored after, its note added to the report."""
-    with exclusive(f"run {t.name}", wait), interruptible(), KnobSession() as ks:
-        journal.recover()
-        gm = hold_memory_step(ks, RichProgress(t.title)) if hold_memory else None
-        if t.plan is not None:
-            report = plan_report(run_plan(t.plan, store, RichProgress(t.title)))
-        else:
-            assert t.recipe is not None
-            report = t.recipe.run(t.opts, store, RichProgress(t.title))
-        if not hold_memory:
-            return report
-        said = gm.note() if gm is not None else f"--hold-memory: nothing to hold, {nothing_to_hold()}"
-        return replace(report, notes=(*report.notes, said))
-
-
-def run_target(target: str, store: Store, *, wait: float | None = None,
-               hold_memory: bool = False, **kwargs: Any) -> Report:
-    """Prepare and run a plan file or a recipe (shared with `iowall gate`, which runs its
-    workload the same way); ``kwargs`` are ``prepare``'s."""
-    return execute(prepare(target, **kwargs), store, wait, hold_memory)
 
 
 def run_cmd(
@@ -166,22 +76,23 @@ def run_cmd(
     if probes is not None:
         resolve(probes)
     parsed = [parse_set(s) for s in sets or []]
-    bed = bed_with_wipe(bed, wipe)
+    plan_wipe = wipe and bed is None and is_plan_path(target)  # the plan's own device bed
+    bed = bed if plan_wipe else bed_with_wipe(bed, wipe)
     if dry_run:
-        if not _is_plan_path(target):
+        if not is_plan_path(target):
             raise UserError(f"--dry-run checks a plan file (PLAN.toml or FILE.fio), not recipe "
                             f"{target!r}")
-        emit(preview(_plan(target, sets=parsed, label=label, repeat=policy, quick=quick,
-                           bed=bed, probes=probes, rel_target=tgt)), fmt, output)
+        emit(preview(load_target_plan(target, sets=parsed, label=label, repeat=policy,
+                                      quick=quick, bed=bed, wipe=plan_wipe, probes=probes,
+                                      rel_target=tgt)),
+             fmt, output)
         return
     prepared = prepare(target, sets=parsed, label=label, repeat=policy, quick=quick, bed=bed,
-                       probes=probes, rel_target=tgt)
+                       wipe=plan_wipe, probes=probes, rel_target=tgt)
     store = Store(db)  # opened once the input is known to be good: a refusal writes nothing
-    report = execute(prepared, store, wait_s, hold_memory)
+    report = execute(prepared, store, RichProgress, wait_s, hold_memory)
     add_report(store, report)
     if fmt is ReportFormat.json:  # with every run whole, as `runs --format json` prints it
-        runs = [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))}
-                for r in store.runs(RunFilter(ids=report.run_ids))]
-        write(json_text({**report_json(report), "runs": runs}), output)
+        emit(ReportRuns(report, tuple(store.runs(RunFilter(ids=report.run_ids)))), fmt, output)
     else:
         emit(report, fmt, output)

@@ -12,14 +12,10 @@ import typer
 
 from ..atomic import open_atomic
 from ..errors import UserError
-from ..model import Run, primary_metric
 from ..report.emit import emit, json_text, write, wrote
 from ..report.run import RUN_CSV_FIELDS, RunList, csv_row, run_json
 from ..store import RunFilter, Store
-from ..units import fmt_rate
 from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
-
-__all__ = ["run_json", "runs", "show"]
 
 
 class Status(str, Enum):
@@ -29,17 +25,6 @@ class Status(str, Enum):
     failed = "failed"
     interrupted = "interrupted"
     filled = "filled"
-
-
-def result_line(r: Run) -> str:
-    """The run's primary metric (``model.primary_metric``: what ``--repeat auto`` decides
-    on), e.g. ``write 7758MiB/s``, ``memcopy 21.3GiB/s``, ``create 24,310 files/s``."""
-    m = primary_metric(r)
-    if m is None:
-        return ""
-    if m.unit == "B/s":
-        return f"{m.name.removesuffix('_bytes_per_s').removesuffix('_bw')} {fmt_rate(m.value)}"
-    return f"{m.name.removesuffix('_files_per_s').removesuffix('_per_s')} {m.value:,.0f} {m.unit}"
 
 
 #: Runs on a page of `iowall runs` in text when no --limit is given.
@@ -88,7 +73,7 @@ def runs(
             print(f"{older} older run{'' if older == 1 else 's'} not shown: --page "
                   f"{number + 1} for the next page, --limit N for longer pages, "
                   "--format csv or json for every run", file=sys.stderr)
-    emit(RunList(tuple(found), tuple(result_line(r) for r in found)), fmt, output)
+    emit(RunList.of(found), fmt, output)
 
 
 def stream_runs(store: Store, flt: RunFilter, fmt: ListFormat, output: str | None) -> None:
@@ -116,7 +101,8 @@ def show(
     run_id: RunIdArg,
     fmt: RecordFormatOpt = RecordFormat.text,
     raw: Annotated[str | None, typer.Option(
-        metavar="NAME", help="print one raw artifact (e.g. fio.json, job.fio)")] = None,
+        metavar="NAME", help="print one raw artifact (e.g. fio.json, job.fio; a compressed "
+        "one, such as profile.folded.gz, as its text)")] = None,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
@@ -129,6 +115,8 @@ def show(
     if a is None:
         names = ", ".join(a.name for a in r.artifacts) or "none"
         raise UserError(f"run {run_id} has no artifact {raw!r} (it has: {names})")
-    # exactly the stored bytes into a file; on a terminal, ending in a newline
-    newline = "" if output or a.body.endswith("\n") else "\n"
-    write(a.body + newline, output, what="artifact")
+    # the artifact's text (a compressed one unpacked): exactly that into a file; on a
+    # terminal, ending in a newline
+    text = a.text()
+    newline = "" if output or text.endswith("\n") else "\n"
+    write(text + newline, output, what="artifact")

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..results import FAILED, IMPORTED, HostState
 from ..store import Store
 from ..store.bundle import import_runs, read_bundle
 from ..units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
-from .state import FAILED, IMPORTED, FleetDir, HostState, run_key
+from .state import FleetDir, run_key
 from .wheelhouse import build, checkout
 
 #: The playbook's tasks that mark a stage, and the progress line each one prints.

@@ -6,26 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from ..atomic import write_text
 from ..errors import UserError
 from ..paths import data_dir
-
-IMPORTED, FAILED = "imported", "failed"
-
-
-@dataclass(frozen=True)
-class HostState:
-    """Where one inventory host stands: imported (with its runs and the host names they
-    carry) or failed (with the error)."""
-
-    host: str
-    status: str
-    runs: int = 0
-    hostnames: tuple[str, ...] = ()
-    error: str = ""
+from ..results import HostState
 
 
 def run_key(label: str, target: str, commit: str) -> str:

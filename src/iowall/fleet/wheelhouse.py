@@ -3,12 +3,12 @@ its C engine into the wheel) and every dependency as a wheel, so hosts install o
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
+from ..atomic import open_atomic_bytes
 from ..errors import IowallError, UserError
 
 
@@ -44,8 +44,8 @@ def build(root: Path, dest: Path) -> str:
         raise IowallError(f"building the iowall wheel left {len(wheels)} wheels in {dest}")
     _pip(["-w", str(dest), "--find-links", str(dest), str(wheels[0])], "the dependency wheels")
     tar = dest.with_suffix(".tar")
-    with tarfile.open(f"{tar}.partial", "w") as t:  # wheels are compressed already
+    with open_atomic_bytes(tar, what="wheel archive") as f, \
+            tarfile.open(fileobj=f, mode="w") as t:  # wheels are compressed already
         for w in sorted(dest.glob("*.whl")):
             t.add(w, arcname=w.name)
-    os.replace(f"{tar}.partial", tar)
     return wheels[0].name

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..beds import BedSpec, check_fs
+from ..beds import BedSpec, check_fs_name
 from ..errors import PlanError, UserError
 from ..probes import resolve
 from ..repeat import parse_repeat
@@ -146,11 +146,11 @@ def _bed_shape(b: BedModel, w: Where) -> BedShape:
         spec = BedSpec.parse(b.kind)
     except UserError as e:
         raise w.error(("bed", "kind"), str(e).replace("--bed ", "")) from None
-    if spec.kind == "device":  # a plan from another machine must not pick a disk to overwrite
-        raise w.error(("bed", "kind"), "a plan file cannot name a device bed: pass --bed "
-                                       "device:/dev/X on the command line")
-    try:
-        check_fs(spec, b.fs)
+    if spec.wipe:  # erasing what a device holds is asked for here, never by a file
+        raise w.error(("bed", "kind"), "a plan file cannot wipe a device: name it "
+                                       f"device:{spec.path} and pass --wipe on the command line")
+    try:  # the guard and a dir's existence: for the bed the run uses (``--bed`` may replace it)
+        check_fs_name(spec, b.fs)
     except UserError as e:
         raise w.error(("bed", "fs"), str(e).replace("--fs ", "")) from None
     return BedShape(kind=str(spec), fs=b.fs, size=_bytes(b.size) if b.size is not None else None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
 
-from ..beds import BedSpec
+from ..beds import BedSpec, bed_with_wipe
 from ..beds.xfs_blocks import fmt_block
 from ..errors import UserError
 from ..knob import Knob, parse_knob
@@ -129,11 +129,12 @@ class Plan:
 
     def with_overrides(self, *, sets: Sequence[tuple[str, Sequence[Any]]] = (),
                        label: str | None = None, repeat: RepeatPolicy | int | None = None,
-                       bed: str | None = None, quick: bool = False,
+                       bed: str | None = None, wipe: bool = False, quick: bool = False,
                        target: float | None = None, probes: str | None = None) -> Plan:
         """The plan with command-line overrides: ``--set`` axes replace (or add to) the plan's,
-        ``--label``, ``--repeat``, ``--target`` (of auto), ``--bed``, ``--probes`` (replaces
-        the plan's list); ``--quick`` means one repeat unless given."""
+        ``--label``, ``--repeat``, ``--target`` (of auto), ``--bed``, ``--wipe`` (of the
+        device bed, the plan's own when no ``--bed`` is given), ``--probes`` (replaces the
+        plan's list); ``--quick`` means one repeat unless given."""
         axes = list(self.axes)
         for name, values in sets:
             text = f"--set {name}={','.join(str(v) for v in values)}"
@@ -148,8 +149,9 @@ class Plan:
         if target is not None:
             policy = policy.with_target(target)
         shape = self.bed
-        if bed is not None:
-            shape = replace(shape, kind=str(BedSpec.parse(bed)))
+        if bed is not None or wipe:
+            kind = bed_with_wipe(bed or shape.kind, wipe) or shape.kind
+            shape = replace(shape, kind=str(BedSpec.parse(kind)))
         return replace(self, axes=tuple(axes), label=label or self.label, bed=shape,
                        repeats=policy,
                        probes=self.probes if probes is None else (probes,))

@@ -12,8 +12,8 @@ from ..analysis.fiogroups import fio_groups
 from ..analysis.why import why_points
 from ..model import Run
 from ..repeat import replay, to_json
-from ..results import Report, Section, Table
-from ..units import fmt_bytes, fmt_rate
+from ..results import Cell, Report, Section, Table, Value
+from ..units import fmt_bytes
 from .execute import PlanResult
 from .model import PlanPoint
 
@@ -55,18 +55,6 @@ def summarise(points: Sequence[PlanPoint], runs: Sequence[Run]) -> list[Row]:
     return rows
 
 
-def _fmt_iops(v: float) -> str:
-    return f"{v:.0f}" if v < 10000 else f"{v / 1000:.1f}k"
-
-
-def _fmt_lat(s: float) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.0f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
-
-
 def id_ranges(ids: Sequence[int]) -> str:
     """``[1, 2, 3, 7]`` → ``1-3, 7``."""
     out: list[str] = []
@@ -90,11 +78,12 @@ def _lines(r: Row) -> list[tuple[str, str, Mapping[str, float], Mapping[str, flo
     return [(g.title, f"g{g.groupid}.", r.medians, r.rel_range) for g in groups]
 
 
-def table(rows: Sequence[Row], axes: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+def table(rows: Sequence[Row], axes: Sequence[str]) -> tuple[list[str], list[list[Cell]]]:
     """Headers and cells: one column per axis (and the fio group, when a job file has
     several: one line per group with fio's own figures for it, never summed across groups),
-    then per direction with data the median bandwidth (± relative range over repeats), IOPS
-    and p99 completion latency; ok runs."""
+    then per direction with data the median bandwidth (± half the relative range over
+    repeats), IOPS and p99 completion latency; ok runs. Numbers carry their units: the
+    renderer formats them."""
     lines = [(r, ln) for r in rows for ln in _lines(r)]
     dirs = [d for d in ("read", "write", "trim")
             if any(f"{pre}{d}_bw_bytes_per_s" in med for _, (_, pre, med, _) in lines)]
@@ -106,18 +95,15 @@ def table(rows: Sequence[Row], axes: Sequence[str]) -> tuple[list[str], list[lis
     headers.append("ok")
     cells = []
     for r, (title, pre, med, rng) in lines:
-        line = [str(r.pp.values.get(a, "")) for a in axes] or [r.pp.title()]
+        line: list[Cell] = [str(r.pp.values.get(a, "")) for a in axes] or [r.pp.title()]
         line += [title] if grouped else []
         for d in dirs:
-            bw = med.get(f"{pre}{d}_bw_bytes_per_s")
-            line.append(fmt_rate(bw) if bw is not None else "-")
+            line.append(Value(med.get(f"{pre}{d}_bw_bytes_per_s"), "B/s"))
             if spread:
                 rr = rng.get(f"{pre}{d}_bw_bytes_per_s")
-                line.append(f"{rr * 50:.0f}%" if rr is not None else "")
-            io = med.get(f"{pre}{d}_iops")
-            line.append(_fmt_iops(io) if io is not None else "-")
-            p99 = med.get(f"{pre}{d}_clat_p99_s")
-            line.append(_fmt_lat(p99) if p99 is not None else "-")
+                line.append(Value(rr / 2, "percent") if rr is not None else "")
+            line.append(Value(med.get(f"{pre}{d}_iops"), "IO/s"))
+            line.append(Value(med.get(f"{pre}{d}_clat_p99_s"), "s"))
         line.append(f"{r.ok}/{len(r.runs)}")
         cells.append(line)
     return headers, cells

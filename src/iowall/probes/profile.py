@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import IowallError
-from ..model import PROFILE_ARTIFACT, Artifact
+from ..model import GZIP_BASE64, PROFILE_ARTIFACT, Artifact
 from ..proc import dies_with_us
 from .base import Probe, ProbeContext, ProbeResult
 from .perf import PerfRecording
@@ -31,7 +31,7 @@ FREQ_HZ = 99
 #: the folded stacks, gzip then base64 (artifact bodies are text); ``decode_folded`` in
 #: ``iowall.analysis.paths`` reads it back.
 ARTIFACT = PROFILE_ARTIFACT
-CONTENT_TYPE = "application/gzip+base64"
+CONTENT_TYPE = GZIP_BASE64
 COLLAPSE = "inferno-collapse-perf"
 #: fields for perf script: no ``period``, so the collapser counts samples, not nanoseconds.
 SCRIPT_FIELDS = "comm,pid,tid,cpu,time,event,ip,sym,dso"

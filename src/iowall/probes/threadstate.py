@@ -3,12 +3,15 @@
 For every thread of the workload (this process's descendants, less the probes' own tools):
 every ``BUCKET_S`` the exact counters (``schedstat``: ns on a CPU and ns runnable but waiting;
 ``stat``: user and system ticks; ``io``: read/write syscalls and bytes), and ``HZ`` times a
-second (jittered, so a periodic workload is not aliased) the thread's state and, when it is
-blocked (S or D), its kernel stack (``/proc/TID/stack``). The cgroups of the workload's
+second (jittered, so a periodic workload is not aliased; fewer with more than
+``LOOKS_PER_S / HZ`` threads) the thread's kernel stack (``/proc/TID/stack``: empty while it
+runs). The cgroups of the workload's
 processes are read every bucket too (CPU throttling, memory events, I/O bytes).
 
 Open file descriptors are re-read with ``pread``, so one sample of one thread costs a few
-microseconds (docs/design-notes.md, "Thread-state sampling"). The probe only records; which
+microseconds of syscalls and more of Python: the probe's own CPU is measured by
+``benchmarks/threadstate_cost.py`` (docs/benchmarks.md; docs/design-notes.md, "Thread-state
+sampling"). The probe only records; which
 reason a stack stands for and what the budget says is decided later, from the stored samples,
 by ``iowall.analysis.budget`` (a better table then applies to old runs too).
 """
@@ -31,12 +34,16 @@ from .tasks import IOWALL_TOOLS
 
 ARTIFACT = "threadstate.json"
 VERSION = 1
-#: stack samples per second per thread (jittered ±50%)
-HZ = 100
+#: stack samples per second per thread (jittered ±50%): 100 looks a thread over a 2 s window
+HZ = 50
+#: at most this many looks a second over all threads: with more than LOOKS_PER_S / HZ
+#: threads each is looked at less often, so the probe's cost does not grow with the thread
+#: count (the sample count over the workload stays the same)
+LOOKS_PER_S = 400
 #: how often the exact counters (and the cgroups) are read
-BUCKET_S = 0.1
+BUCKET_S = 0.25
 #: how often new threads are looked for
-DISCOVER_S = 0.1
+DISCOVER_S = 0.25
 _COUNTERS = ("stat", "schedstat", "io", "stack")
 
 
@@ -52,6 +59,10 @@ class _Thread:
     samples: int = 0
     running: int = 0
     alive: bool = True
+    #: at the last look: schedstat's count of arrivals on a CPU, and the stack found off it
+    #: (None: running, or not looked at yet)
+    pcount: bytes = b""
+    last_sid: int | None = None
 
     def read(self, what: str) -> str:
         try:
@@ -235,23 +246,32 @@ class ThreadStateProbe(Probe):
         th.rows.append([round(t, 4), *row, th.samples, th.running])
 
     def _sample(self, th: _Thread) -> None:
-        """One look at one thread: its kernel stack alone (empty while it runs; a runnable
-        task's shows where it was preempted, which the analysis counts as running). Bytes,
-        not text, each distinct raw stack parsed once: this runs ~100 times a second per
-        thread, and a stack read is one syscall where stat and stack were two."""
+        """One look at one thread: its kernel stack (empty while it runs; a runnable task's
+        shows where it was preempted, which the analysis counts as running). A thread found
+        off its CPU that has not arrived on one since (schedstat's third field unchanged) is
+        still where it was: its stack cannot have changed, so it is not read again. The
+        stack read is the look's cost (the kernel symbolises every frame: ~50 us a look
+        here against a few for schedstat); raw stacks are parsed once each."""
         try:
-            text = os.pread(th.fds["stack"], 16384, 0)
-        except (OSError, KeyError):
+            sched = os.pread(th.fds["schedstat"], 256, 0)
+            pcount = sched.split()[2]
+            sid = th.last_sid if pcount == th.pcount else None
+            text = b"" if sid is not None else os.pread(th.fds["stack"], 16384, 0)
+        except (OSError, KeyError, IndexError):
             th.close()
             return
         th.samples += 1
-        if not text:
+        th.pcount = pcount
+        if sid is None and not text:
             th.running += 1
+            th.last_sid = None
             return
-        sid = self._raw_stacks.get(text)
         if sid is None:
-            stack = parse_stack(text.decode(errors="replace"))
-            sid = self._raw_stacks[text] = self._stacks.setdefault(stack, len(self._stacks))
+            sid = self._raw_stacks.get(text)
+            if sid is None:
+                stack = parse_stack(text.decode(errors="replace"))
+                sid = self._raw_stacks[text] = self._stacks.setdefault(stack, len(self._stacks))
+        th.last_sid = sid
         key = (len(th.rows), sid)
         th.blocked[key] = th.blocked.get(key, 0) + 1
 
@@ -267,7 +287,9 @@ class ThreadStateProbe(Probe):
         next_bucket = next_discover = time.monotonic()
         try:
             while True:
-                if self._stop.wait(rng.uniform(0.5, 1.5) / HZ):
+                live_n = sum(1 for th in self._threads.values() if th.alive)
+                tick = max(1.0 / HZ, live_n / LOOKS_PER_S)
+                if self._stop.wait(rng.uniform(0.5, 1.5) * tick):
                     break
                 start = time.monotonic()
                 if start >= next_discover:

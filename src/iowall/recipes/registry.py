@@ -4,7 +4,8 @@ A recipe module in ``iowall.recipes`` plugs in by calling ``register`` at import
 registry imports every module of the package the first time it is asked (``recipes()``,
 ``get()``), so adding a module is all it takes. A recipe is one function,
 ``execute(opts, store, progress) -> Report``: it reads its options, builds its tasks, runs
-them through a Session and returns a Report (``iowall.results``), never rendering it. (A
+them through a Session and returns a Report (``iowall.results``), never rendering it; its
+``check`` (the options step, reading ``--set``) runs first, before the machine lock. (A
 second, plan-shaped kind of recipe existed once; no seed recipe used it, so it went: a
 workload that is a plan is a plan file.)
 """
@@ -37,17 +38,29 @@ class Recipe:
     description: str
     execute: Callable[[RecipeOptions, Store, Progress], Report]
     module: str = ""
+    #: reads the recipe's own ``--set`` axes and refuses what it cannot take, with no
+    #: machine: called before the lock is taken (``checked``)
+    check: Callable[[RecipeOptions], None] | None = None
 
     def run(self, opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         """Run the recipe with the ``--set`` knobs held (every run is stored as it ends) and
         return its Report."""
-        knobs, rest = recipe_knobs(self.name, opts)
+        knobs, own = self.checked(opts)
         with KnobSession() as ks:
             for knob, value in knobs:
                 ks.set(knob, value)
             held = tuple(ks.in_force.items())
-            return with_repeat(self.execute(replace(opts, sets=rest, knobs=held), store,
-                                            progress), store)
+            return with_repeat(self.execute(replace(own, knobs=held), store, progress), store)
+
+    def checked(self, opts: RecipeOptions) -> tuple[list[tuple[Knob, Any]], RecipeOptions]:
+        """The knobs ``--set`` holds for the whole recipe, and the options its own axes leave
+        for it, checked as far as they can be without running anything (``iowall run`` calls
+        this before it takes the machine lock)."""
+        knobs, rest = recipe_knobs(self.name, opts)
+        own = replace(opts, sets=rest)
+        if self.check is not None:
+            self.check(own)
+        return knobs, own
 
 
 def recipe_knobs(name: str, opts: RecipeOptions

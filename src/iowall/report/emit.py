@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, TypeVar
@@ -114,30 +112,6 @@ def write(text: str, output: str | None, *, what: str = "report") -> None:
 def wrote(path: str) -> None:
     """Say on stderr that ``path`` is written (stdout stays the data's)."""
     print(f"wrote {path}", file=sys.stderr)
-
-
-def write_bytes(path: str, data: bytes, *, what: str = "file") -> None:
-    """``data`` to ``path`` whole or not at all (a temporary file beside it, renamed over it);
-    a UserError naming ``what`` when it cannot be written."""
-    if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a FIFO: never replaced
-        try:
-            with open(path, "wb") as dev:
-                dev.write(data)
-        except OSError as e:
-            raise UserError(f"cannot write {what} {path}: {e.strerror or e}") from None
-        return
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".iowall-", suffix=".tmp",
-                                   dir=os.path.dirname(os.path.abspath(path)))
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as e:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UserError(f"cannot write {what} {path}: {e.strerror or e}") from None
 
 
 def json_text(doc: Mapping[str, Any] | list[Any]) -> str:

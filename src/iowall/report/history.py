@@ -10,28 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.history import History, Observation, Window, summary, worse
 from ..analysis.series_gate import FDR_SERIES, Tested
-from ..results import Report, Section, Table
-from ..units import fmt_value, plural
+from ..results import Cell, Report, Section, Table, Value
+from ..units import plural
 from .plots import _figure, save
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _v(x: float, unit: str) -> str:
-    return "-" if not math.isfinite(x) else fmt_value(x, unit)
-
-
 def p_text(p: float, floor: float = 0.0) -> str:
     """A p-value to two digits; at the floor the permutations can reach, ``≤`` that floor."""
     return f"≤ {floor:.2g}" if floor and p <= floor * (1 + 1e-9) else f"{p:.2g}"
-
-
-def _ci(ci: tuple[float, float], unit: str) -> str:
-    lo, hi = ci
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "(too few runs for a 95% interval)"
-    return f"[{_v(lo, unit)}, {_v(hi, unit)}]"
 
 
 def _at(o: Observation) -> str:
@@ -44,14 +33,14 @@ def _who(o: Observation) -> str:
     return ", ".join(dict.fromkeys(parts))
 
 
-def _window_rows(h: History) -> list[list[str]]:
-    rows = []
+def _window_rows(h: History) -> list[list[Cell]]:
+    rows: list[list[Cell]] = []
     for w in h.windows:
         c = w.change
-        rows.append([w.first_bad.at or f"{w.first_bad.index}", f"{c.rel_change:+.1%}",
+        rows.append([w.first_bad.at or f"{w.first_bad.index}", Value(c.rel_change, "change"),
                      "worse" if worse(h, w) else "better",
-                     f"{_v(c.median_before, h.unit)} {_ci(c.ci_before, h.unit)}",
-                     f"{_v(c.median_after, h.unit)} {_ci(c.ci_after, h.unit)}",
+                     Value(c.median_before, h.unit, interval=c.ci_before),
+                     Value(c.median_after, h.unit, interval=c.ci_after),
                      p_text(c.p_value, c.p_floor)])
     return rows
 

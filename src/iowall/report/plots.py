@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis.scaling import UslFit, usl
+from ..atomic import write_bytes
 from ..errors import UserError
 from ..model import Run, Series
-from .emit import write_bytes
 from .scale import binary_scale
 
 if TYPE_CHECKING:

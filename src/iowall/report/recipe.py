@@ -10,7 +10,7 @@ from typing import Any
 
 from ..results import Report, Section
 from .emit import Format, json_text, renders
-from .table import md_table, text_table
+from .table import cell_rows, md_table, text_table
 from .why import why_lines
 
 
@@ -22,7 +22,7 @@ def _bullets(items: tuple[str, ...] | list[str]) -> list[str]:
 def _section_text(s: Section) -> list[str]:
     out = [""] + ([s.title] if s.title else [])
     if s.table is not None:
-        t = text_table(s.table.headers, s.table.rows, left=s.table.left)
+        t = text_table(s.table.headers, cell_rows(s.table), left=s.table.left)
         out.append(t.split("\n", 1)[1] if s.table.headless and "\n" in t else t)
     return out + _bullets(s.bullets)
 
@@ -56,7 +56,7 @@ def render_md(r: Report) -> str:
         if s.table is not None:
             headers = s.table.headers if not s.table.headless else tuple(
                 "" for _ in s.table.headers)
-            out += [md_table(headers, s.table.rows, left=s.table.left), ""]
+            out += [md_table(headers, cell_rows(s.table), left=s.table.left), ""]
         if s.bullets:
             out += [*[f"- {b}" for b in s.bullets], ""]
     if r.tail:

@@ -1,5 +1,6 @@
-"""Runs as a reader wants them: one run whole (`show`), a list of runs (`runs`), and why a run
-is where it is (`explain`); text, JSON and CSV. Values are shown in the unit a kernel list
+"""Runs as a reader wants them: one run whole (`show`), a list of runs (`runs`), a report with
+its runs (`run --format json`), runs imported (`import-fio`), and why a run is where it is
+(`explain`); text, JSON and CSV. Values are shown in the unit a kernel list
 reads them in: bandwidth in MiB/s, latency in ms/us, shares in percent."""
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any
 
 from ..analysis.explain import Verdict, to_json
 from ..analysis.fiogroups import fio_groups, group_values
-from ..model import Run
-from ..units import fmt_bytes, fmt_rate
+from ..model import Run, primary_metric
+from ..results import Report
+from ..units import MIB, fmt_bytes, fmt_rate, plural
 from .budget import budget_lines
 from .cgroup import cgroup_lines
 from .emit import Format, json_text, renders
+from .recipe import report_json
 from .scale import RATE_UNITS, SIZE_UNITS, binary_scale
 from .table import text_table
 
@@ -172,6 +175,22 @@ class RunList:
     runs: tuple[Run, ...]
     results: tuple[str, ...]
 
+    @staticmethod
+    def of(runs: Sequence[Run]) -> RunList:
+        """The runs, each with its ``result_line``."""
+        return RunList(tuple(runs), tuple(result_line(r) for r in runs))
+
+
+def result_line(r: Run) -> str:
+    """The run's primary metric (``model.primary_metric``: what ``--repeat auto`` decides
+    on), e.g. ``write 7758MiB/s``, ``memcopy 21.3GiB/s``, ``create 24,310 files/s``."""
+    m = primary_metric(r)
+    if m is None:
+        return ""
+    if m.unit == "B/s":
+        return f"{m.name.removesuffix('_bytes_per_s').removesuffix('_bw')} {fmt_rate(m.value)}"
+    return f"{m.name.removesuffix('_files_per_s').removesuffix('_per_s')} {m.value:,.0f} {m.unit}"
+
 
 @renders(RunList, Format.text)
 def _runs_text(rl: RunList) -> str:
@@ -214,6 +233,54 @@ def csv_row(r: Run, names: Sequence[str]) -> list[Any]:
     mets = {m.name: m.value for m in r.metrics}
     return [*("" if d[k] is None else d[k] for k in RUN_CSV_FIELDS),
             *(repr(mets[n]) if n in mets else "" for n in names)]
+
+
+# ------------------------------------------------------------------------------ run, import
+
+
+@dataclass(frozen=True)
+class ReportRuns:
+    """A measurement's Report with its runs whole: ``iowall run --format json`` prints both,
+    each run as `runs --format json` does, with the knobs in force (the other formats print
+    the Report alone)."""
+
+    report: Report
+    runs: tuple[Run, ...]
+
+
+@renders(ReportRuns, Format.json)
+def _report_runs_json(rr: ReportRuns) -> str:
+    return json_text({**report_json(rr.report),
+                      "runs": [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))}
+                               for r in rr.runs]})
+
+
+@dataclass(frozen=True)
+class Imported:
+    """Runs read from other tools' output (`import-fio`) and what the store made of them:
+    ``present`` holds the uuids it had already; ``added`` and ``skipped`` are its counts."""
+
+    runs: tuple[Run, ...]
+    present: frozenset[str]
+    files: int
+    added: int
+    skipped: int
+
+
+def _mib(r: Run, d: str) -> str:
+    v = r.metric(f"{d}_bw_bytes_per_s")
+    return f"{v / MIB:.1f}" if v is not None else "-"
+
+
+@renders(Imported, Format.text)
+def _imported_text(im: Imported) -> str:
+    rows = [[r.label, str(r.env["host"].get("hostname", "?")), str(r.point.params["groupid"]),
+             str(r.point.params["jobname"]), _mib(r, "read"), _mib(r, "write"), r.status,
+             "present" if r.uuid in im.present else "added"] for r in im.runs]
+    table = text_table(["label", "host", "group", "jobs", "read MiB/s", "write MiB/s", "status",
+                        ""], rows, left=4, indent=0)
+    return (f"{table}\nimported {plural(im.added, 'run')} from {plural(im.files, 'file')}, "
+            f"{im.skipped} already present\n")
 
 
 # ------------------------------------------------------------------------------ explain

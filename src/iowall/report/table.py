@@ -1,8 +1,51 @@
-"""Plain-text and Markdown tables, the shapes kernel lists already read (mmtests-like)."""
+"""Plain-text and Markdown tables, the shapes kernel lists already read (mmtests-like), and the
+one place a table's numbers become text (``cell_text``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+from ..results import Cell, Table
+from ..units import GIB, MIB, fmt_value
+
+
+def _number(x: float | None, unit: str) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    if unit == "ratio":
+        return f"{x:.2f}"
+    if unit == "percent":
+        return f"{x:.0%}"
+    if unit == "change":
+        return f"{x:+.1%}"
+    if unit == "bytes_per_byte":  # page cache left per byte moved
+        return f"{max(x, 0.0) * GIB / MIB:.0f} MiB/GiB"
+    return fmt_value(x, unit)
+
+
+def cell_text(c: Cell) -> str:
+    """A cell as text: a number in its unit (``1536MiB/s``, ``0.25``, ``-7.8%``), with its
+    spread (``1536MiB/s ±15%``), as a range (``1024MiB/s–1126MiB/s``) or with its interval
+    (``2639 MiB/s [2615 MiB/s, 2663 MiB/s]``)."""
+    if isinstance(c, str):
+        return c
+    if c.upto is not None:
+        return f"{_number(c.value, c.unit)}–{_number(c.upto, c.unit)}"
+    text = _number(c.value, c.unit)
+    if c.spread is not None:
+        text += f" ±{c.spread:.0%}"
+    if c.interval is not None:
+        lo, hi = c.interval
+        text += (f" [{_number(lo, c.unit)}, {_number(hi, c.unit)}]"
+                 if math.isfinite(lo) and math.isfinite(hi)
+                 else " (too few runs for a 95% interval)")
+    return text
+
+
+def cell_rows(t: Table) -> list[list[str]]:
+    """A table's cells as text."""
+    return [[cell_text(c) for c in r] for r in t.rows]
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: int = 2,

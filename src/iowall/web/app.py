@@ -13,11 +13,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.middleware.gzip import GZipMiddleware
 
+from ..actions.flame import flame_svg
 from ..analysis.history import BY
-from ..cli.flame import flame_svg
 from ..errors import IowallError, UserError
 from ..recipes.tables import reload_compare
 from ..report.emit import render
+from ..report.table import cell_text
 from ..store import Store
 from ..store.reports import get_report
 from . import downloads, pages
@@ -39,6 +40,7 @@ def templates() -> Environment:
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["q"] = lambda d: urlencode({k: v for k, v in d.items() if v not in (None, "")})
     env.filters["short"] = pages.short
+    env.filters["cell"] = cell_text  # a report table's number in its unit, as the CLI shows it
     return env
 
 

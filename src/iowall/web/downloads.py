@@ -7,7 +7,6 @@ import csv
 import io
 from collections.abc import Mapping
 
-from ..cli.runs import result_line
 from ..report.history import history_report
 from ..report.run import RunList
 from ..store import Store
@@ -21,7 +20,7 @@ MAX_RUNS = 10_000
 def runs(store: Store, params: Mapping[str, str]) -> RunList:
     """Every run the /runs filters match (newest MAX_RUNS), oldest first, as ``iowall runs``."""
     found = list(reversed(run_page(store, {**params, "before": ""}, limit=MAX_RUNS).runs))
-    return RunList(tuple(found), tuple(result_line(r) for r in found))
+    return RunList.of(found)
 
 
 def history(store: Store, sel: str, metric: str, by: str, series: str, fmt: str) -> object:

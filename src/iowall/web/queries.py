@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from ..analysis.compare import CompareResult, Side, compare, shared_run
 from ..analysis.history import BY, History, from_runs
-from ..cli.compare import compared_field
 from ..errors import UserError
 from ..model import Run
-from ..selection import load, parse_selection, run_id
+from ..selection import compared_field, load, parse_selection, run_id
 from ..store import RunFilter, Store
 from ..store.db import count_window, id_of_uuid, page_ids
 

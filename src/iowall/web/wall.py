@@ -106,7 +106,8 @@ def cell_links(rep: Report) -> dict[tuple[int, int, int], str]:
         by_jobs = {int(p["jobs"]): p for p in points if p["direction"] == direction
                    and str(p.get("fs_block", "")) == block}
         for ri, row in enumerate(s.table.rows):
-            p = by_jobs.get(int(row[0])) if row and row[0].isdigit() else None
+            first = row[0] if row else ""
+            p = by_jobs.get(int(first)) if isinstance(first, str) and first.isdigit() else None
             for ci, header in enumerate(s.table.headers):
                 if p is not None and header in MODES and (c := _cell(p, header)):
                     out[(si, ri, ci)] = runs_url(c["run_ids"])

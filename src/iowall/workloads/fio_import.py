@@ -19,7 +19,7 @@ from .fio_metrics import DIRECTIONS, parse_metrics
 #: The recipe name of every imported run.
 RECIPE = "fio-import"
 #: The artifact with a run's latency histograms (``json+``): direction → one bins object per
-#: fio entry of the group, as fio wrote them (``analysis.latency_bins`` merges them).
+#: fio entry of the group, as fio wrote them (kept raw, as fio's JSON is).
 BINS_ARTIFACT = "fio-clat-bins.json"
 
 
@@ -122,8 +122,3 @@ def group_run(doc: FioDoc, g: Group, *, label: str, source: Mapping[str, Any],
                error=f"fio reported error {errors[0]} in group {g.groupid}" if errors else "",
                notes=tuple(notes), uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, key)))
 
-
-def clat_bins(artifact_body: str) -> dict[str, list[dict[str, int]]]:
-    """The histograms kept with an imported run, by direction (``BINS_ARTIFACT``'s body)."""
-    doc = json.loads(artifact_body)
-    return {d: list(v) for d, v in doc.items()}

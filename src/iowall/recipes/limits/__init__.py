@@ -27,7 +27,7 @@ from ...runner import Progress
 from ...store import Store
 from ..options import RecipeOptions, one
 from ..registry import Recipe, register
-from .options import RECIPE, SET_NAMES, limits_options
+from .options import RECIPE, SET_NAMES, LimitsOptions, limits_options
 from .run import run_limits
 
 #: The ``--set`` axes of `iowall run limits` (the options of `iowall limits`).
@@ -40,20 +40,30 @@ def _joined(opts: RecipeOptions, axis: str) -> str | None:
     return ",".join(map(str, values)) if values is not None else None
 
 
-def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+def _options(opts: RecipeOptions) -> LimitsOptions:
+    """The recipe's ``--set`` axes as LimitsOptions, checked (unknown axes, job counts, sizes,
+    block sizes): no machine is touched."""
     opts.check_sets(RECIPE, AXES)
     size = one(opts, "bed_size")
-    lo = limits_options(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
-                        size=str(size) if size is not None else None,
-                        jobs=_joined(opts, "jobs"), fs_block=_joined(opts, "fs_block"),
-                        repeat=opts.repeat, quick=opts.quick, label=opts.label or RECIPE,
-                        mkfs_opts=str(one(opts, "mkfs") or ""),
-                        mount_opts=str(one(opts, "mount") or ""), probes=opts.probes,
-                        knobs=opts.knobs, names=SET_NAMES)
-    return run_limits(lo, store, progress)
+    return limits_options(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
+                          size=str(size) if size is not None else None,
+                          jobs=_joined(opts, "jobs"), fs_block=_joined(opts, "fs_block"),
+                          repeat=opts.repeat, quick=opts.quick, label=opts.label or RECIPE,
+                          mkfs_opts=str(one(opts, "mkfs") or ""),
+                          mount_opts=str(one(opts, "mount") or ""), probes=opts.probes,
+                          knobs=opts.knobs, names=SET_NAMES)
+
+
+def _check(opts: RecipeOptions) -> None:
+    """``--set`` refused before the machine lock (``Recipe.checked``)."""
+    _options(opts)
+
+
+def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
+    return run_limits(_options(opts), store, progress)
 
 
 register(Recipe(name=RECIPE, seed="002",
                 description="the ceilings (memory copy, direct I/O) and buffered vs uncached "
                             "vs direct sequential write and read at rising job counts",
-                execute=_execute, module=__name__))
+                execute=_execute, check=_check, module=__name__))

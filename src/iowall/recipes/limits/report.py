@@ -1,7 +1,8 @@
 """The Report of a `limits` run (pure): ceilings, one table per direction (and filesystem block
 size), the page cache each mode leaves behind, the two generators side by side, noise, the
-wall in sentences; ``data`` holds every number for ``--format json``. What the report says
-beyond the summary's numbers (bed, host, notes, Why) comes in a ``LimitsContext``."""
+wall in sentences; ``data`` holds every number for ``--format json``. Table cells are numbers
+with units (``results.Value``): the renderer formats them. What the report says beyond the
+summary's numbers (bed, host, notes, Why) comes in a ``LimitsContext``."""
 
 from __future__ import annotations
 
@@ -9,34 +10,39 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.limits import MODES, Cell, LimitsSummary, Row, cache_words
-from ...results import Report, Section, Table
-from ...units import fmt_bytes, fmt_rate, plural
+from ...analysis.limits import MODES, Cell, LimitsSummary, Row
+from ...results import Report, Section, Table, Value
+from ...units import fmt_bytes, plural
 from .options import RECIPE
 
 HEADERS = ("jobs", "buffered", "uncached", "direct", "buf/dir", "unc/dir", "buf/mcpy")
 TITLES = {"write": "Sequential write", "read": "Sequential read"}
 
 
-def _cell(c: Cell | None, missing: str = "-") -> str:
+#: The unit of every bandwidth in the tables.
+RATE = "B/s"
+
+
+def _cell(c: Cell | None, missing: str = "-") -> Value | str:
     if c is None:
         return missing
-    return f"{fmt_rate(c.median)} ±{c.spread:.0%}" if c.n > 1 else fmt_rate(c.median)
+    return Value(c.median, RATE, spread=c.spread if c.n > 1 else None)
 
 
-def _ratio(x: float | None) -> str:
-    return f"{x:.2f}" if x is not None else "-"
+def _ratio(x: float | None) -> Value:
+    return Value(x, "ratio")
 
 
 def _blocks(block: str) -> str:
     return f", {block} fs blocks" if block else ""
 
 
-def _ceiling_rows(s: LimitsSummary) -> list[list[str]]:
-    rows = [[f"memory copy, {plural(t, 'thread')}", fmt_rate(c.median),
-             "best of rep movsb and memcpy" if i == 0 else ""]
-            for i, (t, c) in enumerate(sorted(s.memcopy.items()))]
-    rows += [[f"direct {d}{_blocks(b)} ({plural(c.at, 'job')})", fmt_rate(c.cell.median),
+def _ceiling_rows(s: LimitsSummary) -> list[list[Value | str]]:
+    rows: list[list[Value | str]] = [
+        [f"memory copy, {plural(t, 'thread')}", Value(c.median, RATE),
+         "best of rep movsb and memcpy" if i == 0 else ""]
+        for i, (t, c) in enumerate(sorted(s.memcopy.items()))]
+    rows += [[f"direct {d}{_blocks(b)} ({plural(c.at, 'job')})", Value(c.cell.median, RATE),
               "best direct point" if i == 0 else ""]
              for i, ((b, d), c) in enumerate(s.direct_ceiling.items())]
     return rows or [["not measured", "", ""]]
@@ -58,12 +64,12 @@ def _table(rows: list[Row], uncached_missing: str) -> Table:
 def _cache_section(s: LimitsSummary) -> Section | None:
     if not s.cache_left:
         return None
-    rows = []
+    rows: list[list[Value | str]] = []
     for b in s.blocks:
         for d in ("write", "read"):
             vals = [s.cache_left.get((b, d, m)) for m in MODES]
             if any(v is not None for v in vals):
-                rows.append([f"{d}{_blocks(b)}", *(cache_words(v) for v in vals)])
+                rows.append([f"{d}{_blocks(b)}", *(Value(v, "bytes_per_byte") for v in vals)])
     return Section("Page cache left behind per GiB of the point's files (Cached less Shmem, "
                    "median)",
                    Table.of(["", *MODES], rows, left=1))
@@ -73,9 +79,8 @@ def _agreement_section(s: LimitsSummary) -> Section | None:
     if not s.agreement:
         return None
     rows = [[f"{a.direction} {plural(a.jobs, 'job')}" + (f" {a.block}" if a.block else ""),
-             fmt_rate(a.fio.median),
-             f"{fmt_rate(a.fio.low)}–{fmt_rate(a.fio.high)}", _cell(a.engine),
-             f"{a.ratio:.2f}", "yes" if a.within else "NO"] for a in s.agreement]
+             Value(a.fio.median, RATE), Value(a.fio.low, RATE, upto=a.fio.high), _cell(a.engine),
+             _ratio(a.ratio), "yes" if a.within else "NO"] for a in s.agreement]
     return Section("Two generators, one point: fio pvsync2 and iowall-engine, buffered",
                    Table.of(["point", "fio", "fio range", "engine", "eng/fio", "agree"], rows,
                             left=1))

@@ -133,7 +133,8 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
     if ratio < 1.0:
         notes.append("the write set is smaller than the dirty threshold: buffered writes are "
                      "absorbed by the page cache before any throttling, and their figure is "
-                     "mostly memory copy plus the final fsync" + (" (--quick)" if quick else ""))
+                     "mostly memory copy plus the fsync" + (" of each pass (--quick)" if quick
+                                                             else ""))
     elif ratio < DIRTY_MULTIPLE * 0.95:
         notes.append(f"the bed could not hold {DIRTY_MULTIPLE:.0f}x the dirty threshold: "
                      "pass a larger --size for a longer throttled phase")
@@ -144,8 +145,9 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
                  "pass, so every pass reads the device), after dropping caches")
     if write_rt:
         notes.append(f"--quick: each write point writes for {write_rt} s, pass after pass over "
-                     "its files (a buffered pass overwrites the pages the last one left in the "
-                     "page cache), so that no point is too short to explain (under 2 s)")
+                     "its files, each pass ending with fsync as fio's end_fsync does (a "
+                     "buffered pass overwrites the clean pages the last one left in the page "
+                     "cache), so that no point is too short to explain (under 2 s)")
     mc_threads = tuple(sorted({min(j, cpus) for j in jobs}))
     mc_bytes = min(512 * MIB, max(64 * MIB, (mem_total // 16) // (2 * max(mc_threads)))) >> 20 << 20
     return Sizing(bed_bytes=0, write_bytes=write, read_bytes=read, jobs=tuple(jobs),

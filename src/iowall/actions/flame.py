@@ -1,21 +1,14 @@
-"""`iowall plot flame RUN [NEW_RUN] -o F.svg`: a run's CPU profile as an interactive flame
-graph, or a differential one of two runs (base, new)."""
+"""A run's CPU profile as a flame graph, or two runs' differential one: `plot flame`, the
+dashboard's flame page, the flame graphs `gate --flames` and `ab` write."""
 
 from __future__ import annotations
 
-import os
-from typing import Annotated
-
-import typer
-
 from ..analysis.paths import attribute, decode_folded
 from ..errors import UserError
-from ..probes.profile import ARTIFACT
-from ..report.emit import wrote
-from ..report.flame import diff_flamegraph, flamegraph, subtitle, write_svg
+from ..model import PROFILE_ARTIFACT
+from ..report.flame import diff_flamegraph, flamegraph, subtitle
 from ..selection import run_id
 from ..store import Store
-from .options import DbOpt
 
 
 def load_profile(store: Store, arg: str) -> tuple[int, str, dict[str, int]]:
@@ -24,7 +17,7 @@ def load_profile(store: Store, arg: str) -> tuple[int, str, dict[str, int]]:
     if rid is None:
         raise UserError(f"{arg!r} is not a run id: give run ids (see `iowall runs`)")
     run = store.get_run(rid)
-    art = next((a for a in run.artifacts if a.name == ARTIFACT), None)
+    art = next((a for a in run.artifacts if a.name == PROFILE_ARTIFACT), None)
     if art is None:
         raise UserError(f"run {rid} has no profile data: record it with the profile probe "
                         "(--probes default, where perf is installed)")
@@ -33,24 +26,6 @@ def load_profile(store: Store, arg: str) -> tuple[int, str, dict[str, int]]:
         raise UserError(f"run {rid}: its profile holds no samples")
     what = " ".join(x for x in (run.point.recipe, run.point.describe(), run.label) if x)
     return rid, what, stacks
-
-
-def plot_flame(
-    runs: Annotated[list[str], typer.Argument(
-        metavar="RUN [NEW_RUN]", help="one run: its flame graph; two: base and new, coloured "
-        "by the difference", show_default=False)],
-    output: Annotated[str, typer.Option(
-        "-o", "--output", metavar="FILE.svg", help="the SVG to write", show_default=False)],
-    db: DbOpt = None,
-) -> None:
-    """A CPU flame graph of a run (perf at 99 Hz, kernel frames orange), or of two runs with
-    the difference coloured: red grew, blue shrank, both profiles normalised."""
-    if len(runs) not in (1, 2):
-        raise UserError(f"give one run or two (base new), not {len(runs)}")
-    if os.path.splitext(output)[1].lower() != ".svg":
-        raise UserError(f"{output}: a flame graph is an SVG: name the file .svg")
-    write_svg(flame_svg(Store.existing(db), runs), output)
-    wrote(output)
 
 
 def flame_svg(store: Store, runs: list[str]) -> str:

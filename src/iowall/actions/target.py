@@ -1,0 +1,116 @@
+"""A target of `iowall run` (and of `gate`, which runs its workload the same way): a plan file,
+a fio job file (a plan of one point) or a registered recipe, checked as far as it can be
+without the machine, then run under the machine lock."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import journal
+from ..beds import BedSpec, check_dir
+from ..errors import UserError
+from ..guestmem import nothing_to_hold
+from ..knobs import KnobSession
+from ..machine_lock import exclusive
+from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
+from ..recipes.options import RecipeOptions
+from ..recipes.registry import Recipe, get
+from ..repeat import RepeatPolicy
+from ..results import Report
+from ..runner import Progress
+from ..session import hold_memory_step
+from ..signals import interruptible
+from ..store import Store
+
+#: A progress display for a title (the face's: a rich bar on a terminal).
+ProgressOf = Callable[[str], Progress]
+
+
+def is_plan_path(target: str) -> bool:
+    """Whether ``target`` names a file (a plan or a fio job file) rather than a recipe."""
+    return target.endswith((".toml", ".fio")) or os.sep in target or os.path.isfile(target)
+
+
+def load_target_plan(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
+                     label: str | None = None, repeat: RepeatPolicy | None = None,
+                     quick: bool = False, bed: str | None = None, wipe: bool = False,
+                     probes: str | None = None, rel_target: float | None = None) -> Plan:
+    """The plan file (or fio job file: a plan of one point) with the command line's
+    overrides; ``wipe``: ``--wipe`` for the plan's own device bed when no ``--bed`` is
+    given."""
+    plan = load_jobfile(target) if target.endswith(".fio") else load_plan(target)
+    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed, wipe=wipe,
+                               quick=quick, target=rel_target, probes=probes)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A plan or recipe checked as far as it can be without the machine, ready to run."""
+
+    name: str
+    title: str
+    plan: Plan | None
+    recipe: Recipe | None
+    opts: RecipeOptions
+
+
+def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
+            label: str | None = None, repeat: RepeatPolicy | None = None, quick: bool = False,
+            bed: str | None = None, wipe: bool = False, probes: str | None = None,
+            rel_target: float | None = None) -> Target:
+    """Load and check a plan file or a recipe's options — every check that needs no machine,
+    refused knobs and the recipe's own ``--set`` axes included — before any store, lock or bed
+    is touched."""
+    policy = repeat
+    plan: Plan | None = None
+    recipe: Recipe | None = None
+    if is_plan_path(target):
+        plan = load_target_plan(target, sets=sets, label=label, repeat=policy, quick=quick,
+                                bed=bed, wipe=wipe, probes=probes,
+                                rel_target=rel_target)
+        preview(plan)
+        title = f"plan {plan.label}"
+    else:
+        recipe = get(target)
+        title = recipe.name
+        if rel_target is not None:
+            if policy is None:
+                raise UserError("--target applies to --repeat auto[:MAX]: add --repeat auto")
+            policy = policy.with_target(rel_target)
+    opts = RecipeOptions(quick=quick, sets=tuple((k, tuple(v)) for k, v in sets),
+                         label=label, repeat=policy, bed=bed, probes=probes or "default")
+    if recipe is not None:
+        recipe.checked(opts)
+        spec = BedSpec.parse(bed) if bed is not None else None
+        if spec is not None and spec.kind == "dir":  # a device's guard: when provisioned
+            check_dir(spec.path)
+    return Target(target, title, plan, recipe, opts)
+
+
+def execute(t: Target, store: Store, progress: ProgressOf, wait: float | None = None,
+            hold_memory: bool = False) -> Report:
+    """Run a prepared target under the machine lock, after recovering what a crash left;
+    ``hold_memory``: first hold guest memory as `limits` does (free page reporting off, the
+    free memory touched), restored after, its note added to the report."""
+    with exclusive(f"run {t.name}", wait), interruptible(), KnobSession() as ks:
+        journal.recover()
+        gm = hold_memory_step(ks, progress(t.title)) if hold_memory else None
+        if t.plan is not None:
+            report = plan_report(run_plan(t.plan, store, progress(t.title)))
+        else:
+            assert t.recipe is not None
+            report = t.recipe.run(t.opts, store, progress(t.title))
+        if not hold_memory:
+            return report
+        said = (gm.note() if gm is not None
+                else f"--hold-memory: nothing to hold, {nothing_to_hold()}")
+        return replace(report, notes=(*report.notes, said))
+
+
+def run_target(target: str, store: Store, progress: ProgressOf, *, wait: float | None = None,
+               hold_memory: bool = False, **kwargs: Any) -> Report:
+    """Prepare and run a plan file or a recipe; ``kwargs`` are ``prepare``'s."""
+    return execute(prepare(target, **kwargs), store, progress, wait, hold_memory)

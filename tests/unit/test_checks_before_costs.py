@@ -1,0 +1,145 @@
+"""Checks before costs (issue 26): every argument, plan key and bed is refused before anything
+expensive or global happens (a store, the machine lock, guest memory), and the small things
+the commands said wrong: `show --raw` of a compressed artifact, `doctor`'s disk line, a run's
+profile decoded more than once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import iowall.actions.target
+import iowall.analysis.why
+import iowall.cli.limits
+import iowall.cli.run
+import iowall.recipes.limits.run
+from iowall.cli.doctor import checks
+from iowall.cli.main import main
+from iowall.errors import PlanError, UserError
+from iowall.model import GZIP_BASE64, PROFILE_ARTIFACT, Artifact, Metric, Point, Run
+from iowall.plan import load_plan
+from iowall.probes.profile import encode_folded
+from iowall.store import Store
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Private data and state directories and store."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("IOWALL_DB", f"sqlite:///{tmp_path / 'iowall.db'}")
+    return tmp_path
+
+
+def _forbid(name: str) -> Any:
+    def no(*_a: object, **_k: object) -> None:
+        raise AssertionError(f"{name} ran before the input was checked")
+    return no
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_limits_refuses_a_missing_dir_bed_first(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # it took 35 s to refuse: the guest memory was touched before the bed was looked at
+    for mod, name in ((iowall.cli.limits, "Store"), (iowall.cli.limits, "exclusive"),
+                      (iowall.recipes.limits.run, "hold_memory_step")):
+        monkeypatch.setattr(mod, name, _forbid(name))
+    rc, out, err = _run(capsys, "limits", "--bed", f"dir:{home}/nonexistent/x")
+    assert (rc, out) == (2, "")
+    assert err == f"iowall: error: --bed dir:{home}/nonexistent/x: no such directory\n"
+
+
+@pytest.mark.parametrize("bad, said", [
+    ("bogus=1", "recipe buffered-wall has no axis 'bogus'"),
+    ("variant=sideways", "--set variant= takes normal or fill"),
+    ("direct=2", "--set direct= takes 0 and/or 1")])
+def test_a_bad_set_on_a_recipe_is_refused_before_the_lock(
+        bad: str, said: str, home: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # with the lock held by another measurement, it was reported as that
+    def held(*_a: object, **_k: object) -> None:
+        raise UserError("another measurement is running")
+    monkeypatch.setattr(iowall.actions.target, "exclusive", held)
+    monkeypatch.setattr(iowall.cli.run, "Store", _forbid("Store"))
+    rc, _, err = _run(capsys, "run", "buffered-wall", "--set", bad)
+    assert rc == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_a_recipes_missing_dir_bed_is_refused_before_the_lock(
+        home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(iowall.actions.target, "exclusive", _forbid("exclusive"))
+    monkeypatch.setattr(iowall.cli.run, "Store", _forbid("Store"))
+    rc, _, err = _run(capsys, "run", "buffered-wall", "--bed", f"dir:{home}/gone")
+    assert (rc, err) == (2, f"iowall: error: --bed dir:{home}/gone: no such directory\n")
+
+
+def test_a_plan_names_its_device_bed(tmp_path: Path) -> None:
+    plan = tmp_path / "dev.toml"
+    plan.write_text('[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device:/dev/sdz"\n')
+    p = load_plan(plan)
+    assert p.bed.kind == "device:/dev/sdz"
+    # --wipe on the command line is for the plan's own device bed; --bed replaces it
+    assert p.with_overrides(wipe=True).bed.kind == "device+wipe:/dev/sdz"
+    assert p.with_overrides(bed="ram").bed.kind == "ram"
+    plan.write_text('[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device+wipe:/dev/sdz"\n')
+    with pytest.raises(PlanError, match="a plan file cannot wipe a device: name it "
+                                        "device:/dev/sdz and pass --wipe"):
+        load_plan(plan)
+    plan.write_text('[workload]\nrw = "write"\nsize = "16M"\n')
+    with pytest.raises(UserError, match="--wipe applies to --bed device:/dev/X only"):
+        load_plan(plan).with_overrides(wipe=True)
+
+
+def _profiled(url: str) -> int:
+    return Store(url).add_run(Run(
+        point=Point("plan:x", {"rw": "write", "jobs": 1}), label="p", status="ok",
+        started_at=1.7e9, finished_at=1.7e9 + 10,
+        metrics=(Metric("write_bw_bytes_per_s", 1e9, "B/s"),),
+        artifacts=(Artifact(PROFILE_ARTIFACT, GZIP_BASE64,
+                            encode_folded({"fio;vfs_write;copy_user": 7})),)))
+
+
+def test_show_raw_prints_a_compressed_artifact_as_its_text(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rid = _profiled(f"sqlite:///{home / 'iowall.db'}")
+    rc, out, _ = _run(capsys, "show", str(rid), "--raw", PROFILE_ARTIFACT)
+    assert (rc, out) == (0, "fio;vfs_write;copy_user 7\n")
+    rc, _, _ = _run(capsys, "show", str(rid), "--raw", PROFILE_ARTIFACT, "-o",
+                    str(home / "p.folded"))
+    assert rc == 0 and (home / "p.folded").read_text() == "fio;vfs_write;copy_user 7\n"
+
+
+def test_a_runs_profile_is_decoded_once(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    rid = _profiled(f"sqlite:///{home / 'iowall.db'}")
+    calls: list[str] = []
+    real = iowall.analysis.why.decode_folded
+
+    def counted(body: str) -> dict[str, int]:
+        calls.append(body)
+        return real(body)
+    monkeypatch.setattr(iowall.analysis.why, "decode_folded", counted)
+    rc, out, _ = _run(capsys, "explain", str(rid))
+    assert rc == 0 and "copy" in out
+    assert len(calls) == 1
+
+
+def _disk(db: str | None = None) -> str:
+    (disk,) = [c for c in checks(db) if c.name == "disk"]
+    return disk.detail
+
+
+def test_doctors_disk_line_follows_the_store(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (home / "stores").mkdir()
+    monkeypatch.setenv("IOWALL_DB", str(home / "stores" / "new" / "iowall.db"))
+    assert _disk().endswith(f"free in {home / 'stores'} (the store's directory)")
+    assert _disk(f"sqlite:///{home}/x.db").endswith(f"free in {home} (the store's directory)")
+    monkeypatch.setenv("IOWALL_DB", "postgresql://me:secret@db.example/iowall")
+    assert _disk() == "the store is postgresql://me:***@db.example/iowall, not a file here"
