@@ -171,13 +171,13 @@ def test_a_binding_quota_holds_all_the_run_delay() -> None:
     th = _thread(1, wall_s=4.0, cpu=1.13, delay=2.6, user=0.1, blocked={0: 20})
     cg = _cgroup(throttled_s=0.9, periods=40, throttled=30, quota=0.3)
     cg["rows"][0][1]["cg_cpu_usage_s"], cg["rows"][1][1]["cg_cpu_usage_s"] = 0.0, 1.13
-    b = budget.compute(_doc([th], [IO], [cg]), (0.0, 4.0), "test", outside_share=0.8)
+    b = budget.compute(_doc([th], [IO], [cg]), (0.0, 4.0), "test", cpus=(1.6, 0.6))
     assert b is not None
     assert b.totals["runnable:quota"] == pytest.approx(2.6)
     assert b.totals["runnable:others"] == pytest.approx(0.0)
     # the same group using half its quota: only the throttled time is the quota's
     cg["rows"][1][1]["cg_cpu_usage_s"] = 0.6
-    b = budget.compute(_doc([th], [IO], [cg]), (0.0, 4.0), "test", outside_share=0.8)
+    b = budget.compute(_doc([th], [IO], [cg]), (0.0, 4.0), "test", cpus=(1.6, 0.6))
     assert b is not None
     assert b.totals["runnable:quota"] == pytest.approx(0.9)
 
@@ -295,16 +295,30 @@ def test_neighbours_are_a_reason_for_run_delay_only() -> None:
     assert any("sh 3.9 CPU-s" in n for n in d.notes)
 
 
+def test_a_lone_thread_never_waits_behind_itself() -> None:
+    # one fio job beside four busy loops: on a CPU 1.5 s, runnable 2.4 s; the workload's CPUs
+    # (0.38) are this thread's own, so its whole run delay is the neighbours'
+    th = _thread(1, wall_s=4.0, cpu=1.5, delay=2.4, user=0.02, blocked={0: 5})
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", cpus=(2.4, 0.38))
+    assert b is not None
+    assert b.totals["runnable:own"] == pytest.approx(0.0, abs=0.02)
+    assert b.totals["runnable:others"] == pytest.approx(2.4, abs=0.02)
+    d = wall.decide(b, wall.Device(), {}, [("sh", 9.6)])
+    assert d.wall is not None and d.wall.kind == "cpu-contention", d
+
+
 def test_run_delay_behind_its_own_threads_is_the_cpu_wall() -> None:
     # on a CPU 1.0 s, runnable 2.8 s: with the neighbours at 90% of the busy CPU time the
     # delay is theirs; with nobody else running (5%), it is 3 jobs on 2 CPUs: the CPUs
     th = _thread(1, wall_s=4.0, cpu=1.0, delay=2.8, user=0.1, blocked={0: 20})
-    busy_b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", outside_share=0.9)
+    # the thread uses 0.25 CPU: its competitors are the others' 1.8 CPUs and the workload's
+    # 0.45 less its own 0.25
+    busy_b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", cpus=(1.8, 0.45))
     assert busy_b is not None
     assert busy_b.totals["runnable:others"] == pytest.approx(2.52)
     busy = wall.decide(busy_b, wall.Device(), {}, [("sh", 3.9)])
     assert busy.wall is not None and busy.wall.kind == "cpu-contention"
-    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", outside_share=0.05)
+    b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", cpus=(0.05, 1.2))
     assert b is not None
     assert b.totals["runnable:own"] == pytest.approx(2.66)
     assert b.totals["runnable:others"] == pytest.approx(0.14)

@@ -135,13 +135,17 @@ def counter_window(doc: Mapping[str, Any], direction: str | None = None
 
 def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
             profile: Mapping[str, int] | None = None,
-            outside_share: float | None = None) -> Budget | None:
+            cpus: tuple[float, float] | None = None) -> Budget | None:
     """The budget over ``window`` (seconds on the probes' clock); None when no thread of the
-    workload lived in it. ``outside_share``: the share of the busy CPU time that threads not
-    working for the point took over the window (neighbours, iowall's probes, unrelated kernel
-    threads): run delay beyond the quota's is theirs in that proportion (an estimate), the
-    rest ``runnable:own``, behind the workload's own threads and the bed's workers. Without
-    it, all of it is counted as the others'."""
+    workload lived in it. ``cpus``: the mean CPUs over the window of the threads that do not
+    work for the point (neighbours, iowall's probes, unrelated kernel threads) and of those
+    that do (the workload and the bed's workers). A thread's run delay beyond the quota's is
+    split between them in proportion to what its competitors used: the others' CPUs against
+    the workload's less the thread's own (an estimate); the workload's part is
+    ``runnable:own``, behind its own threads and the bed's workers. A lone worker thread
+    cannot wait behind itself: beside four busy loops, one fio job's 62% run delay was
+    counted 17% its own while no other thread of the workload ran. Without ``cpus``, all of
+    it is counted as the others'."""
     w0, w1 = window
     stacks: list[str] = list(doc.get("stacks") or [])
     kept: list[ThreadBudget] = []
@@ -206,8 +210,7 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
         quota_part = _quota_part(doc, cg_delta, cg, group_delay.get(cg, 0.0))
         secs["runnable:quota"] = delay * quota_part
         rest = delay - secs["runnable:quota"]
-        own = rest * (1.0 - min(1.0, max(0.0, outside_share))) if outside_share is not None \
-            else 0.0
+        own = rest * _own_part(cpus, oncpu / wall)
         secs["runnable:own"], secs["runnable:others"] = own, rest - own
         blocked = max(0.0, wall - oncpu - delay)
         n_blocked = sum(reasons.values())
@@ -234,6 +237,16 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
                                    if profile else {}),
                   top_functions=tops, cgroups=cgs,
                   syscalls=_most(blocked_sys), leaves=_most(blocked_leaf))
+
+
+def _own_part(cpus: tuple[float, float] | None, self_cpus: float) -> float:
+    """The share of a thread's run delay spent behind the workload's other threads and the
+    bed's workers: their CPUs (the workload's less the thread's own) over all its
+    competitors' (those and the outside threads'); 0 without the tasks probe's numbers."""
+    if cpus is None:
+        return 0.0
+    outside, inside = max(0.0, cpus[0]), max(0.0, cpus[1] - self_cpus)
+    return inside / (inside + outside) if inside + outside > 0 else 0.0
 
 
 def _quota_part(doc: Mapping[str, Any], cg_delta: Sequence[Mapping[str, float]], cg: int,

@@ -75,7 +75,7 @@ def budget(run: Run, att_stacks: dict[str, int] | None = None) -> Budget | None:
     win = io_window(run, doc)
     if win is None:
         return None
-    return compute(doc, win[0], win[1], att_stacks, outside_share(run, win[0]))
+    return compute(doc, win[0], win[1], att_stacks, cpu_split(run, win[0]))
 
 
 def _profile_stacks(run: Run) -> dict[str, int] | None:
@@ -133,15 +133,16 @@ def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
 OUTSIDE = ("neighbours", "iowall", "kthreads")
 
 
-def outside_share(run: Run, window: tuple[float, float]) -> float | None:
-    """The share of the busy CPU time over the window taken by threads that do not work for
-    the point (``OUTSIDE``), from the tasks probe's per-class series; None without them."""
+def cpu_split(run: Run, window: tuple[float, float]) -> tuple[float, float] | None:
+    """Mean CPUs over the window of the threads that do not work for the point (``OUTSIDE``)
+    and of those that do, from the tasks probe's per-class series; None without them."""
     per = {s.name.removesuffix("_cpus"): window_mean(s.samples, *window)
            for s in run.series if s.probe == "tasks" and s.name.endswith("_cpus")}
     busy = sum(v for v in per.values() if v)
     if not busy:
         return None
-    return sum(per.get(c) or 0.0 for c in OUTSIDE) / busy
+    outside = sum(per.get(c) or 0.0 for c in OUTSIDE)
+    return outside, busy - outside
 
 
 def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
