@@ -285,10 +285,10 @@ class ThreadStateProbe(Probe):
     def _loop(self) -> None:
         rng = random.Random(self._me)
         next_bucket = next_discover = time.monotonic()
+        live: list[_Thread] = []
         try:
             while True:
-                live_n = sum(1 for th in self._threads.values() if th.alive)
-                tick = max(1.0 / HZ, live_n / LOOKS_PER_S)
+                tick = max(1.0 / HZ, len(live) / LOOKS_PER_S)
                 if self._stop.wait(rng.uniform(0.5, 1.5) * tick):
                     break
                 start = time.monotonic()

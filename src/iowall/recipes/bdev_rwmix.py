@@ -158,11 +158,6 @@ def _options(opts: RecipeOptions) -> _Options:
                     spec=spec)
 
 
-def _check(opts: RecipeOptions) -> None:
-    """``--set`` refused before the machine lock (``Recipe.checked``): ``_options`` checks
-    it all and runs nothing."""
-    _options(opts)
-
 
 def _notes(o: _Options, devs: list[str], part: int) -> list[str]:
     if o.spec.kind == "device":
@@ -222,4 +217,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="000",
                 description="4 fio instances on 4 partitions of one device, buffered, bs 64k, "
                             "sync, read-only and rwmixwrite 10/30/50",
-                execute=_execute, check=_check, module=__name__))
+                execute=_execute, check=_options, module=__name__))

@@ -108,11 +108,6 @@ def _options(opts: RecipeOptions) -> _Options:
                     spec=BedSpec.parse(opts.bed or "ram"))
 
 
-def _check(opts: RecipeOptions) -> None:
-    """``--set`` refused before the machine lock (``Recipe.checked``): ``_options`` checks
-    it all and runs nothing."""
-    _options(opts)
-
 
 def _notes(o: _Options) -> list[str]:
     return [f"threads {', '.join(map(str, o.threads))} (up to 2 x nproc = {2 * o.cpus}), "
@@ -171,4 +166,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="003",
                 description="Create/Walk/chmod/Unlink wall time, fixed files per thread, "
                             "threads 1..2xnproc on xfs, ext4, btrfs, btrfs subvolume per thread",
-                execute=_execute, check=_check, module=__name__))
+                execute=_execute, check=_options, module=__name__))

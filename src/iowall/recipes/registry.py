@@ -39,8 +39,9 @@ class Recipe:
     execute: Callable[[RecipeOptions, Store, Progress], Report]
     module: str = ""
     #: reads the recipe's own ``--set`` axes and refuses what it cannot take, with no
-    #: machine: called before the lock is taken (``checked``)
-    check: Callable[[RecipeOptions], None] | None = None
+    #: machine: called before the lock is taken (``checked``); a recipe passes its options
+    #: step, whose result is dropped
+    check: Callable[[RecipeOptions], object] | None = None
 
     def run(self, opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         """Run the recipe with the ``--set`` knobs held (every run is stored as it ends) and

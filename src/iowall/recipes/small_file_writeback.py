@@ -128,11 +128,6 @@ def _options(opts: RecipeOptions) -> _Options:
                     spec=BedSpec.parse(opts.bed or "ram"))
 
 
-def _check(opts: RecipeOptions) -> None:
-    """``--set`` refused before the machine lock (``Recipe.checked``): ``_options`` checks
-    it all and runs nothing."""
-    _options(opts)
-
 
 def _notes(o: _Options) -> list[str]:
     notes = [f"bed: {o.spec} xfs of {fmt_bytes(o.size)} (scaled to a third of free memory at "
@@ -225,4 +220,4 @@ def _skipped(r: Run) -> list[str]:
 register(Recipe(name=NAME, seed="004",
                 description="4 KiB files through the page cache vs the device's direct-I/O "
                             "4k IOPS ceiling; flusher busy %, throttled time; xfs extsize 4k",
-                execute=_execute, check=_check, module=__name__))
+                execute=_execute, check=_options, module=__name__))

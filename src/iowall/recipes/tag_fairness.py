@@ -105,11 +105,6 @@ def _options(opts: RecipeOptions) -> _Options:
                     spec=spec)
 
 
-def _check(opts: RecipeOptions) -> None:
-    """``--set`` refused before the machine lock (``Recipe.checked``): ``_options`` checks
-    it all and runs nothing."""
-    _options(opts)
-
 
 def _notes(o: _Options, quick: bool) -> list[str]:
     where = (f"raw device {o.spec.path} (guarded), no filesystem; {fmt_bytes(o.size)} used"
@@ -187,4 +182,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=NAME, seed="001",
                 description="direct 1M randwrite, psync, numjobs 1.. on a raw loop device "
                             "with queue max_sectors_kb lowered to 128",
-                execute=_execute, check=_check, module=__name__))
+                execute=_execute, check=_options, module=__name__))

@@ -54,10 +54,6 @@ def _options(opts: RecipeOptions) -> LimitsOptions:
                           knobs=opts.knobs, names=SET_NAMES)
 
 
-def _check(opts: RecipeOptions) -> None:
-    """``--set`` refused before the machine lock (``Recipe.checked``)."""
-    _options(opts)
-
 
 def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     return run_limits(_options(opts), store, progress)
@@ -66,4 +62,4 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
 register(Recipe(name=RECIPE, seed="002",
                 description="the ceilings (memory copy, direct I/O) and buffered vs uncached "
                             "vs direct sequential write and read at rising job counts",
-                execute=_execute, check=_check, module=__name__))
+                execute=_execute, check=_options, module=__name__))
