@@ -80,8 +80,10 @@ def test_uncached_leaves_little_page_cache(small_run: tuple[dict, str]) -> None:
     # --quick writes pass over their files for 3 s: a buffered pass overwrites the pages the
     # last left, so the whole file set stays cached (per byte of the files, not of the passes)
     assert left[("write", "buffered")] >= 0.5, left
-    # a time-based read drops its pages before each pass and ends partway through one
-    assert left[("read", "uncached")] <= 0.10, left
+    # a time-based uncached read drops what it read but leaves its readahead and the pages
+    # of the pass it ends in: 2-11% of the file set in 24 --quick points on this VM (the
+    # median per mode is taken), buffered reads 28-99%
+    assert left[("read", "uncached")] <= 0.20, left
     assert left[("read", "buffered")] >= left[("read", "uncached")], left
     assert {g["direction"] for g in doc["generators"]} == {"write", "read"}
     for g in doc["generators"]:

@@ -385,3 +385,31 @@ def test_memcopy_reference_is_kept_until_reboot(tmp_path: Any) -> None:
     # another boot's figure is measured again
     cache.write_text(json.dumps({"boot_id": "other", "ref": {"threads": 1, "bytes_per_s": 42.0}}))
     assert memcopy_ref.reference(str(cache))["bytes_per_s"] != 42.0
+
+
+def test_a_lock_on_full_cpus_is_a_wait_for_a_cpu() -> None:
+    # 4 s: on a CPU 1.0 s, runnable 1.2 s, asleep on a lock 1.8 s (all blocked samples)
+    th = _thread(1, wall_s=4.0, cpu=1.0, delay=1.2, user=0.05, blocked={0: 400})
+    ctx = {"jobs": 8, "cpus": 2}
+    # the point's threads kept 1.95 of the 2 CPUs busy: freed, the lock wait would mostly
+    # have waited runnable; the CPUs are the wall, the lock told beside them
+    full = budget.compute(_doc([th], [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 1.95))
+    assert full is not None
+    # c = 1.0 / (4.0 - 1.8) on a CPU outside the lock; spare 0.05 CPU x 4 s = 0.2 CPU-s
+    assert wall.lock_turns(full, ctx) == pytest.approx(1.8 - 0.2 / (1.0 / 2.2))
+    d = wall.decide(full, wall.Device(), ctx)
+    assert d.wall is not None and d.wall.kind == "cpu-kernel", d
+    assert ("was on a CPU or waiting for one 89% of its time (26% on one)"
+            in d.wall.sentence)
+    assert ("34% asleep on a kernel lock (rwsem_down_write_slowpath, taken in "
+            "xfs_file_buffered_write)" in d.wall.sentence)
+    assert "the CPUs were full (1.95 of 2 busy" in d.wall.sentence
+    # with the CPUs two-thirds idle (and so hardly a run delay) the lock kept it from them
+    th = _thread(1, wall_s=4.0, cpu=1.0, delay=0.1, user=0.05, blocked={0: 400})
+    idle = budget.compute(_doc([th], [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 0.6))
+    assert idle is not None and wall.lock_turns(idle, ctx) == 0.0
+    d = wall.decide(idle, wall.Device(), ctx)
+    assert d.wall is not None and d.wall.kind == "lock", d
+    # without the tasks probe's CPUs nothing is moved
+    bare = budget.compute(_doc([th], [LOCK]), (0.0, 4.0), "test")
+    assert bare is not None and wall.lock_turns(bare, ctx) == 0.0

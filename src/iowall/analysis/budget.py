@@ -89,6 +89,9 @@ class Budget:
     syscalls: dict[str, str] = field(default_factory=dict)
     #: per blocked reason: the frame most of its samples slept in (``rq_qos_wait``)
     leaves: dict[str, str] = field(default_factory=dict)
+    #: mean CPUs over the window of the threads outside the point and of those working for
+    #: it (``compute``'s ``cpus``), None without the tasks probe
+    cpus: tuple[float, float] | None = None
 
     @property
     def wall_s(self) -> float:
@@ -236,7 +239,7 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
                   kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"])
                                    if profile else {}),
                   top_functions=tops, cgroups=cgs,
-                  syscalls=_most(blocked_sys), leaves=_most(blocked_leaf))
+                  syscalls=_most(blocked_sys), leaves=_most(blocked_leaf), cpus=cpus)
 
 
 def _own_part(cpus: tuple[float, float] | None, self_cpus: float) -> float:
@@ -348,4 +351,6 @@ def to_json(b: Budget) -> dict[str, Any]:
                     for t in b.threads],
         "left_out": list(b.left_out),
         "cgroups": [dict(c) for c in b.cgroups],
+        "cpus": ({"outside": round(b.cpus[0], 3), "working": round(b.cpus[1], 3)}
+                 if b.cpus is not None else None),
     }

@@ -124,10 +124,42 @@ def _rate(b: float) -> str:
     return f"{b / 2**30:.2f} GiB/s" if b >= 2**30 else f"{b / 2**20:.0f} MiB/s"
 
 
-def _states(b: Budget) -> dict[str, float]:
+def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
+    """Seconds of the workload's sleep on kernel locks that stood in for a wait for a CPU.
+
+    A lock wait costs throughput only when it keeps the waiter from a CPU it could have used:
+    the critical section runs anyway, so removing the lock adds parallelism, not work. Freed,
+    a lock-wait second would be spent like the threads' other time: on a CPU the share ``c``
+    their time outside the lock was (user and kernel, lock spinning left out), blocked
+    otherwise. It needs ``c`` CPU-seconds, and only the CPU-seconds the point's threads left
+    to others or idle (``cpus`` less their mean CPUs, over the window) can serve it: of the
+    lock wait ``L``, ``L - spare / c`` (when positive) would have waited runnable. Eight 4k
+    buffered writers of one XFS file on 2 CPUs slept 36% of their time on its i_rwsem and
+    wrote as fast as eight writers of eight files (1325 and 1141 MiB/s against 1150 and
+    1089); four 512-byte direct writers of one file slept 59% on it, the CPUs two-thirds idle,
+    and wrote at 5 MiB/s against 8 (docs/explain.md). 0 without the tasks probe's CPUs or the
+    machine's CPU count."""
+    lock, cpus = b.totals.get("blocked:lock", 0.0), ctx.get("cpus")
+    if not lock or not cpus or b.cpus is None:
+        return 0.0
+    spin = b.kernel_paths.get("lock", 0.0)
+    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0) - spin
+    rest = b.wall_s - lock - spin
+    if oncpu <= 0 or rest <= 0:
+        return 0.0
+    # the tasks probe's per-class CPUs come from tick counts; the threads' own schedstat
+    # time is exact, and more than it in 2 of 8 runs of eight writers on 2 CPUs (1.54 CPUs
+    # against 1.31, while a quarter of their time went runnable behind each other)
+    working = max(b.cpus[1], (oncpu + spin) / b.window_s) if b.window_s else b.cpus[1]
+    spare = max(0.0, cpus - working) * b.window_s
+    return max(0.0, lock - spare / min(1.0, oncpu / rest))
+
+
+def _states(b: Budget, ctx: Mapping[str, float]) -> dict[str, float]:
     """The budget's shares grouped into candidate walls: on a CPU as one state (its path is
     named after), except the time on a CPU inside a mechanism that also blocks (fsync, a
-    fault, reclaim, dirty throttling; lock slow paths), which counts with that mechanism."""
+    fault, reclaim, dirty throttling; lock slow paths), which counts with that mechanism.
+    Lock waits the CPUs could not have run (``lock_turns``) count as waits for a CPU."""
     s = {c: b.share(c) for c in b.totals}
     wall = b.wall_s or 1.0
     inside = {r: v / wall for r, v in b.kernel_contexts.items()}
@@ -139,7 +171,8 @@ def _states(b: Budget) -> dict[str, float]:
     scale = moved / sum(inside.values()) if sum(inside.values()) else 0.0
     # runnable behind its own threads and the bed's workers: more runnable threads than
     # CPUs, so the CPUs are the wall
-    out = {"cpu": oncpu - moved + s.get("runnable:own", 0),
+    turns = lock_turns(b, ctx) / wall
+    out = {"cpu": oncpu - moved + s.get("runnable:own", 0) + turns,
            "runnable:quota": s.get("runnable:quota", 0),
            "runnable:others": s.get("runnable:others", 0),
            "unaccounted": s.get("unaccounted", 0)}
@@ -148,6 +181,8 @@ def _states(b: Budget) -> dict[str, float]:
             out[c] = v
     for r, v in inside.items():
         out[f"blocked:{r}"] = out.get(f"blocked:{r}", 0.0) + v * scale
+    if turns:
+        out["blocked:lock"] -= turns
     return out
 
 
@@ -177,7 +212,7 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
                                    f"(start-up and the ends weigh too much under "
                                    f"{MIN_WINDOW_S:.0f} s); run it longer (a larger size or a "
                                    "runtime).",))
-    states = _states(b)
+    states = _states(b, ctx)
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
         notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no "
@@ -275,10 +310,21 @@ def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
         w = Wall(w.kind, w.sentence + f" That includes {_pct(own)} of its time runnable behind "
                  f"its own threads and the bed's workers: more runnable threads than CPUs"
                  f"{many}.", share, w.evidence | {"own_run_delay_share": round(own, 4)})
+    turns = lock_turns(b, ctx) / (b.wall_s or 1.0)
+    if turns >= 0.05:
+        fn, caller = b.top_functions.get("lock", ("", ""))
+        where = f" ({fn}" + (f", taken in {caller})" if caller else ")") if fn else ""
+        busy = f" ({b.cpus[1]:.2f} of {ctx.get('cpus', 0):.0f} busy with the point's work)" \
+            if b.cpus else ""
+        w = Wall(w.kind, w.sentence + f" And {_pct(turns)} asleep on a kernel lock{where} that "
+                 f"its threads take in turn: the CPUs were full{busy}, so the lock only chose "
+                 "which thread waited; it would cost throughput with more CPUs than threads.",
+                 share, w.evidence | {"lock_turn_share": round(turns, 4)})
     alone = b.threads[0] if len(b.threads) == 1 else None
-    if alone is not None and share >= 0.80:
+    oncpu = b.share("user") + b.share("kernel")
+    if alone is not None and oncpu >= 0.80:
         return Wall(w.kind, w.sentence + f" One thread does the point's work: on a CPU "
-                    f"{_pct(share)} of the window, it is the wall; more jobs would spread it.",
+                    f"{_pct(oncpu)} of the window, it is the wall; more jobs would spread it.",
                     share, w.evidence | {"thread_bound": True})
     return w
 
@@ -291,6 +337,11 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wa
     per_cpu_s = moved / oncpu if oncpu else 0.0
     mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
     threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
+    waits = b.share("runnable:own") + lock_turns(b, ctx) / (b.wall_s or 1.0)
+    # the CPU state holds the waits for a CPU too: say so when they weigh
+    on = (f"on a CPU {_pct(share)} of its time" if waits < 0.05 else
+          f"on a CPU or waiting for one {_pct(share)} of its time "
+          f"({_pct(max(0.0, share - waits))} on one)")
     ev: dict[str, Any] = {"on_cpu_s": round(oncpu, 3), "kernel_s": round(kernel, 3),
                           "bytes_per_cpu_s": round(per_cpu_s)}
     if user >= kernel:
@@ -305,23 +356,23 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wa
         copying = (f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
                    f"time) at {_rate(copy_rate)} while copying")
         if not ceiling:
-            return Wall("memcopy", f"Copying: {who} was on a CPU {_pct(share)} of its time, "
+            return Wall("memcopy", f"Copying: {who} was {on}, "
                         f"{copying} (no memory-copy rate of this machine to compare).",
                         share, ev)
         ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
         what = ("the memory-copy ceiling measured beside it" if mc and threads else
                 "this machine's one-thread memory-copy rate (measured once this boot)")
         if copy_rate >= MEMCOPY_NEAR * ceiling:
-            return Wall("memcopy", f"The memory-copy wall: {who} was on a CPU {_pct(share)} of "
-                        f"its time, {copying}, {_pct(copy_rate / ceiling)} of {what}, "
+            return Wall("memcopy", f"The memory-copy wall: {who} was {on}"
+                        f", {copying}, {_pct(copy_rate / ceiling)} of {what}, "
                         f"{_rate(ceiling)} per thread.", share, ev)
-        return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was on a CPU {_pct(share)} of "
-                    f"its time, {copying}, only {_pct(copy_rate / ceiling)} of {what} "
+        return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was {on}"
+                    f", {copying}, only {_pct(copy_rate / ceiling)} of {what} "
                     f"({_rate(ceiling)} per thread): something slows the copy itself "
                     "(faults on fresh pages, memory the host must back first).", share, ev)
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
-    return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was on a CPU {_pct(share)} of its "
-                f"time, {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
+    return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was {on}"
+                f", {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
                 f"{label}.", share, ev | {"path": top_path})
 
 
