@@ -36,6 +36,7 @@ limits: setup
 ## test: the whole suite (real fio, real loop devices and filesystems).
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -rs --durations=40 $(PYTEST_ARGS)
@@ -46,6 +47,7 @@ fuzz: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks scripts
 	$(VENV)/bin/lint-imports
 typecheck: setup
 	$(VENV)/bin/mypy

@@ -112,28 +112,29 @@ def make(rng: np.random.Generator, family: str, layout: str, step: float) -> Ser
 
 def run_iowall(alpha: float, unit: Unit = "run") -> Callable[[Series], list[int]]:
     """iowall's detector at significance ``alpha``, kernels as groups."""
-    return lambda s: [c.index for c in analyse(s.values, s.groups, alpha=alpha,
-                                                  unit=unit).points]
+    return lambda s: [c.index for c in analyse(s.values, s.groups, alpha=alpha, unit=unit).points]
 
 
 def run_otava_p(p: float) -> Callable[[Series], list[int]]:
     """Otava's E-Divisive with its defaults but ``max_pvalue`` = p."""
+
     def run(s: Series) -> list[int]:
         cps, _ = compute_change_points(list(s.values), window_len=50, max_pvalue=p, min_magnitude=0.0)
         return [int(c.index) for c in cps]
+
     return run
 
 
 def run_otava(s: Series) -> list[int]:
     """Apache Otava's E-Divisive with its default options (see the module docstring); a list,
     as Otava's own ``Series.analyze`` passes (its detector slices windows only from lists)."""
-    cps, _ = compute_change_points(list(s.values), window_len=50, max_pvalue=0.001,
-                                   min_magnitude=0.0)
+    cps, _ = compute_change_points(list(s.values), window_len=50, max_pvalue=0.001, min_magnitude=0.0)
     return [int(c.index) for c in cps]
 
 
 def run_pelt(c: float) -> Callable[[Series], list[int]]:
     """PELT (l2 cost on log values), penalty c * sigma^2 * log n with a robust sigma."""
+
     def run(s: Series) -> list[int]:
         y = np.log(np.asarray(s.values))
         d = np.diff(y)
@@ -141,6 +142,7 @@ def run_pelt(c: float) -> Callable[[Series], list[int]]:
         pen = c * max(sigma, 1e-9) ** 2 * math.log(y.size)
         bkps = ruptures.Pelt(model="l2", min_size=3, jump=s.per).fit(y).predict(pen=pen)
         return [int(b) for b in bkps[:-1]]
+
     return run
 
 
@@ -185,8 +187,9 @@ def tally(method: Callable[[Series], list[int]], series: Sequence[Series]) -> Ta
 def build(seed: int, per_cell: int, steps: Sequence[float]) -> list[Series]:
     """``per_cell`` series for each family, layout and step, from a fixed seed."""
     rng = np.random.default_rng(seed)
-    return [make(rng, f, lay, st) for f in FAMILIES for lay in LAYOUTS for st in steps
-            for _ in range(per_cell)]
+    return [
+        make(rng, f, lay, st) for f in FAMILIES for lay in LAYOUTS for st in steps for _ in range(per_cell)
+    ]
 
 
 def calibrate(cal: list[Series]) -> tuple[float, float, float]:
@@ -258,16 +261,16 @@ def report(methods: dict[str, Callable[[Series], list[int]]], ev: list[Series]) 
                 c5, c10 = res[name][(f, lay, 0.05)], res[name][(f, lay, 0.10)]
                 fa = sum(res[name][(f, lay, st)].false for st in STEPS)
                 n = sum(res[name][(f, lay, st)].series for st in STEPS)
-                row += (f" | {c5.found / c5.stepped:5.0%} {c10.found / c10.stepped:5.0%}"
-                        f" {100.0 * fa / n:6.1f}")
+                row += f" | {c5.found / c5.stepped:5.0%} {c10.found / c10.stepped:5.0%} {100.0 * fa / n:6.1f}"
             print(f"{f:8} {lay:5}{row}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--series", type=int, default=60, help="series per family, layout and step")
-    ap.add_argument("--calibration", type=int, default=100,
-                    help="no-step series per family and layout for calibration")
+    ap.add_argument(
+        "--calibration", type=int, default=100, help="no-step series per family and layout for calibration"
+    )
     ap.add_argument("--seed", type=int, default=12)
     a = ap.parse_args()
     t0 = time.time()
@@ -276,13 +279,19 @@ def main() -> None:
     own = tally(run_iowall(ALPHA), cal).fa100()
     print(f"reverse: Otava tightened to iowall's default (alpha={ALPHA:g}: {own:.2f}/100)")
     op = otava_at(cal, own)
-    print(f"chosen: iowall alpha={alpha:g}, pelt c={c:g} (target {target:.2f}/100); "
-          f"otava max_pvalue={op:g} at iowall's default\n")
+    print(
+        f"chosen: iowall alpha={alpha:g}, pelt c={c:g} (target {target:.2f}/100); "
+        f"otava max_pvalue={op:g} at iowall's default\n"
+    )
     ev = build(a.seed, a.series, STEPS)
-    methods = {f"iowall a={alpha:g}": run_iowall(alpha), "otava defaults": run_otava,
-               f"pelt c={c:g}": run_pelt(c), f"iowall a={ALPHA:g}": run_iowall(ALPHA),
-               f"otava p={op:g}": run_otava_p(op),
-               f"iowall a={ALPHA:g} group": run_iowall(ALPHA, "group")}
+    methods = {
+        f"iowall a={alpha:g}": run_iowall(alpha),
+        "otava defaults": run_otava,
+        f"pelt c={c:g}": run_pelt(c),
+        f"iowall a={ALPHA:g}": run_iowall(ALPHA),
+        f"otava p={op:g}": run_otava_p(op),
+        f"iowall a={ALPHA:g} group": run_iowall(ALPHA, "group"),
+    }
     report(methods, ev)
     print(f"\n{time.time() - t0:.0f} s in all; seed {a.seed} (calibration seed {a.seed + 1000})")
 

@@ -31,8 +31,10 @@ def user_share_line(phase: str, shares: Sequence[tuple[float, float]]) -> tuple[
     whether it is within the 10% target, and the line to print."""
     user, total = sum(u for u, _ in shares), sum(u + s for u, s in shares)
     ok = user <= 0.10 * total
-    return ok, (f"engine user CPU / (user+sys) in {phase} on tmpfs, all runs: {user / total:.1%} "
-                f"({user:.2f} of {total:.2f} CPU s, getrusage; target <= 10%)")
+    return ok, (
+        f"engine user CPU / (user+sys) in {phase} on tmpfs, all runs: {user / total:.1%} "
+        f"({user:.2f} of {total:.2f} CPU s, getrusage; target <= 10%)"
+    )
 
 
 def file_bench_args(doc: str) -> argparse.ArgumentParser:

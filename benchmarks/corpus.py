@@ -72,7 +72,7 @@ def excursion(rng: np.random.Generator, size: float) -> Series:
     length = int(rng.integers(5, 13))
     at = int(rng.integers(15, RUNS - length - 8))
     f = _factor(rng, size)
-    x[at:at + length] *= f
+    x[at : at + length] *= f
     return Series("excursion", size, tuple(x.tolist()), ((at, f), (at + length, 1.0 / f)))
 
 

@@ -22,8 +22,15 @@ from urllib.parse import quote
 from urllib.request import urlopen
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 #: When every plot has drawn (plotly's .main-svg in each div.plot), in ms since navigation.
 PAINTED = """() => new Promise(done => {
   const ready = () => [...document.querySelectorAll('div.plot')].every(
@@ -40,10 +47,12 @@ FCP = """() => new Promise(done => new PerformanceObserver(list => {
 def pages(labels: Sequence[str], run_id: int, batch: str | None) -> list[tuple[str, str]]:
     """(name, path) of each page timed."""
     a, b = labels[0], labels[1]
-    out = [("runs list (newest 50)", "/runs"),
-           ("a run", f"/run/{run_id}"),
-           ("compare A B (500 each)", f"/compare?base={quote(a)}&new={quote(b)}"),
-           ("history of runs 1-1,000 (two labels)", "/history?sel=" + quote("ids=1-1000"))]
+    out = [
+        ("runs list (newest 50)", "/runs"),
+        ("a run", f"/run/{run_id}"),
+        ("compare A B (500 each)", f"/compare?base={quote(a)}&new={quote(b)}"),
+        ("history of runs 1-1,000 (two labels)", "/history?sel=" + quote("ids=1-1000")),
+    ]
     if batch is not None:
         out.append(("a stored report", f"/report/{quote(batch)}"))
     return out
@@ -52,9 +61,13 @@ def pages(labels: Sequence[str], run_id: int, batch: str | None) -> list[tuple[s
 @contextmanager
 def serving(db: Path, env: dict[str, str]) -> Iterator[str]:
     """``iowall serve --port 0`` on ``db`` while the caller holds it; its base URL."""
-    p = subprocess.Popen([sys.executable, "-m", "iowall", "serve", "--db", str(db), "--port",
-                          "0"], env=env, text=True, stderr=subprocess.PIPE,
-                         stdout=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "iowall", "serve", "--db", str(db), "--port", "0"],
+        env=env,
+        text=True,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         assert p.stderr is not None
         m = re.search(r"at (http://127\.0\.0\.1:\d+)/", p.stderr.readline())
@@ -95,8 +108,9 @@ def paint_times(ctx: Any, url: str, reps: int) -> tuple[float, float]:
     return statistics.median(fcp), statistics.median(drawn)
 
 
-def measure(db: Path, n: int, env: dict[str, str], labels: Sequence[str], run_id: int,
-            batch: str | None, reps: int) -> list[str]:
+def measure(
+    db: Path, n: int, env: dict[str, str], labels: Sequence[str], run_id: int, batch: str | None, reps: int
+) -> list[str]:
     """One table line per page: server time, bytes, first paint, all plots drawn."""
     from playwright.sync_api import sync_playwright  # only when pages are timed
 
@@ -107,8 +121,10 @@ def measure(db: Path, n: int, env: dict[str, str], labels: Sequence[str], run_id
         for name, path in pages(labels, run_id, batch):
             wall, size = server_time(base + path, reps)
             fcp, drawn = paint_times(ctx, base + path, reps)
-            lines.append(f"| {n:,} | page: {name} | {wall:.2f} s | {size / 1024:,.0f} KiB | "
-                         f"first paint {fcp / 1000:.2f} s | plots drawn {drawn / 1000:.2f} s |")
+            lines.append(
+                f"| {n:,} | page: {name} | {wall:.2f} s | {size / 1024:,.0f} KiB | "
+                f"first paint {fcp / 1000:.2f} s | plots drawn {drawn / 1000:.2f} s |"
+            )
             print(lines[-1], flush=True)
         browser.close()
     return lines

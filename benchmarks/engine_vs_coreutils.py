@@ -55,8 +55,9 @@ def spawn_all(argvs: Sequence[Sequence[str]]) -> tuple[float, list[Any], list[st
     """Start every command at once, wait for all: (wall seconds, rusages, stdouts)."""
     outs = [tempfile.TemporaryFile(mode="w+") for _ in argvs]
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(list(a), stdout=o, stderr=subprocess.PIPE)
-             for a, o in zip(argvs, outs, strict=True)]
+    procs = [
+        subprocess.Popen(list(a), stdout=o, stderr=subprocess.PIPE) for a, o in zip(argvs, outs, strict=True)
+    ]
     usages = []
     for p in procs:
         _, status, ru = os.wait4(p.pid, 0)
@@ -77,9 +78,22 @@ def spawn_all(argvs: Sequence[Sequence[str]]) -> tuple[float, list[Any], list[st
 
 
 def engine_argv(d: Path, files: int, dirs: int, phase: str, mode: int = 0o600) -> list[str]:
-    return [engine_path(), "meta", "--dir", str(d), "--threads", str(THREADS),
-            "--files-per-thread", str(files), "--dirs-per-thread", str(dirs),
-            "--chmod-mode", f"{mode:o}", "--phases", phase]
+    return [
+        engine_path(),
+        "meta",
+        "--dir",
+        str(d),
+        "--threads",
+        str(THREADS),
+        "--files-per-thread",
+        str(files),
+        "--dirs-per-thread",
+        str(dirs),
+        "--chmod-mode",
+        f"{mode:o}",
+        "--phases",
+        phase,
+    ]
 
 
 def tool_argvs(d: Path, phase: str, mode: int = 0o600) -> list[list[str]]:
@@ -104,8 +118,13 @@ def sample(wall: float, usages: list[Any]) -> Sample:
     return Sample(wall, sum(u.ru_utime for u in usages), sum(u.ru_stime for u in usages))
 
 
-def engine_run(d: Path, files: int, dirs: int, phase: str, mode: int = 0o600,
-               ) -> tuple[Sample, dict[str, Any]]:
+def engine_run(
+    d: Path,
+    files: int,
+    dirs: int,
+    phase: str,
+    mode: int = 0o600,
+) -> tuple[Sample, dict[str, Any]]:
     wall, usages, (out,) = spawn_all([engine_argv(d, files, dirs, phase, mode)])
     rec = json.loads(out.splitlines()[-1])
     if rec.get("files") != files * THREADS or "error" in rec:
@@ -122,8 +141,18 @@ def peak_rss(d: Path, files: int) -> tuple[int, int]:
     """Peak RSS (KiB) of one engine run of every phase over THREADS x files files: ru_maxrss
     as /usr/bin/time reports it (a small launcher, so its exec does not lend the child
     Python's RSS), and the engine's own VmHWM from its JSON."""
-    argv = [engine_path(), "meta", "--dir", str(d), "--threads", str(THREADS),
-            "--files-per-thread", str(files), "--phases", "create,walk,chmod,unlink"]
+    argv = [
+        engine_path(),
+        "meta",
+        "--dir",
+        str(d),
+        "--threads",
+        str(THREADS),
+        "--files-per-thread",
+        str(files),
+        "--phases",
+        "create,walk,chmod,unlink",
+    ]
     with tempfile.NamedTemporaryFile(mode="r") as tf:
         _, _, (out,) = spawn_all([["/usr/bin/time", "-f", "%M", "-o", tf.name, *argv]])
         maxrss = int(tf.read().split()[-1])
@@ -140,8 +169,10 @@ def main() -> int:
     dirs = 2 if a.quick else 10
     rounds = a.rounds or (2 if a.quick else 5)
     rss_files = 100000 if a.quick else 500000
-    print(f"{THREADS} threads x {files} files in {dirs} directories each, {rounds} rounds; "
-          "tool wall / engine wall, paired per round, median [min-max]")
+    print(
+        f"{THREADS} threads x {files} files in {dirs} directories each, {rounds} rounds; "
+        "tool wall / engine wall, paired per round, median [min-max]"
+    )
 
     # (fs, phase, state) -> [(engine_s, tool_s)]
     res: dict[tuple[str, str, str], list[tuple[Sample, Sample]]] = {}
@@ -171,8 +202,7 @@ def main() -> int:
                                 got[who], _ = engine_run(w, files, dirs, phase, mode)
                             else:
                                 got[who] = tool_run(w, phase, mode)
-                        res.setdefault((fs, phase, state), []).append(
-                            (got["engine"], got["tool"]))
+                        res.setdefault((fs, phase, state), []).append((got["engine"], got["tool"]))
                 # unlink: two identical trees made first, then each removed (cold)
                 trees = {"engine": root / "ue", "tool": root / "ut"}
                 for who in order:
@@ -198,8 +228,10 @@ def main() -> int:
     names = {"walk": "find -ls", "chmod": "chmod -R", "unlink": "rm -rf"}
     print("wall s: median; cpu: median user+sys CPU seconds of all the side's processes;")
     print("ratio: tool wall / engine wall per round, median [min-max]")
-    print(f"{'fs':6} {'phase':7} {'caches':6} {'engine s':>8} {'cpu u+s':>11} {'tool s':>8} "
-          f"{'cpu u+s':>11} {'ratio':>6} {'[min-max]':>11}  target")
+    print(
+        f"{'fs':6} {'phase':7} {'caches':6} {'engine s':>8} {'cpu u+s':>11} {'tool s':>8} "
+        f"{'cpu u+s':>11} {'ratio':>6} {'[min-max]':>11}  target"
+    )
     for (fs, phase, state), pairs in res.items():
         ratios = [t.wall / e.wall for e, t in pairs]
         med = statistics.median(ratios)
@@ -208,24 +240,27 @@ def main() -> int:
         ok = ok and good
 
         def cpu(xs: list[Sample]) -> str:
-            return (f"{statistics.median(x.user for x in xs):.2f}+"
-                    f"{statistics.median(x.sys for x in xs):.2f}")
+            return f"{statistics.median(x.user for x in xs):.2f}+{statistics.median(x.sys for x in xs):.2f}"
 
         es = [e for e, _ in pairs]
         ts = [t for _, t in pairs]
-        print(f"{fs:6} {phase:7} {state:6} {statistics.median(x.wall for x in es):8.3f} "
-              f"{cpu(es):>11} {statistics.median(x.wall for x in ts):8.3f} {cpu(ts):>11} "
-              f"{med:6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]  >= {tgt} vs {names[phase]} "
-              f"{'ok' if good else 'BELOW'}")
+        print(
+            f"{fs:6} {phase:7} {state:6} {statistics.median(x.wall for x in es):8.3f} "
+            f"{cpu(es):>11} {statistics.median(x.wall for x in ts):8.3f} {cpu(ts):>11} "
+            f"{med:6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]  >= {tgt} vs {names[phase]} "
+            f"{'ok' if good else 'BELOW'}"
+        )
     if unlink_share:
         share_ok, line = user_share_line("unlink", unlink_share)
         ok = ok and share_ok
         print(line)
     if rss_kib:
         ok = ok and rss_kib <= 64 * 1024
-        print(f"engine peak RSS, create+walk+chmod+unlink of {rss_files * THREADS:,} files on "
-              f"tmpfs: {rss_kib / 1024:.1f} MiB (/usr/bin/time %M, ru_maxrss of the child; "
-              f"its own VmHWM {rss_self_kib / 1024:.1f} MiB; target <= 64 MiB)")
+        print(
+            f"engine peak RSS, create+walk+chmod+unlink of {rss_files * THREADS:,} files on "
+            f"tmpfs: {rss_kib / 1024:.1f} MiB (/usr/bin/time %M, ru_maxrss of the child; "
+            f"its own VmHWM {rss_self_kib / 1024:.1f} MiB; target <= 64 MiB)"
+        )
     return 0 if ok else 1
 
 

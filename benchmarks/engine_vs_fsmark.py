@@ -33,8 +33,23 @@ from iowall.workloads.engine import run_meta
 
 def fsmark(base: Path, threads: int, files: int, dirs: int, size: int, logdir: str) -> float:
     """One fs_mark -S0 create run; its Files/sec."""
-    argv = ["fs_mark", "-S0", "-k", "-L", "1", "-s", str(size), "-n", str(files),
-            "-D", str(dirs), "-N", str(files // dirs), "-t", str(threads)]
+    argv = [
+        "fs_mark",
+        "-S0",
+        "-k",
+        "-L",
+        "1",
+        "-s",
+        str(size),
+        "-n",
+        str(files),
+        "-D",
+        str(dirs),
+        "-N",
+        str(files // dirs),
+        "-t",
+        str(threads),
+    ]
     for t in range(threads):
         argv += ["-d", str(base / f"t{t:03d}")]
     cp = subprocess.run(argv, capture_output=True, text=True, cwd=logdir)
@@ -62,8 +77,10 @@ def main() -> int:
     dirs = 2 if a.quick else 4
     rounds = a.rounds or (2 if a.quick else 3)
     sizes, thread_counts = (0, 4096), (1, 2)
-    print(f"create: {files} files per thread in {dirs} directories per thread, {rounds} rounds; "
-          f"engine files/s / fs_mark files/s (paired per round, median [min-max])")
+    print(
+        f"create: {files} files per thread in {dirs} directories per thread, {rounds} rounds; "
+        f"engine files/s / fs_mark files/s (paired per round, median [min-max])"
+    )
 
     results: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
     cpu_share: list[tuple[float, float]] = []
@@ -85,8 +102,9 @@ def main() -> int:
                                 d.mkdir()
                                 drop_caches(None if fs == "tmpfs" else root)
                                 if who == "engine":
-                                    (rec,) = run_meta(d, threads, files, ["create"],
-                                                      dirs_per_thread=dirs, size=size)
+                                    (rec,) = run_meta(
+                                        d, threads, files, ["create"], dirs_per_thread=dirs, size=size
+                                    )
                                     got[who] = rec["files_per_s"]
                                     if fs == "tmpfs":
                                         cpu_share.append((rec["user_s"], rec["sys_s"]))
@@ -94,23 +112,28 @@ def main() -> int:
                                     got[who] = fsmark(d, threads, files, dirs, size, logdir)
                                 clean(d)
                             results.setdefault((fs, size, threads), []).append(
-                                (got["engine"], got["fs_mark"]))
+                                (got["engine"], got["fs_mark"])
+                            )
                     print(f"{fs}: round {r + 1}/{rounds} done", file=sys.stderr)
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
 
     ok = True
-    print(f"{'fs':6} {'size':>5} {'thr':>3} {'engine files/s':>15} {'fs_mark files/s':>16} "
-          f"{'ratio':>6}  {'[min-max]':>13}  target")
+    print(
+        f"{'fs':6} {'size':>5} {'thr':>3} {'engine files/s':>15} {'fs_mark files/s':>16} "
+        f"{'ratio':>6}  {'[min-max]':>13}  target"
+    )
     for (fs, size, threads), pairs in results.items():
         ratios = [e / f for e, f in pairs]
         med = statistics.median(ratios)
         target = 1.1 if (fs == "tmpfs" and threads == 2) else 1.0
         verdict = "ok" if med >= target else "BELOW"
         ok = ok and med >= target
-        print(f"{fs:6} {size:5} {threads:3} {statistics.median(e for e, _ in pairs):15,.0f} "
-              f"{statistics.median(f for _, f in pairs):16,.0f} {med:6.2f}  "
-              f"[{min(ratios):.2f}-{max(ratios):.2f}]  >= {target} {verdict}")
+        print(
+            f"{fs:6} {size:5} {threads:3} {statistics.median(e for e, _ in pairs):15,.0f} "
+            f"{statistics.median(f for _, f in pairs):16,.0f} {med:6.2f}  "
+            f"[{min(ratios):.2f}-{max(ratios):.2f}]  >= {target} {verdict}"
+        )
     if cpu_share:
         share_ok, line = user_share_line("create", cpu_share)
         ok = ok and share_ok

@@ -15,8 +15,10 @@ scores ``iowall explain RUN --format json``:
 - silent: no wall (an explain JSON without a ``wall`` key counts as silent).
 
 The neighbour variant adds one ``sh -c 'while :; do :; done'`` (nice 0) for the whole case;
-the expected wall stays the same. Root only; on a shared machine run it under the suite's
-lock (each case also waits for iowall's machine lock to be free before it induces anything):
+the expected wall stays the same unless the kind says otherwise (``beside``: eight writers
+of one file wait on its lock for CPUs the neighbours hold). Root only; on a shared machine
+run it under the suite's lock (each case also waits for iowall's machine lock to be free
+before it induces anything):
 
     flock /tmp/iowall-tests.lock .venv/bin/python benchmarks/explain_corpus.py \\
         [--kinds fsync,lock] [--repeat N] [--quiet-only] [--db FILE] [--json FILE]
@@ -37,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.wall_corpus import KINDS, WALL_KINDS, Case, clean, run_case  # noqa: E402
+from tests.wall_corpus import KINDS, WALL_KINDS, Case, Kind, clean, run_case  # noqa: E402
 
 SCORES = ("named", "partial", "wrong", "silent")
 
@@ -62,25 +64,39 @@ def truth_cell(cases: list[Case]) -> str:
     return f"{held}/{len(cases)}" if cases else "–"
 
 
+def _expected(kind: Kind) -> str:
+    """The expected wall, and the one beside the neighbours when they change it."""
+    return f"{kind.expected} ({kind.beside} beside the neighbours)" if kind.beside else kind.expected
+
+
 def matrix(cases: list[Case], kinds: list[str]) -> str:
-    rows = ["| kind | expected | quiet | neighbour | ground truth held (quiet, neighbour) |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| kind | expected | quiet | neighbour | ground truth held (quiet, neighbour) |",
+        "|---|---|---|---|---|",
+    ]
     for k in kinds:
         q = [c for c in cases if c.kind == k and not c.neighbour]
         n = [c for c in cases if c.kind == k and c.neighbour]
-        rows.append(f"| {k} | {KINDS[k].expected} | {cell(q)} | {cell(n)} | "
-                    f"{truth_cell(q)}, {truth_cell(n)} |")
+        rows.append(
+            f"| {k} | {_expected(KINDS[k])} | {cell(q)} | {cell(n)} | {truth_cell(q)}, {truth_cell(n)} |"
+        )
     total = {s: sum(c.score == s for c in cases) for s in SCORES}
     rows.append("")
-    rows.append(f"{len(cases)} cases: " + ", ".join(f"{n} {s}" for s, n in total.items())
-                + f"; ground truth held in {sum(c.truth.held for c in cases)}")
+    rows.append(
+        f"{len(cases)} cases: "
+        + ", ".join(f"{n} {s}" for s, n in total.items())
+        + f"; ground truth held in {sum(c.truth.held for c in cases)}"
+    )
     return "\n".join(rows)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--kinds", default=",".join(WALL_KINDS),
-                    help=f"comma list of kinds (default all: {','.join(WALL_KINDS)})")
+    ap.add_argument(
+        "--kinds",
+        default=",".join(WALL_KINDS),
+        help=f"comma list of kinds (default all: {','.join(WALL_KINDS)})",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="runs of each case (default 1)")
     ap.add_argument("--quiet-only", action="store_true", help="skip the neighbour variant")
     ap.add_argument("--db", help="the store (default: a fresh SQLite file in a temp dir)")
@@ -103,17 +119,31 @@ def main() -> None:
         c = run_case(KINDS[k], db, tmp / "plans", neighbour=nb)
         cases.append(c)
         wall = (c.wall or {}).get("kind", "none")
-        say(f"[{i}/{len(todo)}] {k}{' +neighbour' if nb else ''}: run {c.run_id}, "
+        say(
+            f"[{i}/{len(todo)}] {k}{' +neighbour' if nb else ''}: run {c.run_id}, "
             f"truth {'held' if c.truth.held else 'NOT held'}, wall {wall} -> {c.score} "
-            f"({c.elapsed_s:.0f} s){'; ' + c.error if c.error else ''}")
+            f"({c.elapsed_s:.0f} s){'; ' + c.error if c.error else ''}"
+        )
     after = clean()
     print(matrix(cases, kinds))
     print(f"\n{time.monotonic() - t0:.0f} s; store {db}")
     if after != before:
         print(f"\nNOT CLEAN afterwards: before {before}, after {after}")
-    doc = {"kinds": {k: {"expected": KINDS[k].expected, "near": list(KINDS[k].near),
-                         "what": KINDS[k].what, "plan": KINDS[k].plan} for k in kinds},
-           "db": db, "cases": [c.as_json() for c in cases], "clean": after == before}
+    doc = {
+        "kinds": {
+            k: {
+                "expected": KINDS[k].expected,
+                "beside": KINDS[k].beside,
+                "near": list(KINDS[k].near),
+                "what": KINDS[k].what,
+                "plan": KINDS[k].plan,
+            }
+            for k in kinds
+        },
+        "db": db,
+        "cases": [c.as_json() for c in cases],
+        "clean": after == before,
+    }
     Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
     say(f"cases written to {args.json}")
 

@@ -21,14 +21,18 @@ CUT = "\n\n  where the CPU time went"
 def sections(doc: dict) -> str:
     out = []
     for name, kind in KINDS.items():
-        case = next((c for c in doc["cases"] if c["kind"] == name and not c["neighbour"]
-                     and c.get("explain_text")), None)
+        case = next(
+            (c for c in doc["cases"] if c["kind"] == name and not c["neighbour"] and c.get("explain_text")),
+            None,
+        )
         if case is None:
             continue
         text = case["explain_text"].split(CUT)[0].rstrip()
-        out.append(f"### {name}\n\nInduced: {kind.what}. Ground truth: "
-                   f"{case['truth']['detail']}.\n\n```\n$ iowall explain {case['run']}\n"
-                   f"{text}\n```\n")
+        out.append(
+            f"### {name}\n\nInduced: {kind.what}. Ground truth: "
+            f"{case['truth']['detail']}.\n\n```\n$ iowall explain {case['run']}\n"
+            f"{text}\n```\n"
+        )
     return "\n".join(out)
 
 

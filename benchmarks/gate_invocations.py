@@ -47,14 +47,22 @@ def _runs(rng: random.Random, batch: str, level: float, n: int = 3) -> list[Run]
     out = []
     for _ in range(n):
         bw = level * rng.lognormvariate(0, SIGMA)
-        out.append(Run(point=Point("plan:g", {"rw": "write"}), label=batch, status="ok",
-                       started_at=0.0, finished_at=1.0, batch=batch,
-                       metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
-                                Metric("write_iops", bw / 1000, "IOPS"),
-                                Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.15),
-                                       "s", "lower"),
-                                *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.1), "1")
-                                  for k in range(10)))))
+        out.append(
+            Run(
+                point=Point("plan:g", {"rw": "write"}),
+                label=batch,
+                status="ok",
+                started_at=0.0,
+                finished_at=1.0,
+                batch=batch,
+                metrics=(
+                    Metric("write_bw_bytes_per_s", bw, "B/s"),
+                    Metric("write_iops", bw / 1000, "IOPS"),
+                    Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.15), "s", "lower"),
+                    *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.1), "1") for k in range(10)),
+                ),
+            )
+        )
     return out
 
 
@@ -65,8 +73,7 @@ def _hide(runs: list[Run]) -> list[Run]:
 def one_gate(rng: random.Random, k: int, tau: float, shift: float) -> tuple[int, int]:
     """Exit codes of one gate, (runs, invocations), on the same simulated runs."""
     base = [r for i in range(k) for r in _runs(rng, f"b{i}", 1000 * rng.lognormvariate(0, tau))]
-    drawn = [_runs(rng, f"n{i}", 1000 * (1 - shift) * rng.lognormvariate(0, tau))
-             for i in range(3)]
+    drawn = [_runs(rng, f"n{i}", 1000 * (1 - shift) * rng.lognormvariate(0, tau)) for i in range(3)]
     rounds: list[list[Run]] = []
 
     def more() -> None:
@@ -77,6 +84,7 @@ def one_gate(rng: random.Random, k: int, tau: float, shift: float) -> tuple[int,
             new = [r for rs in rounds for r in rs]
             res = compare(Side("base", view(base)), [Side("new", view(new))], metrics=["all"])
             return decide(res)
+
         return now
 
     out = []
@@ -95,10 +103,14 @@ def main() -> None:
     ap.add_argument("--baseline", type=int, default=4, help="invocations in the baseline")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    print(f"baseline {a.baseline} invocations x 3 runs; new 1-3 invocations x 3 runs; "
-          f"within-invocation CV {SIGMA:.0%}; {a.cases} gates a cell, seed {a.seed}")
-    print(f"{'tau':>5} {'slower':>6} | {'runs: fail':>10} {'not pass':>8} | "
-          f"{'invocations: fail':>17} {'not pass':>8}")
+    print(
+        f"baseline {a.baseline} invocations x 3 runs; new 1-3 invocations x 3 runs; "
+        f"within-invocation CV {SIGMA:.0%}; {a.cases} gates a cell, seed {a.seed}"
+    )
+    print(
+        f"{'tau':>5} {'slower':>6} | {'runs: fail':>10} {'not pass':>8} | "
+        f"{'invocations: fail':>17} {'not pass':>8}"
+    )
     for tau in TAUS:
         for shift in SHIFTS:
             rng = random.Random(a.seed * 1000 + int(tau * 100) * 10 + int(shift * 100))
@@ -110,8 +122,11 @@ def main() -> None:
                     fail[i] += c == EXIT_REGRESSION
                     notpass[i] += c != EXIT_PASS
             n = a.cases
-            print(f"{tau:5.0%} {shift:6.0%} | {fail[0] / n:10.1%} {notpass[0] / n:8.1%} | "
-                  f"{fail[1] / n:17.1%} {notpass[1] / n:8.1%}", flush=True)
+            print(
+                f"{tau:5.0%} {shift:6.0%} | {fail[0] / n:10.1%} {notpass[0] / n:8.1%} | "
+                f"{fail[1] / n:17.1%} {notpass[1] / n:8.1%}",
+                flush=True,
+            )
     print(f"{time.perf_counter() - t0:.0f} s")
 
 

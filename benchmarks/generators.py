@@ -24,7 +24,7 @@ from typing import Any
 from iowall.analysis.limits import Agreement, Cell
 from iowall.beds import BedSpec, provision
 from iowall.guestmem import hold_guest_memory
-from iowall.knobs import KnobSession
+from iowall.knob_session import KnobSession
 from iowall.recipes.limits.sizing import size_points
 from iowall.recipes.limits.tasks import LimitsBed, io_job, io_point, layout_read_pool, stream_spec
 from iowall.sysinfo import cpu_count, dirty_thresholds_bytes, drop_caches, meminfo
@@ -49,16 +49,24 @@ def main(argv: list[str] | None = None) -> int:
     with KnobSession() as ks:
         gm = hold_guest_memory(ks)
         if gm is not None:
-            print(f"guest memory: touched {gm.touched_bytes / GIB:.1f} GiB at "
-                  f"{gm.rate / GIB:.2f} GiB/s; reporting held off", flush=True)
+            print(
+                f"guest memory: touched {gm.touched_bytes / GIB:.1f} GiB at "
+                f"{gm.rate / GIB:.2f} GiB/s; reporting held off",
+                flush=True,
+            )
             out["touch_gib_per_s"] = gm.rate / GIB
         size = int(args.size.rstrip("G")) * GIB
         with provision(BedSpec("ram"), fs="xfs", size_bytes=size) as bed:
             lb = LimitsBed(bed, None)  # type: ignore[arg-type]
             threshold, _ = dirty_thresholds_bytes()
-            sizing = size_points(free_bytes=bed.free_bytes(), dirty_threshold=threshold,
-                                 cpus=cpu_count(), mem_total=meminfo().get("MemTotal", 0),
-                                 jobs=jobs, quick=True)
+            sizing = size_points(
+                free_bytes=bed.free_bytes(),
+                dirty_threshold=threshold,
+                cpus=cpu_count(),
+                mem_total=meminfo().get("MemTotal", 0),
+                jobs=jobs,
+                quick=True,
+            )
             layout_read_pool(lb, sizing, cpu_count())
             figures: dict[tuple[str, int, str], list[float]] = {}
             for r in range(args.rounds):
@@ -85,9 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             hf, he = (max(f) - min(f)) / 2 / mf, (max(e) - min(e)) / 2 / me
             ratio = me / mf
             agree = Agreement(rw, j, Cell.of(e, range(len(e))), Cell.of(f, range(len(f))))
-            print(f"{rw + ' ' + str(j) + ' job' + ('s' if j > 1 else ''):14} "
-                  f"{mf / MIB:10.0f} ±{hf:4.0%} {me / MIB:10.0f} ±{he:4.0%} {ratio:8.2f}  "
-                  f"{'yes' if agree.within else 'NO'}")
+            print(
+                f"{rw + ' ' + str(j) + ' job' + ('s' if j > 1 else ''):14} "
+                f"{mf / MIB:10.0f} ±{hf:4.0%} {me / MIB:10.0f} ±{he:4.0%} {ratio:8.2f}  "
+                f"{'yes' if agree.within else 'NO'}"
+            )
             out["points"].append({"rw": rw, "jobs": j, "fio": f, "engine": e, "ratio": ratio})
     if args.json:
         with open(args.json, "w") as fh:

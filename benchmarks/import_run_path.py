@@ -24,10 +24,13 @@ def main() -> None:
         raise SystemExit("give two trees: --src OLD/src --src NEW/src")
     times: list[list[float]] = [[], []]
     for i in range(a.rounds):
-        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+        for k in (0, 1) if i % 2 == 0 else (1, 0):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "import iowall.cli.run"], check=True,
-                           env={"PYTHONPATH": a.src[k], "PATH": "/usr/bin:/bin"})
+            subprocess.run(
+                [sys.executable, "-c", "import iowall.cli.run"],
+                check=True,
+                env={"PYTHONPATH": a.src[k], "PATH": "/usr/bin:/bin"},
+            )
             times[k].append(time.perf_counter() - t0)
     for src, t in zip(a.src, times, strict=True):
         print(f"{src:<32} median {statistics.median(t):.3f} s  min {min(t):.3f} s")

@@ -22,8 +22,7 @@ import sys
 
 from iowall.workloads.engine import run_memcopy
 
-UNITS = {"bytes/sec": 1, "KB/sec": 1 << 10, "KBd/sec": 1 << 10, "MB/sec": 1 << 20,
-         "GB/sec": 1 << 30}
+UNITS = {"bytes/sec": 1, "KB/sec": 1 << 10, "KBd/sec": 1 << 10, "MB/sec": 1 << 20, "GB/sec": 1 << 30}
 SIZE_UNITS = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
 
 
@@ -37,8 +36,12 @@ def parse_size(text: str) -> int:
 
 def perf_memcpy(size: str) -> dict[str, float]:
     """One ``perf bench mem memcpy -f all`` run: bytes/s per function."""
-    out = subprocess.run(["perf", "bench", "mem", "memcpy", "-f", "all", "-s", size, "-l", "1"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["perf", "bench", "mem", "memcpy", "-f", "all", "-s", size, "-l", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     res: dict[str, float] = {}
     fn = None
     for line in out.splitlines():
@@ -64,8 +67,9 @@ def gib(x: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6 rounds instead of 24")
-    ap.add_argument("--size", default="256MB",
-                    help="buffer size in perf syntax (default 256MB, 8x beyond any L3 here)")
+    ap.add_argument(
+        "--size", default="256MB", help="buffer size in perf syntax (default 256MB, 8x beyond any L3 here)"
+    )
     ap.add_argument("--rounds", type=int, default=None)
     a = ap.parse_args()
     size = a.size
@@ -88,8 +92,10 @@ def main() -> int:
                 eng["best"].append(rec["total_bytes_per_s"])
         print(f"round {r + 1}/{rounds} done", file=sys.stderr)
 
-    print(f"memcopy, 1 thread, {size} ({nbytes} bytes), {rounds} interleaved rounds; "
-          "bytes copied per second (GiB = 2^30 bytes); best and median of the rounds")
+    print(
+        f"memcopy, 1 thread, {size} ({nbytes} bytes), {rounds} interleaved rounds; "
+        "bytes copied per second (GiB = 2^30 bytes); best and median of the rounds"
+    )
     print(f"{'':34} {'best':>14} {'median':>14}")
     for fn, vs in perf.items():
         print(f"  perf {fn:28} {gib(max(vs))} {gib(statistics.median(vs))}")

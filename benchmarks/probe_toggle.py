@@ -47,7 +47,7 @@ def median_ci(xs: list[float], conf: float = 0.95) -> tuple[float, float, float]
     med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
     tail, k = 0.0, -1
     while True:
-        p = math.comb(n, k + 1) / 2 ** n
+        p = math.comb(n, k + 1) / 2**n
         if tail + p > (1 - conf) / 2:
             break
         tail += p
@@ -70,19 +70,31 @@ def read_log(path: Path, t0: float) -> list[tuple[float, float]]:
     return sorted((b * LOG_MS / 1000.0 - t0, v) for b, v in sums.items())
 
 
-def toggle(name: str, probe: str, seconds: int, window: float, settle: float, jobs: int,
-           seed: int) -> dict[str, Any]:
+def toggle(
+    name: str, probe: str, seconds: int, window: float, settle: float, jobs: int, seed: int
+) -> dict[str, Any]:
     what, opts = FIO_POINTS[name]
     rng = random.Random(seed)
-    with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=4 << 30) as bed, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        provision(BedSpec.parse("ram"), fs="xfs", size_bytes=4 << 30) as bed,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         ctx = ProbeContext(devices=tuple(bed.devices), devnos=(bed.devno,), workdir=tmp)
         logp = Path(tmp) / "bw"
-        argv = ["fio", f"--name={name}", f"--directory={bed.path}", "--size=384M",
-                f"--numjobs={jobs}", "--time_based", f"--runtime={seconds}",
-                f"--write_bw_log={logp}", f"--log_avg_msec={LOG_MS}", "--log_unix_epoch=1",
-                "--output=/dev/null",
-                *opts]
+        argv = [
+            "fio",
+            f"--name={name}",
+            f"--directory={bed.path}",
+            "--size=384M",
+            f"--numjobs={jobs}",
+            "--time_based",
+            f"--runtime={seconds}",
+            f"--write_bw_log={logp}",
+            f"--log_avg_msec={LOG_MS}",
+            "--log_unix_epoch=1",
+            "--output=/dev/null",
+            *opts,
+        ]
         t0 = time.time()
         fio = subprocess.Popen(argv)
         time.sleep(2.0)  # lay-out and start-up: not in any window
@@ -115,16 +127,25 @@ def toggle(name: str, probe: str, seconds: int, window: float, settle: float, jo
         if means.get(False):
             ratios.append(means[True] / means[False])
     med, lo, hi = median_ci(ratios)
-    return {"workload": name, "what": what, "probe": probe, "pairs": len(ratios),
-            "window_s": window, "settle_s": settle, "median_ratio": med, "ci95": [lo, hi],
-            "ratios": ratios}
+    return {
+        "workload": name,
+        "what": what,
+        "probe": probe,
+        "pairs": len(ratios),
+        "window_s": window,
+        "settle_s": settle,
+        "median_ratio": med,
+        "ci95": [lo, hi],
+        "ratios": ratios,
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--probe", default="threadstate", help="a probe set; none for the A/A")
-    ap.add_argument("--workload", default="write,direct",
-                    help=f"comma list of {', '.join(FIO_POINTS)}, or all")
+    ap.add_argument(
+        "--workload", default="write,direct", help=f"comma list of {', '.join(FIO_POINTS)}, or all"
+    )
     ap.add_argument("--seconds", type=int, default=90, help="fio's runtime per workload")
     ap.add_argument("--window", type=float, default=2.0)
     ap.add_argument("--settle", type=float, default=0.3)
@@ -143,8 +164,11 @@ def main() -> int:
     for n in names:
         r = toggle(n, a.probe, a.seconds, a.window, a.settle, a.jobs, a.seed)
         out.append(r)
-        print(f"| {r['what']} | {r['pairs']} | {r['median_ratio']:.3f} | "
-              f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] |", flush=True)
+        print(
+            f"| {r['what']} | {r['pairs']} | {r['median_ratio']:.3f} | "
+            f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] |",
+            flush=True,
+        )
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
     return 0

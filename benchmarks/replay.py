@@ -69,6 +69,7 @@ def pelt(c: float) -> Detector:
         sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
         pen = c * max(sigma, 1e-9) ** 2 * math.log(y.size)
         return [int(b) for b in ruptures.Pelt(model="l2", min_size=3).fit(y).predict(pen=pen)[:-1]]
+
     return run
 
 
@@ -77,7 +78,7 @@ def falls(s: Series) -> list[int]:
 
 
 def _level(v: Sequence[float], lo: int, hi: int) -> float:
-    return float(np.median(v[max(lo, 0):hi])) if hi > lo else math.nan
+    return float(np.median(v[max(lo, 0) : hi])) if hi > lo else math.nan
 
 
 @dataclass
@@ -100,17 +101,20 @@ class Replay:
                     self.caught[w] += any(at <= t < at + w for t in alarms)
 
     def cells(self) -> str:
-        return (" ".join(f"{self.caught[w] / max(self.big, 1):6.1%}" for w in WITHIN)
-                + f" {100.0 * self.false / max(self.gated, 1):6.2f}")
+        return (
+            " ".join(f"{self.caught[w] / max(self.big, 1):6.1%}" for w in WITHIN)
+            + f" {100.0 * self.false / max(self.gated, 1):6.2f}"
+        )
 
 
 def replay_batch(det: Detector) -> Callable[[Series], list[int]]:
     """Alarm times of a batch detector replayed: a new downward change in the last 10."""
+
     def run(s: Series) -> list[int]:
         seen: list[int] = []
         out = []
         for t in range(START, len(s.values)):
-            v = s.values[:t + 1]
+            v = s.values[: t + 1]
             cps = sorted(det(v))
             bounds = [0, *cps, len(v)]
             for i, c in enumerate(cps):
@@ -121,14 +125,20 @@ def replay_batch(det: Detector) -> Callable[[Series], list[int]]:
                     if not out or out[-1] != t:
                         out.append(t)
         return out
+
     return run
 
 
 def replay_early(fdr: float) -> Callable[[Series], list[int]]:
     """Alarm times of the series gate: the newest result fails at ``fdr``."""
+
     def run(s: Series) -> list[int]:
-        return [t for t in range(START, len(s.values))
-                if getattr(gate_newest(s.values[:t + 1], fdr=fdr), "status", "") == "regression"]
+        return [
+            t
+            for t in range(START, len(s.values))
+            if getattr(gate_newest(s.values[: t + 1], fdr=fdr), "status", "") == "regression"
+        ]
+
     return run
 
 
@@ -171,8 +181,10 @@ class Batch:
         p = self.tp / max(self.tp + self.fp, 1)
         r = self.tp / max(self.tp + self.fn, 1)
         f1 = 2 * p * r / (p + r) if p + r else 0.0
-        return (f"{f1:5.3f} {p:5.3f} {r:5.3f} {100.0 * self.null_fa / max(self.null, 1):5.1f} "
-                f"{self.exc_both / max(self.exc, 1):6.1%}")
+        return (
+            f"{f1:5.3f} {p:5.3f} {r:5.3f} {100.0 * self.null_fa / max(self.null, 1):5.1f} "
+            f"{self.exc_both / max(self.exc, 1):6.1%}"
+        )
 
 
 def batch(det: Detector, corpus: Sequence[Series]) -> Batch:
@@ -205,22 +217,32 @@ def main() -> None:
         if 100.0 * r.false / r.gated <= FA_REPLAY:
             level = q
     print(f"chosen: pelt c={c_pelt:g}, iowall early fdr={level:g} (default {FDR_SERIES:g})")
-    print(f"\nreplay from result {START}: caught within {WITHIN} results (falls >= 5%), "
-          "false alarms/100 gated results")
+    print(
+        f"\nreplay from result {START}: caught within {WITHIN} results (falls >= 5%), "
+        "false alarms/100 gated results"
+    )
     methods: dict[str, Callable[[Series], list[int]]] = {
         f"iowall early fdr={level:g}": replay_early(level),
-        f"iowall early fdr={FDR_SERIES:g} (default)": replay_early(FDR_SERIES)}
+        f"iowall early fdr={FDR_SERIES:g} (default)": replay_early(FDR_SERIES),
+    }
     if not a.skip_peers_replay:
-        methods |= {f"iowall batch a={ALPHA:g}": replay_batch(iowall_batch()),
-                    "otava defaults": replay_batch(otava),
-                    f"pelt c={c_pelt:g}": replay_batch(pelt(c_pelt))}
+        methods |= {
+            f"iowall batch a={ALPHA:g}": replay_batch(iowall_batch()),
+            "otava defaults": replay_batch(otava),
+            f"pelt c={c_pelt:g}": replay_batch(pelt(c_pelt)),
+        }
     for name, m in methods.items():
         t1 = time.time()
         print(f"  {name:32} {replay(m, ev).cells()}   ({time.time() - t1:.0f} s)", flush=True)
-    print("\nbatch: F1, precision, recall (±3), false alarms/100 no-change series, "
-          "excursions with both changes found")
-    for name, det in {f"iowall a={ALPHA:g}": iowall_batch(), "otava defaults": otava,
-                      f"pelt c={c_pelt:g}": pelt(c_pelt)}.items():
+    print(
+        "\nbatch: F1, precision, recall (±3), false alarms/100 no-change series, "
+        "excursions with both changes found"
+    )
+    for name, det in {
+        f"iowall a={ALPHA:g}": iowall_batch(),
+        "otava defaults": otava,
+        f"pelt c={c_pelt:g}": pelt(c_pelt),
+    }.items():
         print(f"  {name:32} {batch(det, ev).cells()}", flush=True)
     print(f"\n{time.time() - t0:.0f} s; seed {a.seed} (calibration {a.seed + 1000})")
 

@@ -22,10 +22,22 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
-HOST = {"hostname": "benchbox", "cpu_model": "Bench CPU", "cpu_count": 2,
-        "mem_total_bytes": 24 << 30, "arch": "x86_64"}
-BED = {"kind": "ram", "fs": "xfs", "mkfs_opts": "", "mount_opts": "", "backing": "tmpfs:/dev/shm",
-       "block_size": 4096, "image_bytes": 6 << 30}
+HOST = {
+    "hostname": "benchbox",
+    "cpu_model": "Bench CPU",
+    "cpu_count": 2,
+    "mem_total_bytes": 24 << 30,
+    "arch": "x86_64",
+}
+BED = {
+    "kind": "ram",
+    "fs": "xfs",
+    "mkfs_opts": "",
+    "mount_opts": "",
+    "backing": "tmpfs:/dev/shm",
+    "block_size": 4096,
+    "image_bytes": 6 << 30,
+}
 JOBS = (1, 2, 4, 8, 16)
 
 
@@ -36,8 +48,13 @@ def synthetic_runs(label: str, n: int, speedup: float, seed: int) -> list[object
     from iowall.model import Metric, Point, Run  # the measured tree's model, not this one's
 
     rng = random.Random(seed)
-    env = {"host": HOST, "kernel": "6.18.44", "fio_version": "3.33",
-           "sysctls": {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}, "thp": "always"}
+    env = {
+        "host": HOST,
+        "kernel": "6.18.44",
+        "fio_version": "3.33",
+        "sysctls": {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"},
+        "thp": "always",
+    }
     out = []
     for i in range(n):
         direct, jobs = (i // len(JOBS)) % 2, JOBS[i % len(JOBS)]
@@ -46,14 +63,24 @@ def synthetic_runs(label: str, n: int, speedup: float, seed: int) -> list[object
         bw = true * (1 + rng.gauss(0, 0.03))
         p99 = 2e-3 * (1 << 20) * 1400 / bw * (1 + rng.gauss(0, 0.03))
         pt = Point("buffered-wall", {"rw": "write", "bs": "2m", "direct": direct, "jobs": jobs})
-        out.append(Run(point=pt, label=label, status="ok", started_at=1.7e9 + 20 * i,
-                       finished_at=1.7e9 + 20 * i + 10, repeat_index=i // 10, env=env,
-                       bed=dict(BED),
-                       metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
-                                Metric("write_iops", bw / (2 << 20), "IO/s"),
-                                Metric("write_clat_p99_s", p99, "s", "lower"),
-                                Metric("cpu_sys_share", 0.5 + rng.gauss(0, 0.01), "share",
-                                       "lower"))))
+        out.append(
+            Run(
+                point=pt,
+                label=label,
+                status="ok",
+                started_at=1.7e9 + 20 * i,
+                finished_at=1.7e9 + 20 * i + 10,
+                repeat_index=i // 10,
+                env=env,
+                bed=dict(BED),
+                metrics=(
+                    Metric("write_bw_bytes_per_s", bw, "B/s"),
+                    Metric("write_iops", bw / (2 << 20), "IO/s"),
+                    Metric("write_clat_p99_s", p99, "s", "lower"),
+                    Metric("cpu_sys_share", 0.5 + rng.gauss(0, 0.01), "share", "lower"),
+                ),
+            )
+        )
     return out
 
 
@@ -74,14 +101,18 @@ def measure(src: str, args: list[str], repeat: int) -> tuple[float, float, int]:
     times, peak = [], 0
     for _ in range(repeat):
         t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", PYTHON, "-c",
-                            "from iowall.cli.main import entry; entry()", *args],
-                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        p = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", PYTHON, "-c", "from iowall.cli.main import entry; entry()", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         times.append(time.perf_counter() - t0)
         err = p.stderr.decode().strip().splitlines()
         if p.returncode != 0:
-            raise SystemExit(f"iowall {' '.join(args)} failed ({p.returncode}) with {src}:\n"
-                             + "\n".join(err))
+            raise SystemExit(
+                f"iowall {' '.join(args)} failed ({p.returncode}) with {src}:\n" + "\n".join(err)
+            )
         peak = max(peak, int(err[-1]))
     return statistics.median(times), min(times), peak
 
@@ -102,18 +133,23 @@ def main() -> None:
         urls = {}
         for k, src in enumerate(srcs):
             urls[src] = f"sqlite:///{tmp}/store{k}.db"
-            subprocess.run([PYTHON, __file__, "--build", urls[src], "--runs", str(a.runs)],
-                           env={**os.environ, "PYTHONPATH": src}, check=True)
-        rows = [("iowall --help", ["--help"]),
-                ("iowall runs --last 1", ["runs", "--last", "1", "--db", "{db}"]),
-                ("iowall recipes", ["recipes"]),
-                ("iowall run --help (loads the run path)", ["run", "--help"]),
-                (f"iowall compare base new ({a.runs}+{a.runs} runs)",
-                 ["compare", "base", "new", "--db", "{db}"]),
-                ("  … --format json", ["compare", "base", "new", "--format", "json", "--db",
-                                       "{db}"])]
-        print(f"median of {a.repeat} fresh processes (min in brackets), peak RSS; "
-              f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+            subprocess.run(
+                [PYTHON, __file__, "--build", urls[src], "--runs", str(a.runs)],
+                env={**os.environ, "PYTHONPATH": src},
+                check=True,
+            )
+        rows = [
+            ("iowall --help", ["--help"]),
+            ("iowall runs --last 1", ["runs", "--last", "1", "--db", "{db}"]),
+            ("iowall recipes", ["recipes"]),
+            ("iowall run --help (loads the run path)", ["run", "--help"]),
+            (f"iowall compare base new ({a.runs}+{a.runs} runs)", ["compare", "base", "new", "--db", "{db}"]),
+            ("  … --format json", ["compare", "base", "new", "--format", "json", "--db", "{db}"]),
+        ]
+        print(
+            f"median of {a.repeat} fresh processes (min in brackets), peak RSS; "
+            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        )
         print(f"{'command':<40}" + "".join(f"{str(Path(s).parent):>32}" for s in srcs))
         for name, args in rows:
             cells = []

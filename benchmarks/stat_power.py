@@ -203,8 +203,9 @@ def gate_table(cases: int, seed: int) -> tuple[str, float]:
     for m, n in gate_cells():
         for cvb, cvx in GATE_SPREADS:
             for kind in GATE_NOISES:
-                rng = np.random.default_rng([seed, m, n, int(cvb * 100), int(cvx * 100),
-                                             GATE_NOISES.index(kind)])
+                rng = np.random.default_rng(
+                    [seed, m, n, int(cvb * 100), int(cvx * 100), GATE_NOISES.index(kind)]
+                )
                 cells = []
                 for shift in (0.0, 0.05):
                     b = gate_values(rng, kind, (cases, m), cvb)
@@ -220,7 +221,8 @@ def gate_table(cases: int, seed: int) -> tuple[str, float]:
                 worst = max(worst, upper)
                 lines.append(
                     f"| {m}:{n} | {cvb:.0%}:{cvx:.0%} | {kind} | {fp:.3f} [{upper:.3f}] | "
-                    f"{cells[1]:.3f} | {cells[2]:.2f} | {cells[3]:.2f} |")
+                    f"{cells[1]:.3f} | {cells[2]:.2f} | {cells[3]:.2f} |"
+                )
     return "\n".join(lines), worst
 
 
@@ -247,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         text, worst = gate_table(args.cases, args.seed)
         print(text)
         print(f"\nworst upper bound of iowall's false-positive rate: {worst:.3f}")
-        print("time per compare_samples call: " + ", ".join(
-            f"{n} a side {time_per_comparison(n) * 1e6:.0f} us" for n in (3, 10, 50)))
+        print(
+            "time per compare_samples call: "
+            + ", ".join(f"{n} a side {time_per_comparison(n) * 1e6:.0f} us" for n in (3, 10, 50))
+        )
         print(f"\n({time.monotonic() - t0:.0f} s)")
         return 0
     rates = simulate(args.cases, args.seed, args.noise)

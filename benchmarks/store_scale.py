@@ -98,8 +98,10 @@ def cases(fx: Fixture) -> list[Case]:
         ("runs (default page)", iowall("runs", *db)),
         ("runs --last 20", iowall("runs", "--last", "20", *db)),
         (f"runs --label X ({PER_LABEL})", iowall("runs", "--label", a, *db)),
-        ("runs --status interrupted --last 20",
-         iowall("runs", "--status", "interrupted", "--last", "20", *db)),
+        (
+            "runs --status interrupted --last 20",
+            iowall("runs", "--status", "interrupted", "--last", "20", *db),
+        ),
         ("show RUN", iowall("show", str(fx.mid_id), *db)),
         (f"compare A B ({PER_LABEL} each)", iowall("compare", a, b, *db)),
         (f"history A B ({2 * PER_LABEL} runs)", iowall("history", a, b, *db)),
@@ -126,12 +128,15 @@ def timed(argv: Sequence[str], env: dict[str, str]) -> tuple[float, int]:
     (Linux keeps the high-water mark across fork and exec), which the fill has made large."""
     with tempfile.NamedTemporaryFile("r", prefix="store-scale-rss-") as rss:
         t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        p = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         wall = time.perf_counter() - t0
         if p.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): "
-                             f"{p.stderr.decode()[-400:]}")
+            raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-400:]}")
         return wall, int(rss.read().split()[-1])
 
 
@@ -139,8 +144,7 @@ def make_templates(work: Path, env: dict[str, str]) -> Path:
     """Real runs: ``iowall run`` of PLAN into a private store (needs root for the RAM bed)."""
     plan, db = work / "template.toml", work / "template.db"
     plan.write_text(PLAN)
-    subprocess.run(iowall("run", str(plan), "--db", str(db)), env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(iowall("run", str(plan), "--db", str(db)), env=env, check=True, stdout=subprocess.DEVNULL)
     return db
 
 
@@ -163,9 +167,17 @@ def keep_report(db: Path, doc_json: str, batch_of: int) -> str:
     doc = json.loads(doc_json)
     doc["batch"], doc["run_ids"] = batch, ids
     with con:
-        con.execute("INSERT OR REPLACE INTO reports VALUES (?,?,?,?,?,?)",
-                    (batch, doc.get("kind", "plan"), doc.get("name", ""), doc.get("label", ""),
-                     time.time(), json.dumps(doc)))
+        con.execute(
+            "INSERT OR REPLACE INTO reports VALUES (?,?,?,?,?,?)",
+            (
+                batch,
+                doc.get("kind", "plan"),
+                doc.get("name", ""),
+                doc.get("label", ""),
+                time.time(),
+                json.dumps(doc),
+            ),
+        )
     con.close()
     return batch
 
@@ -180,15 +192,13 @@ def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 
     rng = random.Random(seed + start)
     store = Store(str(db))
     with store.engine.begin() as conn:
-        kinds = kind_ids(conn, {(m.name, m.unit, m.direction) for t in templates
-                                for m in t.metrics})
+        kinds = kind_ids(conn, {(m.name, m.unit, m.direction) for t in templates for m in t.metrics})
     store.engine.dispose()
     packed = []
     for t in templates:
         t_arts = [(a.name, a.content_type, *codec.pack_body(a.body)) for a in t.artifacts]
         t_sers = codec.pack_series(t.series) if t.series else None
-        t_mets = ([kinds[m.name, m.unit, m.direction] for m in t.metrics],
-                  [m.value for m in t.metrics])
+        t_mets = ([kinds[m.name, m.unit, m.direction] for m in t.metrics], [m.value for m in t.metrics])
         packed.append((t, t_arts, t_sers, t_mets))
     bases: dict[str, tuple[str, str]] = {}  # host → its environment kept whole (Store._insert)
     con = sqlite3.connect(db)
@@ -210,41 +220,62 @@ def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 
                 if isinstance(env.get(k), int):
                     env[k] = int(env[k] * rng.uniform(0.999, 1.001))
             scale = rng.lognormvariate(0.0, 0.03)
-            status = "failed" if rng.random() < 0.02 else \
-                "interrupted" if rng.random() < 0.01 else "ok"
+            status = "failed" if rng.random() < 0.02 else "interrupted" if rng.random() < 0.01 else "ok"
             started = 1.7e9 + i * 60.0
             rid = i + 1
             env_text = json.dumps(env, sort_keys=True, default=str)
-            delta = codec.pack_delta(env_text, *bases[host["hostname"]]) \
-                if host["hostname"] in bases else None
+            delta = (
+                codec.pack_delta(env_text, *bases[host["hostname"]]) if host["hostname"] in bases else None
+            )
             env_ref, enc, data = delta or codec.pack_doc(env_text)
             if delta is None:
                 bases[host["hostname"]] = (env_ref, env_text)
             bed_ref, benc, bdata = codec.pack_doc(json.dumps(t.bed, sort_keys=True, default=str))
             docs += [(env_ref, enc, data), (bed_ref, benc, bdata)]
-            runs.append((rid, str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                         f"batch-{i // PER_BATCH:06d}", t.point.recipe, f"L{lab:04d}", status,
-                         t.point.key(), json.dumps(dict(t.point.params), sort_keys=True),
-                         fingerprint(t.point, t.bed, env), i % 5, started,
-                         started + (t.finished_at - t.started_at), host["hostname"], kernel,
-                         "", "", "fio exited 1" if status == "failed" else "",
-                         json.dumps(list(t.notes)), env_ref, bed_ref))
+            runs.append(
+                (
+                    rid,
+                    str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    f"batch-{i // PER_BATCH:06d}",
+                    t.point.recipe,
+                    f"L{lab:04d}",
+                    status,
+                    t.point.key(),
+                    json.dumps(dict(t.point.params), sort_keys=True),
+                    fingerprint(t.point, t.bed, env),
+                    i % 5,
+                    started,
+                    started + (t.finished_at - t.started_at),
+                    host["hostname"],
+                    kernel,
+                    "",
+                    "",
+                    "fio exited 1" if status == "failed" else "",
+                    json.dumps(list(t.notes)),
+                    env_ref,
+                    bed_ref,
+                )
+            )
             mets.append((rid, *codec.pack_metrics(tm[0], [v * scale for v in tm[1]])))
             arts += [(rid, *a) for a in parts]
             if ss is not None:
                 sers.append((rid, *ss))
         with con:
-            con.executemany("INSERT INTO runs (id, uuid, batch, recipe, label, status, point_key,"
-                            " point_json, fingerprint, repeat_index, started_at, finished_at, "
-                            "host, kernel, env_json, bed_json, error, notes_json, env_ref, "
-                            f"bed_ref) VALUES ({','.join('?' * 20)})", runs)
+            con.executemany(
+                "INSERT INTO runs (id, uuid, batch, recipe, label, status, point_key,"
+                " point_json, fingerprint, repeat_index, started_at, finished_at, "
+                "host, kernel, env_json, bed_json, error, notes_json, env_ref, "
+                f"bed_ref) VALUES ({','.join('?' * 20)})",
+                runs,
+            )
             con.executemany("INSERT OR IGNORE INTO run_docs VALUES (?,?,?)", docs)
-            con.executemany("INSERT INTO run_metrics (run_id, encoding, data) VALUES (?,?,?)",
-                            mets)
-            con.executemany("INSERT INTO artifacts (run_id, name, content_type, encoding, body, "
-                            "data) VALUES (?,?,?,?,?,?)", arts)
-            con.executemany("INSERT INTO run_series (run_id, encoding, data) VALUES (?,?,?)",
-                            sers)
+            con.executemany("INSERT INTO run_metrics (run_id, encoding, data) VALUES (?,?,?)", mets)
+            con.executemany(
+                "INSERT INTO artifacts (run_id, name, content_type, encoding, body, "
+                "data) VALUES (?,?,?,?,?,?)",
+                arts,
+            )
+            con.executemany("INSERT INTO run_series (run_id, encoding, data) VALUES (?,?,?)", sers)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.execute("ANALYZE")
     con.close()
@@ -253,21 +284,18 @@ def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 
 def sizes(db: Path, n: int) -> list[str]:
     """Bytes per run: the whole file, then each table and index (dbstat)."""
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name "
-                       "ORDER BY 2 DESC").fetchall()
+    rows = con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
     con.close()
     out = [f"  file: {db.stat().st_size / n:,.0f} B/run ({db.stat().st_size / 2**20:,.1f} MiB)"]
     out += [f"  {name}: {size / n:,.0f} B/run" for name, size in rows if size / n >= 1]
     return out
 
 
-def measure(fx: Fixture, reps: int, env: dict[str, str], every: bool, export_max: int
-            ) -> list[str]:
+def measure(fx: Fixture, reps: int, env: dict[str, str], every: bool, export_max: int) -> list[str]:
     """One line per case: median wall time of ``reps`` (after a warm-up) and peak RSS; the
     every-run commands once each, after the others (their pages are warm by then)."""
     lines = []
-    todo = [(c, reps) for c in cases(fx)] + \
-        ([(c, 1) for c in streamed(fx, export_max)] if every else [])
+    todo = [(c, reps) for c in cases(fx)] + ([(c, 1) for c in streamed(fx, export_max)] if every else [])
     for (name, argv), n in todo:
         if n > 1:
             timed(argv, env)  # warm the cache (an every-run command is timed once, as it is)
@@ -281,18 +309,31 @@ def measure(fx: Fixture, reps: int, env: dict[str, str], every: bool, export_max
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dir", type=Path, default=Path("/work/scale-tmp"),
-                    help="where the store files go (deleted at the end unless --keep)")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("/work/scale-tmp"),
+        help="where the store files go (deleted at the end unless --keep)",
+    )
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--templates", metavar="BUNDLE", help="take template runs from a bundle")
-    ap.add_argument("--template-db", metavar="DB", type=Path,
-                    help="take template runs and a report from a store made by this script")
+    ap.add_argument(
+        "--template-db",
+        metavar="DB",
+        type=Path,
+        help="take template runs and a report from a store made by this script",
+    )
     ap.add_argument("--pages", action="store_true", help="time the dashboard's pages too")
-    ap.add_argument("--every-max", type=int, default=100_000,
-                    help="time the every-run commands (csv, export) up to this store size")
-    ap.add_argument("--export-max", type=int, default=100_000,
-                    help="time the export of every run up to this store size")
+    ap.add_argument(
+        "--every-max",
+        type=int,
+        default=100_000,
+        help="time the every-run commands (csv, export) up to this store size",
+    )
+    ap.add_argument(
+        "--export-max", type=int, default=100_000, help="time the export of every run up to this store size"
+    )
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(SRC))
@@ -304,11 +345,14 @@ def main() -> None:
             templates = read_bundle(args.templates)
         else:
             templates, doc = template_runs(args.template_db or make_templates(work, env))
-        print(f"templates: {len(templates)} runs, "
-              f"{statistics.mean(len(t.metrics) for t in templates):.0f} metrics, "
-              f"{statistics.mean(len(t.series) for t in templates):.0f} series, "
-              f"{statistics.mean(sum(len(a.body) for a in t.artifacts) for t in templates):,.0f}"
-              " artifact bytes each", flush=True)
+        print(
+            f"templates: {len(templates)} runs, "
+            f"{statistics.mean(len(t.metrics) for t in templates):.0f} metrics, "
+            f"{statistics.mean(len(t.series) for t in templates):.0f} series, "
+            f"{statistics.mean(sum(len(a.body) for a in t.artifacts) for t in templates):,.0f}"
+            " artifact bytes each",
+            flush=True,
+        )
         db = work / "scale.db"
         Store(str(db))  # the schema, at head
         done, report = 0, []
@@ -318,14 +362,13 @@ def main() -> None:
             print(f"filled {done:,}..{n:,} in {time.perf_counter() - t0:.0f} s", flush=True)
             done = n
             report += [f"store of {n:,} runs:", *sizes(db, n)]
-            print("\n".join(report[-1 - len(sizes(db, n)):]), flush=True)
+            print("\n".join(report[-1 - len(sizes(db, n)) :]), flush=True)
             labels = tuple(f"L{i:04d}" for i in range(2))
             fx = Fixture(db, n, labels, n // 2)
             report += measure(fx, args.reps, env, n <= args.every_max, args.export_max)
             if args.pages:
                 batch = keep_report(db, doc, fx.mid_id) if doc else None
-                report += dashboard_pages.measure(db, n, env, labels, fx.mid_id, batch,
-                                                  args.reps)
+                report += dashboard_pages.measure(db, n, env, labels, fx.mid_id, batch, args.reps)
         print("\n".join(report))
     finally:
         if not args.keep:

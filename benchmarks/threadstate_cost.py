@@ -48,8 +48,9 @@ time.sleep(3600)
 CHILDREN = {"switching": 0.001, "waiting": 0.05}
 
 
-def one(hz: float, bucket_s: float, seconds: float, threads: int,
-        child: str = "switching") -> dict[str, float]:
+def one(
+    hz: float, bucket_s: float, seconds: float, threads: int, child: str = "switching"
+) -> dict[str, float]:
     """One measured interval at one setting: the probe's CPU share of one CPU and per look."""
     threadstate.HZ, threadstate.BUCKET_S = hz, bucket_s
     child = subprocess.Popen([sys.executable, "-c", CHILD.format(n=threads, sleep_s=CHILDREN[child])])
@@ -68,26 +69,33 @@ def one(hz: float, bucket_s: float, seconds: float, threads: int,
         child.wait()
     m = {x.name: x.value for x in res.metrics}
     looks = m["threadstate_ticks"] * threads
-    return {"cpu_share": cpu / wall, "us_per_look": 1e6 * cpu / looks if looks else 0.0,
-            "watched": m["threadstate_threads"], "inner_share": m["threadstate_probe_cpu_share"]}
+    return {
+        "cpu_share": cpu / wall,
+        "us_per_look": 1e6 * cpu / looks if looks else 0.0,
+        "watched": m["threadstate_threads"],
+        "inner_share": m["threadstate_probe_cpu_share"],
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", default="4", help="comma list of watched thread counts")
-    ap.add_argument("--settings", default="100:0.1,50:0.25,25:0.25",
-                    help="comma list of HZ:BUCKET_S (stack looks per second per thread, "
-                         "seconds between counter rows)")
+    ap.add_argument(
+        "--settings",
+        default="100:0.1,50:0.25,25:0.25",
+        help="comma list of HZ:BUCKET_S (stack looks per second per thread, seconds between counter rows)",
+    )
     ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--child", default="switching,waiting",
-                    help=f"comma list of {', '.join(CHILDREN)}")
+    ap.add_argument("--child", default="switching,waiting", help=f"comma list of {', '.join(CHILDREN)}")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", help="write the measurements here")
     a = ap.parse_args()
     settings = [(float(h), float(b)) for h, b in (s.split(":") for s in a.settings.split(","))]
     out: list[dict[str, Any]] = []
-    print("| threads | they are | looks/s a thread | bucket | probe CPU (share of one CPU) "
-          "| us per look | rounds |")
+    print(
+        "| threads | they are | looks/s a thread | bucket | probe CPU (share of one CPU) "
+        "| us per look | rounds |"
+    )
     print("|---|---|---|---|---|---|---|")
     cases = [(int(n), c) for n in a.threads.split(",") for c in a.child.split(",")]
     for n, child in cases:
@@ -99,8 +107,9 @@ def main() -> int:
             share = statistics.median(r["cpu_share"] for r in rs)
             per = statistics.median(r["us_per_look"] for r in rs)
             each = ", ".join(f"{100 * r['cpu_share']:.2f}" for r in rs)
-            print(f"| {n} | {child} | {hz:g} | {b:g} s | {100 * share:.2f}% ({each}) | {per:.0f} "
-                  f"| {len(rs)} |")
+            print(
+                f"| {n} | {child} | {hz:g} | {b:g} s | {100 * share:.2f}% ({each}) | {per:.0f} | {len(rs)} |"
+            )
             out.append({"threads": n, "child": child, "hz": hz, "bucket_s": b, "runs": rs})
     if a.json:
         with open(a.json, "w") as f:

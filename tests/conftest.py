@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, reporting_order, touch
-from iowall.knobs import KnobSession
+from iowall.knob_session import KnobSession
 from iowall.store import Store
 
 from .pg import TEMPLATE, Cluster, reap_stale
@@ -70,13 +70,13 @@ def db_url(tmp_path: Path) -> str:
 def iowall_env(tmp_path: Path, db_url: str) -> dict[str, str]:
     """Environment for running the CLI as a child: private store, data and state dirs."""
     env = dict(os.environ)
-    env.update(IOWALL_DB=db_url, XDG_DATA_HOME=str(tmp_path / "data"),
-               XDG_STATE_HOME=str(tmp_path / "state"))
+    env.update(IOWALL_DB=db_url, XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
     return env
 
 
-def iowall(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
-           check: bool = False) -> subprocess.CompletedProcess[str]:
+def iowall(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600, check: bool = False
+) -> subprocess.CompletedProcess[str]:
     """Run the installed CLI as a child process, the way a user does."""
     import sys
 
@@ -87,17 +87,57 @@ def iowall(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
     return cp
 
 
+@pytest.fixture(scope="session")
+def limits_quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, str]]:
+    """One small `iowall limits` run (job counts 1-4 on 2 CPUs, the lock probe on) shared by
+    the tests that read a limits report: its JSON and the CLI environment of its store. It
+    costs about two minutes, the guest-memory touch included, so it runs once."""
+    import json
+
+    tmp = tmp_path_factory.mktemp("limits")
+    env = dict(
+        os.environ,
+        IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
+        XDG_DATA_HOME=str(tmp / "data"),
+        XDG_STATE_HOME=str(tmp / "state"),
+    )
+    before = leftovers()
+    cp = iowall(
+        "limits",
+        "--quick",
+        "--repeat",
+        "1",
+        "--size",
+        "3G",
+        "--probes",
+        "default,locks",
+        "--format",
+        "json",
+        env=env,
+    )
+    assert cp.returncode == 0, cp.stderr
+    after = leftovers()
+    assert all(after[k] <= before[k] for k in after), after
+    return json.loads(cp.stdout), env
+
+
 def killed_after_setting_dirty_ratio(value: str, state_home: Path) -> None:
     """A child iowall sets vm.dirty_ratio to ``value`` (journaled under ``state_home``) and
     is SIGKILLed before it can restore it: the crash the journal exists for."""
     import signal
     import sys
 
-    code = ("import time\nfrom iowall.knobs import KnobSession, parse_knob\n"
-            f"KnobSession().set(parse_knob('sysctl:vm.dirty_ratio'), {value})\n"
-            "print('set', flush=True)\ntime.sleep(60)\n")
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env=dict(os.environ, XDG_STATE_HOME=str(state_home)))
+    code = (
+        "import time\nfrom iowall.knob_session import KnobSession, parse_knob\n"
+        f"KnobSession().set(parse_knob('sysctl:vm.dirty_ratio'), {value})\n"
+        "print('set', flush=True)\ntime.sleep(60)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, XDG_STATE_HOME=str(state_home)),
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "set"
         child.send_signal(signal.SIGKILL)

@@ -35,9 +35,14 @@ LINK = '<a href="http://example.invalid/">X</a>'
 LONG = "v" * 5000
 #: Medians (GiB/s) of the limits batch per (direction, mode) at 1, 2 and 4 jobs: buffered
 #: write stops at 2.6 (the wall), direct goes on.
-WALL = {("write", "buffered"): (2.1, 2.6, 2.6), ("write", "uncached"): (3.0, 4.4, 4.9),
-        ("write", "direct"): (4.0, 6.5, 7.1), ("read", "buffered"): (5.5, 8.8, 9.6),
-        ("read", "uncached"): (5.0, 8.1, 8.9), ("read", "direct"): (6.9, 11.0, 12.2)}
+WALL = {
+    ("write", "buffered"): (2.1, 2.6, 2.6),
+    ("write", "uncached"): (3.0, 4.4, 4.9),
+    ("write", "direct"): (4.0, 6.5, 7.1),
+    ("read", "buffered"): (5.5, 8.8, 9.6),
+    ("read", "uncached"): (5.0, 8.1, 8.9),
+    ("read", "direct"): (6.9, 11.0, 12.2),
+}
 MEMCOPY = {1: 14.0, 2: 24.0}
 JOBS = (1, 2, 4)
 PROFILE = Path(__file__).parent / "fixtures" / "profile" / "xfs_buffered_write.folded"
@@ -66,34 +71,57 @@ def _profile() -> str:
     return encode_folded(stacks)
 
 
-def _series(bw: float, start: float, n: int, probe: str, name: str, unit: str,
-            dt: float = 0.1) -> Series:
-    return Series(probe, name, unit, tuple((round(start + i * dt, 3),
-                                            bw * (1 + 0.05 * math.sin(i))) for i in range(n)))
+def _series(bw: float, start: float, n: int, probe: str, name: str, unit: str, dt: float = 0.1) -> Series:
+    return Series(
+        probe, name, unit, tuple((round(start + i * dt, 3), bw * (1 + 0.05 * math.sin(i))) for i in range(n))
+    )
 
 
-def _io_run(direction: str, mode: str, jobs: int, value: float, t0: float, batch: str,
-            rep: int, profile: str) -> Run:
-    params: dict[str, Any] = {"kind": "fio", "rw": direction, "direct": int(mode == "direct"),
-                              "jobs": jobs, "bs": "2M", "ioengine": "pvsync2",
-                              "end_fsync": int(direction == "write" and mode != "direct")}
+def _io_run(
+    direction: str, mode: str, jobs: int, value: float, t0: float, batch: str, rep: int, profile: str
+) -> Run:
+    params: dict[str, Any] = {
+        "kind": "fio",
+        "rw": direction,
+        "direct": int(mode == "direct"),
+        "jobs": jobs,
+        "bs": "2M",
+        "ioengine": "pvsync2",
+        "end_fsync": int(direction == "write" and mode != "direct"),
+    }
     if mode == "uncached":
         params["uncached"] = 1
     bw = value * GIB
-    metrics = (Metric("cpu_sys_share", 0.5 + 0.1 * jobs, "share", "lower"),
-               Metric(f"{direction}_bw_bytes_per_s", bw, "B/s"),
-               Metric("wall_s", 4.0 / value, "s", "lower"),
-               Metric(f"{direction}_lat_p99_ns", 9e5 / value, "ns", "lower"))
+    metrics = (
+        Metric("cpu_sys_share", 0.5 + 0.1 * jobs, "share", "lower"),
+        Metric(f"{direction}_bw_bytes_per_s", bw, "B/s"),
+        Metric("wall_s", 4.0 / value, "s", "lower"),
+        Metric(f"{direction}_lat_p99_ns", 9e5 / value, "ns", "lower"),
+    )
     # fio's samples start 0.97 s into the run, the cpu probe's at 1.0 s: different ranges
-    series = (_series(bw, 0.97, 7, "fio", f"{direction}_bw", "B/s"),
-              _series(0.6, 1.0, 14, "cpu", "sys", "share"),
-              _series(1 << 28, 0.9, 12, "meminfo", "Dirty", "B"))
-    arts = (Artifact(PROFILE_ARTIFACT, "application/gzip", profile),
-            Artifact("fio.json", "application/json", '{"jobs": []}'))
-    return Run(Point("limits", params), "limits", "ok", t0, t0 + 4.0, metrics,
-               env={"kernel": "6.18.44", "host": HOST, "commit": "v1"},
-               bed={"kind": "ram", "fs": "xfs"}, artifacts=arts, series=series, batch=batch,
-               repeat_index=rep)
+    series = (
+        _series(bw, 0.97, 7, "fio", f"{direction}_bw", "B/s"),
+        _series(0.6, 1.0, 14, "cpu", "sys", "share"),
+        _series(1 << 28, 0.9, 12, "meminfo", "Dirty", "B"),
+    )
+    arts = (
+        Artifact(PROFILE_ARTIFACT, "application/gzip", profile),
+        Artifact("fio.json", "application/json", '{"jobs": []}'),
+    )
+    return Run(
+        Point("limits", params),
+        "limits",
+        "ok",
+        t0,
+        t0 + 4.0,
+        metrics,
+        env={"kernel": "6.18.44", "host": HOST, "commit": "v1"},
+        bed={"kind": "ram", "fs": "xfs"},
+        artifacts=arts,
+        series=series,
+        batch=batch,
+        repeat_index=rep,
+    )
 
 
 def build(path: Path) -> Made:
@@ -104,19 +132,30 @@ def build(path: Path) -> Made:
     runs: list[tuple[tuple[str, str, int] | None, Run]] = []
     for threads, gib in MEMCOPY.items():
         for rep in range(3):
-            runs.append((None, Run(Point("limits", {"kind": "memcopy", "threads": threads}),
-                                   "limits", "ok", t0, t0 + 1,
-                                   (Metric("memcopy_bytes_per_s", gib * GIB * (1 + 0.01 * rep),
-                                           "B/s"),),
-                                   env={"kernel": "6.18.44", "host": HOST}, batch=batch,
-                                   repeat_index=rep)))
+            runs.append(
+                (
+                    None,
+                    Run(
+                        Point("limits", {"kind": "memcopy", "threads": threads}),
+                        "limits",
+                        "ok",
+                        t0,
+                        t0 + 1,
+                        (Metric("memcopy_bytes_per_s", gib * GIB * (1 + 0.01 * rep), "B/s"),),
+                        env={"kernel": "6.18.44", "host": HOST},
+                        batch=batch,
+                        repeat_index=rep,
+                    ),
+                )
+            )
             t0 += 2
     for rep in range(3):
         for (direction, mode), values in WALL.items():
             for j, v in zip(JOBS, values, strict=True):
                 spread = 1 + 0.04 * (rep - 1) * (2 if (mode, j) == ("buffered", 4) else 1)
-                runs.append(((direction, mode, j),
-                             _io_run(direction, mode, j, v * spread, t0, batch, rep, profile)))
+                runs.append(
+                    ((direction, mode, j), _io_run(direction, mode, j, v * spread, t0, batch, rep, profile))
+                )
                 t0 += 5
     ids = st.add_runs([r for _, r in runs])
     limits: dict[tuple[str, str, int], list[int]] = {}
@@ -125,27 +164,69 @@ def build(path: Path) -> Made:
         (memcopy if key is None else limits.setdefault(key, [])).append(rid)
     stored = st.runs(RunFilter(batch=batch))
     summary = summarise(stored, cpus=2)
-    add_report(st, limits_report(summary, LimitsContext(
-        bed={"kind": "ram", "fs": "xfs"}, host=HOST, kernel="6.18.44",
-        fio_version="fio-3.41", batch=batch, label="limits")))
+    add_report(
+        st,
+        limits_report(
+            summary,
+            LimitsContext(
+                bed={"kind": "ram", "fs": "xfs"},
+                host=HOST,
+                kernel="6.18.44",
+                fio_version="fio-3.41",
+                batch=batch,
+                label="limits",
+            ),
+        ),
+    )
     real = st.get_run(limits[("write", "buffered", 2)][0])
-    trend = st.add_runs([dataclasses.replace(
-        real, id=None, uuid=None, label="trend", batch="7e4d0000", env={**real.env,
-                                                                        "commit": f"c{i // 2}"},
-        metrics=tuple(Metric(m.name, m.value * (1.0 if i < 8 else 0.7) * (1 + 0.01 * (i % 3)),
-                             m.unit, m.direction) if m.name == "write_bw_bytes_per_s" else m
-                      for m in real.metrics),
-        started_at=t0 + 100 * i, finished_at=t0 + 100 * i + 4) for i in range(16)])
+    trend = st.add_runs(
+        [
+            dataclasses.replace(
+                real,
+                id=None,
+                uuid=None,
+                label="trend",
+                batch="7e4d0000",
+                env={**real.env, "commit": f"c{i // 2}"},
+                metrics=tuple(
+                    Metric(
+                        m.name, m.value * (1.0 if i < 8 else 0.7) * (1 + 0.01 * (i % 3)), m.unit, m.direction
+                    )
+                    if m.name == "write_bw_bytes_per_s"
+                    else m
+                    for m in real.metrics
+                ),
+                started_at=t0 + 100 * i,
+                finished_at=t0 + 100 * i + 4,
+            )
+            for i in range(16)
+        ]
+    )
     hostile = {}
-    for name, label, extra in (("script", XSS, {}), ("link", "hostile", {"note": LINK}),
-                               ("link2", "hostile", {"note": LINK}),
-                               ("long", "hostile", {"note": LONG})):
+    for name, label, extra in (
+        ("script", XSS, {}),
+        ("link", "hostile", {"note": LINK}),
+        ("link2", "hostile", {"note": LINK}),
+        ("long", "hostile", {"note": LONG}),
+    ):
         p = dict(real.point.params, **extra)
-        (rid,) = st.add_runs([dataclasses.replace(
-            real, id=None, uuid=None, label=label, point=Point("limits", p), batch="",
-            started_at=t0 + 5000 + len(hostile), finished_at=t0 + 5004 + len(hostile),
-            series=tuple(dataclasses.replace(s, name=LINK) if s.probe == "cpu" else s
-                         for s in real.series))])
+        (rid,) = st.add_runs(
+            [
+                dataclasses.replace(
+                    real,
+                    id=None,
+                    uuid=None,
+                    label=label,
+                    point=Point("limits", p),
+                    batch="",
+                    started_at=t0 + 5000 + len(hostile),
+                    finished_at=t0 + 5004 + len(hostile),
+                    series=tuple(
+                        dataclasses.replace(s, name=LINK) if s.probe == "cpu" else s for s in real.series
+                    ),
+                )
+            ]
+        )
         hostile[name] = rid
     return Made(url, batch, limits, memcopy, trend, hostile)
 
@@ -155,8 +236,7 @@ def served(store: Store, hosts: HostNames | None = None) -> Iterator[int]:
     """The dashboard of ``store`` on 127.0.0.1 (a free port) while the caller holds it."""
     sock = bound_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(store, hosts), log_level="warning",
-                                           access_log=False))
+    server = uvicorn.Server(uvicorn.Config(create_app(store, hosts), log_level="warning", access_log=False))
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     deadline = time.monotonic() + 20

@@ -67,8 +67,9 @@ def job_file(tmp: Path, name: str, sub: str = "") -> Path:
 
 def run_fio(job: Path, fmt: str = "json") -> bytes:
     """fio's stdout for ``job`` with ``--output-format=fmt``."""
-    cp = subprocess.run(["fio", f"--output-format={fmt}", str(job)], capture_output=True,
-                        timeout=300, check=True)
+    cp = subprocess.run(
+        ["fio", f"--output-format={fmt}", str(job)], capture_output=True, timeout=300, check=True
+    )
     return cp.stdout
 
 
@@ -86,8 +87,11 @@ def fio_servers(addrs: Sequence[str]) -> Iterator[list[tuple[str, int]]]:
     try:
         for a in addrs:
             port = _free_port(a)
-            procs.append(subprocess.Popen(["fio", f"--server=ip:{a},{port}"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    ["fio", f"--server=ip:{a},{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                )
+            )
             ends.append((a, port))
         for a, port in ends:
             deadline = time.monotonic() + 10

@@ -26,8 +26,10 @@ TEMPLATE = "iowall_template"
 
 def bindir() -> str | None:
     """The newest installed PostgreSQL server's binaries (``/usr/lib/postgresql/N/bin``)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                   key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     return os.path.dirname(found[-1]) if found else None
 
 
@@ -44,8 +46,11 @@ def reap_stale() -> None:
         if (d / "data" / "postmaster.pid").exists():
             owner = pwd.getpwuid(d.stat().st_uid).pw_name
             prefix = ["runuser", "-u", owner, "--"] if os.geteuid() == 0 else []
-            subprocess.run([*prefix, f"{bindir()}/pg_ctl", "-D", str(d / "data"), "-m",
-                            "immediate", "-w", "stop"], capture_output=True, timeout=60)
+            subprocess.run(
+                [*prefix, f"{bindir()}/pg_ctl", "-D", str(d / "data"), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=60,
+            )
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -55,8 +60,9 @@ class Cluster:
     def __init__(self) -> None:
         bins = bindir()
         if bins is None:
-            raise RuntimeError("PostgreSQL server not installed: apt-get install postgresql "
-                               "(scripts/setup-debs.sh does it)")
+            raise RuntimeError(
+                "PostgreSQL server not installed: apt-get install postgresql (scripts/setup-debs.sh does it)"
+            )
         self.bin = bins
         self.user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
         self.dir = Path(tempfile.mkdtemp(prefix="iowall-pg-"))
@@ -78,23 +84,58 @@ class Cluster:
 
     def start(self) -> None:
         """initdb (trust, C locale, UTF-8) and start with the socket in the temp dir only."""
-        self._as_owner(f"{self.bin}/initdb", "-D", str(self.data), "-U", self.user,
-                       "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync")
-        opts = (f"-c listen_addresses='' -c unix_socket_directories='{self.dir}' "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                "-c max_connections=100 -c shared_buffers=32MB")
-        self._as_owner(f"{self.bin}/pg_ctl", "-D", str(self.data), "-l",
-                       str(self.dir / "server.log"), "-o", opts, "-w", "-t", "60", "start")
+        self._as_owner(
+            f"{self.bin}/initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )
+        opts = (
+            f"-c listen_addresses='' -c unix_socket_directories='{self.dir}' "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=100 -c shared_buffers=32MB"
+        )
+        self._as_owner(
+            f"{self.bin}/pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.dir / "server.log"),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self.started = True
         # ICU en-US, as most servers sort text (not by code point): ordering the store leaves
         # to the database shows up as a difference from SQLite
-        self.psql(f"CREATE DATABASE {TEMPLATE} TEMPLATE template0 LOCALE_PROVIDER icu "
-                  "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
+        self.psql(
+            f"CREATE DATABASE {TEMPLATE} TEMPLATE template0 LOCALE_PROVIDER icu "
+            "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+        )
 
     def psql(self, sql: str, db: str = "postgres") -> str:
         """Run one SQL command through psql on the socket; its output."""
-        return self._as_owner(f"{self.bin}/psql", "-h", str(self.dir), "-U", self.user, "-d", db,
-                              "-v", "ON_ERROR_STOP=1", "-qAtc", sql).stdout
+        return self._as_owner(
+            f"{self.bin}/psql",
+            "-h",
+            str(self.dir),
+            "-U",
+            self.user,
+            "-d",
+            db,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-qAtc",
+            sql,
+        ).stdout
 
     def url(self, db: str) -> str:
         """The store URL of database ``db`` (the form a user passes to ``--db``)."""
@@ -104,8 +145,9 @@ class Cluster:
         """Run one command outside a transaction (CREATE/DROP DATABASE) on a kept connection:
         a tenth of psql's cost, which counts once per test."""
         if self._admin is None:
-            self._admin = psycopg.connect(host=str(self.dir), user=self.user, dbname="postgres",
-                                          autocommit=True)
+            self._admin = psycopg.connect(
+                host=str(self.dir), user=self.user, dbname="postgres", autocommit=True
+            )
         self._admin.execute(command)  # type: ignore[arg-type]
 
     def fresh_db(self) -> str:
@@ -123,7 +165,6 @@ class Cluster:
             if self._admin is not None:
                 self._admin.close()
             if self.started:
-                self._as_owner(f"{self.bin}/pg_ctl", "-D", str(self.data), "-m", "immediate",
-                               "-w", "stop")
+                self._as_owner(f"{self.bin}/pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -62,8 +62,16 @@ class TaskSample:
 
 
 #: scheduler frames skipped when naming where a thread sleeps
-GENERIC = ("__schedule", "schedule", "io_schedule", "preempt_schedule", "__x64_sys",
-           "do_syscall", "entry_SYSCALL", "x64_sys_call")
+GENERIC = (
+    "__schedule",
+    "schedule",
+    "io_schedule",
+    "preempt_schedule",
+    "__x64_sys",
+    "do_syscall",
+    "entry_SYSCALL",
+    "x64_sys_call",
+)
 
 
 @dataclass
@@ -81,16 +89,14 @@ class Samples:
 
     def in_stack(self, *names: str) -> float:
         """Fraction of looks asleep (not running) in a stack holding one of ``names``."""
-        return self.share(lambda s: s.state != "R" and any(
-            any(n in f for n in names) for f in s.stack))
+        return self.share(lambda s: s.state != "R" and any(any(n in f for n in names) for f in s.stack))
 
     def asleep_at(self, *names: str) -> float:
         """Fraction of looks asleep with the innermost shown frame holding one of ``names``.
         /proc/PID/stack leaves out the scheduler's own (``__sched``) functions, the lock
         slow paths among them (rwsem_down_write_slowpath, mutex_lock, down_write): a
         thread asleep on an inode's rwsem shows its caller, xfs_ilock, innermost."""
-        return self.share(lambda s: s.state != "R" and bool(s.stack)
-                          and any(n in s.stack[0] for n in names))
+        return self.share(lambda s: s.state != "R" and bool(s.stack) and any(n in s.stack[0] for n in names))
 
     def running(self) -> float:
         """Fraction of looks in state R: on a CPU or runnable."""
@@ -108,8 +114,11 @@ class Samples:
                 where = f"{s.state} {frames[0] if frames else '(no stack)'}"
             counts[where] = counts.get(where, 0) + 1
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:n]
-        return ", ".join(f"{w} {c / len(self.looks):.0%}" for w, c in top) + \
-            f" ({len(self.looks)} looks)" if self.looks else "no looks"
+        return (
+            ", ".join(f"{w} {c / len(self.looks):.0%}" for w, c in top) + f" ({len(self.looks)} looks)"
+            if self.looks
+            else "no looks"
+        )
 
     def run_delay_share(self) -> float:
         """Runqueue wait / (on-CPU + runqueue wait) of the job threads over the run."""
@@ -166,6 +175,8 @@ class Kind:
     truth: Callable[[Evidence], Truth]
     #: wall kinds that count as partial (the right family, not the precise name)
     near: tuple[str, ...] = ()
+    #: the expected wall beside the busy-loop neighbours, when they change it ("": the same)
+    beside: str = ""
     what: str = ""
     #: what disturbs the whole machine (busy loops, global sysctls): entered only once the
     #: run holds iowall's machine lock, so that it never lands on someone else's measurement
@@ -285,8 +296,7 @@ def dirty_settings() -> dict[str, int]:
 def busy(n: int) -> Iterator[list[int]]:
     """``n`` busy-loop processes (``sh -c 'while :; do :; done'``, nice 0), killed by pid on
     exit."""
-    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
-             for _ in range(n)]
+    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True) for _ in range(n)]
     try:
         yield [p.pid for p in procs]
     finally:
@@ -344,23 +354,29 @@ def cpu_quota() -> Iterator[Setup]:
 
 @contextlib.contextmanager
 def block_throttle() -> Iterator[Setup]:
-    with loop_xfs(2 << 30) as (mnt, devno), \
-            cgroup("blkio", {"blkio.throttle.write_bps_device": f"{devno} {100 * MIB}"}) as g:
+    with (
+        loop_xfs(2 << 30) as (mnt, devno),
+        cgroup("blkio", {"blkio.throttle.write_bps_device": f"{devno} {100 * MIB}"}) as g,
+    ):
         f = g / "blkio.throttle.io_service_bytes"
-        yield Setup(bed=mnt, procs=[g / "cgroup.procs"],
-                    snapshot=lambda: {"write": blkio_bytes(f, devno, "Write")})
+        yield Setup(
+            bed=mnt, procs=[g / "cgroup.procs"], snapshot=lambda: {"write": blkio_bytes(f, devno, "Write")}
+        )
 
 
 @contextlib.contextmanager
 def memcg() -> Iterator[Setup]:
-    with loop_xfs(3 << 30) as (mnt, _), \
-            cgroup("memory", {"memory.limit_in_bytes": 300 * MIB}) as g:
+    with loop_xfs(3 << 30) as (mnt, _), cgroup("memory", {"memory.limit_in_bytes": 300 * MIB}) as g:
+
         def snap() -> dict[str, Any]:
             s = kv(g / "memory.stat")
-            return {"failcnt": int((g / "memory.failcnt").read_text()),
-                    "max_usage": int((g / "memory.max_usage_in_bytes").read_text()),
-                    "pgpgout": s.get("pgpgout", 0),
-                    "oom_kill": kv(g / "memory.oom_control").get("oom_kill", 0)}
+            return {
+                "failcnt": int((g / "memory.failcnt").read_text()),
+                "max_usage": int((g / "memory.max_usage_in_bytes").read_text()),
+                "pgpgout": s.get("pgpgout", 0),
+                "oom_kill": kv(g / "memory.oom_control").get("oom_kill", 0),
+            }
+
         yield Setup(bed=mnt, procs=[g / "cgroup.procs"], snapshot=snap)
 
 
@@ -397,8 +413,11 @@ def t_cpu_quota(e: Evidence) -> Truth:
     p = e.after["nr_periods"] - e.before["nr_periods"]
     t = e.after["nr_throttled"] - e.before["nr_throttled"]
     r = t / p if p else 0.0
-    return Truth(r > 0.5, f"cpu.stat: nr_throttled/nr_periods {t}/{p} = {r:.2f} (needs > 0.5), "
-                          f"throttled {(e.after['throttled_time'] - e.before['throttled_time']) / 1e9:.1f} s")
+    return Truth(
+        r > 0.5,
+        f"cpu.stat: nr_throttled/nr_periods {t}/{p} = {r:.2f} (needs > 0.5), "
+        f"throttled {(e.after['throttled_time'] - e.before['throttled_time']) / 1e9:.1f} s",
+    )
 
 
 def t_block_throttle(e: Evidence) -> Truth:
@@ -406,26 +425,34 @@ def t_block_throttle(e: Evidence) -> Truth:
     done = int(e.job().get("write", {}).get("io_bytes", 0))
     bw = e.bw("write") / MIB
     ok = done > 0 and through >= 0.9 * done and bw <= 110
-    return Truth(ok, f"blkio.throttle.io_service_bytes Write in the group {through / MIB:.0f} MiB "
-                     f"of fio's {done / MIB:.0f} MiB; fio {bw:.0f} MiB/s against the 100 MiB/s "
-                     "limit (needs <= 110)")
+    return Truth(
+        ok,
+        f"blkio.throttle.io_service_bytes Write in the group {through / MIB:.0f} MiB "
+        f"of fio's {done / MIB:.0f} MiB; fio {bw:.0f} MiB/s against the 100 MiB/s "
+        "limit (needs <= 110)",
+    )
 
 
 def t_memcg(e: Evidence) -> Truth:
     fails = e.after["failcnt"] - e.before["failcnt"]
     ok = fails > 0 and e.after["max_usage"] >= 0.95 * 300 * MIB
-    return Truth(ok, f"memory.failcnt +{fails} (needs > 0), max_usage "
-                     f"{e.after['max_usage'] / MIB:.0f} MiB of the 300 MiB limit, "
-                     f"oom_kill +{e.after['oom_kill'] - e.before['oom_kill']}")
+    return Truth(
+        ok,
+        f"memory.failcnt +{fails} (needs > 0), max_usage "
+        f"{e.after['max_usage'] / MIB:.0f} MiB of the 300 MiB limit, "
+        f"oom_kill +{e.after['oom_kill'] - e.before['oom_kill']}",
+    )
 
 
 def t_fsync(e: Evidence) -> Truth:
     writes = int(e.job().get("write", {}).get("total_ios", 0))
     syncs = int(e.job().get("sync", {}).get("total_ios", 0))
     share = e.samples.in_stack("fsync", "xfs_log_force", "file_write_and_wait")
-    return Truth(writes > 0 and syncs >= 0.9 * writes,
-                 f"fio JSON: {syncs} fsyncs for {writes} writes (needs >= 0.9 per write); "
-                 f"job threads asleep in fsync paths in {share:.0%} of looks")
+    return Truth(
+        writes > 0 and syncs >= 0.9 * writes,
+        f"fio JSON: {syncs} fsyncs for {writes} writes (needs >= 0.9 per write); "
+        f"job threads asleep in fsync paths in {share:.0%} of looks",
+    )
 
 
 def t_io_latency(e: Evidence) -> Truth:
@@ -436,17 +463,22 @@ def t_io_latency(e: Evidence) -> Truth:
     waiting = e.samples.share(lambda s: s.state != "R")
     q1 = float(depth.get("1", 0))
     ok = reads > 0 and q1 >= 99.0 and waiting >= 0.3
-    return Truth(ok, f"fio JSON: {reads} reads at queue depth 1 ({q1:.0f}%), mean completion "
-                     f"latency {lat:.1f} us; job thread waiting (not running) in {waiting:.0%} "
-                     "of looks (needs >= 30%)")
+    return Truth(
+        ok,
+        f"fio JSON: {reads} reads at queue depth 1 ({q1:.0f}%), mean completion "
+        f"latency {lat:.1f} us; job thread waiting (not running) in {waiting:.0%} "
+        "of looks (needs >= 30%)",
+    )
 
 
 def t_dirty(e: Evidence) -> Truth:
     share = e.samples.in_stack("balance_dirty_pages")
     thr = e.after["vmstat"].get("nr_dirty_threshold", 0) * os.sysconf("SC_PAGE_SIZE")
-    return Truth(share >= 0.3 and thr <= 16 * MIB,
-                 f"job threads asleep in balance_dirty_pages in {share:.0%} of looks (needs "
-                 f">= 30%); nr_dirty_threshold {thr / MIB:.0f} MiB")
+    return Truth(
+        share >= 0.3 and thr <= 16 * MIB,
+        f"job threads asleep in balance_dirty_pages in {share:.0%} of looks (needs "
+        f">= 30%); nr_dirty_threshold {thr / MIB:.0f} MiB",
+    )
 
 
 #: innermost frames of a thread asleep on a lock (its slow path itself is not shown)
@@ -455,9 +487,12 @@ LOCK_FRAMES = ("xfs_ilock", "inode_lock", "rwsem", "mutex", "down_write", "down_
 
 def t_lock(e: Evidence) -> Truth:
     share = e.samples.asleep_at(*LOCK_FRAMES)
-    return Truth(share >= 0.3, f"job threads asleep on a lock (innermost frame xfs_ilock or a "
-                               f"rwsem/mutex function) in {share:.0%} of looks (needs >= 30%); "
-                               f"{e.samples.summary()}")
+    return Truth(
+        share >= 0.3,
+        f"job threads asleep on a lock (innermost frame xfs_ilock or a "
+        f"rwsem/mutex function) in {share:.0%} of looks (needs >= 30%); "
+        f"{e.samples.summary()}",
+    )
 
 
 def t_lock_cpu(e: Evidence) -> Truth:
@@ -467,24 +502,32 @@ def t_lock_cpu(e: Evidence) -> Truth:
     threads = len({s.tid for s in e.samples.looks}) or 1
     queued = e.samples.running() * threads
     cpus = os.cpu_count() or 1
-    return Truth(share >= 0.3 and queued >= cpus,
-                 f"job threads asleep on a lock in {share:.0%} of looks (needs >= 30%); "
-                 f"{queued:.1f} of {threads} threads on a CPU or runnable on average (needs >= "
-                 f"{cpus} CPUs); {e.samples.summary()}")
+    return Truth(
+        share >= 0.3 and queued >= cpus,
+        f"job threads asleep on a lock in {share:.0%} of looks (needs >= 30%); "
+        f"{queued:.1f} of {threads} threads on a CPU or runnable on average (needs >= "
+        f"{cpus} CPUs); {e.samples.summary()}",
+    )
 
 
 def t_cpu_contention(e: Evidence) -> Truth:
     r = e.samples.run_delay_share()
-    return Truth(r >= 0.3, f"schedstat: job threads waited on the runqueue {r:.0%} of their "
-                           "on-CPU + waiting time (needs >= 30%)")
+    return Truth(
+        r >= 0.3,
+        f"schedstat: job threads waited on the runqueue {r:.0%} of their "
+        "on-CPU + waiting time (needs >= 30%)",
+    )
 
 
 def t_sleep(e: Evidence) -> Truth:
     bw = e.bw("write") / MIB
     share = e.samples.in_stack("nanosleep", "hrtimer_sleep", "schedule_hrtimeout")
     ok = 45 <= bw <= 55 and share >= 0.5
-    return Truth(ok, f"fio {bw:.1f} MiB/s against rate=50m; job thread asleep in nanosleep in "
-                     f"{share:.0%} of looks (needs >= 50%)")
+    return Truth(
+        ok,
+        f"fio {bw:.1f} MiB/s against rate=50m; job thread asleep in nanosleep in "
+        f"{share:.0%} of looks (needs >= 50%)",
+    )
 
 
 def t_memcopy(e: Evidence) -> Truth:
@@ -494,9 +537,12 @@ def t_memcopy(e: Evidence) -> Truth:
     cpu = (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100
     run = e.samples.running()
     bw = e.bw("read") / MIB
-    return Truth(run >= 0.8, f"fio {bw:.0f} MiB/s from tmpfs (no device); job thread on a CPU "
-                             f"or runnable in {run:.0%} of looks (needs >= 80%); fio's CPU "
-                             f"{cpu:.0%} of its runtime")
+    return Truth(
+        run >= 0.8,
+        f"fio {bw:.0f} MiB/s from tmpfs (no device); job thread on a CPU "
+        f"or runnable in {run:.0%} of looks (needs >= 80%); fio's CPU "
+        f"{cpu:.0%} of its runtime",
+    )
 
 
 def t_device(e: Evidence) -> Truth:
@@ -507,21 +553,25 @@ def t_device(e: Evidence) -> Truth:
     util = busy_ms / 1000 / rt if rt else 0.0
     waits = e.samples.asleep_at("read_events", "io_getevents", "io_cqring_wait")
     ok = util >= 0.8 and wr >= 0.9 * done > 0 and waits >= 0.3
-    return Truth(ok, f"/proc/diskstats {e.after.get('disk')}: busy {busy_ms / 1000:.1f} s over "
-                     f"fio's {rt:.1f} s ({util:.0%}, needs >= 80%), wrote {wr / MIB:.0f} MiB "
-                     f"of fio's {done / MIB:.0f} MiB; fio {e.bw('write') / MIB:.0f} MiB/s; job "
-                     f"thread waiting for completions in {waits:.0%} of looks (needs >= 30%)")
+    return Truth(
+        ok,
+        f"/proc/diskstats {e.after.get('disk')}: busy {busy_ms / 1000:.1f} s over "
+        f"fio's {rt:.1f} s ({util:.0%}, needs >= 80%), wrote {wr / MIB:.0f} MiB "
+        f"of fio's {done / MIB:.0f} MiB; fio {e.bw('write') / MIB:.0f} MiB/s; job "
+        f"thread waiting for completions in {waits:.0%} of looks (needs >= 30%)",
+    )
 
 
 # --------------------------------------------------------------------------------------
 # the kinds
 
 
-def _plan(name: str, workload: str, bed: str = 'kind = "ram"\nfs = "xfs"',
-          runtime: int = 4) -> str:
-    return (f'label = "corpus-{name}"\nrepeat = 1\nprobes = ["default"]\n'
-            f'[workload]\nkind = "fio"\nruntime = {runtime}\ntime_based = 1\n'
-            f"{workload.strip()}\n[bed]\n{bed}\n")
+def _plan(name: str, workload: str, bed: str = 'kind = "ram"\nfs = "xfs"', runtime: int = 4) -> str:
+    return (
+        f'label = "corpus-{name}"\nrepeat = 1\nprobes = ["default"]\n'
+        f'[workload]\nkind = "fio"\nruntime = {runtime}\ntime_based = 1\n'
+        f"{workload.strip()}\n[bed]\n{bed}\n"
+    )
 
 
 DIR_BED = 'kind = "dir:{bed}"'
@@ -529,74 +579,164 @@ TMPFS = 'kind = "tmpfs"'
 LOOP = 'kind = "loop"\nfs = "xfs"'
 CACHED_READ = 'rw = "read"\nbs = "1M"\nsize = "512M"\nioengine = "psync"'
 
-KINDS: dict[str, Kind] = {k.name: k for k in [
-    Kind("cpu-quota", "cpu-quota",
-         _plan("cpu-quota", CACHED_READ, TMPFS), cpu_quota, t_cpu_quota,
-         what="the whole iowall run tree in a v1 cpu group with cfs_quota 30 ms per 100 ms "
-              "(0.3 CPU); buffered 1M reads of tmpfs (CPU only)"),
-    Kind("block-throttle", "block-throttle",
-         _plan("block-throttle", 'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 1\n'
-               'ioengine = "libaio"\niodepth = 4', DIR_BED),
-         block_throttle, t_block_throttle, near=("device",),
-         what="direct 1M writes (libaio, depth 4) on a loop XFS (image in /dev/shm) under "
-              "blkio.throttle.write_bps_device 100 MiB/s on its MAJ:MIN, the run in the group"),
-    Kind("memcg-reclaim", "memcg-reclaim",
-         _plan("memcg-reclaim", 'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 0\n'
-               'ioengine = "psync"', DIR_BED),
-         memcg, t_memcg, near=("reclaim",),
-         what="buffered 1M writes of a 1 GiB file on a pre-made loop XFS, the run in a v1 "
-              "memory group limited to 300 MiB"),
-    Kind("fsync", "fsync",
-         _plan("fsync", 'rw = "write"\nbs = "16k"\nsize = "256M"\ndirect = 0\n'
-               'ioengine = "psync"\nfsync = 1'),
-         nothing, t_fsync,
-         what="buffered 16k writes, fsync after every write (fsync=1), ram bed"),
-    Kind("io-latency", "io-latency",
-         _plan("io-latency", 'rw = "randread"\nbs = "4k"\nsize = "256M"\ndirect = 1\n'
-               'ioengine = "psync"\niodepth = 1'),
-         nothing, t_io_latency, near=("device",),
-         what="direct 4k random reads, psync, one job at depth 1, ram bed"),
-    Kind("dirty-throttle", "dirty-throttle",
-         _plan("dirty-throttle", 'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 0\n'
-               'ioengine = "psync"', LOOP),
-         vmstat_watch, t_dirty, near=("writeback", "flusher"), during=dirty_small,
-         what="buffered 1M writes on a loop bed (image on the virtio disk) with vm.dirty_bytes "
-              "8 MiB and vm.dirty_background_bytes 4 MiB"),
-    Kind("lock", "lock",
-         _plan("lock", 'rw = "randwrite"\nbs = "512"\nsize = "64M"\ndirect = 1\n'
-               'ioengine = "psync"\njobs = 4\n[workload.options]\nfilename = "shared"', LOOP),
-         nothing, t_lock, near=("lock-contention",),
-         what="4 jobs of 512-byte direct random writes to one shared file on XFS (4 KiB "
-              "blocks; loop bed): an unaligned direct write takes the inode's lock "
-              "exclusively and holds it while its I/O completes (one file: 5 MiB/s; a file "
-              "per job: 8 MiB/s)"),
-    Kind("lock-cpu", "cpu-kernel",
-         _plan("lock-cpu", 'rw = "randwrite"\nbs = "4k"\nsize = "64M"\ndirect = 0\n'
-               'ioengine = "psync"\njobs = 8\n[workload.options]\nfilename = "shared"'),
-         nothing, t_lock_cpu, near=("lock", "cpu-user"),
-         what="8 jobs of buffered 4k random writes to one shared file on XFS (ram bed) on a "
-              "machine with fewer CPUs than jobs: they take the inode's i_rwsem in turn, but "
-              "the CPUs are full (one file: 1325 and 1141 MiB/s; a file per job: 1150 and "
-              "1089), so the wall is the CPUs"),
-    Kind("cpu-contention", "cpu-contention",
-         _plan("cpu-contention", CACHED_READ, TMPFS), nothing, t_cpu_contention,
-         near=("neighbours",), during=crowded,
-         what="busy-loop processes, two per CPU, beside buffered 1M reads of tmpfs"),
-    Kind("sleep", "sleep",
-         _plan("sleep", 'rw = "write"\nbs = "1M"\nsize = "512M"\ndirect = 1\n'
-               'ioengine = "psync"\n[workload.options]\nrate = "50m"'),
-         nothing, t_sleep,
-         what="direct 1M writes rate-limited by fio (rate=50m), ram bed"),
-    Kind("memcopy", "memcopy",
-         _plan("memcopy", CACHED_READ, TMPFS), nothing, t_memcopy,
-         what="buffered 1M reads of a file on tmpfs (the page cache itself), one job"),
-    Kind("device", "device",
-         _plan("device", 'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 1\n'
-               'ioengine = "libaio"\niodepth = 32', LOOP),
-         device_watch, t_device, near=("io-latency",), host_dependent=True,
-         what="direct 1M writes at depth 32 (libaio) on a loop bed whose image is on the "
-              "virtio disk (loop attached with direct I/O)"),
-]}
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in [
+        Kind(
+            "cpu-quota",
+            "cpu-quota",
+            _plan("cpu-quota", CACHED_READ, TMPFS),
+            cpu_quota,
+            t_cpu_quota,
+            what="the whole iowall run tree in a v1 cpu group with cfs_quota 30 ms per 100 ms "
+            "(0.3 CPU); buffered 1M reads of tmpfs (CPU only)",
+        ),
+        Kind(
+            "block-throttle",
+            "block-throttle",
+            _plan(
+                "block-throttle",
+                'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 1\nioengine = "libaio"\niodepth = 4',
+                DIR_BED,
+            ),
+            block_throttle,
+            t_block_throttle,
+            near=("device",),
+            what="direct 1M writes (libaio, depth 4) on a loop XFS (image in /dev/shm) under "
+            "blkio.throttle.write_bps_device 100 MiB/s on its MAJ:MIN, the run in the group",
+        ),
+        Kind(
+            "memcg-reclaim",
+            "memcg-reclaim",
+            _plan(
+                "memcg-reclaim",
+                'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 0\nioengine = "psync"',
+                DIR_BED,
+            ),
+            memcg,
+            t_memcg,
+            near=("reclaim",),
+            what="buffered 1M writes of a 1 GiB file on a pre-made loop XFS, the run in a v1 "
+            "memory group limited to 300 MiB",
+        ),
+        Kind(
+            "fsync",
+            "fsync",
+            _plan(
+                "fsync", 'rw = "write"\nbs = "16k"\nsize = "256M"\ndirect = 0\nioengine = "psync"\nfsync = 1'
+            ),
+            nothing,
+            t_fsync,
+            what="buffered 16k writes, fsync after every write (fsync=1), ram bed",
+        ),
+        Kind(
+            "io-latency",
+            "io-latency",
+            _plan(
+                "io-latency",
+                'rw = "randread"\nbs = "4k"\nsize = "256M"\ndirect = 1\nioengine = "psync"\niodepth = 1',
+            ),
+            nothing,
+            t_io_latency,
+            near=("device",),
+            what="direct 4k random reads, psync, one job at depth 1, ram bed",
+        ),
+        Kind(
+            "dirty-throttle",
+            "dirty-throttle",
+            _plan(
+                "dirty-throttle", 'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 0\nioengine = "psync"', LOOP
+            ),
+            vmstat_watch,
+            t_dirty,
+            near=("writeback", "flusher"),
+            during=dirty_small,
+            what="buffered 1M writes on a loop bed (image on the virtio disk) with vm.dirty_bytes "
+            "8 MiB and vm.dirty_background_bytes 4 MiB",
+        ),
+        Kind(
+            "lock",
+            "lock",
+            _plan(
+                "lock",
+                'rw = "randwrite"\nbs = "512"\nsize = "64M"\ndirect = 1\n'
+                'ioengine = "psync"\njobs = 4\n[workload.options]\nfilename = "shared"',
+                LOOP,
+            ),
+            nothing,
+            t_lock,
+            near=("lock-contention",),
+            what="4 jobs of 512-byte direct random writes to one shared file on XFS (4 KiB "
+            "blocks; loop bed): an unaligned direct write takes the inode's lock "
+            "exclusively and holds it while its I/O completes (one file: 5 MiB/s; a file "
+            "per job: 8 MiB/s)",
+        ),
+        Kind(
+            "lock-cpu",
+            "cpu-kernel",
+            _plan(
+                "lock-cpu",
+                'rw = "randwrite"\nbs = "4k"\nsize = "64M"\ndirect = 0\n'
+                'ioengine = "psync"\njobs = 8\n[workload.options]\nfilename = "shared"',
+            ),
+            nothing,
+            t_lock_cpu,
+            near=("lock", "cpu-user"),
+            beside="lock",
+            what="8 jobs of buffered 4k random writes to one shared file on XFS (ram bed) on a "
+            "machine with fewer CPUs than jobs: they take the inode's i_rwsem in turn, but "
+            "the CPUs are full (one file: 1325 and 1141 MiB/s; a file per job: 1150 and "
+            "1089), so the wall is the CPUs. Beside busy loops the waiters would take CPU from "
+            "them and the lock is the wall (one file: 735 and 686 MiB/s; a file per job: 973 "
+            "and 946)",
+        ),
+        Kind(
+            "cpu-contention",
+            "cpu-contention",
+            _plan("cpu-contention", CACHED_READ, TMPFS),
+            nothing,
+            t_cpu_contention,
+            near=("neighbours",),
+            during=crowded,
+            what="busy-loop processes, two per CPU, beside buffered 1M reads of tmpfs",
+        ),
+        Kind(
+            "sleep",
+            "sleep",
+            _plan(
+                "sleep",
+                'rw = "write"\nbs = "1M"\nsize = "512M"\ndirect = 1\n'
+                'ioengine = "psync"\n[workload.options]\nrate = "50m"',
+            ),
+            nothing,
+            t_sleep,
+            what="direct 1M writes rate-limited by fio (rate=50m), ram bed",
+        ),
+        Kind(
+            "memcopy",
+            "memcopy",
+            _plan("memcopy", CACHED_READ, TMPFS),
+            nothing,
+            t_memcopy,
+            what="buffered 1M reads of a file on tmpfs (the page cache itself), one job",
+        ),
+        Kind(
+            "device",
+            "device",
+            _plan(
+                "device",
+                'rw = "write"\nbs = "1M"\nsize = "1G"\ndirect = 1\nioengine = "libaio"\niodepth = 32',
+                LOOP,
+            ),
+            device_watch,
+            t_device,
+            near=("io-latency",),
+            host_dependent=True,
+            what="direct 1M writes at depth 32 (libaio) on a loop bed whose image is on the "
+            "virtio disk (loop attached with direct I/O)",
+        ),
+    ]
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -637,19 +777,24 @@ class Sampler(threading.Thread):
         for pid in self.tree():
             with contextlib.suppress(OSError, ValueError, IndexError):
                 stat = Path(f"/proc/{pid}/stat").read_text()
-                comm[pid] = stat[stat.index("(") + 1:stat.rindex(")")]
-                parent[pid] = int(stat[stat.rindex(")") + 2:].split()[1])
-        jobs = [p for p, c in comm.items() if c.startswith("fio")
-                and comm.get(parent.get(p, 0), "").startswith("fio")]
+                comm[pid] = stat[stat.index("(") + 1 : stat.rindex(")")]
+                parent[pid] = int(stat[stat.rindex(")") + 2 :].split()[1])
+        jobs = [
+            p
+            for p, c in comm.items()
+            if c.startswith("fio") and comm.get(parent.get(p, 0), "").startswith("fio")
+        ]
         for pid in jobs:
             for t in Path(f"/proc/{pid}/task").iterdir():
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     tid = int(t.name)
                     stat = (t / "stat").read_text()
                     state = stat[stat.rindex(")") + 2]
-                    stack = tuple(line.split()[1].split("+")[0]
-                                  for line in (t / "stack").read_text().splitlines()
-                                  if len(line.split()) > 1)
+                    stack = tuple(
+                        line.split()[1].split("+")[0]
+                        for line in (t / "stack").read_text().splitlines()
+                        if len(line.split()) > 1
+                    )
                     cpu, wait = (int(x) for x in (t / "schedstat").read_text().split()[:2])
                     self.out.looks.append(TaskSample(tid, state, stack))
                     self.out.first.setdefault(tid, (cpu, wait))
@@ -700,21 +845,38 @@ def joined(procs: list[Path], argv: list[str]) -> list[str]:
     return ["sh", "-c", f'{moves}; exec "$@"', "sh", *argv]
 
 
-WALL_KINDS = ("cpu-quota", "block-throttle", "memcg-reclaim", "fsync", "io-latency",
-              "dirty-throttle", "lock", "lock-cpu", "cpu-contention", "sleep", "memcopy",
-              "device")
+WALL_KINDS = (
+    "cpu-quota",
+    "block-throttle",
+    "memcg-reclaim",
+    "fsync",
+    "io-latency",
+    "dirty-throttle",
+    "lock",
+    "lock-cpu",
+    "cpu-contention",
+    "sleep",
+    "memcopy",
+    "device",
+)
 
 
-def score(kind: Kind, explain: dict[str, Any]) -> str:
+def expected(kind: Kind, neighbour: bool = False) -> str:
+    """The wall the case should be named: ``beside`` next to the neighbours when it is set."""
+    return kind.beside if neighbour and kind.beside else kind.expected
+
+
+def score(kind: Kind, explain: dict[str, Any], neighbour: bool = False) -> str:
     """named: the wall is the expected kind; partial: the expected kind is a verdict's rule
     but not the wall, or the wall is one of the kind's near names; wrong: a wall of another
     kind; silent: no wall (an explain without a "wall" key counts as silent)."""
     wall = explain.get("wall")
     got = wall.get("kind") if isinstance(wall, dict) else None
     rules = {v.get("rule") for v in explain.get("verdicts") or []}
-    if got == kind.expected:
+    want = expected(kind, neighbour)
+    if got == want:
         return "named"
-    if got in kind.near or kind.expected in rules:
+    if got in kind.near or want in rules:
         return "partial"
     return "wrong" if got else "silent"
 
@@ -736,23 +898,28 @@ class Case:
     error: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "neighbour": self.neighbour, "expected": self.expected,
-                "truth": {"held": self.truth.held, "detail": self.truth.detail},
-                "run": self.run_id, "wall": self.wall, "score": self.score,
-                "verdicts": [{"rule": v.get("rule"), "sentence": v.get("sentence")}
-                             for v in self.verdicts],
-                "sentences": self.sentences, "explain_text": self.explain_text,
-                "elapsed_s": round(self.elapsed_s, 1), "threads": self.threads,
-                "error": self.error}
+        return {
+            "kind": self.kind,
+            "neighbour": self.neighbour,
+            "expected": self.expected,
+            "truth": {"held": self.truth.held, "detail": self.truth.detail},
+            "run": self.run_id,
+            "wall": self.wall,
+            "score": self.score,
+            "verdicts": [{"rule": v.get("rule"), "sentence": v.get("sentence")} for v in self.verdicts],
+            "sentences": self.sentences,
+            "explain_text": self.explain_text,
+            "elapsed_s": round(self.elapsed_s, 1),
+            "threads": self.threads,
+            "error": self.error,
+        }
 
 
 def _cli(db: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([iowall_exe(), *args, "--db", db], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([iowall_exe(), *args, "--db", db], capture_output=True, text=True, timeout=timeout)
 
 
-def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False,
-             timeout: float = 300) -> Case:
+def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False, timeout: float = 300) -> Case:
     """Induce ``kind`` (beside one busy-loop neighbour if asked), run its plan inside, check
     the ground truth, explain the run and score it."""
     t0 = time.monotonic()
@@ -762,12 +929,12 @@ def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False,
         setup = stack.enter_context(kind.induce())
         plan = workdir / f"{kind.name}.toml"
         plan.write_text(kind.plan.replace("{bed}", setup.bed))
-        argv = joined(setup.procs, [iowall_exe(), "run", str(plan), "--db", db,
-                                    "--format", "json", "--wait"])
+        argv = joined(setup.procs, [iowall_exe(), "run", str(plan), "--db", db, "--format", "json", "--wait"])
         before = setup.snapshot()
         t_run = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         sampler = Sampler(proc.pid)
         sampler.start()
         with contextlib.ExitStack() as during:
@@ -795,7 +962,7 @@ def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False,
         if status != "ok":
             error = f"run {run_id} {status}: {report['runs'][0].get('error', '')}"
         raw = _cli(db, "show", str(run_id), "--raw", "fio.json")
-        fio = json.loads(raw.stdout[raw.stdout.index("{"):]) if raw.returncode == 0 else {}
+        fio = json.loads(raw.stdout[raw.stdout.index("{") :]) if raw.returncode == 0 else {}
     except (ValueError, KeyError, IndexError):
         error = f"iowall run exited {proc.returncode}: {err.strip()[-400:]}"
     try:
@@ -809,12 +976,21 @@ def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False,
         with contextlib.suppress(ValueError):
             explain = json.loads(cp.stdout)
         text = _cli(db, "explain", str(run_id)).stdout.strip()
-    return Case(kind=kind.name, neighbour=neighbour, expected=kind.expected, truth=truth,
-                run_id=run_id, wall=explain.get("wall"),
-                score=score(kind, explain) if explain else "silent",
-                verdicts=list(explain.get("verdicts") or []),
-                sentences=list(explain.get("sentences") or []), explain_text=text,
-                elapsed_s=time.monotonic() - t0, threads=samples.summary(), error=error)
+    return Case(
+        kind=kind.name,
+        neighbour=neighbour,
+        expected=expected(kind, neighbour),
+        truth=truth,
+        run_id=run_id,
+        wall=explain.get("wall"),
+        score=score(kind, explain, neighbour) if explain else "silent",
+        verdicts=list(explain.get("verdicts") or []),
+        sentences=list(explain.get("sentences") or []),
+        explain_text=text,
+        elapsed_s=time.monotonic() - t0,
+        threads=samples.summary(),
+        error=error,
+    )
 
 
 def clean() -> dict[str, list[str]]:
@@ -825,5 +1001,10 @@ def clean() -> dict[str, list[str]]:
         mounts = [line.split()[1] for line in f if "/run/iowall-corpus/" in line]
     groups = [str(p) for p in CG.glob(f"*/{PREFIX}*")]
     images = [str(p) for p in Path("/dev/shm").glob(f"{PREFIX}*")]
-    return {"loops": loops, "mounts": mounts, "cgroups": groups, "images": images,
-            "dirty": [f"{k}={v}" for k, v in dirty_settings().items()]}
+    return {
+        "loops": loops,
+        "mounts": mounts,
+        "cgroups": groups,
+        "images": images,
+        "dirty": [f"{k}={v}" for k, v in dirty_settings().items()],
+    }

@@ -14,9 +14,12 @@ V1_UNLIMITED = 1 << 62
 #: The hierarchies whose paths ``Cgroups.paths`` keeps (the others limit nothing iowall reads).
 SHOWN = ("cpu", "cpuacct", "memory", "blkio", "unified")
 #: The limits a v1 blkio throttle file / v2 io.max key sets, by the name ``limits`` uses.
-IO_KEYS = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",
-           "riops": "blkio.throttle.read_iops_device",
-           "wiops": "blkio.throttle.write_iops_device"}
+IO_KEYS = {
+    "rbps": "blkio.throttle.read_bps_device",
+    "wbps": "blkio.throttle.write_bps_device",
+    "riops": "blkio.throttle.read_iops_device",
+    "wiops": "blkio.throttle.write_iops_device",
+}
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def _dir(mount: Mount, path: str) -> str:
     """The directory of the group at ``path`` (as /proc/PID/cgroup says) under ``mount``."""
     rel = path
     if mount.root != "/" and (path == mount.root or path.startswith(mount.root + "/")):
-        rel = path[len(mount.root):]
+        rel = path[len(mount.root) :]
     return os.path.normpath(mount.point + "/" + rel.strip("/")) if rel.strip("/") else mount.point
 
 
@@ -90,8 +93,7 @@ def _v1(mounts: list[Mount], controller: str) -> Mount | None:
     return next((m for m in mounts if not m.v2 and controller in m.controllers), None)
 
 
-def locate_from(cgroup_text: str, mountinfo_text: str,
-                v2_controllers: str | None = None) -> Cgroups:
+def locate_from(cgroup_text: str, mountinfo_text: str, v2_controllers: str | None = None) -> Cgroups:
     """Pure: the Cgroups of a /proc/PID/cgroup text under the mounts of a mountinfo text.
     ``v2_controllers`` is the v2 group's ``cgroup.controllers`` (None: every controller not
     bound to v1 is taken as enabled in v2)."""
@@ -99,8 +101,7 @@ def locate_from(cgroup_text: str, mountinfo_text: str,
     dirs: dict[str, str] = {}
     roots: dict[str, str] = {}
     version: dict[str, int] = {}
-    for name, ctrl in (("cpu", "cpu"), ("cpuacct", "cpuacct"), ("memory", "memory"),
-                       ("io", "blkio")):
+    for name, ctrl in (("cpu", "cpu"), ("cpuacct", "cpuacct"), ("memory", "memory"), ("io", "blkio")):
         m = _v1(mounts, ctrl)
         if m is not None and ctrl in member:
             dirs[name], roots[name], version[name] = _dir(m, member[ctrl]), m.point, 1
@@ -116,8 +117,15 @@ def locate_from(cgroup_text: str, mountinfo_text: str,
                 version[name] = 2
     version.pop("cpuacct", None)
     paths = {c: p for c, p in member.items() if c in SHOWN}
-    return Cgroups(cpu=dirs.get("cpu"), memory=dirs.get("memory"), io=dirs.get("io"),
-                   paths=paths, version=version, cpuacct=dirs.get("cpuacct"), roots=roots)
+    return Cgroups(
+        cpu=dirs.get("cpu"),
+        memory=dirs.get("memory"),
+        io=dirs.get("io"),
+        paths=paths,
+        version=version,
+        cpuacct=dirs.get("cpuacct"),
+        roots=roots,
+    )
 
 
 def read(path: str) -> str | None:
@@ -134,8 +142,7 @@ def locate(pid: int | str = "self", *, proc: str = "/proc") -> Cgroups:
     ``cgroup.controllers`` on a system with a v2 hierarchy)."""
     cg_text = read(f"{proc}/{pid}/cgroup") or ""
     mi_text = read(f"{proc}/self/mountinfo") or ""
-    member, v2 = parse_membership(cg_text), next(
-        (m for m in parse_mountinfo(mi_text) if m.v2), None)
+    member, v2 = parse_membership(cg_text), next((m for m in parse_mountinfo(mi_text) if m.v2), None)
     controllers = None
     if v2 is not None and "unified" in member:
         controllers = read(_dir(v2, member["unified"]) + "/cgroup.controllers")
@@ -186,8 +193,7 @@ def io_max(text: str | None) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for line in (text or "").splitlines():
         dev, *pairs = line.split()
-        lim = {k: int(v) for k, _, v in (p.partition("=") for p in pairs)
-               if k in IO_KEYS and v.isdigit()}
+        lim = {k: int(v) for k, _, v in (p.partition("=") for p in pairs) if k in IO_KEYS and v.isdigit()}
         if lim:
             out[dev] = lim
     return out
@@ -269,8 +275,7 @@ def mem_limit(cg: Cgroups, key: str = "max") -> int | None:
     """The smallest memory limit (``max``: hard; ``high``: v2's throttling one) along the
     memory group's path; None when none is set."""
     name = _mem_file(cg, key)
-    vals = [v for d in _walk(cg, "memory") if name
-            and (v := number(read(f"{d}/{name}"))) is not None]
+    vals = [v for d in _walk(cg, "memory") if name and (v := number(read(f"{d}/{name}"))) is not None]
     return min(vals) if vals else None
 
 
@@ -296,10 +301,14 @@ def limits(cg: Cgroups) -> dict[str, Any]:
     """The limits in force on the task's groups (the tightest along each path up to the
     hierarchy's root): what a run records in ``env["cgroup"]``."""
     cpu = cpu_limit(cg)
-    return {"cpu_quota_cpus": round(cpu[0], 4) if cpu else None,
-            "cpu_period_us": cpu[1] if cpu else None,
-            "mem_limit_bytes": mem_limit(cg, "max"), "mem_high_bytes": mem_limit(cg, "high"),
-            "io_limits": io_limits(cg), "paths": dict(cg.paths)}
+    return {
+        "cpu_quota_cpus": round(cpu[0], 4) if cpu else None,
+        "cpu_period_us": cpu[1] if cpu else None,
+        "mem_limit_bytes": mem_limit(cg, "max"),
+        "mem_high_bytes": mem_limit(cg, "high"),
+        "io_limits": io_limits(cg),
+        "paths": dict(cg.paths),
+    }
 
 
 def _put(out: dict[str, float], key: str, value: float | None) -> None:
@@ -342,8 +351,7 @@ def mem_counters(cg: Cgroups) -> dict[str, float]:
     _put(out, "cg_mem_usage_bytes", int(usage) if usage and usage.strip().isdigit() else None)
     if cg.version.get("memory") == 2:
         ev, st = keyed(read(d + "/memory.events")), keyed(read(d + "/memory.stat"))
-        for key, src in (("max", "max"), ("high", "high"), ("oom", "oom"),
-                         ("oom_kill", "oom_kill")):
+        for key, src in (("max", "max"), ("high", "high"), ("oom", "oom"), ("oom_kill", "oom_kill")):
             _put(out, f"cg_mem_{key}_events", ev.get(src))
         _put(out, "cg_mem_pgscan", st.get("pgscan"))
         _put(out, "cg_mem_pgsteal", st.get("pgsteal"))
@@ -409,14 +417,17 @@ def memory_room(cg: Cgroups) -> MemoryRoom | None:
     v = cg.version.get("memory", 1)
     root = cg.roots.get("memory", "")
     for d in _walk(cg, "memory"):
-        lims = [x for x in (number(read(f"{d}/{_mem_file(cg, k)}")) for k in ("max", "high")
-                            if _mem_file(cg, k)) if x is not None]
+        lims = [
+            x
+            for x in (number(read(f"{d}/{_mem_file(cg, k)}")) for k in ("max", "high") if _mem_file(cg, k))
+            if x is not None
+        ]
         if not lims:
             continue
         used = number(read(f"{d}/{_mem_file(cg, 'usage')}")) or 0
         st = keyed(read(d + "/memory.stat"))
         cache = st.get("inactive_file" if v == 2 else "total_inactive_file", 0)
-        path = "/" + d[len(root):].strip("/") if root and d.startswith(root) else d
+        path = "/" + d[len(root) :].strip("/") if root and d.startswith(root) else d
         room = MemoryRoom(path, v, min(lims), used, min(cache, used))
         if best is None or room.free_bytes < best.free_bytes:
             best = room

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .cgroups import locate, memory_room
 from .knob import Knob
-from .knobs import KnobSession
+from .knob_session import KnobSession
 from .sysinfo import meminfo
 from .units import GIB, MIB, fmt_bytes
 
@@ -55,14 +55,19 @@ class GuestMemory:
 
     def note(self) -> str:
         """The report's sentence on it."""
-        held = ("reporting already held off" if self.order_before == str(OFF_ORDER)
-                else "reporting held off during the run (restored after)")
-        return (f"this VM hands freed memory back to its host (free page reporting, order "
-                f"{self.order_before}), so fresh page cache would pay host faults: {held}, "
-                f"and {fmt_bytes(self.touched_bytes)} "
-                f"of free memory touched once first, at {self.rate / GIB:.1f} GiB/s "
-                f"(touched again: {self.again_rate / GIB:.1f} GiB/s)"
-                + (f"; {self.capped}" if self.capped else ""))
+        held = (
+            "reporting already held off"
+            if self.order_before == str(OFF_ORDER)
+            else "reporting held off during the run (restored after)"
+        )
+        return (
+            f"this VM hands freed memory back to its host (free page reporting, order "
+            f"{self.order_before}), so fresh page cache would pay host faults: {held}, "
+            f"and {fmt_bytes(self.touched_bytes)} "
+            f"of free memory touched once first, at {self.rate / GIB:.1f} GiB/s "
+            f"(touched again: {self.again_rate / GIB:.1f} GiB/s)"
+            + (f"; {self.capped}" if self.capped else "")
+        )
 
 
 def reporting_order() -> str | None:
@@ -143,8 +148,9 @@ def hold_guest_memory(ks: KnobSession) -> GuestMemory | None:
     seconds = touch(free)
     twice = min(AGAIN, max(0, free // CHUNK * CHUNK))
     again = touch(twice)
-    return GuestMemory(before, max(0, free // CHUNK * CHUNK), seconds,
-                       twice / again if again > 0 else 0.0, capped)
+    return GuestMemory(
+        before, max(0, free // CHUNK * CHUNK), seconds, twice / again if again > 0 else 0.0, capped
+    )
 
 
 def nothing_to_hold() -> str:
@@ -160,6 +166,8 @@ def touchable(free: int) -> tuple[int, str]:
     if room is None or room.free_bytes - KEEP_FREE_CG >= free:
         return free, ""
     cap = max(0, room.free_bytes - KEEP_FREE_CG)
-    return cap, (f"touched only {fmt_bytes(cap // CHUNK * CHUNK)}: memory cgroup {room.path} "
-                 f"is limited to {fmt_bytes(room.limit_bytes)} "
-                 f"({fmt_bytes(room.usage_bytes)} in use)")
+    return cap, (
+        f"touched only {fmt_bytes(cap // CHUNK * CHUNK)}: memory cgroup {room.path} "
+        f"is limited to {fmt_bytes(room.limit_bytes)} "
+        f"({fmt_bytes(room.usage_bytes)} in use)"
+    )

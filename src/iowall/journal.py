@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text
-from .paths import state_dir
+from .dirs import state_dir
 
 _counter = itertools.count()
 #: The machine-wide index of journal directories (root only).
@@ -62,8 +62,11 @@ def add(action: dict[str, Any]) -> Path:
     if _self[0] != os.getpid():
         _self = (os.getpid(), start_time(os.getpid()))
     p = journal_dir() / f"{time.time_ns():020d}-{os.getpid()}-{next(_counter):06d}.json"
-    write_text(p, json.dumps({"pid": _self[0], "pid_start": _self[1], "boot": boot_id(),
-                              **action}), what="journal entry")
+    write_text(
+        p,
+        json.dumps({"pid": _self[0], "pid_start": _self[1], "boot": boot_id(), **action}),
+        what="journal entry",
+    )
     return p
 
 
@@ -117,8 +120,7 @@ def undo(action: dict[str, Any]) -> dict[str, Any]:
         if "device" in action:
             devs = [str(action["device"])]
         else:  # journaled before losetup chose a device: the loops on this image and offset
-            devs = [d for d in _loops() if backing
-                    and _loop_offset(d) == int(action.get("offset", 0))]
+            devs = [d for d in _loops() if backing and _loop_offset(d) == int(action.get("offset", 0))]
         mine = [d for d in devs if not backing or _loop_backing(d) == backing]  # not reused
         for dev in mine:
             subprocess.run(["losetup", "-d", dev], capture_output=True)
@@ -274,5 +276,4 @@ def _loop_offset(dev: str) -> int:
 
 def _loops() -> list[str]:
     """Every attached loop device (those with a backing file)."""
-    return sorted(f"/dev/{p.parent.parent.name}"
-                  for p in Path("/sys/block").glob("loop*/loop/backing_file"))
+    return sorted(f"/dev/{p.parent.parent.name}" for p in Path("/sys/block").glob("loop*/loop/backing_file"))

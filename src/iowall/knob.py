@@ -3,7 +3,7 @@
 as a value type, and which knobs iowall will touch at all (``allowed``, ``check_value``).
 
 It is vocabulary (plans, ``--set``, compare's pairing and stored runs all speak it), so it
-lives in the model layer; applying and restoring knobs is ``iowall.knobs``.
+lives in the model layer; applying and restoring knobs is ``iowall.knob_session``.
 
 Only knobs whose effect on the I/O paths is known are accepted: sysctls under ``vm.`` and
 ``fs.`` (less the ones that act, panic or weaken security) and a short named list; sysfs only
@@ -33,22 +33,36 @@ PAIRS = {
     "vm.dirty_background_ratio": "vm.dirty_background_bytes",
     "vm.dirty_background_bytes": "vm.dirty_background_ratio",
 }
-SYNTAX = ("sysctl:NAME (sysctl:vm.dirty_ratio), sysfs:ATTR of the bed's device "
-          "(sysfs:queue/max_sectors_kb, sysfs:bdi/max_ratio), "
-          "sysfs:/sys/kernel/mm/transparent_hugepage/ATTR, xfs:extsize, mkfs, mount")
+SYNTAX = (
+    "sysctl:NAME (sysctl:vm.dirty_ratio), sysfs:ATTR of the bed's device "
+    "(sysfs:queue/max_sectors_kb, sysfs:bdi/max_ratio), "
+    "sysfs:/sys/kernel/mm/transparent_hugepage/ATTR, xfs:extsize, mkfs, mount"
+)
 
 #: sysctl namespaces iowall sets: the page cache, writeback, reclaim and filesystem limits.
 SYSCTL_SPACES = ("vm.", "fs.")
 #: sysctls outside those spaces whose effect on an I/O measurement is known.
-SYSCTL_NAMED = ("kernel.numa_balancing", "kernel.sched_autogroup_enabled",
-                "kernel.perf_event_max_sample_rate", "kernel.perf_cpu_time_max_percent")
+SYSCTL_NAMED = (
+    "kernel.numa_balancing",
+    "kernel.sched_autogroup_enabled",
+    "kernel.perf_event_max_sample_rate",
+    "kernel.perf_cpu_time_max_percent",
+)
 #: refused although under vm./fs.: writing them is an action with nothing to restore
 #: (drop_caches, compact_memory, stat_refresh, binfmt_misc), or it can panic the machine or
 #: weaken its security.
-SYSCTL_REFUSED = ("vm.drop_caches", "vm.compact_memory", "vm.stat_refresh", "vm.panic_on_oom",
-                  "vm.mmap_min_addr", "vm.unprivileged_userfaultfd", "vm.oom_kill_allocating_task",
-                  "vm.memory_failure_early_kill", "vm.memory_failure_recovery",
-                  "fs.suid_dumpable")
+SYSCTL_REFUSED = (
+    "vm.drop_caches",
+    "vm.compact_memory",
+    "vm.stat_refresh",
+    "vm.panic_on_oom",
+    "vm.mmap_min_addr",
+    "vm.unprivileged_userfaultfd",
+    "vm.oom_kill_allocating_task",
+    "vm.memory_failure_early_kill",
+    "vm.memory_failure_recovery",
+    "fs.suid_dumpable",
+)
 SYSCTL_REFUSED_SPACES = ("fs.binfmt_misc.", "fs.protected_", "fs.verity.")
 #: sysfs trees of the bed's own device that knobs may write (relative to /sys/class/block/DEV).
 DEVICE_TREES = ("queue", "bdi")
@@ -81,7 +95,7 @@ RANGES: dict[str, tuple[int | None, int | None]] = {
     "sysctl:kernel.perf_event_max_sample_rate": (1, None),
     "sysfs:queue/read_ahead_kb": (0, None),
     "sysfs:queue/nr_requests": (4, None),  # BLKDEV_MIN_RQ
-    "sysfs:queue/max_sectors_kb": (4, None),  # and at most max_hw_sectors_kb (knobs.py)
+    "sysfs:queue/max_sectors_kb": (4, None),  # and at most max_hw_sectors_kb (knob_session.py)
     "sysfs:queue/rq_affinity": (0, 2),
     "sysfs:queue/nomerges": (0, 2),
     "sysfs:queue/rotational": (0, 1),
@@ -156,19 +170,24 @@ def parse_knob(name: str) -> Knob:
     elif kind == "sysfs":
         rest = _allowed_sysfs(name, rest)
     elif kind == "xfs" and rest not in XFS_KNOBS:
-        raise UserError(f"unknown knob {name!r}: the xfs knobs are "
-                        + ", ".join(f"xfs:{k}" for k in XFS_KNOBS))
+        raise UserError(
+            f"unknown knob {name!r}: the xfs knobs are " + ", ".join(f"xfs:{k}" for k in XFS_KNOBS)
+        )
     return Knob(kind, rest)
 
 
 def _allowed_sysctl(name: str, rest: str) -> None:
     """A UserError for a sysctl outside the spaces and names iowall knows the effect of."""
     if rest in SYSCTL_REFUSED or rest.startswith(SYSCTL_REFUSED_SPACES):
-        raise UserError(f"refusing knob {name!r}: iowall does not write {rest} (an action, a "
-                        "panic or a security setting, not an I/O setting; docs/safety.md)")
+        raise UserError(
+            f"refusing knob {name!r}: iowall does not write {rest} (an action, a "
+            "panic or a security setting, not an I/O setting; docs/safety.md)"
+        )
     if not (rest.startswith(SYSCTL_SPACES) or rest in SYSCTL_NAMED):
-        raise UserError(f"refusing knob {name!r}: iowall sets sysctls under vm. and fs. and "
-                        f"{', '.join(SYSCTL_NAMED)} only (docs/safety.md)")
+        raise UserError(
+            f"refusing knob {name!r}: iowall sets sysctls under vm. and fs. and "
+            f"{', '.join(SYSCTL_NAMED)} only (docs/safety.md)"
+        )
 
 
 def _allowed_sysfs(name: str, rest: str) -> str:
@@ -177,20 +196,25 @@ def _allowed_sysfs(name: str, rest: str) -> str:
     if rest.startswith("/"):
         norm = os.path.normpath(rest)
         if not any(norm.startswith(t) for t in SYSFS_TREES):
-            hint = (" (for the bed's device write it relative: sysfs:queue/ATTR or sysfs:bdi/ATTR)"
-                    if norm.startswith(("/sys/block/", "/sys/class/block/", "/sys/class/bdi/",
-                                        "/sys/devices/")) else "")
-            raise UserError(f"refusing knob {name!r}: iowall writes sysfs only under "
-                            f"{', '.join(SYSFS_TREES)} and the bed's own queue/ and bdi/ "
-                            f"attributes{hint} (docs/safety.md)")
+            hint = (
+                " (for the bed's device write it relative: sysfs:queue/ATTR or sysfs:bdi/ATTR)"
+                if norm.startswith(("/sys/block/", "/sys/class/block/", "/sys/class/bdi/", "/sys/devices/"))
+                else ""
+            )
+            raise UserError(
+                f"refusing knob {name!r}: iowall writes sysfs only under "
+                f"{', '.join(SYSFS_TREES)} and the bed's own queue/ and bdi/ "
+                f"attributes{hint} (docs/safety.md)"
+            )
         return norm
     parts = rest.split("/")
     if ".." in parts or "." in parts or "" in parts:
-        raise UserError(f"knob {name!r}: a relative sysfs path is a plain path such as "
-                        "queue/max_sectors_kb")
+        raise UserError(f"knob {name!r}: a relative sysfs path is a plain path such as queue/max_sectors_kb")
     if parts[0] not in DEVICE_TREES or len(parts) < 2 or (parts[0] == "bdi" and len(parts) != 2):
-        raise UserError(f"refusing knob {name!r}: of the bed's device iowall writes only "
-                        "queue/ATTR (and queue/iosched/ATTR) and bdi/ATTR (docs/safety.md)")
+        raise UserError(
+            f"refusing knob {name!r}: of the bed's device iowall writes only "
+            "queue/ATTR (and queue/iosched/ATTR) and bdi/ATTR (docs/safety.md)"
+        )
     return rest
 
 

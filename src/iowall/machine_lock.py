@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .dirs import state_dir
 from .errors import UserError
-from .paths import state_dir
 
 #: How often a waiting process tries the lock, and how often it says it is still waiting.
 POLL_S = 0.2
@@ -44,8 +44,7 @@ def parse_wait(text: str | None) -> float | None:
     except ValueError:
         v = -1.0
     if not math.isfinite(v) or v < 0:
-        raise UserError(f"--wait={text}: give seconds (90, 5m, 1h) or nothing to wait as long "
-                        "as it takes")
+        raise UserError(f"--wait={text}: give seconds (90, 5m, 1h) or nothing to wait as long as it takes")
     return v
 
 
@@ -59,8 +58,7 @@ def holder(fd: int) -> str:
 
 
 @contextlib.contextmanager
-def exclusive(what: str, wait: float | None = None,
-              say: Callable[[str], None] = _say) -> Iterator[None]:
+def exclusive(what: str, wait: float | None = None, say: Callable[[str], None] = _say) -> Iterator[None]:
     """Hold the machine's measurement lock (flock, released even on SIGKILL). Without
     ``wait`` fail at once naming the holder; with it, wait up to ``wait`` seconds (inf:
     forever), saying who holds the lock when the wait starts and every REMIND_S."""
@@ -90,15 +88,18 @@ def _acquire(fd: int, wait: float | None, say: Callable[[str], None]) -> None:
         who = holder(fd)
         waited = time.monotonic() - t0
         if wait is None:
-            raise UserError(f"another iowall measurement is running on this machine ({who}): "
-                            "two at once would disturb each other; pass --wait to queue "
-                            "behind it")
+            raise UserError(
+                f"another iowall measurement is running on this machine ({who}): "
+                "two at once would disturb each other; pass --wait to queue "
+                "behind it"
+            )
         if waited >= wait:
-            raise UserError(f"gave up waiting for the machine lock after {waited:.0f} s: "
-                            f"still held by {who}")
+            raise UserError(f"gave up waiting for the machine lock after {waited:.0f} s: still held by {who}")
         if not told or who != last or waited - told >= REMIND_S:
             limit = "" if math.isinf(wait) else f" (at most {wait:.0f} s)"
-            say(f"waiting for the machine lock{limit}: held by {who}"
-                + (f"; waited {waited:.0f} s" if told else ""))
+            say(
+                f"waiting for the machine lock{limit}: held by {who}"
+                + (f"; waited {waited:.0f} s" if told else "")
+            )
             told, last = max(waited, 1e-9), who
         time.sleep(min(POLL_S, max(0.0, wait - waited)))

@@ -161,9 +161,8 @@ def fingerprint(point: Point, bed: Mapping[str, Any], env: Mapping[str, Any]) ->
 #: first, then any other matching name, alphabetically (the store returns metrics sorted by
 #: name, so the choice must not depend on their order).
 _PRIMARY: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
-    (("read_bw_bytes_per_s", "write_bw_bytes_per_s", "trim_bw_bytes_per_s"),
-     lambda n: False),
-    ((), lambda n: n.endswith("_bw_bytes_per_s")),         # e.g. inst1_write_bw_bytes_per_s
+    (("read_bw_bytes_per_s", "write_bw_bytes_per_s", "trim_bw_bytes_per_s"), lambda n: False),
+    ((), lambda n: n.endswith("_bw_bytes_per_s")),  # e.g. inst1_write_bw_bytes_per_s
     (("memcopy_bytes_per_s",), lambda n: False),
     (("files_per_s", "create_files_per_s"), lambda n: n.endswith("_files_per_s")),
 )
@@ -191,9 +190,17 @@ def run_uuid(run: Run) -> str:
     same run twice gives it the same identity."""
     if run.uuid:
         return run.uuid
-    doc = {"point": run.point.key(), "label": run.label, "status": run.status,
-           "started_at": run.started_at, "finished_at": run.finished_at, "batch": run.batch,
-           "repeat_index": run.repeat_index, "env": dict(run.env), "bed": dict(run.bed),
-           "metrics": [[m.name, m.value, m.unit] for m in run.metrics]}
+    doc = {
+        "point": run.point.key(),
+        "label": run.label,
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "batch": run.batch,
+        "repeat_index": run.repeat_index,
+        "env": dict(run.env),
+        "bed": dict(run.bed),
+        "metrics": [[m.name, m.value, m.unit] for m in run.metrics],
+    }
     digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_OID, "iowall-run:" + digest))

@@ -28,8 +28,9 @@ def need(tool: str, package: str) -> str:
     """Path of ``tool`` or a UserError naming the Debian package that provides it."""
     path = shutil.which(tool)
     if path is None:
-        raise UserError(f"{tool} not found: install it with 'apt-get install {package}' "
-                        "(or run 'make setup')")
+        raise UserError(
+            f"{tool} not found: install it with 'apt-get install {package}' (or run 'make setup')"
+        )
     return path
 
 
@@ -42,12 +43,12 @@ def dies_with_us(argv: Sequence[str]) -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)
 
 
-def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None,
-        input_text: str | None = None) -> Result:
+def run(
+    argv: Sequence[str], *, check: bool = True, timeout: float | None = None, input_text: str | None = None
+) -> Result:
     """Run a short command to completion; on failure raise IowallError with its stderr."""
     try:
-        cp = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                            input=input_text)
+        cp = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, input=input_text)
     except FileNotFoundError as e:
         raise IowallError(f"cannot run {argv[0]}: {e}") from e
     res = Result(tuple(argv), cp.returncode, cp.stdout, cp.stderr)
@@ -57,8 +58,13 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = None
     return res
 
 
-def run_child(argv: Sequence[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
-              timeout: float | None = None) -> Result:
+def run_child(
+    argv: Sequence[str],
+    *,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> Result:
     """Run a long child (fio, engine) in its own session; on any exception (Ctrl-C, SIGTERM,
     timeout) terminate it, wait for it to exit, and re-raise, so nothing keeps the bed busy."""
     # Journaled before it exists (its environment carries the journal's mark); not started
@@ -66,9 +72,15 @@ def run_child(argv: Sequence[str], *, cwd: str | None = None, env: dict[str, str
     # SIGTERM (fio) or SIGINT (perf) it is stopped with.
     token, marked = journal.child(os.path.basename(argv[0]))
     try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, env={**marked, **(env or {})},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env={**marked, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     except BaseException:
         journal.done(token)
         raise

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .analysis.decide import DecisionState, decision_state, median_ci
+from .analysis.repeat_rule import DecisionState, decision_state, median_ci
 from .errors import UserError
 from .model import MEASURED_STATUSES, Metric, Run, primary_metric
 from .units import json_number, parse_share
@@ -61,8 +61,10 @@ class RepeatPolicy:
     def with_target(self, target: float) -> RepeatPolicy:
         """This policy deciding at ``target``; only ``auto`` decides, so fixed refuses."""
         if not self.auto:
-            raise UserError(f"--target applies to --repeat auto[:MAX], not to a fixed "
-                            f"{self.count} run{'s' if self.count != 1 else ''} per point")
+            raise UserError(
+                f"--target applies to --repeat auto[:MAX], not to a fixed "
+                f"{self.count} run{'s' if self.count != 1 else ''} per point"
+            )
         return replace(self, target=target)
 
     def spec(self) -> str:
@@ -77,12 +79,18 @@ class RepeatPolicy:
 
     def to_json(self) -> dict[str, Any]:
         if self.auto:
-            return {"mode": "auto", "max": self.count, "target": self.target,
-                    "confidence": self.confidence, "spec": self.spec()}
+            return {
+                "mode": "auto",
+                "max": self.count,
+                "target": self.target,
+                "confidence": self.confidence,
+                "spec": self.spec(),
+            }
         return {"mode": "fixed", "runs": self.count, "spec": self.spec()}
 
-    def summarise(self, runs: Sequence[Run], key_metric: KeyMetric | None = None, *,
-                  per: str = "point") -> str:
+    def summarise(
+        self, runs: Sequence[Run], key_metric: KeyMetric | None = None, *, per: str = "point"
+    ) -> str:
         """A report note on how ``runs`` went under this policy: ``3 repeats per point`` or
         ``repeat auto (max 10, target ±2%): 6–10 runs per point; undecided at …``."""
         d = replay(runs, self, key_metric or primary_metric)
@@ -114,8 +122,7 @@ def parse_target(text: str | float) -> float:
     s = str(text).strip()
     v = parse_share(s)
     if not 0.0 < v < 1.0:
-        raise UserError(f"--target: use a percentage such as 2% or a fraction such as 0.02 "
-                        f"(got {s!r})")
+        raise UserError(f"--target: use a percentage such as 2% or a fraction such as 0.02 (got {s!r})")
     return v
 
 
@@ -163,18 +170,31 @@ def point_state(samples: Sequence[float], runs: int, policy: RepeatPolicy) -> De
     cap = policy.max_runs
     if not samples:
         return DecisionState(
-            decided=False, stop=runs >= cap, n=0, median=math.nan, low=-math.inf,
-            high=math.inf, achieved=math.inf, target=policy.target,
+            decided=False,
+            stop=runs >= cap,
+            n=0,
+            median=math.nan,
+            low=-math.inf,
+            high=math.inf,
+            achieved=math.inf,
+            target=policy.target,
             confidence=policy.confidence,
-            reason=(f"stopped at the maximum of {cap} runs, undecided: no run measured it"
-                    if runs >= cap else f"undecided after {runs} runs: none measured it yet"))
-    st = decision_state(samples, max_repeats=cap, rel_halfwidth=policy.target,
-                        confidence=policy.confidence)
+            reason=(
+                f"stopped at the maximum of {cap} runs, undecided: no run measured it"
+                if runs >= cap
+                else f"undecided after {runs} runs: none measured it yet"
+            ),
+        )
+    st = decision_state(samples, max_repeats=cap, rel_halfwidth=policy.target, confidence=policy.confidence)
     if not policy.auto:
         st = replace(st, stop=runs >= cap)
     elif runs >= cap and not st.stop:
-        st = replace(st, stop=True, reason=f"{st.reason}; stopped at the maximum of {cap} runs "
-                                           f"({runs - len(samples)} without a measurement)")
+        st = replace(
+            st,
+            stop=True,
+            reason=f"{st.reason}; stopped at the maximum of {cap} runs "
+            f"({runs - len(samples)} without a measurement)",
+        )
     return st
 
 
@@ -219,8 +239,7 @@ class Decider:
         return f"repeat auto{on}: {st.reason}"
 
 
-def replay(runs: Iterable[Run], policy: RepeatPolicy,
-           key_metric: KeyMetric = primary_metric) -> Decider:
+def replay(runs: Iterable[Run], policy: RepeatPolicy, key_metric: KeyMetric = primary_metric) -> Decider:
     """The Decider as it stood after ``runs`` (in order): the same decisions a live schedule
     made, recomputed from the stored runs (interrupted runs are not counted)."""
     d = Decider(policy, key_metric)
@@ -251,8 +270,9 @@ def pct(x: float) -> str:
     return "unbounded" if math.isinf(x) else f"{x * 100:.3g}%"
 
 
-def summary(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = None, *,
-            per: str = "point") -> list[str]:
+def summary(
+    policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = None, *, per: str = "point"
+) -> list[str]:
     """Report lines: ``3 repeats per point`` or ``repeat auto (max 10, target ±2%): 6–10 runs
     per point``, then one line per point that hit the maximum undecided (``names`` maps
     point keys to how the report names them)."""
@@ -262,14 +282,21 @@ def summary(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = 
     lo, hi = counts[0], counts[-1]
     span = str(lo) if lo == hi else f"{lo}–{hi}"
     need = min_runs(policy.confidence)
-    few = (f" (fewer than the {need} runs a {policy.confidence:.0%} interval of the median "
-           "needs: no point can be decided)" if policy.max_runs < need else "")
+    few = (
+        f" (fewer than the {need} runs a {policy.confidence:.0%} interval of the median "
+        "needs: no point can be decided)"
+        if policy.max_runs < need
+        else ""
+    )
     out = [f"{policy.describe()}: {span} run{'s' if hi != 1 else ''} per {per}{few}"]
     for key, st in d.decisions.items():
         if st.stop and not st.decided:
             name = (names or {}).get(key) or _describe_key(key)
-            bound = (f"±{pct(st.achieved)}" if math.isfinite(st.achieved)
-                     else f"{st.n} measured runs cannot bound a {st.confidence:.0%} interval")
+            bound = (
+                f"±{pct(st.achieved)}"
+                if math.isfinite(st.achieved)
+                else f"{st.n} measured runs cannot bound a {st.confidence:.0%} interval"
+            )
             out.append(f"undecided at the maximum of {policy.max_runs} runs: {name} ({bound})")
     return out
 
@@ -284,16 +311,21 @@ def _describe_key(key: str) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(doc.items())) if isinstance(doc, dict) else key
 
 
-
-def to_json(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = None
-            ) -> dict[str, Any]:
+def to_json(policy: RepeatPolicy, d: Decider, names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``{"policy": …, "decisions": {point: {n, runs, decided, achieved, …, reason}}}``;
     unbounded numbers are null."""
     out: dict[str, Any] = {}
     for key, st in d.decisions.items():
         name = (names or {}).get(key) or _describe_key(key)
-        out[name] = {"n": st.n, "runs": d.runs_of(key), "decided": st.decided,
-                     "stopped": st.stop, "achieved": json_number(st.achieved), "target": st.target,
-                     "median": json_number(st.median), "metric": d.metric.get(key, ""),
-                     "reason": st.reason}
+        out[name] = {
+            "n": st.n,
+            "runs": d.runs_of(key),
+            "decided": st.decided,
+            "stopped": st.stop,
+            "achieved": json_number(st.achieved),
+            "target": st.target,
+            "median": json_number(st.median),
+            "metric": d.metric.get(key, ""),
+            "reason": st.reason,
+        }
     return {"policy": policy.to_json(), "decisions": out}

@@ -58,11 +58,13 @@ class Value:
             return math.nan if x is None else float(x)
 
         iv = doc.get("interval")
-        return Value(None if doc.get("value") is None else float(doc["value"]),
-                     str(doc.get("unit", "")),
-                     None if doc.get("spread") is None else float(doc["spread"]),
-                     None if doc.get("upto") is None else float(doc["upto"]),
-                     None if iv is None else (num(iv[0]), num(iv[1])))
+        return Value(
+            None if doc.get("value") is None else float(doc["value"]),
+            str(doc.get("unit", "")),
+            None if doc.get("spread") is None else float(doc["spread"]),
+            None if doc.get("upto") is None else float(doc["upto"]),
+            None if iv is None else (num(iv[0]), num(iv[1])),
+        )
 
 
 #: A table cell: text (a name, a status), or a number with its unit.
@@ -81,8 +83,9 @@ class Table:
     headless: bool = False
 
     @staticmethod
-    def of(headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, left: int = 1,
-           headless: bool = False) -> Table:
+    def of(
+        headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, left: int = 1, headless: bool = False
+    ) -> Table:
         return Table(tuple(headers), tuple(tuple(r) for r in rows), left, headless)
 
 
@@ -125,20 +128,37 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """Everything but ``compare`` (which is recomputed from ``compare_sides``)."""
-        return {"report_version": REPORT_VERSION, "kind": self.kind, "name": self.name,
-                "title": self.title, "head": list(self.head),
-                "sections": [{"title": s.title, "bullets": list(s.bullets),
-                              "table": None if s.table is None else {
-                                  "headers": list(s.table.headers),
-                                  "rows": [[c if isinstance(c, str) else c.to_json()
-                                            for c in r] for r in s.table.rows],
-                                  "left": s.table.left, "headless": s.table.headless}}
-                             for s in self.sections],
-                "notes": list(self.notes), "notes_title": self.notes_title,
-                "why": [dict(w) for w in self.why], "tail": list(self.tail),
-                "label": self.label, "batch": self.batch, "run_ids": list(self.run_ids),
-                "data": dict(self.data),
-                "compare_sides": [[lab, list(ids)] for lab, ids in self.compare_sides]}
+        return {
+            "report_version": REPORT_VERSION,
+            "kind": self.kind,
+            "name": self.name,
+            "title": self.title,
+            "head": list(self.head),
+            "sections": [
+                {
+                    "title": s.title,
+                    "bullets": list(s.bullets),
+                    "table": None
+                    if s.table is None
+                    else {
+                        "headers": list(s.table.headers),
+                        "rows": [[c if isinstance(c, str) else c.to_json() for c in r] for r in s.table.rows],
+                        "left": s.table.left,
+                        "headless": s.table.headless,
+                    },
+                }
+                for s in self.sections
+            ],
+            "notes": list(self.notes),
+            "notes_title": self.notes_title,
+            "why": [dict(w) for w in self.why],
+            "tail": list(self.tail),
+            "label": self.label,
+            "batch": self.batch,
+            "run_ids": list(self.run_ids),
+            "data": dict(self.data),
+            "compare_sides": [[lab, list(ids)] for lab, ids in self.compare_sides],
+        }
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> Report:
@@ -149,21 +169,38 @@ class Report:
         sections = []
         for s in doc.get("sections", []):
             t = s.get("table")
-            table = None if t is None else Table.of(
-                t["headers"], [[Value.from_json(c) if isinstance(c, Mapping) else str(c)
-                                for c in r] for r in t["rows"]],
-                left=int(t["left"]), headless=bool(t.get("headless")))
+            table = (
+                None
+                if t is None
+                else Table.of(
+                    t["headers"],
+                    [
+                        [Value.from_json(c) if isinstance(c, Mapping) else str(c) for c in r]
+                        for r in t["rows"]
+                    ],
+                    left=int(t["left"]),
+                    headless=bool(t.get("headless")),
+                )
+            )
             sections.append(Section(str(s.get("title", "")), table, tuple(s.get("bullets", []))))
-        return Report(kind=doc["kind"], name=str(doc["name"]), title=str(doc["title"]),
-                      head=tuple(doc.get("head", [])), sections=tuple(sections),
-                      notes=tuple(doc.get("notes", [])),
-                      notes_title=str(doc.get("notes_title", "notes")),
-                      why=tuple(doc.get("why", [])), tail=tuple(doc.get("tail", [])),
-                      label=str(doc.get("label", "")), batch=str(doc.get("batch", "")),
-                      run_ids=tuple(int(i) for i in doc.get("run_ids", [])),
-                      data=dict(doc.get("data", {})),
-                      compare_sides=tuple((str(lab), tuple(int(i) for i in ids))
-                                          for lab, ids in doc.get("compare_sides", [])))
+        return Report(
+            kind=doc["kind"],
+            name=str(doc["name"]),
+            title=str(doc["title"]),
+            head=tuple(doc.get("head", [])),
+            sections=tuple(sections),
+            notes=tuple(doc.get("notes", [])),
+            notes_title=str(doc.get("notes_title", "notes")),
+            why=tuple(doc.get("why", [])),
+            tail=tuple(doc.get("tail", [])),
+            label=str(doc.get("label", "")),
+            batch=str(doc.get("batch", "")),
+            run_ids=tuple(int(i) for i in doc.get("run_ids", [])),
+            data=dict(doc.get("data", {})),
+            compare_sides=tuple(
+                (str(lab), tuple(int(i) for i in ids)) for lab, ids in doc.get("compare_sides", [])
+            ),
+        )
 
 
 IMPORTED, FAILED = "imported", "failed"

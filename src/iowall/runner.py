@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .analysis.decide import DecisionState
-from .analysis.paths import attribute, decode_folded, path_metrics
+from .analysis.kernel_paths import attribute, decode_folded, path_metrics
+from .analysis.repeat_rule import DecisionState
 from .errors import Interrupted, WorkloadError
 from .model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
 from .probes import ProbeSet
@@ -153,8 +153,7 @@ class Schedule:
     def run_one(self, task: Task, r: int, repeats: RepeatPolicy | int | None = None) -> Run:
         """Execute one task once and store its run, whatever happens."""
         policy = as_policy(repeats) if repeats is not None else self.policy
-        of = "" if policy is None else (f"/≤{policy.max_runs}" if policy.auto
-                                        else f"/{policy.count}")
+        of = "" if policy is None else (f"/≤{policy.max_runs}" if policy.auto else f"/{policy.count}")
         self.progress.step(f"{task.title or task.point.describe()}  [{r + 1}{of}]")
         partial = Partial()
         if task.prepare is not None:
@@ -181,8 +180,7 @@ class Schedule:
         d = self.decider
         if d is not None and d.policy.auto and d.done(task.point.key()):
             # the rounds this point will not need: keep the bar's total honest
-            self.progress.advance(task.weight * max(0, d.policy.max_runs - d.runs_of(
-                task.point.key())))
+            self.progress.advance(task.weight * max(0, d.policy.max_runs - d.runs_of(task.point.key())))
         return run
 
     def _probed(self, task: Task, partial: Partial) -> Outcome:
@@ -203,18 +201,33 @@ class Schedule:
                 partial.notes.extend(r.notes)
                 if r.skipped:
                     partial.notes.append(f"probe {r.probe} skipped: {r.skipped}")
-        return replace(outcome, metrics=outcome.metrics + tuple(partial.metrics),
-                       series=outcome.series + tuple(partial.series),
-                       artifacts=outcome.artifacts + tuple(partial.artifacts),
-                       notes=outcome.notes + tuple(partial.notes))
+        return replace(
+            outcome,
+            metrics=outcome.metrics + tuple(partial.metrics),
+            series=outcome.series + tuple(partial.series),
+            artifacts=outcome.artifacts + tuple(partial.artifacts),
+            notes=outcome.notes + tuple(partial.notes),
+        )
 
     def _store(self, point: Point, r: int, started: float, o: Outcome) -> Run:
         d = self.decider
         env = self.env() if d is None else {**self.env(), "repeat": d.policy.to_json()}
-        run = Run(point=point, label=self.label, status=o.status, started_at=started,
-                  finished_at=time.time(), metrics=o.metrics, env=env, bed=self.bed(),
-                  artifacts=o.artifacts, series=o.series, batch=self.batch, repeat_index=r,
-                  error=o.error, notes=o.notes)
+        run = Run(
+            point=point,
+            label=self.label,
+            status=o.status,
+            started_at=started,
+            finished_at=time.time(),
+            metrics=o.metrics,
+            env=env,
+            bed=self.bed(),
+            artifacts=o.artifacts,
+            series=o.series,
+            batch=self.batch,
+            repeat_index=r,
+            error=o.error,
+            notes=o.notes,
+        )
         if d is not None and run.status != "interrupted":
             if d.observe(run).stop and d.policy.auto:
                 run = replace(run, notes=run.notes + (d.note(point.key()),))
@@ -237,5 +250,11 @@ def derived_metrics(artifacts: Sequence[Artifact]) -> list[Metric]:
 
 
 def _from_partial(p: Partial, status: Status, error: str) -> Outcome:
-    return Outcome(status=status, metrics=tuple(p.metrics), artifacts=tuple(p.artifacts),
-                   series=tuple(p.series), notes=tuple(p.notes), error=error)
+    return Outcome(
+        status=status,
+        metrics=tuple(p.metrics),
+        artifacts=tuple(p.artifacts),
+        series=tuple(p.series),
+        notes=tuple(p.notes),
+        error=error,
+    )

@@ -70,8 +70,9 @@ def _ids(text: str) -> list[int]:
         except ValueError:
             raise UserError(f"run ids {text!r}: use numbers and ranges, e.g. ids=3,5-9") from None
         if len(out) + hi - lo + 1 > MAX_IDS:
-            raise UserError(f"run ids {text!r}: more than {MAX_IDS} ids; select by label, "
-                            "batch or another field instead")
+            raise UserError(
+                f"run ids {text!r}: more than {MAX_IDS} ids; select by label, batch or another field instead"
+            )
         out += range(lo, hi + 1)
     return out
 
@@ -81,23 +82,27 @@ def _filter(text: str, terms: str) -> RunFilter:
     merged: list[str] = []
     for term in terms.split(","):
         # ``ids=3,5-9``: a bare number after an ids term continues that term
-        if "=" not in term and merged and merged[-1].startswith("ids=") \
-                and term.strip().replace("-", "").isdigit():
+        if (
+            "=" not in term
+            and merged
+            and merged[-1].startswith("ids=")
+            and term.strip().replace("-", "").isdigit()
+        ):
             merged[-1] += "," + term
         else:
             merged.append(term)
     for term in merged:
         if "=" not in term:
-            raise UserError(f"selection {text!r}: {term!r} is not FIELD=VALUE "
-                            f"(fields: {', '.join(FIELDS)}, ids)")
+            raise UserError(
+                f"selection {text!r}: {term!r} is not FIELD=VALUE (fields: {', '.join(FIELDS)}, ids)"
+            )
         k, v = (x.strip() for x in term.split("=", 1))
         if k == "ids":
             kw["ids"] = _ids(v)
         elif k in FIELDS:
             kw[k] = v
         else:
-            raise UserError(f"selection {text!r}: unknown field {k!r} "
-                            f"(fields: {', '.join(FIELDS)}, ids)")
+            raise UserError(f"selection {text!r}: unknown field {k!r} (fields: {', '.join(FIELDS)}, ids)")
     return RunFilter(**kw)  # type: ignore[arg-type]
 
 
@@ -126,18 +131,23 @@ def matches(run: Run, flt: RunFilter) -> bool:
     if flt.ids and run.id not in flt.ids:
         return False
     host = run.env.get("host", {})
-    fields = {"label": run.label, "recipe": run.point.recipe, "batch": run.batch,
-              "status": run.status, "kernel": str(run.env.get("kernel", "")),
-              "host": str(host.get("hostname", "")) if isinstance(host, dict) else "",
-              "commit": str(run.env.get("commit", ""))}
+    fields = {
+        "label": run.label,
+        "recipe": run.point.recipe,
+        "batch": run.batch,
+        "status": run.status,
+        "kernel": str(run.env.get("kernel", "")),
+        "host": str(host.get("hostname", "")) if isinstance(host, dict) else "",
+        "commit": str(run.env.get("commit", "")),
+    }
     if flt.kernel is not None and not kernel_matches(fields["kernel"], flt.kernel):
         return False
-    return all(getattr(flt, k) is None or getattr(flt, k) == fields[k]
-               for k in FIELDS if k != "kernel")
+    return all(getattr(flt, k) is None or getattr(flt, k) == fields[k] for k in FIELDS if k != "kernel")
 
 
-def load(store: Store | None, sel: Selection, *, measured_only: bool = True,
-         with_series: bool = False) -> list[Run]:
+def load(
+    store: Store | None, sel: Selection, *, measured_only: bool = True, with_series: bool = False
+) -> list[Run]:
     """The runs a selection names, oldest first; by default only completed measurements.
     A UserError when it names none, so that a typo never compares against nothing."""
     if sel.bundle is not None:
@@ -165,24 +175,26 @@ def load_all(store: Store | None, texts: Sequence[str], **kw: bool) -> list[tupl
     return out
 
 
-def collect_runs(store: Store | None, selections: Sequence[str], *,
-                 measured_only: bool = False) -> list[Run]:
+def collect_runs(store: Store | None, selections: Sequence[str], *, measured_only: bool = False) -> list[Run]:
     """Whole runs (series and artifacts) named by ``selections`` (none = every stored run), in
     the order named, each once. A selection may be a bundle file: its runs pass through."""
     picked: list[tuple[bool, Run]] = []  # (from the store?, run)
     if not selections:
         if store is None:
             raise UserError("export needs a store or a selection")
-        runs = [r for r in store.runs(RunFilter(), with_series=True)
-                if not measured_only or r.status in MEASURED_STATUSES]
+        runs = [
+            r
+            for r in store.runs(RunFilter(), with_series=True)
+            if not measured_only or r.status in MEASURED_STATUSES
+        ]
         if not runs:
-            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
-                            f"{store.shown}")
+            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in {store.shown}")
         picked = [(True, r) for r in runs]
     for text in selections:
         sel = parse_selection(text)
-        picked += [(sel.bundle is None, r)
-                   for r in load(store, sel, measured_only=measured_only, with_series=True)]
+        picked += [
+            (sel.bundle is None, r) for r in load(store, sel, measured_only=measured_only, with_series=True)
+        ]
     out: list[tuple[bool, Run]] = []
     seen: set[str] = set()
     for from_store, r in picked:
@@ -192,8 +204,7 @@ def collect_runs(store: Store | None, selections: Sequence[str], *,
             out.append((from_store, r))
     ids = [r.id for s, r in out if s and r.id is not None]
     arts = store.artifacts_of(ids) if store is not None and ids else {}
-    return [replace(r, artifacts=arts.get(r.id, ())) if s and r.id is not None else r
-            for s, r in out]
+    return [replace(r, artifacts=arts.get(r.id, ())) if s and r.id is not None else r for s, r in out]
 
 
 def compared_field(texts: list[str]) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .beds import Bed
 from .guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, reporting_order
-from .knobs import KnobSession
+from .knob_session import KnobSession
 from .model import Run
 from .probes import ProbeContext
 from .probes import resolve as resolve_probes
@@ -34,15 +34,19 @@ from .sysinfo import drop_caches, environment
 from .workloads.fio import BW_LOG_MS, fio_version
 from .workloads.memcopy_ref import reference as memcopy_reference
 
-NOT_ROOT = ("not root: caches are not dropped between points (fio still invalidates the cache "
-            "of its own files) and nothing is formatted")
+NOT_ROOT = (
+    "not root: caches are not dropped between points (fio still invalidates the cache "
+    "of its own files) and nothing is formatted"
+)
 NOT_DROPPED = "caches not dropped before the point (needs root)"
 
 
-HOST_RECLAIMS = ("this VM hands freed memory back to its host (free page reporting): page cache "
-                 "allocated after a cache drop may pay host faults and read slower than it is; "
-                 "give --hold-memory to hold reporting off and touch the memory first, as "
-                 "'iowall limits' does")
+HOST_RECLAIMS = (
+    "this VM hands freed memory back to its host (free page reporting): page cache "
+    "allocated after a cache drop may pay host faults and read slower than it is; "
+    "give --hold-memory to hold reporting off and touch the memory first, as "
+    "'iowall limits' does"
+)
 
 
 @dataclass
@@ -77,9 +81,16 @@ class Session:
         self._beds: list[Bed] = []
         self._facts: Callable[[], dict[str, Any]] | None = None
         self._env: dict[str, Any] | None = None
-        self.schedule = Schedule(store=self.store, label=self.label, env=self._env_now,
-                                 bed=self._bed_facts, progress=self.progress, batch=self.batch,
-                                 shuffle_seed=self.shuffle, probes=resolve_probes(self.probes))
+        self.schedule = Schedule(
+            store=self.store,
+            label=self.label,
+            env=self._env_now,
+            bed=self._bed_facts,
+            progress=self.progress,
+            batch=self.batch,
+            shuffle_seed=self.shuffle,
+            probes=resolve_probes(self.probes),
+        )
         if self.key_metric is not None:
             self.schedule.key_metric = self.key_metric
         if not self.root:

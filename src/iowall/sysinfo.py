@@ -13,9 +13,14 @@ from .cgroups import limits, locate
 
 #: sysctls recorded with every run: the dirty-page thresholds shape every buffered write.
 SYSCTLS = (
-    "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_bytes",
-    "vm.dirty_background_bytes", "vm.dirty_expire_centisecs",
-    "vm.dirty_writeback_centisecs", "vm.vfs_cache_pressure", "vm.swappiness",
+    "vm.dirty_ratio",
+    "vm.dirty_background_ratio",
+    "vm.dirty_bytes",
+    "vm.dirty_background_bytes",
+    "vm.dirty_expire_centisecs",
+    "vm.dirty_writeback_centisecs",
+    "vm.vfs_cache_pressure",
+    "vm.swappiness",
     "vm.min_free_kbytes",
 )
 
@@ -85,8 +90,13 @@ def cpu_count() -> int:
 
 def host_facts() -> dict[str, Any]:
     """Host identity used in fingerprints: name, CPU model and count, memory."""
-    return {"hostname": socket.gethostname(), "cpu_model": cpu_model(), "cpu_count": cpu_count(),
-            "mem_total_bytes": mem_total_bytes(), "arch": platform.machine()}
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": cpu_count(),
+        "mem_total_bytes": mem_total_bytes(),
+        "arch": platform.machine(),
+    }
 
 
 #: The commit or build id runs are recorded with (``--commit`` sets it): history and the
@@ -94,8 +104,9 @@ def host_facts() -> dict[str, Any]:
 COMMIT_ENV = "IOWALL_COMMIT"
 
 
-def environment(extra: dict[str, Any] | None = None,
-                knobs: Mapping[str, str] | None = None) -> dict[str, Any]:
+def environment(
+    extra: dict[str, Any] | None = None, knobs: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Everything recorded with a run about where it ran (kernel is here, not in the
     fingerprint); ``knobs`` are the knobs in force, by name, as read back from the kernel."""
     thr, bg = dirty_thresholds_bytes()

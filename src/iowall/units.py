@@ -15,11 +15,20 @@ GIB = 1 << 30
 TIB = 1 << 40
 
 _SUFFIX = {
-    "": 1, "b": 1,
-    "k": KIB, "kb": KIB, "kib": KIB,
-    "m": MIB, "mb": MIB, "mib": MIB,
-    "g": GIB, "gb": GIB, "gib": GIB,
-    "t": TIB, "tb": TIB, "tib": TIB,
+    "": 1,
+    "b": 1,
+    "k": KIB,
+    "kb": KIB,
+    "kib": KIB,
+    "m": MIB,
+    "mb": MIB,
+    "mib": MIB,
+    "g": GIB,
+    "gb": GIB,
+    "gib": GIB,
+    "t": TIB,
+    "tb": TIB,
+    "tib": TIB,
 }
 _PCT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
@@ -118,8 +127,7 @@ def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
 
 
 #: Units ``fmt_metric`` writes itself (with a prefix or suffix of its own).
-FORMATTED_UNITS = ("B/s", "bytes_per_s", "B", "bytes", "s", "IO/s", "files/s", "ops_per_s",
-                   "ops/s", "share")
+FORMATTED_UNITS = ("B/s", "bytes_per_s", "B", "bytes", "s", "IO/s", "files/s", "ops_per_s", "ops/s", "share")
 
 
 def fmt_value(value: float, unit: str) -> str:

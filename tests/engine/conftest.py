@@ -26,8 +26,10 @@ def engine() -> str:
 @pytest.fixture
 def run(engine: str) -> Callable[..., Result]:
     """``run("meta", "--dir", ...)`` with the session's engine."""
+
     def _run(*args: str, **kw: Any) -> Result:
         return run_engine(engine, *args, **kw)
+
     return _run
 
 

@@ -23,11 +23,9 @@ class Result:
     stderr: str
 
 
-def run_engine(binary: str, *args: str, env: dict[str, str] | None = None,
-               timeout: float = 300) -> Result:
+def run_engine(binary: str, *args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Result:
     """Run the engine and parse every stdout line as JSON (a test fails on any other line)."""
-    cp = subprocess.run([binary, *args], capture_output=True, text=True, env=env,
-                        timeout=timeout)
+    cp = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=timeout)
     records = [json.loads(line) for line in cp.stdout.splitlines() if line.strip()]
     return Result(cp.returncode, records, cp.stdout, cp.stderr)
 

@@ -23,8 +23,9 @@ def asan_engine() -> Iterator[str]:
     """``make -C engine asan OUT=<tmp>``: the engine under the sanitizers (removed after)."""
     out = tempfile.mkdtemp(prefix="iowall-engine-asan-")
     try:
-        subprocess.run(["make", "-s", "-C", str(ENGINE_SRC), "asan", f"OUT={out}"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["make", "-s", "-C", str(ENGINE_SRC), "asan", f"OUT={out}"], check=True, capture_output=True
+        )
         yield os.path.join(out, "iowall-engine-asan")
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -39,21 +40,22 @@ def san_run(binary: str) -> Callable[..., Result]:
             assert marker not in r.stderr, r.stderr
         assert r.rc not in (98, 99), r.stderr
         return r
+
     return _run
 
 
 def test_memcopy_under_asan(asan_engine: str) -> None:
     run = san_run(asan_engine)
     for method in ("best", "movsb", "memcpy"):
-        r = run("memcopy", "--threads", "2", "--bytes", "1M", "--passes", "2", "--loops", "2",
-                "--method", method)
+        r = run(
+            "memcopy", "--threads", "2", "--bytes", "1M", "--passes", "2", "--loops", "2", "--method", method
+        )
         assert r.rc == 0 and r.records[0]["total_bytes_per_s"] > 0
 
 
 def test_meta_under_asan(asan_engine: str, tmpfs: Path, mount_tmpfs) -> None:
     run = san_run(asan_engine)
-    own = ["--threads", "3", "--files-per-thread", "700", "--dirs-per-thread", "3",
-           "--size", "5000"]
+    own = ["--threads", "3", "--files-per-thread", "700", "--dirs-per-thread", "3", "--size", "5000"]
     r = run("meta", "--dir", str(tmpfs / "own"), *own, "--phases", "create,walk,chmod")
     assert r.rc == 0 and [x["files"] for x in r.records] == [2100] * 3
     r = run("meta", "--dir", str(tmpfs / "own"), *own, "--phases", "walk,unlink")
@@ -64,11 +66,23 @@ def test_meta_under_asan(asan_engine: str, tmpfs: Path, mount_tmpfs) -> None:
     # error paths: EEXIST, ENOENT, a tree that does not match, ENOSPC
     r = run("meta", "--dir", str(tmpfs / "e"), *own, "--phases", "create,create")
     assert r.rc == 1 and r.records[-1]["errno_name"] == "EEXIST"
-    r = run("meta", "--dir", str(tmpfs / "e"), "--threads", "4", "--files-per-thread", "700",
-            "--dirs-per-thread", "3", "--phases", "walk")
+    r = run(
+        "meta",
+        "--dir",
+        str(tmpfs / "e"),
+        "--threads",
+        "4",
+        "--files-per-thread",
+        "700",
+        "--dirs-per-thread",
+        "3",
+        "--phases",
+        "walk",
+    )
     assert r.rc == 1 and r.records[0]["errno_name"] == "ENOENT"
-    r = run("meta", "--dir", str(tmpfs / "e"), "--threads", "3", "--files-per-thread", "9",
-            "--phases", "unlink")
+    r = run(
+        "meta", "--dir", str(tmpfs / "e"), "--threads", "3", "--files-per-thread", "9", "--phases", "unlink"
+    )
     assert r.rc == 1 and r.records[0]["errno"] == 0
     full = mount_tmpfs("size=1m")
     r = run("meta", "--dir", str(full), *own, "--phases", "create")
@@ -77,14 +91,14 @@ def test_meta_under_asan(asan_engine: str, tmpfs: Path, mount_tmpfs) -> None:
 
 def test_smallfiles_under_asan(asan_engine: str, tmpfs: Path, mount_tmpfs) -> None:
     run = san_run(asan_engine)
-    r = run("smallfiles", "--dir", str(tmpfs / "a"), "--threads", "2", "--files", "3000",
-            "--files-per-dir", "700")
+    r = run(
+        "smallfiles", "--dir", str(tmpfs / "a"), "--threads", "2", "--files", "3000", "--files-per-dir", "700"
+    )
     assert r.rc == 0 and r.records[0]["files"] == 3000
     assert len(tree(tmpfs / "a")[0]) == 3000
     # time-based: a quiet machine makes ~300k files/s, a page each; room for several seconds
     roomy = mount_tmpfs("size=8g")
-    r = run("smallfiles", "--dir", str(roomy / "b"), "--threads", "2", "--seconds", "1.2",
-            "--size", "100")
+    r = run("smallfiles", "--dir", str(roomy / "b"), "--threads", "2", "--seconds", "1.2", "--size", "100")
     assert r.rc == 0 and len(r.records[0]["per_second"]) == 2
     full = mount_tmpfs("size=1m")
     r = run("smallfiles", "--dir", str(full), "--threads", "2", "--seconds", "10")
@@ -93,8 +107,9 @@ def test_smallfiles_under_asan(asan_engine: str, tmpfs: Path, mount_tmpfs) -> No
 
 def test_bad_arguments_under_asan(asan_engine: str) -> None:
     run = san_run(asan_engine)
-    r = run("meta", "--dir", "/nonexistent", "--threads", "1", "--files-per-thread", "1",
-            "--phases", "walk,bogus")
+    r = run(
+        "meta", "--dir", "/nonexistent", "--threads", "1", "--files-per-thread", "1", "--phases", "walk,bogus"
+    )
     assert r.rc == 2
 
 
@@ -104,28 +119,99 @@ def test_stream_under_asan(asan_engine: str, tmpfs: Path, scratch: Path, mount_t
     lst.write_text("".join(f"{j} {scratch}/j{j}.f{k}\n" for j in range(2) for k in range(3)))
     for mode in ("buffered", "uncached", "direct"):
         for rw in ("write", "read"):
-            r = run("stream", "--rw", rw, "--mode", mode, "--bs", "64K", "--file-size", "1M",
-                    "--files-from", str(lst), "--end-fsync", "--log-ms", "1")
+            r = run(
+                "stream",
+                "--rw",
+                rw,
+                "--mode",
+                mode,
+                "--bs",
+                "64K",
+                "--file-size",
+                "1M",
+                "--files-from",
+                str(lst),
+                "--end-fsync",
+                "--log-ms",
+                "1",
+            )
             assert r.rc == 0 and r.records[0]["bytes"] == 6 << 20, r.stdout
     # error paths: EOPNOTSUPP on tmpfs, ENOSPC, a short file, a missing list, a bad list
     tl = tmpfs / "files.list"
     tl.write_text(f"0 {tmpfs}/a\n1 {tmpfs}/b\n")
-    r = run("stream", "--rw", "write", "--mode", "uncached", "--bs", "4K", "--file-size", "8K",
-            "--files-from", str(tl))
+    r = run(
+        "stream",
+        "--rw",
+        "write",
+        "--mode",
+        "uncached",
+        "--bs",
+        "4K",
+        "--file-size",
+        "8K",
+        "--files-from",
+        str(tl),
+    )
     assert r.rc == 1 and r.records[0]["errno_name"] == "EOPNOTSUPP"
     full = mount_tmpfs("size=1m")
     fl = scratch / "full.list"
     fl.write_text(f"0 {full}/a\n1 {full}/b\n")
-    r = run("stream", "--rw", "write", "--mode", "buffered", "--bs", "64K", "--file-size",
-            "1M", "--files-from", str(fl), "--log-ms", "1")
+    r = run(
+        "stream",
+        "--rw",
+        "write",
+        "--mode",
+        "buffered",
+        "--bs",
+        "64K",
+        "--file-size",
+        "1M",
+        "--files-from",
+        str(fl),
+        "--log-ms",
+        "1",
+    )
     assert r.rc == 1 and r.records[0]["status"] == "filled"
-    r = run("stream", "--rw", "read", "--mode", "buffered", "--bs", "64K", "--file-size",
-            "2M", "--files-from", str(lst))
+    r = run(
+        "stream",
+        "--rw",
+        "read",
+        "--mode",
+        "buffered",
+        "--bs",
+        "64K",
+        "--file-size",
+        "2M",
+        "--files-from",
+        str(lst),
+    )
     assert r.rc == 1 and r.records[0]["errno"] == 0
-    r = run("stream", "--rw", "read", "--mode", "buffered", "--bs", "64K", "--file-size",
-            "2M", "--files-from", str(scratch / "none"))
+    r = run(
+        "stream",
+        "--rw",
+        "read",
+        "--mode",
+        "buffered",
+        "--bs",
+        "64K",
+        "--file-size",
+        "2M",
+        "--files-from",
+        str(scratch / "none"),
+    )
     assert r.rc == 1 and r.records[0]["errno_name"] == "ENOENT"
     (scratch / "bad.list").write_text("0 /x\n3 /y\n")
-    r = run("stream", "--rw", "read", "--mode", "buffered", "--bs", "64K", "--file-size",
-            "2M", "--files-from", str(scratch / "bad.list"))
+    r = run(
+        "stream",
+        "--rw",
+        "read",
+        "--mode",
+        "buffered",
+        "--bs",
+        "64K",
+        "--file-size",
+        "2M",
+        "--files-from",
+        str(scratch / "bad.list"),
+    )
     assert r.rc == 2

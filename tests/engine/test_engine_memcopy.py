@@ -48,8 +48,7 @@ def test_best_measures_both_methods(run, threads: int) -> None:
 
 @pytest.mark.parametrize("method", ["movsb", "memcpy"])
 def test_single_method(run, method: str) -> None:
-    r = run("memcopy", "--threads", "2", "--bytes", "1M", "--passes", "2", "--loops", "4",
-            "--method", method)
+    r = run("memcopy", "--threads", "2", "--bytes", "1M", "--passes", "2", "--loops", "4", "--method", method)
     assert r.rc == 0, r.stderr
     (rec,) = r.records
     expect = method if (X86 or method == "memcpy") else "memcpy"

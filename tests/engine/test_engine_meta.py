@@ -36,8 +36,18 @@ def check_phase(rec: dict, phase: str, threads: int, files: int, dirs: int) -> N
 
 def test_all_phases_in_one_run(run, anyfs: Path) -> None:
     d = anyfs / "m"
-    r = meta(run, d, "--threads", "3", "--files-per-thread", "1000", "--dirs-per-thread", "4",
-             "--phases", "create,walk,chmod,unlink")
+    r = meta(
+        run,
+        d,
+        "--threads",
+        "3",
+        "--files-per-thread",
+        "1000",
+        "--dirs-per-thread",
+        "4",
+        "--phases",
+        "create,walk,chmod,unlink",
+    )
     assert r.rc == 0, r.stdout + r.stderr
     assert [x["phase"] for x in r.records] == ["create", "walk", "chmod", "unlink"]
     for rec in r.records:
@@ -49,8 +59,7 @@ def test_all_phases_in_one_run(run, anyfs: Path) -> None:
 
 def test_phases_in_separate_invocations(run, anyfs: Path) -> None:
     d = anyfs / "m"
-    common = ["--threads", "2", "--files-per-thread", "2500", "--dirs-per-thread", "3",
-              "--size", "4096"]
+    common = ["--threads", "2", "--files-per-thread", "2500", "--dirs-per-thread", "3", "--size", "4096"]
     r = meta(run, d, *common, "--phases", "create")
     assert r.rc == 0, r.stdout
     check_phase(r.records[0], "create", 2, 5000, 6)
@@ -58,7 +67,8 @@ def test_phases_in_separate_invocations(run, anyfs: Path) -> None:
     files, dirs = tree(d)
     assert len(files) == 5000
     assert sorted(p.relative_to(d).as_posix() for p in dirs) == [
-        f"t{t:03d}" + (f"/d{k:03d}" if k >= 0 else "") for t in range(2) for k in range(-1, 3)]
+        f"t{t:03d}" + (f"/d{k:03d}" if k >= 0 else "") for t in range(2) for k in range(-1, 3)
+    ]
     # 2500 files spread evenly over 3 directories: 834, 833, 833
     assert sorted(len(os.listdir(d / "t000" / f"d{k:03d}")) for k in range(3)) == [833, 833, 834]
     sizes = {p.stat().st_size for p in files}
@@ -172,8 +182,19 @@ def test_create_over_an_existing_tree_is_eexist(run, scratch: Path) -> None:
 
 def test_full_tmpfs_is_enospc(run, mount_tmpfs) -> None:
     mnt = mount_tmpfs("size=1m")
-    r = run("meta", "--dir", str(mnt / "m"), "--threads", "2", "--files-per-thread", "1000",
-            "--size", "4096", "--phases", "create,walk")
+    r = run(
+        "meta",
+        "--dir",
+        str(mnt / "m"),
+        "--threads",
+        "2",
+        "--files-per-thread",
+        "1000",
+        "--size",
+        "4096",
+        "--phases",
+        "create,walk",
+    )
     assert r.rc == 1
     (rec,) = r.records  # the phase ends, walk never runs
     assert rec["errno_name"] == "ENOSPC" and rec["errno"] == 28
@@ -187,8 +208,7 @@ def test_full_tmpfs_is_enospc(run, mount_tmpfs) -> None:
 
 def test_out_of_inodes_is_enospc_at_openat(run, mount_tmpfs) -> None:
     mnt = mount_tmpfs("size=64m,nr_inodes=200")
-    r = run("meta", "--dir", str(mnt), "--threads", "2", "--files-per-thread", "1000",
-            "--phases", "create")
+    r = run("meta", "--dir", str(mnt), "--threads", "2", "--files-per-thread", "1000", "--phases", "create")
     assert r.rc == 1
     assert r.records[0]["errno_name"] == "ENOSPC"
     assert r.records[0]["error"].startswith(("openat", "mkdirat"))
@@ -196,18 +216,33 @@ def test_out_of_inodes_is_enospc_at_openat(run, mount_tmpfs) -> None:
 
 def test_read_only_mount_is_erofs(run, mount_tmpfs) -> None:
     mnt = mount_tmpfs("size=1m,ro")
-    r = run("meta", "--dir", str(mnt), "--threads", "1", "--files-per-thread", "10",
-            "--phases", "create")
+    r = run("meta", "--dir", str(mnt), "--threads", "1", "--files-per-thread", "10", "--phases", "create")
     assert r.rc == 1
     assert r.records[0]["errno_name"] == "EROFS"
     assert r.records[0]["path"] == str(mnt / "t000")
 
 
 def test_memory_does_not_grow_with_files(run, tmpfs: Path) -> None:
-    small = meta(run, tmpfs / "a", "--threads", "2", "--files-per-thread", "1000",
-                 "--phases", "create,walk,chmod,unlink")
-    big = meta(run, tmpfs / "b", "--threads", "2", "--files-per-thread", "100000",
-               "--phases", "create,walk,chmod,unlink")
+    small = meta(
+        run,
+        tmpfs / "a",
+        "--threads",
+        "2",
+        "--files-per-thread",
+        "1000",
+        "--phases",
+        "create,walk,chmod,unlink",
+    )
+    big = meta(
+        run,
+        tmpfs / "b",
+        "--threads",
+        "2",
+        "--files-per-thread",
+        "100000",
+        "--phases",
+        "create,walk,chmod,unlink",
+    )
     assert small.rc == 0 and big.rc == 0
     rss_small = max(x["peak_rss_kib"] for x in small.records)
     rss_big = max(x["peak_rss_kib"] for x in big.records)

@@ -23,8 +23,7 @@ def check_counts(rec: dict, threads: int) -> None:
 
 def test_files(run, anyfs: Path) -> None:
     d = anyfs / "s"
-    r = run("smallfiles", "--dir", str(d), "--threads", "2", "--files", "2501",
-            "--files-per-dir", "500")
+    r = run("smallfiles", "--dir", str(d), "--threads", "2", "--files", "2501", "--files-per-dir", "500")
     assert r.rc == 0, r.stdout + r.stderr
     (rec,) = r.records
     check_counts(rec, 2)
@@ -41,8 +40,7 @@ def test_files(run, anyfs: Path) -> None:
 
 
 def test_seconds(run, tmpfs: Path) -> None:
-    r = run("smallfiles", "--dir", str(tmpfs / "s"), "--threads", "2", "--seconds", "2.5",
-            "--size", "0")
+    r = run("smallfiles", "--dir", str(tmpfs / "s"), "--threads", "2", "--seconds", "2.5", "--size", "0")
     assert r.rc == 0, r.stdout + r.stderr
     (rec,) = r.records
     check_counts(rec, 2)
@@ -54,8 +52,7 @@ def test_seconds(run, tmpfs: Path) -> None:
 
 
 def test_fsync_close(run, scratch: Path) -> None:
-    r = run("smallfiles", "--dir", str(scratch / "s"), "--threads", "1", "--files", "50",
-            "--fsync", "close")
+    r = run("smallfiles", "--dir", str(scratch / "s"), "--threads", "1", "--files", "50", "--fsync", "close")
     assert r.rc == 0, r.stdout
     assert r.records[0]["fsync"] == "close" and r.records[0]["files"] == 50
 

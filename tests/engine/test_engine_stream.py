@@ -20,14 +20,25 @@ def listing(d: Path, jobs: int, files: int) -> tuple[Path, list[list[Path]]]:
     d.mkdir(parents=True, exist_ok=True)
     paths = [[d / f"j{j:03d}.f{k}" for k in range(files)] for j in range(jobs)]
     lst = d / "files.list"
-    lst.write_text("# job path\n\n" + "".join(f"{j} {p}\n" for j, ps in enumerate(paths)
-                                                for p in ps))
+    lst.write_text("# job path\n\n" + "".join(f"{j} {p}\n" for j, ps in enumerate(paths) for p in ps))
     return lst, paths
 
 
 def stream(run, lst: Path, rw: str, mode: str, bs: str, size: str, *extra: str):
-    return run("stream", "--rw", rw, "--mode", mode, "--bs", bs, "--file-size", size,
-               "--files-from", str(lst), *extra)
+    return run(
+        "stream",
+        "--rw",
+        rw,
+        "--mode",
+        mode,
+        "--bs",
+        bs,
+        "--file-size",
+        size,
+        "--files-from",
+        str(lst),
+        *extra,
+    )
 
 
 def check_counts(rec: dict, jobs: int, files: int, size: int, bs: int) -> None:
@@ -134,15 +145,18 @@ def test_short_file_and_missing_file(run, scratch: Path) -> None:
     assert r.rc == 1 and r.records[0]["errno_name"] == "ENOENT"
 
 
-@pytest.mark.parametrize("text,args,msg", [
-    ("0 /x\n", ["--mode", "cached"], "--mode must be"),
-    ("0 /x\n", ["--rw", "trim"], "--rw must be"),
-    ("0 /x\n", ["--mode", "direct", "--bs", "1000"], "multiples of 4096"),
-    ("0 /x\n2 /y\n", [], "job 1 has no files"),
-    ("x /x\n", [], "want 'JOB PATH'"),
-    ("0\n", [], "want 'JOB PATH'"),
-    ("# nothing\n", [], "lists no files"),
-])
+@pytest.mark.parametrize(
+    "text,args,msg",
+    [
+        ("0 /x\n", ["--mode", "cached"], "--mode must be"),
+        ("0 /x\n", ["--rw", "trim"], "--rw must be"),
+        ("0 /x\n", ["--mode", "direct", "--bs", "1000"], "multiples of 4096"),
+        ("0 /x\n2 /y\n", [], "job 1 has no files"),
+        ("x /x\n", [], "want 'JOB PATH'"),
+        ("0\n", [], "want 'JOB PATH'"),
+        ("# nothing\n", [], "lists no files"),
+    ],
+)
 def test_bad_arguments(run, scratch: Path, text: str, args: list[str], msg: str) -> None:
     lst = scratch / "l"
     lst.write_text(text)
@@ -159,8 +173,7 @@ def test_bad_arguments(run, scratch: Path, text: str, args: list[str], msg: str)
 
 def test_wrapper_metrics_series_and_artifacts(engine: str, scratch: Path) -> None:
     jobs = tuple(tuple(str(scratch / f"j{j}.f{k}") for k in range(3)) for j in range(2))
-    res = run_stream(StreamSpec("write", "buffered", MIB, 8 * MIB, jobs, end_fsync=True,
-                                log_ms=10))
+    res = run_stream(StreamSpec("write", "buffered", MIB, 8 * MIB, jobs, end_fsync=True, log_ms=10))
     m = {x.name: x for x in res.metrics}
     rec = res.record
     assert m["write_bw_bytes_per_s"].value == rec["bytes_per_s"]
@@ -172,8 +185,7 @@ def test_wrapper_metrics_series_and_artifacts(engine: str, scratch: Path) -> Non
     assert (s.probe, s.name, s.unit) == ("engine", "write_bw", "B/s")
     # the rates times the measured interval lengths give back every byte
     lengths = [ns / 1e9 for _, _, ns in rec["log"]]
-    assert sum(v * dt for (_, v), dt in zip(s.samples, lengths, strict=True)) == \
-        pytest.approx(48 * MIB)
+    assert sum(v * dt for (_, v), dt in zip(s.samples, lengths, strict=True)) == pytest.approx(48 * MIB)
     assert [a.name for a in res.artifacts()] == ["engine.json", "files.list"]
     assert res.files_list.splitlines()[3] == f"1 {scratch}/j1.f0"
     res = run_stream(StreamSpec("read", "direct", MIB, 8 * MIB, jobs, log_ms=0))
@@ -185,16 +197,18 @@ def test_wrapper_errors(engine: str, tmpfs: Path) -> None:
     with pytest.raises(EngineRunError) as e:
         run_stream(StreamSpec("write", "uncached", MIB, MIB, jobs))
     assert e.value.errno_name == "EOPNOTSUPP"
-    for bad in (dict(rw="trim"), dict(mode="cached"), dict(jobs=((),)),
-                dict(jobs=(("a\nb",),))):
+    for bad in (dict(rw="trim"), dict(mode="cached"), dict(jobs=((),)), dict(jobs=(("a\nb",),))):
         kw = dict(rw="write", mode="buffered", bs=MIB, file_size=MIB, jobs=jobs) | bad
         with pytest.raises(UserError):
             StreamSpec(**kw)  # type: ignore[arg-type]
 
 
 def test_series_from_a_recorded_log() -> None:
-    rec = {"rw": "read", "start_unix_ms": 1000,
-           "log": [[1100, 100, 100_000_000], [1200, 300, 100_000_000], [1230, 30, 25_000_000]]}
+    rec = {
+        "rw": "read",
+        "start_unix_ms": 1000,
+        "log": [[1100, 100, 100_000_000], [1200, 300, 100_000_000], [1230, 30, 25_000_000]],
+    }
     (s,) = stream_series(rec, origin_ms=900)
     assert s.samples == ((0.2, 1000.0), (0.3, 3000.0), (0.33, 1200.0))
     assert stream_series({"rw": "read", "log": None}, origin_ms=0) == ()

@@ -25,8 +25,7 @@ def test_run_meta(scratch: Path) -> None:
     recs = eng.run_meta(scratch / "m", 2, 300, ["create", "walk"], dirs_per_thread=2, size=10)
     assert [r["phase"] for r in recs] == ["create", "walk"]
     assert recs[1]["bytes"] == 600 * 10
-    recs = eng.run_meta(scratch / "m", 2, 300, "chmod,unlink", dirs_per_thread=2,
-                        chmod_mode=0o600)
+    recs = eng.run_meta(scratch / "m", 2, 300, "chmod,unlink", dirs_per_thread=2, chmod_mode=0o600)
     assert [r["files"] for r in recs] == [600, 600]
     assert list((scratch / "m").iterdir()) == []
 
@@ -78,8 +77,7 @@ def test_parse_output_rejects_non_json() -> None:
     assert eng.parse_output('{"a": 1}\n\n{"b": 2}\n') == [{"a": 1}, {"b": 2}]
 
 
-def test_missing_binary_is_a_clear_user_error(monkeypatch: pytest.MonkeyPatch,
-                                              scratch: Path) -> None:
+def test_missing_binary_is_a_clear_user_error(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
     fake = scratch / "iowall" / "workloads" / "engine.py"
     monkeypatch.setattr(eng, "__file__", str(fake))
     with pytest.raises(UserError, match="iowall-engine is missing"):

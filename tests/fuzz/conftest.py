@@ -15,9 +15,12 @@ from .harness import TALLIES
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "fuzz: property-based fuzzers of the CLI's inputs "
-                                       "(hypothesis, 1,000 inputs each in make test, "
-                                       "10,000 in make fuzz)")
+    config.addinivalue_line(
+        "markers",
+        "fuzz: property-based fuzzers of the CLI's inputs "
+        "(hypothesis, 1,000 inputs each in make test, "
+        "10,000 in make fuzz)",
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,8 +23,13 @@ from iowall.cli.main import main
 #: one budget (derandomized: CI is repeatable); found cases are replayed always
 #: (test_found.py).
 EXAMPLES = int(os.environ.get("IOWALL_FUZZ_EXAMPLES", "1000"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 #: Every fuzzer's tally, in the order they finished (printed at the end of the session).
 TALLIES: list[Tally] = []
@@ -60,8 +65,7 @@ def check_rejected(o: Outcome) -> None:
     """A rejected input: exit 2 and exactly one line on stderr that says what is wrong."""
     check_no_traceback(o)
     assert o.rc == 2, o
-    assert o.err.startswith("iowall: error: ") and o.err.count("\n") == 1 \
-        and o.err.endswith("\n"), o
+    assert o.err.startswith("iowall: error: ") and o.err.count("\n") == 1 and o.err.endswith("\n"), o
     assert len(o.err.strip()) > len("iowall: error: ") + 5, o
 
 
@@ -82,8 +86,9 @@ def check_import(argv: list[str], db: Path, tally: Tally, how: str) -> None:
     tally.add(o.rc == 0, how)
 
 
-def fuzz_import(command: str, inputs: st.SearchStrategy[tuple[str, bytes]], tmp: Path,
-                report_dir: Path, name: str) -> Tally:
+def fuzz_import(
+    command: str, inputs: st.SearchStrategy[tuple[str, bytes]], tmp: Path, report_dir: Path, name: str
+) -> Tally:
     """``EXAMPLES`` ``(how, bytes)`` inputs fed to ``iowall COMMAND FILE`` against a store that
     already holds runs (a rejected import must leave them alone), each checked by
     ``check_import``; the tally, reported."""
@@ -144,17 +149,29 @@ class Tally:
 
     def line(self) -> str:
         took = self.seconds if self.seconds is not None else time.monotonic() - self.started
-        return (f"fuzz {self.name}: {self.tried} inputs tried, {self.accepted} accepted, "
-                f"{self.rejected} rejected, {took:.1f} s")
+        return (
+            f"fuzz {self.name}: {self.tried} inputs tried, {self.accepted} accepted, "
+            f"{self.rejected} rejected, {took:.1f} s"
+        )
 
     def report(self, out_dir: Path) -> str:
         """Print the counts and write them to ``out_dir/fuzz-NAME.json``; the line printed."""
         self.seconds = time.monotonic() - self.started
         line = self.line()
-        (out_dir / f"fuzz-{self.name}.json").write_text(json.dumps({
-            "name": self.name, "tried": self.tried, "accepted": self.accepted,
-            "rejected": self.rejected, "seconds": round(self.seconds, 1),
-            "kinds": self.kinds}, indent=1) + "\n")
+        (out_dir / f"fuzz-{self.name}.json").write_text(
+            json.dumps(
+                {
+                    "name": self.name,
+                    "tried": self.tried,
+                    "accepted": self.accepted,
+                    "rejected": self.rejected,
+                    "seconds": round(self.seconds, 1),
+                    "kinds": self.kinds,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         print(line)
         TALLIES.append(self)
         return line

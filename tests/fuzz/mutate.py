@@ -14,16 +14,73 @@ from hypothesis import strategies as st
 Doc = Any
 
 #: Numbers at and beyond every edge a loader may have: 64-bit limits, floats' specials.
-EDGE_INTS = [0, 1, -1, 2, 255, 256, 4096, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1, -(2**63),
-             2**64, 10**30, -(10**30), 10**400]
-EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e308, -1e308, 5e-324, float("nan"), float("inf"),
-               float("-inf")]
-EDGE_TEXT = ["", " ", "\t", "0", "-1", "1e999", "nan", "inf", "auto", "auto:0", "auto:-3",
-             "auto:99999999999999999999", "4k", "256M", "1G", "25%", "-1M", "1.5G", "0x10",
-             "1" * 400 + "k", "9" * 30 + "T", "ram", "dir:", "dir:/nonexistent/x", "tmpfs",
-             "device:/dev/null", "xfs", "ext4", "btrfs", "write", "randrw", "uncached",
-             "direct", "buffered", "io_uring", "ünïcode ✓", "名前", "\u202e", "a\nb", "a\x00b",
-             "\\", '"', "'", "${HOME}", "../../etc/passwd", "x" * 300]
+EDGE_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    255,
+    256,
+    4096,
+    2**31 - 1,
+    2**31,
+    2**53 + 1,
+    2**63 - 1,
+    -(2**63),
+    2**64,
+    10**30,
+    -(10**30),
+    10**400,
+]
+EDGE_FLOATS = [0.0, -0.0, 0.5, -1.5, 1e308, -1e308, 5e-324, float("nan"), float("inf"), float("-inf")]
+EDGE_TEXT = [
+    "",
+    " ",
+    "\t",
+    "0",
+    "-1",
+    "1e999",
+    "nan",
+    "inf",
+    "auto",
+    "auto:0",
+    "auto:-3",
+    "auto:99999999999999999999",
+    "4k",
+    "256M",
+    "1G",
+    "25%",
+    "-1M",
+    "1.5G",
+    "0x10",
+    "1" * 400 + "k",
+    "9" * 30 + "T",
+    "ram",
+    "dir:",
+    "dir:/nonexistent/x",
+    "tmpfs",
+    "device:/dev/null",
+    "xfs",
+    "ext4",
+    "btrfs",
+    "write",
+    "randrw",
+    "uncached",
+    "direct",
+    "buffered",
+    "io_uring",
+    "ünïcode ✓",
+    "名前",
+    "\u202e",
+    "a\nb",
+    "a\x00b",
+    "\\",
+    '"',
+    "'",
+    "${HOME}",
+    "../../etc/passwd",
+    "x" * 300,
+]
 
 
 def deep(depth: int, leaf: Any = 1) -> Any:
@@ -35,13 +92,24 @@ def deep(depth: int, leaf: Any = 1) -> Any:
 
 
 scalars = st.one_of(
-    st.sampled_from(EDGE_INTS), st.sampled_from(EDGE_FLOATS), st.sampled_from(EDGE_TEXT),
-    st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
-    st.just(dt.datetime(2025, 1, 31, 12, 0)), st.just(dt.date(2025, 1, 31)))
+    st.sampled_from(EDGE_INTS),
+    st.sampled_from(EDGE_FLOATS),
+    st.sampled_from(EDGE_TEXT),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=20),
+    st.just(dt.datetime(2025, 1, 31, 12, 0)),
+    st.just(dt.date(2025, 1, 31)),
+)
 odd_values = st.one_of(
-    scalars, st.lists(scalars, max_size=4), st.dictionaries(st.text(max_size=8), scalars,
-                                                            max_size=3),
-    st.builds(deep, st.sampled_from([3, 40, 200])), st.builds(list), st.builds(dict))
+    scalars,
+    st.lists(scalars, max_size=4),
+    st.dictionaries(st.text(max_size=8), scalars, max_size=3),
+    st.builds(deep, st.sampled_from([3, 40, 200])),
+    st.builds(list),
+    st.builds(dict),
+)
 
 
 def containers(doc: Doc, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -74,8 +142,9 @@ def at(doc: Doc, path: tuple[Any, ...]) -> Any:
 
 
 @st.composite
-def mutated(draw: st.DrawFn, seed: Doc, keys: list[str], values: st.SearchStrategy[Any],
-            max_edits: int = 4) -> Doc:
+def mutated(
+    draw: st.DrawFn, seed: Doc, keys: list[str], values: st.SearchStrategy[Any], max_edits: int = 4
+) -> Doc:
     """``seed`` after up to ``max_edits`` edits: drop a key or item, replace a value by an odd
     one or by a plausible one (``values``), add a key (from ``keys``, or any text), duplicate
     a list item."""
@@ -119,17 +188,45 @@ def text_edits(draw: st.DrawFn, text: str, max_edits: int = 2) -> bytes:
         if op == "cut":
             data = data[:pos]
         elif op == "dupline":
-            data = b"\n".join(lines[:i + 1] + lines[i:])
+            data = b"\n".join(lines[: i + 1] + lines[i:])
         elif op == "dropline":
-            data = b"\n".join(lines[:i] + lines[i + 1:])
+            data = b"\n".join(lines[:i] + lines[i + 1 :])
         elif op == "insert":
-            junk = draw(st.one_of(st.sampled_from(
-                ["[", "]", "{", "}", "=", ",", '"', "'", "\\", "#", "\n", "[[x]]", "a = 1",
-                 "\x00", "\r", ":", "NaN", "-Infinity", "1e999"]), st.text(max_size=5)))
+            junk = draw(
+                st.one_of(
+                    st.sampled_from(
+                        [
+                            "[",
+                            "]",
+                            "{",
+                            "}",
+                            "=",
+                            ",",
+                            '"',
+                            "'",
+                            "\\",
+                            "#",
+                            "\n",
+                            "[[x]]",
+                            "a = 1",
+                            "\x00",
+                            "\r",
+                            ":",
+                            "NaN",
+                            "-Infinity",
+                            "1e999",
+                        ]
+                    ),
+                    st.text(max_size=5),
+                )
+            )
             data = data[:pos] + junk.encode() + data[pos:]
         elif op == "badbyte":
-            data = data[:pos] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80",
-                                                      b"\x80\x80"])) + data[pos:]
+            data = (
+                data[:pos]
+                + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"]))
+                + data[pos:]
+            )
         else:
             data = b"\xef\xbb\xbf" + data
     return data

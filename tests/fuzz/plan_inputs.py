@@ -48,21 +48,48 @@ def _seeds() -> list[dict[str, Any]]:
 
 
 SEEDS = _seeds()
-KEYS = sorted({*PlanModel.model_fields, *FioModel.model_fields, *BedModel.model_fields,
-               *WORKLOAD_PARAMS, *BED_AXES, "numjobs", "sysctl:vm.dirty_ratio",
-               "sysctl:vm.dirty_bytes", "sysctl:vm.no_such_knob", "sysctl:../x",
-               "sysfs:queue/max_sectors_kb", "sysfs:/sys/kernel/mm/transparent_hugepage/enabled",
-               "sysfs:/etc/passwd", "sysfs:../../x", "xfs:extsize", "xfs:other", "knob:x",
-               "bz", "job", "Label", "probe"})
+KEYS = sorted(
+    {
+        *PlanModel.model_fields,
+        *FioModel.model_fields,
+        *BedModel.model_fields,
+        *WORKLOAD_PARAMS,
+        *BED_AXES,
+        "numjobs",
+        "sysctl:vm.dirty_ratio",
+        "sysctl:vm.dirty_bytes",
+        "sysctl:vm.no_such_knob",
+        "sysctl:../x",
+        "sysfs:queue/max_sectors_kb",
+        "sysfs:/sys/kernel/mm/transparent_hugepage/enabled",
+        "sysfs:/etc/passwd",
+        "sysfs:../../x",
+        "xfs:extsize",
+        "xfs:other",
+        "knob:x",
+        "bz",
+        "job",
+        "Label",
+        "probe",
+    }
+)
 plausible = st.one_of(
-    st.sampled_from(EDGE_TEXT), st.integers(-5, 70000), st.booleans(),
-    st.sampled_from(["cpu", "vmstat", "flusher", "throttle", "default", "all", "none",
-                     "nosuchprobe"]).map(lambda p: [p]),
-    st.lists(st.one_of(st.integers(0, 64), st.sampled_from(["4k", "1M", "xfs", "ext4", "0",
-                                                            "1m", "64k", "16k"])),
-             max_size=5),
-    st.builds(lambda n, k: list(range(1, n + 1)) if k else [str(i) + "k" for i in range(n)],
-              st.sampled_from([40, 300, 2000]), st.booleans()))
+    st.sampled_from(EDGE_TEXT),
+    st.integers(-5, 70000),
+    st.booleans(),
+    st.sampled_from(["cpu", "vmstat", "flusher", "throttle", "default", "all", "none", "nosuchprobe"]).map(
+        lambda p: [p]
+    ),
+    st.lists(
+        st.one_of(st.integers(0, 64), st.sampled_from(["4k", "1M", "xfs", "ext4", "0", "1m", "64k", "16k"])),
+        max_size=5,
+    ),
+    st.builds(
+        lambda n, k: list(range(1, n + 1)) if k else [str(i) + "k" for i in range(n)],
+        st.sampled_from([40, 300, 2000]),
+        st.booleans(),
+    ),
+)
 
 
 def _key(k: str) -> str:
@@ -105,11 +132,9 @@ def toml_text(doc: dict[str, Any]) -> str:
 @st.composite
 def plan_files(draw: st.DrawFn) -> tuple[str, bytes]:
     """(how it was made, the bytes of a plan file)."""
-    how = draw(st.sampled_from(["seed", "mutated", "mutated", "mutated", "mutated+text",
-                                "text", "raw"]))
+    how = draw(st.sampled_from(["seed", "mutated", "mutated", "mutated", "mutated+text", "text", "raw"]))
     if how == "raw":
-        return how, draw(st.one_of(st.text(max_size=200).map(str.encode),
-                                   st.binary(max_size=200)))
+        return how, draw(st.one_of(st.text(max_size=200).map(str.encode), st.binary(max_size=200)))
     doc = draw(st.sampled_from(SEEDS))
     if how != "seed" and how != "text":
         doc = draw(mutated(doc, KEYS, plausible))

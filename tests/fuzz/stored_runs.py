@@ -20,20 +20,41 @@ def runs() -> list[Run]:
         for jobs in (1, 2):
             for rep in range(3):
                 bw = scale * jobs * 1e9 * (1 + 0.01 * rep)
-                out.append(Run(
-                    point=Point("plan:fuzz", {"rw": "write", "jobs": jobs, "bs": "1M"}),
-                    label=label, status="ok", started_at=1.7e9 + rep, finished_at=1.7e9 + rep + 9,
-                    metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
-                             Metric("write_clat_p99_ns", 1e6 / scale, "ns", "lower")),
-                    env={"kernel": kernel, "commit": f"c{label}",
-                         "host": {"hostname": "box", "cpu_model": "X", "cpu_count": 2}},
-                    bed={"kind": "ram", "fs": "xfs"},
-                    artifacts=(Artifact("fio.json", "application/json", "{}"),),
-                    series=(Series("cpu", "sys", "share", ((0.0, 0.5), (1.0, 0.75))),),
-                    batch=f"batch-{label}", repeat_index=rep, notes=("ünïcode ✓",)))
-    out.append(Run(point=Point("plan:fuzz", {"rw": "write", "jobs": 1, "bs": "1M"}),
-                   label="base", status="failed", started_at=1.7e9, finished_at=1.7e9,
-                   error="fio died", batch="batch-base"))
+                out.append(
+                    Run(
+                        point=Point("plan:fuzz", {"rw": "write", "jobs": jobs, "bs": "1M"}),
+                        label=label,
+                        status="ok",
+                        started_at=1.7e9 + rep,
+                        finished_at=1.7e9 + rep + 9,
+                        metrics=(
+                            Metric("write_bw_bytes_per_s", bw, "B/s"),
+                            Metric("write_clat_p99_ns", 1e6 / scale, "ns", "lower"),
+                        ),
+                        env={
+                            "kernel": kernel,
+                            "commit": f"c{label}",
+                            "host": {"hostname": "box", "cpu_model": "X", "cpu_count": 2},
+                        },
+                        bed={"kind": "ram", "fs": "xfs"},
+                        artifacts=(Artifact("fio.json", "application/json", "{}"),),
+                        series=(Series("cpu", "sys", "share", ((0.0, 0.5), (1.0, 0.75))),),
+                        batch=f"batch-{label}",
+                        repeat_index=rep,
+                        notes=("ünïcode ✓",),
+                    )
+                )
+    out.append(
+        Run(
+            point=Point("plan:fuzz", {"rw": "write", "jobs": 1, "bs": "1M"}),
+            label="base",
+            status="failed",
+            started_at=1.7e9,
+            finished_at=1.7e9,
+            error="fio died",
+            batch="batch-base",
+        )
+    )
     return out
 
 

@@ -24,38 +24,83 @@ from .mutate import EDGE_FLOATS, EDGE_INTS, EDGE_TEXT, mutated, text_edits
 pytestmark = pytest.mark.fuzz
 
 
-KEYS = sorted({k for m in MODELS.values() for k in m.model_fields}
-              | {k for m in MODELS.values() for f in m.model_fields.values()
-                 for k in getattr(getattr(f.annotation, "__args__", [None])[0],
-                                  "model_fields", {})}
-              | {"format", "schema_version", "runs", "name", "value", "unit", "direction",
-                 "probe", "samples", "content_type", "body", "host", "store", "extra"})
+KEYS = sorted(
+    {k for m in MODELS.values() for k in m.model_fields}
+    | {
+        k
+        for m in MODELS.values()
+        for f in m.model_fields.values()
+        for k in getattr(getattr(f.annotation, "__args__", [None])[0], "model_fields", {})
+    }
+    | {
+        "format",
+        "schema_version",
+        "runs",
+        "name",
+        "value",
+        "unit",
+        "direction",
+        "probe",
+        "samples",
+        "content_type",
+        "body",
+        "host",
+        "store",
+        "extra",
+    }
+)
 plausible = st.one_of(
-    st.sampled_from(EDGE_INTS), st.sampled_from(EDGE_FLOATS), st.sampled_from(EDGE_TEXT),
-    st.sampled_from(["iowall-bundle", "ok", "failed", "interrupted", "filled", "higher",
-                     "lower", "2025-01-31T12:00:00Z", "2025-13-01", "B/s", "x" * 129]),
+    st.sampled_from(EDGE_INTS),
+    st.sampled_from(EDGE_FLOATS),
+    st.sampled_from(EDGE_TEXT),
+    st.sampled_from(
+        [
+            "iowall-bundle",
+            "ok",
+            "failed",
+            "interrupted",
+            "filled",
+            "higher",
+            "lower",
+            "2025-01-31T12:00:00Z",
+            "2025-13-01",
+            "B/s",
+            "x" * 129,
+        ]
+    ),
     st.sampled_from([0, 1, 2, 3, "2", 2.0, True, None]),
-    st.builds(lambda: str(uuid.uuid4())), st.just(str(uuid.UUID(int=0)).upper()),
-    st.lists(st.sampled_from([0.0, 1.0, float("nan"), float("inf"), 10**400, "1"]),
-             max_size=3),
-    st.builds(lambda n: [[float(i), 1.0] for i in range(n)], st.sampled_from([0, 1, 500])))
+    st.builds(lambda: str(uuid.uuid4())),
+    st.just(str(uuid.UUID(int=0)).upper()),
+    st.lists(st.sampled_from([0.0, 1.0, float("nan"), float("inf"), 10**400, "1"]), max_size=3),
+    st.builds(lambda n: [[float(i), 1.0] for i in range(n)], st.sampled_from([0, 1, 500])),
+)
 
 
 def _text(doc: Any) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=True, default=str)
 
 
-RAW = [b"", b"null", b"[]", b"{}", b"\"iowall-bundle\"", b"[" * 100_000, b"{\"a\":" * 50_000,
-       b"NaN", b"\xff\xfe{", b"{\"format\": \"iowall-bundle\", \"schema_version\": 1e999}"]
+RAW = [
+    b"",
+    b"null",
+    b"[]",
+    b"{}",
+    b'"iowall-bundle"',
+    b"[" * 100_000,
+    b'{"a":' * 50_000,
+    b"NaN",
+    b"\xff\xfe{",
+    b'{"format": "iowall-bundle", "schema_version": 1e999}',
+]
 
 
 @st.composite
 def bundle_files(draw: st.DrawFn, seeds: list[Any]) -> tuple[str, bytes]:
-    how = draw(st.sampled_from(["seed", "mutated", "mutated", "mutated", "mutated+text",
-                                "text", "raw"]))
+    how = draw(st.sampled_from(["seed", "mutated", "mutated", "mutated", "mutated+text", "text", "raw"]))
     if how == "raw":
-        return how, draw(st.one_of(st.sampled_from(RAW), st.binary(max_size=100),
-                                   st.text(max_size=100).map(str.encode)))
+        return how, draw(
+            st.one_of(st.sampled_from(RAW), st.binary(max_size=100), st.text(max_size=100).map(str.encode))
+        )
     doc = draw(st.sampled_from(seeds))
     if how in ("mutated", "mutated+text"):
         doc = draw(mutated(doc, KEYS, plausible))
@@ -69,5 +114,4 @@ def test_bundle_reader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFac
     seed = stored_runs.export(stored_runs.build(tmp_path / "src.db"), tmp_path / "seed.json")
     one_run = {**copy.deepcopy(seed), "runs": seed["runs"][:1]}
     seeds = [seed, one_run, copy.deepcopy(V1_DOC)]
-    fuzz_import("import", bundle_files(seeds), tmp_path, tmp_path_factory.getbasetemp(),
-                "bundle")
+    fuzz_import("import", bundle_files(seeds), tmp_path, tmp_path_factory.getbasetemp(), "bundle")

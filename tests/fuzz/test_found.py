@@ -16,18 +16,30 @@ pytestmark = pytest.mark.fuzz
 PLAN = '[workload]\nrw = "write"\nsize = "256M"\n'
 
 
-@pytest.mark.parametrize(("extra", "says"), [
-    ('"\\n" = ""\n', 'key "\\n": unknown key'),
-    ("[axes]\njobs = [" + "1" * 400 + "]\n", "must be at most 2147483647"),
-    ('[bed]\nsize = "' + "1" * 400 + 'k"\n', "cannot read"),
-    ("[axes]\njobs = " + str(list(range(1, 301))) + "\niodepth = "
-     + str(list(range(1, 301))) + "\nnrfiles = " + str(list(range(1, 41))) + "\n",
-     "make 3600000 points"),
-], ids=["newline-key", "huge-jobs", "huge-size", "huge-product"])
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ('"\\n" = ""\n', 'key "\\n": unknown key'),
+        ("[axes]\njobs = [" + "1" * 400 + "]\n", "must be at most 2147483647"),
+        ('[bed]\nsize = "' + "1" * 400 + 'k"\n', "cannot read"),
+        (
+            "[axes]\njobs = "
+            + str(list(range(1, 301)))
+            + "\niodepth = "
+            + str(list(range(1, 301)))
+            + "\nnrfiles = "
+            + str(list(range(1, 41)))
+            + "\n",
+            "make 3600000 points",
+        ),
+    ],
+    ids=["newline-key", "huge-jobs", "huge-size", "huge-product"],
+)
 def test_plans_found(tmp_path: Path, extra: str, says: str) -> None:
     p = tmp_path / "p.toml"
-    p.write_text(PLAN.replace("[workload]", extra + "[workload]") if not extra.startswith("[")
-                 else PLAN + extra)
+    p.write_text(
+        PLAN.replace("[workload]", extra + "[workload]") if not extra.startswith("[") else PLAN + extra
+    )
     o = invoke(["run", str(p), "--dry-run"])
     check_rejected(o)
     assert says in o.err

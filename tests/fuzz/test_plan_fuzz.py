@@ -29,18 +29,28 @@ pytestmark = pytest.mark.fuzz
 REAL_RUNS = 300
 JOB = "[global]\nrw=write\nbs=1M\nsize=64M\n[job1]\n"
 
-extras = st.lists(st.one_of(
-    st.tuples(st.just("--set"), st.builds(lambda k, v: f"{k}={v}", st.sampled_from(KEYS),
-                                          st.sampled_from(["1,2", "4k,1M", "", "0", "x,x",
-                                                           '["a,b", 1]', "[", "5,10",
-                                                           "true", "-1", "1.5"]))),
-    st.tuples(st.just("--repeat"), st.sampled_from(["1", "auto", "auto:3", "0", "x"])),
-    st.tuples(st.just("--target"), st.sampled_from(["2%", "0", "150%", "nan"])),
-    st.tuples(st.just("--label"), st.sampled_from(["base", ""])),
-    st.tuples(st.just("--bed"), st.sampled_from(["tmpfs", "loop", "zram", "nfs:x"])),
-    st.tuples(st.just("--probes"), st.sampled_from(["none", "cpu,vmstat", "bogus"])),
-    st.tuples(st.just("--format"), st.sampled_from(["json", "md", "xml"])),
-    st.just(("--quick",))), max_size=2).map(lambda xs: [a for x in xs for a in x])
+extras = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("--set"),
+            st.builds(
+                lambda k, v: f"{k}={v}",
+                st.sampled_from(KEYS),
+                st.sampled_from(
+                    ["1,2", "4k,1M", "", "0", "x,x", '["a,b", 1]', "[", "5,10", "true", "-1", "1.5"]
+                ),
+            ),
+        ),
+        st.tuples(st.just("--repeat"), st.sampled_from(["1", "auto", "auto:3", "0", "x"])),
+        st.tuples(st.just("--target"), st.sampled_from(["2%", "0", "150%", "nan"])),
+        st.tuples(st.just("--label"), st.sampled_from(["base", ""])),
+        st.tuples(st.just("--bed"), st.sampled_from(["tmpfs", "loop", "zram", "nfs:x"])),
+        st.tuples(st.just("--probes"), st.sampled_from(["none", "cpu,vmstat", "bogus"])),
+        st.tuples(st.just("--format"), st.sampled_from(["json", "md", "xml"])),
+        st.just(("--quick",)),
+    ),
+    max_size=2,
+).map(lambda xs: [a for x in xs for a in x])
 
 
 class Touched(Exception):
@@ -50,6 +60,7 @@ class Touched(Exception):
 def _forbid(what: str) -> Any:
     def refuse(*_a: object, **_k: object) -> NoReturn:
         raise Touched(f"{what} was reached")
+
     return refuse
 
 
@@ -58,15 +69,20 @@ def _key(err: str) -> str:
     return err.split(": ", 2)[-1][:50]
 
 
-def test_plan_loader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_loader_fuzz(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "mine.fio").write_text(JOB)
     path = tmp_path / "fuzz.toml"
     db = tmp_path / "never.db"
-    for mod, name in ((iowall.cli.run, "Store"), (iowall.actions.target, "exclusive"),
-                      (iowall.actions.target.journal, "recover"), (iowall.plan.execute, "provision"),
-                      (iowall.plan.execute, "fio_dontcache_ok"),
-                      (iowall.beds.xfs_blocks, "provision")):
+    for mod, name in (
+        (iowall.cli.run, "Store"),
+        (iowall.actions.target, "exclusive"),
+        (iowall.actions.target.journal, "recover"),
+        (iowall.plan.execute, "provision"),
+        (iowall.plan.execute, "fio_dontcache_ok"),
+        (iowall.beds.xfs_blocks, "provision"),
+    ):
         monkeypatch.setattr(mod, name, _forbid(f"{mod.__name__}.{name}"))
     tally = Tally("plan")
     rejected: dict[str, bytes] = {}
@@ -82,13 +98,16 @@ def test_plan_loader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFacto
         assert not db.exists(), "a dry run opened the store"
         if o.rc == 0:
             assert o.err == "", o
-            fmt = next((extra[i + 1] for i in range(len(extra) - 1, -1, -1)
-                        if extra[i] == "--format"), "text")
+            fmt = next(
+                (extra[i + 1] for i in range(len(extra) - 1, -1, -1) if extra[i] == "--format"), "text"
+            )
             if fmt == "json":
                 doc = json.loads(o.out)
                 assert doc["dry_run"] is True and doc["runs"] == len(doc["points"]) * (
-                    doc["plan"]["repeat"] if isinstance(doc["plan"]["repeat"], int)
-                    else int(doc["plan"]["repeat"].split(":")[1]))
+                    doc["plan"]["repeat"]
+                    if isinstance(doc["plan"]["repeat"], int)
+                    else int(doc["plan"]["repeat"].split(":")[1])
+                )
             elif fmt == "text":
                 assert o.out.splitlines()[0].endswith(": dry run"), o
         else:
@@ -106,14 +125,24 @@ def test_plan_loader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFacto
 
     # The rejected plans through the real `iowall run`: the same one line, and nothing else.
     monkeypatch.undo()
-    for mod, name in ((iowall.actions.target, "exclusive"),
-                      (iowall.actions.target.journal, "recover"),
-                      (iowall.plan.execute, "provision"), (iowall.beds.xfs_blocks, "provision")):
+    for mod, name in (
+        (iowall.actions.target, "exclusive"),
+        (iowall.actions.target.journal, "recover"),
+        (iowall.plan.execute, "provision"),
+        (iowall.beds.xfs_blocks, "provision"),
+    ):
         monkeypatch.setattr(mod, name, _forbid(f"{mod.__name__}.{name}"))
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    Store(url).add_run(Run(point=Point("limits", {"jobs": 1}), label="kept", status="ok",
-                           started_at=1.7e9, finished_at=1.7e9 + 1,
-                           metrics=(Metric("write_bw_bytes_per_s", 1e9, "B/s"),)))
+    Store(url).add_run(
+        Run(
+            point=Point("limits", {"jobs": 1}),
+            label="kept",
+            status="ok",
+            started_at=1.7e9,
+            finished_at=1.7e9 + 1,
+            metrics=(Metric("write_bw_bytes_per_s", 1e9, "B/s"),),
+        )
+    )
     before = row_counts(tmp_path / "store.db")
     plans = (list(rejected.values()) + spare)[:REAL_RUNS]
     real = Tally("plan-real-run")

@@ -21,18 +21,42 @@ pytestmark = pytest.mark.fuzz
 
 
 values = st.one_of(
-    st.sampled_from(["base", "patched", "plan:fuzz", "ok", "failed", "6.18", "6.18.0-p1", "box",
-                     "cbase", "batch-base", "", " ", "=", ",", ":", ".json", "1-3"]),
-    st.sampled_from(EDGE_TEXT), st.text(max_size=8))
+    st.sampled_from(
+        [
+            "base",
+            "patched",
+            "plan:fuzz",
+            "ok",
+            "failed",
+            "6.18",
+            "6.18.0-p1",
+            "box",
+            "cbase",
+            "batch-base",
+            "",
+            " ",
+            "=",
+            ",",
+            ":",
+            ".json",
+            "1-3",
+        ]
+    ),
+    st.sampled_from(EDGE_TEXT),
+    st.text(max_size=8),
+)
 id_parts = st.one_of(
     st.integers(-3, 20).map(str),
     st.tuples(st.integers(-3, 20), st.integers(-3, 20)).map(lambda t: f"{t[0]}-{t[1]}"),
-    st.sampled_from(["1-99999999999", "0-40000", "99999999999999999999", "1--2", "-", "",
-                     "x", "1-", "٣", "1_000", " 2 "]))
+    st.sampled_from(
+        ["1-99999999999", "0-40000", "99999999999999999999", "1--2", "-", "", "x", "1-", "٣", "1_000", " 2 "]
+    ),
+)
 ids = st.lists(id_parts, min_size=1, max_size=4).map(",".join)
 terms = st.one_of(
     st.tuples(st.sampled_from([*FIELDS, "nope", "Label", ""]), values).map("=".join),
-    ids.map(lambda s: f"ids={s}"))
+    ids.map(lambda s: f"ids={s}"),
+)
 filters = st.lists(terms, min_size=1, max_size=3).map(",".join)
 
 
@@ -53,8 +77,9 @@ def selections(draw: st.DrawFn, bundle: str) -> str:
     return f"{path}:{draw(filters)}"
 
 
-def test_selection_parser_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_selection_parser_fuzz(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cwd = tmp_path / "cwd"  # nothing may appear here (a selection read as a store path did)
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -70,12 +95,15 @@ def test_selection_parser_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPath
     @given(st.data(), st.sampled_from(["compare", "history", "gate", "export"]))
     def one(data: st.DataObject, command: str) -> None:
         sel = data.draw(selections(str(bundle)), label="selection")
-        other = data.draw(st.one_of(st.just("base"), st.just("patched"),
-                                    selections(str(bundle))), label="other")
-        argv = {"compare": ["compare", sel, other],
-                "history": ["history", sel],
-                "gate": ["gate", "label=patched", "--baseline", sel],
-                "export": ["export", sel, "-o", str(out)]}[command]
+        other = data.draw(
+            st.one_of(st.just("base"), st.just("patched"), selections(str(bundle))), label="other"
+        )
+        argv = {
+            "compare": ["compare", sel, other],
+            "history": ["history", sel],
+            "gate": ["gate", "label=patched", "--baseline", sel],
+            "export": ["export", sel, "-o", str(out)],
+        }[command]
         o = invoke([*argv, "--db", f"sqlite:///{db}"])
         check_no_traceback(o)
         accepted = o.rc == 0 or (command == "gate" and o.rc in (1, 3))

@@ -39,17 +39,35 @@ def test_export_import_round_trip(tmp_path: Path, db_url: str, iowall_env: dict[
     for a in src.runs():
         (got,) = [r for r in dst.runs() if r.uuid == a.uuid]
         full_a, full_b = src.get_run(a.id or 0), dst.get_run(got.id or 0)
-        assert (full_a.metrics, full_a.env, full_a.bed, full_a.series, full_a.artifacts,
-                full_a.notes, full_a.label, full_a.point, full_a.status, full_a.fingerprint()) == \
-               (full_b.metrics, full_b.env, full_b.bed, full_b.series, full_b.artifacts,
-                full_b.notes, full_b.label, full_b.point, full_b.status, full_b.fingerprint())
+        assert (
+            full_a.metrics,
+            full_a.env,
+            full_a.bed,
+            full_a.series,
+            full_a.artifacts,
+            full_a.notes,
+            full_a.label,
+            full_a.point,
+            full_a.status,
+            full_a.fingerprint(),
+        ) == (
+            full_b.metrics,
+            full_b.env,
+            full_b.bed,
+            full_b.series,
+            full_b.artifacts,
+            full_b.notes,
+            full_b.label,
+            full_b.point,
+            full_b.status,
+            full_b.fingerprint(),
+        )
 
     cp = iowall("import", "--dry-run", str(out), env=env2, check=True)
     assert cp.stdout.splitlines()[-1] == "would import 0 runs, 4 already present"
 
 
-def test_export_selection_writes_only_those(tmp_path: Path, db_url: str,
-                                            iowall_env: dict[str, str]) -> None:
+def test_export_selection_writes_only_those(tmp_path: Path, db_url: str, iowall_env: dict[str, str]) -> None:
     fill(db_url)
     out = tmp_path / "p.json"
     cp = iowall("export", "patched", "--measured-only", "-o", str(out), env=iowall_env, check=True)
@@ -59,8 +77,7 @@ def test_export_selection_writes_only_those(tmp_path: Path, db_url: str,
     assert [a["name"] for a in doc["runs"][0]["artifacts"]] == ["fio.json", "notes.txt"]
 
     # (kernel= selects by release prefix: 6.18.0 alone would take 6.18.0-p too)
-    cp = iowall("export", "1,4", "kernel=6.18.0,label=base", "-o", "-", env=iowall_env,
-                check=True)
+    cp = iowall("export", "1,4", "kernel=6.18.0,label=base", "-o", "-", env=iowall_env, check=True)
     assert [r["source_id"] for r in json.loads(cp.stdout)["runs"]] == [1, 4, 2]
     assert cp.stderr.strip() == "iowall: exported 3 runs (2 labels, 2 kernels) to stdout"
 
@@ -90,13 +107,15 @@ def test_newer_version_refused(tmp_path: Path, iowall_env: dict[str, str], db_ur
     f.write_text(json.dumps(doc))
     cp = iowall("import", str(f), env=iowall_env)
     assert cp.returncode == 2
-    assert cp.stderr == (f"iowall: error: bundle {f} has schema_version 7; this iowall reads "
-                         "up to 2: upgrade iowall\n")
+    assert cp.stderr == (
+        f"iowall: error: bundle {f} has schema_version 7; this iowall reads up to 2: upgrade iowall\n"
+    )
     assert Store(db_url).count() == 0
 
 
-def test_malformed_files_exit_2_and_import_nothing(tmp_path: Path, iowall_env: dict[str, str],
-                                                   db_url: str) -> None:
+def test_malformed_files_exit_2_and_import_nothing(
+    tmp_path: Path, iowall_env: dict[str, str], db_url: str
+) -> None:
     fill(db_url)
     good = tmp_path / "good.json"
     iowall("export", "-o", str(good), env=iowall_env, check=True)
@@ -105,10 +124,11 @@ def test_malformed_files_exit_2_and_import_nothing(tmp_path: Path, iowall_env: d
     cases = {
         "text.json": ("this is not json", "not JSON: Expecting value at line 1 column 1"),
         "list.json": ("[]", "not an iowall bundle"),
-        "nokey.json": (json.dumps({"format": "iowall-bundle", "schema_version": 2}),
-                       "created_at: missing"),
-        "value.json": (json.dumps(bad_value),
-                       "runs[2].metrics[0].value: input should be a valid number (got 'fast')"),
+        "nokey.json": (json.dumps({"format": "iowall-bundle", "schema_version": 2}), "created_at: missing"),
+        "value.json": (
+            json.dumps(bad_value),
+            "runs[2].metrics[0].value: input should be a valid number (got 'fast')",
+        ),
     }
     _, env2 = _other(tmp_path, iowall_env)
     for name, (text, expect) in cases.items():

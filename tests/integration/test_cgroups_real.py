@@ -23,9 +23,13 @@ import pytest
 from iowall.cgroups import counters, limits, locate, locate_from, memory_room
 from tests.conftest import iowall, leftovers, needs_root
 
-pytestmark = [needs_root,
-              pytest.mark.skipif(not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
-                                 reason="needs cgroup v1 cpu, memory and blkio hierarchies")]
+pytestmark = [
+    needs_root,
+    pytest.mark.skipif(
+        not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+        reason="needs cgroup v1 cpu, memory and blkio hierarchies",
+    ),
+]
 
 V1 = Path("/sys/fs/cgroup")
 MIB = 1 << 20
@@ -110,8 +114,7 @@ def test_v1_groups_limits_on_parent_and_leaf() -> None:
         lim = limits(cg)
         assert lim["cpu_quota_cpus"] == 0.5 and lim["cpu_period_us"] == 100000
         assert lim["mem_limit_bytes"] == 300 * MIB and lim["mem_high_bytes"] is None
-        assert lim["io_limits"] == [{"dev": dev, "rbps": 10 * MIB, "wbps": None, "riops": None,
-                                     "wiops": 100}]
+        assert lim["io_limits"] == [{"dev": dev, "rbps": 10 * MIB, "wbps": None, "riops": None, "wiops": 100}]
         room = memory_room(cg)
         assert room is not None and room.path == f"/{name}" and room.limit_bytes == 300 * MIB
         assert 0 < room.usage_bytes < 50 * MIB  # the sh in the leaf is charged to the parent
@@ -162,8 +165,9 @@ def test_cgroup2_membership_usage_and_absent_controllers(tmp_path: Path) -> None
         assert f"0::/{name}" in cg_text.splitlines()
         assert locate(child.pid).paths["unified"] == f"/{name}"
         # v2 alone, as on a v2-only machine: this mount, the group's own controller list
-        mi = next(line for line in Path("/proc/self/mountinfo").read_text().splitlines()
-                  if f" {mnt} " in line)
+        mi = next(
+            line for line in Path("/proc/self/mountinfo").read_text().splitlines() if f" {mnt} " in line
+        )
         enabled = (mnt / name / "cgroup.controllers").read_text()
         cg = locate_from(f"0::/{name}\n", mi + "\n", enabled)
         assert cg.cpu == str(mnt / name) and cg.version["cpu"] == 2
@@ -184,7 +188,8 @@ def test_cgroup2_membership_usage_and_absent_controllers(tmp_path: Path) -> None
 
 def _plan(tmp_path: Path, bed: str) -> str:
     p = tmp_path / "plan.toml"
-    p.write_text(textwrap.dedent(f"""\
+    p.write_text(
+        textwrap.dedent(f"""\
         label = "cg"
         repeat = 1
         probes = ["cpu"]
@@ -194,22 +199,26 @@ def _plan(tmp_path: Path, bed: str) -> str:
         bs = "1M"
         size = "16M"
         {bed}
-        """))
+        """)
+    )
     return str(p)
 
 
-def in_groups(groups: list[Path], *args: str,
-              env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def in_groups(groups: list[Path], *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``iowall ARGS`` as a child process that first moves itself into each of ``groups``."""
     exe = os.path.join(os.path.dirname(sys.executable), "iowall")
     moves = " && ".join(f"echo $$ > {g}/cgroup.procs" for g in groups)
-    return subprocess.run(["sh", "-c", moves + ' && exec "$@"', "sh", exe, *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        ["sh", "-c", moves + ' && exec "$@"', "sh", exe, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow
-def test_ram_bed_refused_inside_a_300_mib_group(tmp_path: Path,
-                                                iowall_env: dict[str, str]) -> None:
+def test_ram_bed_refused_inside_a_300_mib_group(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     name = f"iowall-test-{uuid.uuid4().hex[:8]}"
     mem = V1 / "memory" / name
     before = leftovers()["images"]
@@ -229,8 +238,7 @@ def test_ram_bed_refused_inside_a_300_mib_group(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_run_records_its_cgroup_and_show_prints_it(tmp_path: Path,
-                                                   iowall_env: dict[str, str]) -> None:
+def test_run_records_its_cgroup_and_show_prints_it(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     """A run under a CPU quota and a memory limit: env["cgroup"] holds them, `show` prints
     them with the paths."""
     name = f"iowall-test-{uuid.uuid4().hex[:8]}"
@@ -241,12 +249,21 @@ def test_run_records_its_cgroup_and_show_prints_it(tmp_path: Path,
         (cpu / "cpu.cfs_quota_us").write_text("150000\n")
         (mem / "memory.limit_in_bytes").write_text(f"{1024 * MIB}\n")
         plan = _plan(tmp_path, "")
-        cp = in_groups([cpu, mem], "run", plan, "--bed", f"dir:{bed}", "--wait", "10m", "--format", "json",
-                       env=iowall_env)
+        cp = in_groups(
+            [cpu, mem],
+            "run",
+            plan,
+            "--bed",
+            f"dir:{bed}",
+            "--wait",
+            "10m",
+            "--format",
+            "json",
+            env=iowall_env,
+        )
         assert cp.returncode == 0, cp.stderr
     rid = json.loads(cp.stdout)["run_ids"][0]
-    doc = json.loads(iowall("show", str(rid), "--format", "json", env=iowall_env,
-                            check=True).stdout)
+    doc = json.loads(iowall("show", str(rid), "--format", "json", env=iowall_env, check=True).stdout)
     cg = doc["env"]["cgroup"]
     assert cg["cpu_quota_cpus"] == 1.5 and cg["mem_limit_bytes"] == 1024 * MIB
     assert cg["paths"]["cpu"] == f"/{name}" and cg["paths"]["memory"] == f"/{name}"
@@ -262,13 +279,18 @@ def test_guest_memory_touch_stays_inside_a_memory_limited_group() -> None:
     a 300 MiB group it touches less than that, and the group's OOM killer never fires."""
     name = f"iowall-test-{uuid.uuid4().hex[:8]}"
     mem = V1 / "memory" / name
-    code = ("from iowall.guestmem import touch, touchable\n"
-            "n, why = touchable(1 << 40)\ntouch(n)\nprint(n)\nprint(why)\n")
+    code = (
+        "from iowall.guestmem import touch, touchable\n"
+        "n, why = touchable(1 << 40)\ntouch(n)\nprint(n)\nprint(why)\n"
+    )
     with groups(mem):
         (mem / "memory.limit_in_bytes").write_text(f"{300 * MIB}\n")
-        cp = subprocess.run(["sh", "-c", f'echo $$ > {mem}/cgroup.procs && exec "$@"', "sh",
-                             sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+        cp = subprocess.run(
+            ["sh", "-c", f'echo $$ > {mem}/cgroup.procs && exec "$@"', "sh", sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert cp.returncode == 0, cp.stderr
         n, why = cp.stdout.splitlines()
         assert 64 * MIB <= int(n) < 300 * MIB

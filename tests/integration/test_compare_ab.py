@@ -30,15 +30,33 @@ DIRTY = "/proc/sys/vm/dirty_bytes"
 
 
 def _run(env: dict[str, str], label: str, *extra: str) -> dict:
-    cp = iowall("run", "buffered-wall", "--quick", "--set", "direct=0", "--set", "bed_size=6G",
-                "--repeat", "5", "--probes", "none", "--label", label, *extra, "--format", "json",
-                env=env, timeout=900)
+    cp = iowall(
+        "run",
+        "buffered-wall",
+        "--quick",
+        "--set",
+        "direct=0",
+        "--set",
+        "bed_size=6G",
+        "--repeat",
+        "5",
+        "--probes",
+        "none",
+        "--label",
+        label,
+        *extra,
+        "--format",
+        "json",
+        env=env,
+        timeout=900,
+    )
     assert cp.returncode == 0, cp.stderr
     return json.loads(cp.stdout)
 
 
-def test_tiny_dirty_bytes_is_worse_and_a_a_marks_nothing(iowall_env: dict[str, str],
-                                                         no_leftovers: None) -> None:
+def test_tiny_dirty_bytes_is_worse_and_a_a_marks_nothing(
+    iowall_env: dict[str, str], no_leftovers: None
+) -> None:
     with reporting_held_off():
         _ab(iowall_env)
 
@@ -58,13 +76,25 @@ def _ab(iowall_env: dict[str, str]) -> None:
     # the recipe's own report compares the labels it finds for its points
     assert small["compare"]["base"] == "base"
 
-    doc = json.loads(iowall("compare", "base", "small-dirty", "--format", "json",
-                            env=iowall_env, check=True).stdout)
+    doc = json.loads(
+        iowall("compare", "base", "small-dirty", "--format", "json", env=iowall_env, check=True).stdout
+    )
     fs = [r for r in doc["rows"] if r["metric"] == "write_bw_bytes_per_s"]
     assert len(fs) == 1 and fs[0]["n_base"] == fs[0]["n_new"] == 5
     assert fs[0]["significant"] and fs[0]["better"] is False, fs[0]
     assert {"field": "sysctl vm.dirty_bytes", "values": ["0", "1048576"]} in doc["differences"]
 
-    aa = json.loads(iowall("compare", "base", "again", "--metric", "write_bw_bytes_per_s",
-                           "--format", "json", env=iowall_env, check=True).stdout)
+    aa = json.loads(
+        iowall(
+            "compare",
+            "base",
+            "again",
+            "--metric",
+            "write_bw_bytes_per_s",
+            "--format",
+            "json",
+            env=iowall_env,
+            check=True,
+        ).stdout
+    )
     assert aa["rows"] and not any(r["significant"] for r in aa["rows"]), aa["rows"]

@@ -28,9 +28,11 @@ from tests.conftest import iowall, needs_root
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = [needs_root, pytest.mark.slow,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                 reason="chromium missing (scripts/setup-debs.sh)")]
+pytestmark = [
+    needs_root,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium missing (scripts/setup-debs.sh)"),
+]
 
 XSS = "<script>alert(1)</script>"
 PLAN = """label = "base"
@@ -46,8 +48,16 @@ kind = "tmpfs"
 [axes]
 jobs = [1]
 """
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 #: Where to keep the pages' screenshots (docs/img when making the documentation).
 SHOTS = os.environ.get("IOWALL_SCREENSHOTS")
 
@@ -58,28 +68,51 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str]
     synthetic 'trend' series: 8 copies of a real run at its bandwidth, 8 at 70% of it."""
     tmp = tmp_path_factory.mktemp("dash")
     url = f"sqlite:///{tmp / 'db.sqlite'}"
-    env = dict(os.environ, IOWALL_DB=url, XDG_DATA_HOME=str(tmp / "data"),
-               XDG_STATE_HOME=str(tmp / "state"))
+    env = dict(os.environ, IOWALL_DB=url, XDG_DATA_HOME=str(tmp / "data"), XDG_STATE_HOME=str(tmp / "state"))
     (tmp / "plan.toml").write_text(PLAN)
     ids: dict[str, Any] = {}
     for label, probes in (("base", "default,profile"), ("new", "default,profile"), (XSS, "cpu")):
-        doc = json.loads(iowall("run", str(tmp / "plan.toml"), "--label", label, "--probes",
-                                probes, "--format", "json", env=env, check=True).stdout)
+        doc = json.loads(
+            iowall(
+                "run",
+                str(tmp / "plan.toml"),
+                "--label",
+                label,
+                "--probes",
+                probes,
+                "--format",
+                "json",
+                env=env,
+                check=True,
+            ).stdout
+        )
         ids[label] = doc["run_ids"]
     st = Store(url)
-    profiled = [r for r in map(st.get_run, ids["base"] + ids["new"])
-                if any(a.name == PROFILE_ARTIFACT for a in r.artifacts)]
+    profiled = [
+        r
+        for r in map(st.get_run, ids["base"] + ids["new"])
+        if any(a.name == PROFILE_ARTIFACT for a in r.artifacts)
+    ]
     real = profiled[0] if profiled else st.get_run(ids["base"][0])
     ids["profiled"] = real.id if profiled else None
     bw = next(m for m in real.metrics if m.name == "write_bw_bytes_per_s")
     trend = []
     for i in range(16):
         f = (1.0 if i < 8 else 0.7) * (1 + 0.01 * (i % 3))
-        metrics = tuple(Metric(m.name, m.value * f, m.unit, m.direction) if m is bw else m
-                        for m in real.metrics)
-        trend.append(dataclasses.replace(real, id=None, uuid=None, label="trend", metrics=metrics,
-                                         started_at=real.started_at + 1000 + i,
-                                         finished_at=real.finished_at + 1000 + i))
+        metrics = tuple(
+            Metric(m.name, m.value * f, m.unit, m.direction) if m is bw else m for m in real.metrics
+        )
+        trend.append(
+            dataclasses.replace(
+                real,
+                id=None,
+                uuid=None,
+                label="trend",
+                metrics=metrics,
+                started_at=real.started_at + 1000 + i,
+                finished_at=real.finished_at + 1000 + i,
+            )
+        )
     ids["trend"] = st.add_runs(trend)
     return url, env, ids
 
@@ -92,8 +125,9 @@ def server(store: tuple[str, dict[str, str], dict[str, Any]]) -> Iterator[tuple[
 
 
 @pytest.fixture(scope="module")
-def pg_server(store: tuple[str, dict[str, str], dict[str, Any]],
-              pg_cluster: Any) -> Iterator[tuple[str, str]]:
+def pg_server(
+    store: tuple[str, dict[str, str], dict[str, Any]], pg_cluster: Any
+) -> Iterator[tuple[str, str]]:
     """The same runs copied (``iowall db copy``) into a PostgreSQL database of the suite's
     own server, served: its URL and the store's."""
     url, env, _ = store
@@ -111,8 +145,13 @@ def pg_server(store: tuple[str, dict[str, str], dict[str, Any]],
 def serve(url: str, env: dict[str, str]) -> Iterator[tuple[str, int]]:
     """Run ``iowall serve --port 0`` on ``url`` while the caller holds it: its URL and pid."""
     exe = os.path.join(os.path.dirname(sys.executable), "iowall")
-    p = subprocess.Popen([exe, "serve", "--db", url, "--port", "0"], env=env, text=True,
-                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [exe, "serve", "--db", url, "--port", "0"],
+        env=env,
+        text=True,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
     assert p.stderr is not None
     line = p.stderr.readline()
     m = re.search(r"at (http://127\.0\.0\.1:\d+)/", line)
@@ -129,8 +168,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     profile = tmp_path_factory.mktemp("chromium-profile")
     with playwright.sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
-            viewport={"width": 1400, "height": 1000})
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
         yield ctx
         ctx.close()
     shutil.rmtree(profile, ignore_errors=True)
@@ -173,8 +216,9 @@ class Visit:
         return n
 
 
-def test_runs_page_pages_and_filters(server: tuple[str, int], browser: Any,
-                                     store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_runs_page_pages_and_filters(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     base, _ = server
     v = Visit(browser, f"{base}/runs")
     v.ok()
@@ -184,13 +228,15 @@ def test_runs_page_pages_and_filters(server: tuple[str, int], browser: Any,
     assert ids == sorted((r.id for r in Store(url).runs(RunFilter()) if r.id), reverse=True)
     v = Visit(browser, f"{base}/runs?label=new")
     v.ok()
-    assert [int(x) for x in v.page.locator("#runs td:first-child a").all_inner_texts()] \
-        == sorted(made["new"], reverse=True)
+    assert [int(x) for x in v.page.locator("#runs td:first-child a").all_inner_texts()] == sorted(
+        made["new"], reverse=True
+    )
     # keyset paging: the older page starts below the last id shown
     v = Visit(browser, f"{base}/runs?label=trend&before={made['trend'][3]}")
     v.ok()
-    assert [int(x) for x in v.page.locator("#runs td:first-child a").all_inner_texts()] \
-        == sorted(made["trend"][:3], reverse=True)
+    assert [int(x) for x in v.page.locator("#runs td:first-child a").all_inner_texts()] == sorted(
+        made["trend"][:3], reverse=True
+    )
     # a link from the list opens that run
     v = Visit(browser, f"{base}/runs?label=base")
     v.page.locator("#runs td:first-child a").first.click()
@@ -199,8 +245,9 @@ def test_runs_page_pages_and_filters(server: tuple[str, int], browser: Any,
     assert v.errors == []
 
 
-def test_run_page(server: tuple[str, int], browser: Any,
-                  store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_run_page(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     base, _ = server
     url, _, made = store
     rid = made["base"][0]
@@ -211,8 +258,7 @@ def test_run_page(server: tuple[str, int], browser: Any,
     text = v.page.locator("#metrics").inner_text()
     assert "write_bw_bytes_per_s" in text and ("MiB/s" in text or "GiB/s" in text)
     # the same run by uuid
-    assert Visit(browser, f"{base}/run/{run.uuid}").page.locator("h1").inner_text() \
-        .startswith(f"Run {rid}:")
+    assert Visit(browser, f"{base}/run/{run.uuid}").page.locator("h1").inner_text().startswith(f"Run {rid}:")
     # the raw fio JSON is the stored one, byte for byte
     href = v.page.locator("a", has_text="fio.json").get_attribute("href")
     body = urlopen(base + href, timeout=30).read().decode()
@@ -231,8 +277,9 @@ def test_compare_page(server: tuple[str, int], browser: Any) -> None:
     assert "reads its store only" in bad.page.inner_text("p.error")
 
 
-def test_history_change_point_links(server: tuple[str, int], browser: Any,
-                                    store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_history_change_point_links(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     base, _ = server
     made = store[2]
     v = Visit(browser, f"{base}/history?sel=label%3Dtrend")
@@ -252,8 +299,9 @@ def test_history_change_point_links(server: tuple[str, int], browser: Any,
     assert flame == f"/flame/diff?base={ids[7]}&new={ids[8]}"  # last good, first bad
 
 
-def test_flame_graphs(server: tuple[str, int], browser: Any,
-                      store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_flame_graphs(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     """A run's flame graph inline and as SVG, and the differential one of a change point.
     Needs a run whose profile probe worked (perf record + perf script)."""
     base, _ = server
@@ -269,8 +317,9 @@ def test_flame_graphs(server: tuple[str, int], browser: Any,
         assert b"<svg" in svg.read()
 
 
-def test_no_profile_said(server: tuple[str, int], browser: Any,
-                         store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_no_profile_said(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     """A run without a profile says so, and its flame URL answers 404 with the reason."""
     base, _ = server
     rid = store[2][XSS][0]  # recorded with --probes cpu
@@ -282,8 +331,9 @@ def test_no_profile_said(server: tuple[str, int], browser: Any,
     assert e.value.code == 404 and b"no profile data" in e.value.read()
 
 
-def test_report_page(server: tuple[str, int], browser: Any,
-                     store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_report_page(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     base, _ = server
     url, _, made = store
     batch = Store(url).get_run(made["base"][0]).batch
@@ -295,8 +345,9 @@ def test_report_page(server: tuple[str, int], browser: Any,
     assert missing.response is not None and missing.response.status == 404
 
 
-def test_label_is_text(server: tuple[str, int], browser: Any,
-                       store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_label_is_text(
+    server: tuple[str, int], browser: Any, store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     base, _ = server
     rid = store[2][XSS][0]
     for path in ("/runs", f"/run/{rid}", f"/runs?label={XSS}"):
@@ -306,8 +357,9 @@ def test_label_is_text(server: tuple[str, int], browser: Any,
         assert v.page.locator("main script:not([type='application/json'])").count() == 0
 
 
-def test_listens_on_loopback_only(server: tuple[str, int],
-                                  store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_listens_on_loopback_only(
+    server: tuple[str, int], store: tuple[str, dict[str, str], dict[str, Any]]
+) -> None:
     base, _ = server
     port = int(base.rsplit(":", 1)[1])
     listening = []
@@ -329,13 +381,22 @@ def _pg_paths(url: str, made: dict[str, Any]) -> list[tuple[str, int]]:
     ids = {r.uuid: r.id for r in st.runs(RunFilter())}
     run = ids[src.get_run(made["base"][0]).uuid]
     batch = st.get_run(run).batch
-    return [("/runs", 0), (f"/run/{run}", 2), ("/compare?base=base&new=new", 1),
-            ("/history?sel=label%3Dtrend", 1), (f"/report/{batch[:8]}", 0),
-            (f"/runs?label={XSS}", 0)]
+    return [
+        ("/runs", 0),
+        (f"/run/{run}", 2),
+        ("/compare?base=base&new=new", 1),
+        ("/history?sel=label%3Dtrend", 1),
+        (f"/report/{batch[:8]}", 0),
+        (f"/runs?label={XSS}", 0),
+    ]
 
 
-def test_pages_on_postgresql(server: tuple[str, int], pg_server: tuple[str, str], browser: Any,
-                             store: tuple[str, dict[str, str], dict[str, Any]]) -> None:
+def test_pages_on_postgresql(
+    server: tuple[str, int],
+    pg_server: tuple[str, str],
+    browser: Any,
+    store: tuple[str, dict[str, str], dict[str, Any]],
+) -> None:
     """Every page served from PostgreSQL loads with no console error and draws its plots;
     its compare table and history's change points are those of the SQLite store."""
     base, pg = pg_server
@@ -346,8 +407,10 @@ def test_pages_on_postgresql(server: tuple[str, int], pg_server: tuple[str, str]
         assert v.plots_drawn() >= plots, path
     on_pg = Visit(browser, f"{base}/compare?base=base&new=new")
     on_sqlite = Visit(browser, f"{server[0]}/compare?base=base&new=new")
-    assert on_pg.page.locator("table.compare").inner_text() \
+    assert (
+        on_pg.page.locator("table.compare").inner_text()
         == on_sqlite.page.locator("table.compare").inner_text()
+    )
     h = Visit(browser, f"{base}/history?sel=label%3Dtrend")
     rows = h.page.locator("table.changes tr.worse")
     assert rows.count() == 1

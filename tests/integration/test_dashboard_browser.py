@@ -20,10 +20,19 @@ from tests.dashboard_store import LINK, LONG, XSS, Made, build, served
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason="chromium missing (scripts/setup-debs.sh)")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="chromium missing (scripts/setup-debs.sh)"
+)
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -89,14 +98,16 @@ class User:
 
 def _figure(page: Any, i: int) -> Any:
     """The i-th plot's data and layout as plotly.js drew them (full layout: real ranges)."""
-    return page.evaluate("""(i) => { const gd = document.querySelectorAll('div.plot')[i];
+    return page.evaluate(
+        """(i) => { const gd = document.querySelectorAll('div.plot')[i];
         return {names: gd.data.map(t => t.name), range: gd._fullLayout.yaxis.range,
                 xrange: gd._fullLayout.xaxis.range, xtype: gd._fullLayout.xaxis.type,
-                title: gd._fullLayout.title.text}; }""", i)
+                title: gd._fullLayout.title.text}; }""",
+        i,
+    )
 
 
-def test_report_draws_the_wall_and_links_its_cells(browser: Any,
-                                                    site: tuple[str, Made, Path]) -> None:
+def test_report_draws_the_wall_and_links_its_cells(browser: Any, site: tuple[str, Made, Path]) -> None:
     base, made, shots = site
     u = User(browser, base)
     page = u.open(f"/report/{made.batch[:8]}")
@@ -129,8 +140,7 @@ def test_report_draws_the_wall_and_links_its_cells(browser: Any,
     u.clean()
 
 
-def test_run_page_headline_links_and_one_time_axis(browser: Any,
-                                                    site: tuple[str, Made, Path]) -> None:
+def test_run_page_headline_links_and_one_time_axis(browser: Any, site: tuple[str, Made, Path]) -> None:
     base, made, shots = site
     rid = made.limits[("write", "buffered", 2)][0]
     u = User(browser, base)
@@ -140,13 +150,18 @@ def test_run_page_headline_links_and_one_time_axis(browser: Any,
     assert page.locator("#headline").inner_text().startswith("write bw 2")
     assert page.locator("#metrics tr").nth(1).inner_text().startswith("write_bw_bytes_per_s")
     # the headline and the Why come before the plots
-    assert page.locator("#headline").bounding_box()["y"] < page.locator("h2", has_text="Why") \
-        .bounding_box()["y"] < page.locator("div.plot").first.bounding_box()["y"]
+    assert (
+        page.locator("#headline").bounding_box()["y"]
+        < page.locator("h2", has_text="Why").bounding_box()["y"]
+        < page.locator("div.plot").first.bounding_box()["y"]
+    )
     ranges = {tuple(_figure(page, i)["xrange"]) for i in range(page.locator("div.plot").count())}
     assert ranges == {(0.97, 1.57)}  # fio's samples: 0.97 s + 6 x 0.1 s; cpu's start at 1.0
     modes = {a.inner_text(): a.get_attribute("href") for a in page.locator("a.mode-link").all()}
-    assert modes == {"direct": f"/run/{made.limits[('write', 'direct', 2)][0]}",
-                     "uncached": f"/run/{made.limits[('write', 'uncached', 2)][0]}"}
+    assert modes == {
+        "direct": f"/run/{made.limits[('write', 'direct', 2)][0]}",
+        "uncached": f"/run/{made.limits[('write', 'uncached', 2)][0]}",
+    }
     page.click("#history-link")
     page.wait_for_load_state("load")
     assert page.locator("table#summary tbody tr").count() == 1
@@ -186,14 +201,12 @@ def test_history_summary_dates_and_zero(browser: Any, site: tuple[str, Made, Pat
     u.clean()
 
 
-def test_runs_list_counts_sorts_and_stays_narrow(browser: Any,
-                                                 site: tuple[str, Made, Path]) -> None:
+def test_runs_list_counts_sorts_and_stays_narrow(browser: Any, site: tuple[str, Made, Path]) -> None:
     base, made, shots = site
     u = User(browser, base)
     page = u.open("/runs")
     u.shot(shots, "runs")
-    total = len(made.memcopy) + sum(map(len, made.limits.values())) + len(made.trend) \
-        + len(made.hostile)
+    total = len(made.memcopy) + sum(map(len, made.limits.values())) + len(made.trend) + len(made.hostile)
     assert page.locator("#count").inner_text().startswith(f"{total} runs match; 50 shown")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 1400, f"the list is {width} px wide"  # the 5,000-character value is cut
@@ -201,10 +214,10 @@ def test_runs_list_counts_sorts_and_stays_narrow(browser: Any,
     assert cut.inner_text().endswith("…") and len(cut.inner_text()) < 100
     page.click("#runs th:has-text('result')")
     values = page.locator("#runs td:last-child").evaluate_all(
-        "tds => tds.map(td => Number(td.dataset.sort)).filter(v => v > 0)")
+        "tds => tds.map(td => Number(td.dataset.sort)).filter(v => v > 0)"
+    )
     assert values == sorted(values, reverse=True) and len(values) > 10
-    assert set(page.locator("#runs td.mode").all_inner_texts()) >= {"buffered", "direct",
-                                                                     "uncached"}
+    assert set(page.locator("#runs td.mode").all_inner_texts()) >= {"buffered", "direct", "uncached"}
     u.clean()
 
 
@@ -213,8 +226,12 @@ def test_hostile_text_stays_text(browser: Any, site: tuple[str, Made, Path]) -> 
     text on the run page, in plot titles and legends, on history; no link inside a plot."""
     base, made, _ = site
     u = User(browser, base)
-    for path in (f"/run/{made.hostile['script']}", f"/run/{made.hostile['link']}",
-                 "/history?sel=label%3Dhostile", f"/runs?label={XSS}"):
+    for path in (
+        f"/run/{made.hostile['script']}",
+        f"/run/{made.hostile['link']}",
+        "/history?sel=label%3Dhostile",
+        f"/runs?label={XSS}",
+    ):
         page = u.open(path)
         assert page.locator("div.plot a").count() == 0, path
         assert page.locator("main script:not([type='application/json'])").count() == 0, path

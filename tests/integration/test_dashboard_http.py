@@ -26,8 +26,9 @@ from tests.dashboard_store import LINK, Made, build, served
 PASSWORD = "s3cretPW"
 
 
-def get(port: int, path: str, method: str = "GET",
-        headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def get(
+    port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     """One request (any Host header, any method): status, headers (lower-case), body."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     c.request(method, path, headers={"Host": f"127.0.0.1:{port}", **(headers or {})})
@@ -58,21 +59,29 @@ def test_password_masked_in_pages_errors_and_cli(pg_url: str, made: Made) -> Non
     st.add_runs([Store(made.url).get_run(made.trend[0])])
     try:
         with served(st) as p:
-            for path, status in (("/runs", 200), ("/run/0", 404), ("/run/99", 404),
-                                 ("/compare?base=nolabel&new=trend", 400),
-                                 ("/runs?label=%00", 400)):  # PostgreSQL refuses a NUL
+            for path, status in (
+                ("/runs", 200),
+                ("/run/0", 404),
+                ("/run/99", 404),
+                ("/compare?base=nolabel&new=trend", 400),
+                ("/runs?label=%00", 400),
+            ):  # PostgreSQL refuses a NUL
                 code, _, body = get(p, path)
                 assert code == status, path
                 assert PASSWORD.encode() not in body, path
             assert b"postgres:***@" in get(p, "/runs")[2]
         env = dict(os.environ, IOWALL_DB=url)
         exe = os.path.join(os.path.dirname(sys.executable), "iowall")
-        show = subprocess.run([exe, "show", "999"], env=env, capture_output=True, text=True,
-                              timeout=60)
+        show = subprocess.run([exe, "show", "999"], env=env, capture_output=True, text=True, timeout=60)
         assert show.returncode == 2 and "postgres:***@" in show.stderr
         assert PASSWORD not in show.stderr + show.stdout
-        srv = subprocess.Popen([exe, "serve", "--port", "0"], env=env, text=True,
-                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        srv = subprocess.Popen(
+            [exe, "serve", "--port", "0"],
+            env=env,
+            text=True,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+        )
         try:
             assert srv.stderr is not None
             line = srv.stderr.readline()
@@ -88,11 +97,17 @@ def test_foreign_host_refused(made: Made) -> None:
     """DNS rebinding: a page of attacker.example that resolves to 127.0.0.1 sends its own name
     as Host. Refused (400); the loopback names, and --server-name's, are answered."""
     with served(Store(made.url), HostNames.of("127.0.0.1", ["dash.example.org"])) as p:
-        for host, status in ((f"attacker.example:{p}", 400), ("attacker.example", 400),
-                             (f"127.0.0.1:{p}", 200), (f"localhost:{p}", 200),
-                             ("localhost:9000", 200), (f"[::1]:{p}", 200),
-                             ("dash.example.org", 200), ("DASH.example.org.:443", 200),
-                             ("dash.example.org.attacker.example", 400)):
+        for host, status in (
+            (f"attacker.example:{p}", 400),
+            ("attacker.example", 400),
+            (f"127.0.0.1:{p}", 200),
+            (f"localhost:{p}", 200),
+            ("localhost:9000", 200),
+            (f"[::1]:{p}", 200),
+            ("dash.example.org", 200),
+            ("DASH.example.org.:443", 200),
+            ("dash.example.org.attacker.example", 400),
+        ):
             code, headers, body = get(p, "/runs", headers={"Host": host})
             assert code == status, host
             if code == 400:
@@ -107,14 +122,23 @@ def test_host_names_on_a_wildcard_address() -> None:
     assert one.allows("10.1.2.3") and not one.allows("127.0.0.1") and not one.allows("localhost")
 
 
-BAD_IDS = [("/run/99999999999999999999", 404), ("/runs?before=99999999999999999999", 400),
-           ("/runs?before=%EF%BC%99", 400), ("/flame/99999999999999999999.svg", 404),
-           ("/flame/diff?base=99999999999999999999&new=1", 404), ("/flame/diff", 404),
-           ("/run/99999999999999999999/raw/fio.json", 404), ("/run/%C2%B2", 404),
-           ("/run/%EF%BC%99", 404), ("/run/%EF%BC%99/raw/fio.json", 404),
-           ("/compare?base=ids%3D99999999999999999999&new=trend", 400),
-           ("/history?sel=ids%3D1-99999999999999999999", 400), ("/runs?label=%00", 400),
-           ("/history?sel=a%00b", 400), ("/run/%00", 400)]
+BAD_IDS = [
+    ("/run/99999999999999999999", 404),
+    ("/runs?before=99999999999999999999", 400),
+    ("/runs?before=%EF%BC%99", 400),
+    ("/flame/99999999999999999999.svg", 404),
+    ("/flame/diff?base=99999999999999999999&new=1", 404),
+    ("/flame/diff", 404),
+    ("/run/99999999999999999999/raw/fio.json", 404),
+    ("/run/%C2%B2", 404),
+    ("/run/%EF%BC%99", 404),
+    ("/run/%EF%BC%99/raw/fio.json", 404),
+    ("/compare?base=ids%3D99999999999999999999&new=trend", 400),
+    ("/history?sel=ids%3D1-99999999999999999999", 400),
+    ("/runs?label=%00", 400),
+    ("/history?sel=a%00b", 400),
+    ("/run/%00", 400),
+]
 
 
 @pytest.mark.parametrize(("path", "status"), BAD_IDS)
@@ -131,11 +155,19 @@ def test_full_width_nine_is_not_run_nine(port: int) -> None:
 
 def _pages(made: Made) -> list[str]:
     rid = made.limits[("write", "buffered", 2)][0]
-    return ["/runs", f"/run/{rid}", f"/run/{rid}/raw/fio.json", f"/flame/{rid}.svg",
-            f"/flame/diff?base={rid}&new={made.trend[0]}", "/history?sel=label%3Dtrend",
-            f"/compare?base=ids%3D{made.trend[0]}-{made.trend[7]}"
-            f"&new=ids%3D{made.trend[8]}-{made.trend[15]}", f"/report/{made.batch}",
-            "/run/0", "/nowhere", "/static/style.css"]
+    return [
+        "/runs",
+        f"/run/{rid}",
+        f"/run/{rid}/raw/fio.json",
+        f"/flame/{rid}.svg",
+        f"/flame/diff?base={rid}&new={made.trend[0]}",
+        "/history?sel=label%3Dtrend",
+        f"/compare?base=ids%3D{made.trend[0]}-{made.trend[7]}&new=ids%3D{made.trend[8]}-{made.trend[15]}",
+        f"/report/{made.batch}",
+        "/run/0",
+        "/nowhere",
+        "/static/style.css",
+    ]
 
 
 def test_head_answers_like_get(port: int, made: Made) -> None:
@@ -169,16 +201,17 @@ def test_static_files_cached_and_compressed(port: int) -> None:
     with open(FILES["plotly.min.js"][0], "rb") as f:
         assert gzip.decompress(body) == f.read()
     assert len(body) < len(gzip.decompress(body)) / 3
-    code, _, body = get(port, "/static/plotly.min.js",
-                        headers={"If-None-Match": headers["etag"]})
+    code, _, body = get(port, "/static/plotly.min.js", headers={"If-None-Match": headers["etag"]})
     assert code == 304 and body == b""
     code, headers, _ = get(port, "/static/style.css")
     assert code == 200 and headers["cache-control"] == "no-cache" and "content-encoding" not in headers
 
 
 def _figures(page: bytes) -> list[Any]:
-    return [json.loads(m) for m in re.findall(
-        rb'<script type="application/json" id="[^"]+">(.*?)</script>', page, re.S)]
+    return [
+        json.loads(m)
+        for m in re.findall(rb'<script type="application/json" id="[^"]+">(.*?)</script>', page, re.S)
+    ]
 
 
 def _strings(x: Any) -> Iterator[str]:

@@ -49,8 +49,14 @@ def loops(no_leftovers: None, tmp_path: Path) -> Iterator[MakeLoop]:
     any left behind); unmount, swapoff, detach and delete everything afterwards."""
     made: list[tuple[str, Path]] = []
 
-    def make(size: int = 512 * MIB, image: Path | None = None, offset: int = 0,
-             sizelimit: int = 0, backing: str = "", read_only: bool = False) -> str:
+    def make(
+        size: int = 512 * MIB,
+        image: Path | None = None,
+        offset: int = 0,
+        sizelimit: int = 0,
+        backing: str = "",
+        read_only: bool = False,
+    ) -> str:
         if backing:
             img = Path(backing)
         elif image is None:
@@ -148,8 +154,9 @@ def test_holders_fake_sysfs(tmp_path: Path, loops: MakeLoop) -> None:
             (blk / part).symlink_to(p)
         (blk / on / "holders" / holder).mkdir()
     host = guard.Host(sys=tmp_path / "sys")
-    assert guard.held("sdx", host) == ("/dev/sdx is held by dm-0 (device-mapper, md or LVM): "
-                                       "stop what is stacked on it first")
+    assert guard.held("sdx", host) == (
+        "/dev/sdx is held by dm-0 (device-mapper, md or LVM): stop what is stacked on it first"
+    )
     assert "/dev/sdy1 is held by md0" in str(guard.held("sdy", host))
     assert guard.held("sdy1", host) is not None
     dev = loops()
@@ -202,8 +209,14 @@ def _table(label: str) -> Callable[[str], None]:
     def make(dev: str) -> None:
         if not shutil.which("sfdisk"):
             pytest.skip("sfdisk not installed (apt-get install fdisk)")
-        subprocess.run(["sfdisk", "-q", "--no-reread", dev], input=f"label: {label}\n,,L\n",
-                       text=True, check=True, capture_output=True)
+        subprocess.run(
+            ["sfdisk", "-q", "--no-reread", dev],
+            input=f"label: {label}\n,,L\n",
+            text=True,
+            check=True,
+            capture_output=True,
+        )
+
     return make
 
 
@@ -215,18 +228,27 @@ def _lvm(dev: str) -> None:
         pytest.skip(f"pvcreate does not work here: {cp.stderr.strip()}")
 
 
-@pytest.mark.parametrize("make,words", [
-    (_xfs, "an xfs filesystem"), (_ext4, "an ext4 filesystem"), (_btrfs, "a btrfs filesystem"),
-    (_table("dos"), "a dos partition table"), (_table("gpt"), "a gpt partition table"),
-    (_lvm, "an LVM physical volume signature")], ids=["xfs", "ext4", "btrfs", "dos", "gpt",
-                                                      "lvm"])
+@pytest.mark.parametrize(
+    "make,words",
+    [
+        (_xfs, "an xfs filesystem"),
+        (_ext4, "an ext4 filesystem"),
+        (_btrfs, "a btrfs filesystem"),
+        (_table("dos"), "a dos partition table"),
+        (_table("gpt"), "a gpt partition table"),
+        (_lvm, "an LVM physical volume signature"),
+    ],
+    ids=["xfs", "ext4", "btrfs", "dos", "gpt", "lvm"],
+)
 def test_signatures_are_refused_unless_allowed_and_wiped(
-        loops: MakeLoop, allow_list: Path, make: Callable[[str], None], words: str) -> None:
+    loops: MakeLoop, allow_list: Path, make: Callable[[str], None], words: str
+) -> None:
     dev = loops()
     make(dev)
     msg = refusal(dev)
-    assert words in msg and msg.endswith(f"(wipefs -n); list it in {allow_list} and pass "
-                                         "--wipe to overwrite it"), msg
+    assert words in msg and msg.endswith(
+        f"(wipefs -n); list it in {allow_list} and pass --wipe to overwrite it"
+    ), msg
     with open(allow_list, "a") as f:
         f.write(f"{dev}  # the test's device\n")
     msg = refusal(dev)
@@ -236,8 +258,7 @@ def test_signatures_are_refused_unless_allowed_and_wiped(
     assert signatures(dev)  # the guard itself never writes
 
 
-def test_allowed_and_wiped_device_is_provisioned_and_left_blank(
-        loops: MakeLoop, allow_list: Path) -> None:
+def test_allowed_and_wiped_device_is_provisioned_and_left_blank(loops: MakeLoop, allow_list: Path) -> None:
     dev = loops()
     _ext4(dev)
     allow_list.write_text(f"# by device number\n{dev}\n")
@@ -247,8 +268,7 @@ def test_allowed_and_wiped_device_is_provisioned_and_left_blank(
     assert signatures(dev) == ["ext4"]
     with provision(BedSpec.parse(f"device+wipe:{dev}"), fs="xfs") as bed:
         assert os.path.ismount(bed.path) and bed.device == dev
-        assert any(n.startswith(f"wiped {dev} before use") and "(ext4)" in n
-                   for n in bed.notes), bed.notes
+        assert any(n.startswith(f"wiped {dev} before use") and "(ext4)" in n for n in bed.notes), bed.notes
         facts = bed.facts["devices"][0]
         assert facts["path"] == dev and facts["size_bytes"] == 512 * MIB
         assert "wiped" in facts and facts["guard"]["allow_listed"]
@@ -269,13 +289,16 @@ def test_small_device_and_device_list_refused(loops: MakeLoop, allow_list: Path)
 
 
 def _env(tmp_path: Path, allow: Path) -> dict[str, str]:
-    return {**os.environ, "IOWALL_DB": f"sqlite:///{tmp_path / 'iowall.db'}",
-            "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state"),
-            guard.DEVICES_ENV: str(allow)}
+    return {
+        **os.environ,
+        "IOWALL_DB": f"sqlite:///{tmp_path / 'iowall.db'}",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        guard.DEVICES_ENV: str(allow),
+    }
 
 
-def test_cli_refusals_are_one_line_exit_2(loops: MakeLoop, allow_list: Path,
-                                          tmp_path: Path) -> None:
+def test_cli_refusals_are_one_line_exit_2(loops: MakeLoop, allow_list: Path, tmp_path: Path) -> None:
     env = _env(tmp_path, allow_list)
     dev = loops()
     _xfs(dev)
@@ -283,14 +306,14 @@ def test_cli_refusals_are_one_line_exit_2(loops: MakeLoop, allow_list: Path,
     assert cp.returncode == 2
     assert cp.stderr.strip().splitlines() == [
         f"iowall: error: refusing {dev}: it carries an xfs filesystem at offset 0x0 (wipefs -n); "
-        f"list it in {allow_list} and pass --wipe to overwrite it"]
+        f"list it in {allow_list} and pass --wipe to overwrite it"
+    ]
     cp = iowall("limits", "--wipe", "--quick", env=env)
     assert cp.returncode == 2 and "--wipe applies to --bed device:/dev/X only" in cp.stderr
     plan = tmp_path / "dev.toml"  # a plan names its device bed: the same guard decides
     plan.write_text(f'[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device:{dev}"\n')
     cp = iowall("run", str(plan), env=env)
-    assert cp.returncode == 2 and f"refusing {dev}: it carries an xfs filesystem" in cp.stderr, \
-        cp.stderr
+    assert cp.returncode == 2 and f"refusing {dev}: it carries an xfs filesystem" in cp.stderr, cp.stderr
     plan.write_text(f'[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device+wipe:{dev}"\n')
     cp = iowall("run", str(plan), env=env)
     assert cp.returncode == 2 and "a plan file cannot wipe a device" in cp.stderr, cp.stderr
@@ -299,15 +322,15 @@ def test_cli_refusals_are_one_line_exit_2(loops: MakeLoop, allow_list: Path,
     assert signatures(dev) == ["xfs"]
 
 
-def test_run_plan_on_device_bed_end_to_end(loops: MakeLoop, allow_list: Path,
-                                           tmp_path: Path) -> None:
+def test_run_plan_on_device_bed_end_to_end(loops: MakeLoop, allow_list: Path, tmp_path: Path) -> None:
     env = _env(tmp_path, allow_list)
     dev = loops()
     plan = tmp_path / "tiny.toml"
-    plan.write_text('label = "dev"\nrepeat = 1\n[workload]\nkind = "fio"\nrw = "write"\n'
-                    'bs = "1M"\nsize = "16M"\nend_fsync = 1\n[bed]\nsize = "300M"\n')
-    cp = iowall("run", str(plan), "--bed", f"device:{dev}", "--format", "json", env=env,
-                timeout=300)
+    plan.write_text(
+        'label = "dev"\nrepeat = 1\n[workload]\nkind = "fio"\nrw = "write"\n'
+        'bs = "1M"\nsize = "16M"\nend_fsync = 1\n[bed]\nsize = "300M"\n'
+    )
+    cp = iowall("run", str(plan), "--bed", f"device:{dev}", "--format", "json", env=env, timeout=300)
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     assert [r["status"] for r in doc["runs"]] == ["ok"]
@@ -321,13 +344,24 @@ def test_run_plan_on_device_bed_end_to_end(loops: MakeLoop, allow_list: Path,
     assert not list(Path(env["XDG_STATE_HOME"], "iowall", "journal").glob("*.json"))
 
 
-def test_bdev_rwmix_on_four_given_devices(loops: MakeLoop, allow_list: Path,
-                                          tmp_path: Path) -> None:
+def test_bdev_rwmix_on_four_given_devices(loops: MakeLoop, allow_list: Path, tmp_path: Path) -> None:
     env = _env(tmp_path, allow_list)
     devs = [loops(size=256 * MIB) for _ in range(4)]
-    cp = iowall("run", "bdev-rwmix", "--quick", "--bed", "device:" + ",".join(devs),
-                "--set", "rwmixwrite=0,30", "--set", "runtime=1", "--format", "json", env=env,
-                timeout=300)
+    cp = iowall(
+        "run",
+        "bdev-rwmix",
+        "--quick",
+        "--bed",
+        "device:" + ",".join(devs),
+        "--set",
+        "rwmixwrite=0,30",
+        "--set",
+        "runtime=1",
+        "--format",
+        "json",
+        env=env,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     assert {r["status"] for r in doc["runs"]} == {"ok"}

@@ -23,7 +23,8 @@ from iowall.probes import ProbeContext, ProbeSet, resolve
 from iowall.store.db import Store
 
 pytestmark = [
-    pytest.mark.root, pytest.mark.slow,
+    pytest.mark.root,
+    pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices)"),
     pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio"),
 ]
@@ -61,17 +62,35 @@ def test_stored_threshold_is_what_vmstat_showed(bed: Bed, tmp_path: Path, db_url
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        subprocess.run(["fio", "--name=t", f"--directory={bed.path}", "--rw=write", "--bs=1M",
-                        "--size=384M", "--ioengine=psync", "--end_fsync=1",
-                        "--output=/dev/null"], check=True, timeout=120)
+        subprocess.run(
+            [
+                "fio",
+                "--name=t",
+                f"--directory={bed.path}",
+                "--rw=write",
+                "--bs=1M",
+                "--size=384M",
+                "--ioengine=psync",
+                "--end_fsync=1",
+                "--output=/dev/null",
+            ],
+            check=True,
+            timeout=120,
+        )
     finally:
         stop.set()
         watcher.join()
         results = ps.stop()
     res = next(r for r in results if r.probe == "vmstat")
-    run = Run(point=Point("test", {"kind": "fio", "rw": "write", "direct": 0}), label="dirty",
-              status="ok", started_at=0.0, finished_at=1.0, metrics=res.metrics,
-              series=res.series)
+    run = Run(
+        point=Point("test", {"kind": "fio", "rw": "write", "direct": 0}),
+        label="dirty",
+        status="ok",
+        started_at=0.0,
+        finished_at=1.0,
+        metrics=res.metrics,
+        series=res.series,
+    )
     store = Store(db_url)
     rid = store.add_run(run)
     stored = store.get_run(rid)

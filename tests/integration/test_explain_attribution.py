@@ -22,10 +22,14 @@ from iowall.probes.profile import inferno_tool
 from iowall.workloads.engine import run_meta
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("perf") is None
-                                 or inferno_tool("inferno-collapse-perf") is None,
-                                 reason="perf or inferno missing (make setup)")]
+pytestmark = [
+    needs_root,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("perf") is None or inferno_tool("inferno-collapse-perf") is None,
+        reason="perf or inferno missing (make setup)",
+    ),
+]
 
 
 def run_plan(tmp_path: Path, env: dict[str, str], body: str, *args: str) -> dict[str, Any]:
@@ -41,9 +45,11 @@ def run_plan(tmp_path: Path, env: dict[str, str], body: str, *args: str) -> dict
     return doc
 
 
-def test_buffered_write_phases_and_attribution(tmp_path: Path,
-                                               iowall_env: dict[str, str]) -> None:
-    doc = run_plan(tmp_path, iowall_env, """\
+def test_buffered_write_phases_and_attribution(tmp_path: Path, iowall_env: dict[str, str]) -> None:
+    doc = run_plan(
+        tmp_path,
+        iowall_env,
+        """\
         label = "fsync"
         repeat = 1
         [workload]
@@ -53,7 +59,8 @@ def test_buffered_write_phases_and_attribution(tmp_path: Path,
         jobs = 2
         ioengine = "io_uring"
         end_fsync = 1
-        """)
+        """,
+    )
     att = doc["attribution"]  # shares of the busy CPU time, unattributed last
     assert att[-1]["class"] == "unattributed"
     assert sum(a["share"] for a in att) == pytest.approx(1.0, abs=0.06)
@@ -64,17 +71,19 @@ def test_buffered_write_phases_and_attribution(tmp_path: Path,
         ev = verdicts["writeback-phase"]["evidence"]
         assert ev["copy_s"] > 0 and ev["writeback_s"] > 0
         assert ev["writeback_share"] == pytest.approx(
-            ev["writeback_s"] / (ev["copy_s"] + ev["writeback_s"]), rel=0.02)
+            ev["writeback_s"] / (ev["copy_s"] + ev["writeback_s"]), rel=0.02
+        )
     else:  # measured, but under the verdict's 25% on this run: the nearest miss says so
-        assert any(m.startswith("writeback-phase: writeback's share of the time")
-                   for m in doc["near_misses"])
+        assert any(m.startswith("writeback-phase: writeback's share of the time") for m in doc["near_misses"])
     text = iowall("explain", str(doc["run"]), env=iowall_env).stdout
     assert "where the CPU time went" in text and "kernel paths (profile" in text
 
 
-def test_tmpfs_buffered_write_is_mostly_the_copy(tmp_path: Path,
-                                                 iowall_env: dict[str, str]) -> None:
-    doc = run_plan(tmp_path, iowall_env, """\
+def test_tmpfs_buffered_write_is_mostly_the_copy(tmp_path: Path, iowall_env: dict[str, str]) -> None:
+    doc = run_plan(
+        tmp_path,
+        iowall_env,
+        """\
         label = "tmpfs"
         repeat = 1
         [workload]
@@ -86,7 +95,8 @@ def test_tmpfs_buffered_write_is_mostly_the_copy(tmp_path: Path,
         runtime = 4
         [bed]
         kind = "tmpfs"
-        """)
+        """,
+    )
     # the workload's own kernel time by path (its stacks only: a neighbour's user space or
     # kernel work does not count), mostly the copy
     paths = doc["budget"]["kernel_paths"]
@@ -98,7 +108,10 @@ def test_tmpfs_buffered_write_is_mostly_the_copy(tmp_path: Path,
 
 
 def test_tiny_dirty_bytes_still_throttles(tmp_path: Path, iowall_env: dict[str, str]) -> None:
-    doc = run_plan(tmp_path, iowall_env, """\
+    doc = run_plan(
+        tmp_path,
+        iowall_env,
+        """\
         label = "tiny-dirty"
         repeat = 1
         [workload]
@@ -108,7 +121,8 @@ def test_tiny_dirty_bytes_still_throttles(tmp_path: Path, iowall_env: dict[str, 
         jobs = 2
         [axes]
         "sysctl:vm.dirty_bytes" = [1048576]
-        """)
+        """,
+    )
     rules = [v["rule"] for v in doc["verdicts"]]
     assert {"writers-throttled", "flusher-saturated"} & set(rules), doc["sentences"]
 
@@ -124,12 +138,19 @@ def test_creating_in_one_xfs_directory_shows_lock_slow_paths() -> None:
             (rec,) = run_meta(d, 8, 20000, ["create"], shared_dir=True)
         finally:
             results = ps.stop()
-        run = Run(point=Point("t", {"kind": "meta", "threads": 8}), label="t", status="ok",
-                  started_at=0.0, finished_at=float(rec["wall_s"]), bed=dict(bed.facts),
-                  metrics=tuple(m for r in results for m in r.metrics)
-                  + (Metric("create_files_per_s", float(rec["files_per_s"]), "files/s"),),
-                  artifacts=tuple(a for r in results for a in r.artifacts),
-                  series=tuple(s for r in results for s in r.series), id=1)
+        run = Run(
+            point=Point("t", {"kind": "meta", "threads": 8}),
+            label="t",
+            status="ok",
+            started_at=0.0,
+            finished_at=float(rec["wall_s"]),
+            bed=dict(bed.facts),
+            metrics=tuple(m for r in results for m in r.metrics)
+            + (Metric("create_files_per_s", float(rec["files_per_s"]), "files/s"),),
+            artifacts=tuple(a for r in results for a in r.artifacts),
+            series=tuple(s for r in results for s in r.series),
+            id=1,
+        )
     w = why_run(run, [run])
     lock = [p for p in w["paths"] if p["path"] == "lock"]
     assert lock and lock[0]["share"] > 0.05, w["paths"]

@@ -23,14 +23,16 @@ import pytest
 from tests.wall_corpus import CG, KINDS, WALL_KINDS, clean, run_case
 
 pytestmark = [
-    pytest.mark.root, pytest.mark.slow,
+    pytest.mark.root,
+    pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, loop devices, sysctls)"),
     pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio"),
-    pytest.mark.skipif(not (CG / "cpu" / "cpu.cfs_quota_us").exists()
-                       or not (CG / "memory" / "memory.limit_in_bytes").exists()
-                       or not (CG / "blkio").is_dir(),
-                       reason="needs the cgroup v1 cpu, memory and blkio controllers mounted "
-                              "at /sys/fs/cgroup/<controller>"),
+    pytest.mark.skipif(
+        not (CG / "cpu" / "cpu.cfs_quota_us").exists()
+        or not (CG / "memory" / "memory.limit_in_bytes").exists()
+        or not (CG / "blkio").is_dir(),
+        reason="needs the cgroup v1 cpu, memory and blkio controllers mounted at /sys/fs/cgroup/<controller>",
+    ),
 ]
 
 
@@ -43,10 +45,12 @@ def test_explain_names_the_induced_wall(name: str, tmp_path: Path, db_url: str) 
     assert case.run_id is not None and not case.error, case.error
     if not case.truth.held and kind.host_dependent:
         pytest.skip(f"{name}: this host's hardware did not make the wall: {case.truth.detail}")
-    assert case.truth.held, (f"{name}: the wall was not induced: {case.truth.detail}; "
-                             f"job threads: {case.threads}")
+    assert case.truth.held, (
+        f"{name}: the wall was not induced: {case.truth.detail}; job threads: {case.threads}"
+    )
     got = (case.wall or {}).get("kind")
     assert got == kind.expected, (
         f"{name}: explain named {got!r}, expected {kind.expected!r} "
         f"({case.score}; wall {case.wall}; verdict rules "
-        f"{[v.get('rule') for v in case.verdicts]}); ground truth: {case.truth.detail}")
+        f"{[v.get('rule') for v in case.verdicts]}); ground truth: {case.truth.detail}"
+    )

@@ -12,17 +12,10 @@ from tests.conftest import iowall, needs_root
 pytestmark = [needs_root, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, str]]:
-    import os
-
-    tmp = tmp_path_factory.mktemp("explain")
-    env = dict(os.environ, IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
-               XDG_DATA_HOME=str(tmp / "data"), XDG_STATE_HOME=str(tmp / "state"))
-    cp = iowall("limits", "--quick", "--jobs", "2", "--repeat", "1", "--size", "3G",
-                "--probes", "default,locks", "--format", "json", env=env)
-    assert cp.returncode == 0, cp.stderr
-    return json.loads(cp.stdout), env
+@pytest.fixture
+def probed(limits_quick: tuple[dict, dict[str, str]]) -> tuple[dict, dict[str, str]]:
+    """The session's small limits run with the lock probe on (tests/conftest.py)."""
+    return limits_quick
 
 
 def test_limits_json_carries_explain(probed: tuple[dict, dict[str, str]]) -> None:

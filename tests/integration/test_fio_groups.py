@@ -41,8 +41,7 @@ rw=randread
 def test_tiobench_shape_reports_each_group(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     (tmp_path / "tio.fio").write_text(TIOBENCH)
     plan = tmp_path / "tio.toml"
-    plan.write_text('label = "tio"\n[workload]\njobfile = "tio.fio"\n'
-                    '[bed]\nkind = "tmpfs"\nsize = "256M"\n')
+    plan.write_text('label = "tio"\n[workload]\njobfile = "tio.fio"\n[bed]\nkind = "tmpfs"\nsize = "256M"\n')
     cp = iowall("run", str(plan), "--repeat", "1", "--format", "json", env=iowall_env)
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
@@ -66,11 +65,14 @@ def test_tiobench_shape_reports_each_group(tmp_path: Path, iowall_env: dict[str,
     cp = iowall("report", doc["batch"], env=iowall_env)
     assert cp.returncode == 0, cp.stderr
     lines = [ln.split() for ln in cp.stdout.splitlines() if ln.strip().startswith("(fixed)")]
-    assert [ln[1:3] for ln in lines] == [["g0", "f1"], ["g1", "f2"], ["g2", "f3"],
-                                            ["g3", "f4"]], cp.stdout
+    assert [ln[1:3] for ln in lines] == [["g0", "f1"], ["g1", "f2"], ["g2", "f3"], ["g3", "f4"]], cp.stdout
     # `iowall show RUN`: the same rows
     cp = iowall("show", str(rid), env=iowall_env)
     assert cp.returncode == 0, cp.stderr
     shown = cp.stdout.split("\ngroups")[1].split("\n\n")[0].splitlines()[2:]
-    assert [ln.split()[:3] for ln in shown] == [["g0", "f1", "write"], ["g1", "f2", "write"],
-                                               ["g2", "f3", "read"], ["g3", "f4", "read"]]
+    assert [ln.split()[:3] for ln in shown] == [
+        ["g0", "f1", "write"],
+        ["g1", "f2", "write"],
+        ["g2", "f3", "read"],
+        ["g3", "f4", "read"],
+    ]

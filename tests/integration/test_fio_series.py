@@ -51,12 +51,16 @@ def test_ragged_last_window_is_dropped() -> None:
 
 
 def test_directions_and_bad_lines() -> None:
-    log = ("1000, 50, 0, 0, 0\n1000, 70, 1, 0, 0\n2000, 60, 0, 0, 0\n"
-           "garbage\n\n3000, 5, 9, 0, 0\n2000, 80, 2, 0, 0\n")
+    log = (
+        "1000, 50, 0, 0, 0\n1000, 70, 1, 0, 0\n2000, 60, 0, 0, 0\n"
+        "garbage\n\n3000, 5, 9, 0, 0\n2000, 80, 2, 0, 0\n"
+    )
     got = {s.name: s.samples for s in bw_series([log], interval_ms=1000, origin_ms=0)}
-    assert got == {"read_bw": ((1.0, 50 * KIB), (2.0, 60 * KIB)),
-                   "write_bw": ((1.0, 70 * KIB),),
-                   "trim_bw": ((2.0, 80 * KIB),)}
+    assert got == {
+        "read_bw": ((1.0, 50 * KIB), (2.0, 60 * KIB)),
+        "write_bw": ((1.0, 70 * KIB),),
+        "trim_bw": ((2.0, 80 * KIB),),
+    }
     assert bw_series(["", "x, y\n"], interval_ms=1000, origin_ms=0) == ()
 
 
@@ -119,10 +123,21 @@ RATE_MIB = 100
 def write_job(directory: str, runtime: int, jobs: int = 2) -> JobFile:
     """Rate-limited writers: their bandwidth is fio's limiter, not this busy 2-core box's CPU
     share, so a window fio did not log (the last one) cannot differ from the logged ones."""
-    return JobFile({"directory": directory, "rw": "write", "bs": "256k", "size": "64m",
-                    "ioengine": "psync", "time_based": 1, "runtime": runtime,
-                    "numjobs": jobs, "group_reporting": 1, "rate": f"{RATE_MIB}m"},
-                   [JobSection("w", {})])
+    return JobFile(
+        {
+            "directory": directory,
+            "rw": "write",
+            "bs": "256k",
+            "size": "64m",
+            "ioengine": "psync",
+            "time_based": 1,
+            "runtime": runtime,
+            "numjobs": jobs,
+            "group_reporting": 1,
+            "rate": f"{RATE_MIB}m",
+        },
+        [JobSection("w", {})],
+    )
 
 
 def test_real_fio_write_bw_series_matches_reported_bandwidth(shm_dir: str) -> None:
@@ -139,37 +154,49 @@ def test_real_fio_write_bw_series_matches_reported_bandwidth(shm_dir: str) -> No
     mean = sum(v for _, v in s.samples) / len(s.samples)
     assert mean == pytest.approx(reported, rel=0.15)
     # both jobs summed in every bucket, KiB/s read as 1024 B/s (1000 would be 2.4% off)
-    assert [v for _, v in s.samples] == pytest.approx([2 * RATE_MIB * 2**20] * len(s.samples),
-                                                      rel=0.015)
+    assert [v for _, v in s.samples] == pytest.approx([2 * RATE_MIB * 2**20] * len(s.samples), rel=0.015)
 
 
 def test_series_join_the_task_outcome_and_can_be_switched_off(shm_dir: str) -> None:
-    task = fio_task(Point("test", {}), lambda: write_job(shm_dir, runtime=2, jobs=1),
-                    title="w")
+    task = fio_task(Point("test", {}), lambda: write_job(shm_dir, runtime=2, jobs=1), title="w")
     out = task.execute(Partial())
     assert [x.name for x in out.series] == ["write_bw"] and out.series[0].samples
     assert run_fio(write_job(shm_dir, runtime=1, jobs=1), bw_log_ms=0).series == ()
 
 
-def test_stored_job_file_is_what_fio_ran_and_reproduces_the_point(shm_dir: str,
-                                                                   tmp_path: Path) -> None:
+def test_stored_job_file_is_what_fio_ran_and_reproduces_the_point(shm_dir: str, tmp_path: Path) -> None:
     res = run_fio(write_job(shm_dir, runtime=2))
     (stored,) = [a.body for a in res.artifacts() if a.name == "job.fio"]
     assert stored == res.jobfile and "write_bw_log=" in stored and "log_avg_msec=" in stored
     # `fio job.fio` as a user runs it from the stored file: same point, same logs
     (tmp_path / "job.fio").write_text(stored)
-    cp = subprocess.run(["fio", "--output-format=json", "job.fio"], cwd=tmp_path,
-                        capture_output=True, text=True, timeout=60)
+    cp = subprocess.run(
+        ["fio", "--output-format=json", "job.fio"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert cp.returncode == 0, cp.stderr
-    again = parse_metrics(json.loads(cp.stdout[cp.stdout.find("{"):]))
+    again = parse_metrics(json.loads(cp.stdout[cp.stdout.find("{") :]))
     bw = next(m.value for m in again if m.name == "write_bw_bytes_per_s")
     assert bw == pytest.approx(2 * RATE_MIB * 2**20, rel=0.02)
     logs = sorted(p.name for p in tmp_path.glob("*_bw*.log"))
     assert len(logs) == 2, logs  # one bandwidth log per job, as the run had
     # a user's job text gets the same options, ahead of its own sections
-    text = "[w]\n" + "\n".join(f"{k}={v}" for k, v in {
-        "directory": shm_dir, "rw": "write", "bs": "256k", "size": "8m",
-        "ioengine": "psync", "time_based": 1, "runtime": 2, "rate": "50m"}.items()) + "\n"
+    text = (
+        "[w]\n"
+        + "\n".join(
+            f"{k}={v}"
+            for k, v in {
+                "directory": shm_dir,
+                "rw": "write",
+                "bs": "256k",
+                "size": "8m",
+                "ioengine": "psync",
+                "time_based": 1,
+                "runtime": 2,
+                "rate": "50m",
+            }.items()
+        )
+        + "\n"
+    )
     user = run_fio(text)
     assert user.jobfile.endswith(text) and user.jobfile.startswith("[global]\nwrite_bw_log=")
     assert [s.name for s in user.series] == ["write_bw"]
@@ -190,19 +217,34 @@ def test_fio_and_diskstats_share_one_time_axis(db_url: str) -> None:
     # syncs dirty pages delays it): fio's series and the device's start together
     interval = 0.25
     with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=512 << 20) as bed:
-        job = JobFile({"directory": bed.path, "rw": "write", "bs": "1M", "size": "256m",
-                       "direct": 1, "ioengine": "psync", "time_based": 1, "runtime": 2,
-                       "rate": "200m"}, [JobSection("w", {})])
-        sched = Schedule(store=Store(db_url), label="t", env=dict, bed=dict,
-                         probes=[DiskstatsProbe],
-                         probe_ctx=ProbeContext(interval_s=interval, devices=bed.devices,
-                                                devnos=(bed.devno,)))
-        task = fio_task(Point("t", {}), lambda: job, title="w",
-                        prepare=lambda: time.sleep(1.0))
+        job = JobFile(
+            {
+                "directory": bed.path,
+                "rw": "write",
+                "bs": "1M",
+                "size": "256m",
+                "direct": 1,
+                "ioengine": "psync",
+                "time_based": 1,
+                "runtime": 2,
+                "rate": "200m",
+            },
+            [JobSection("w", {})],
+        )
+        sched = Schedule(
+            store=Store(db_url),
+            label="t",
+            env=dict,
+            bed=dict,
+            probes=[DiskstatsProbe],
+            probe_ctx=ProbeContext(interval_s=interval, devices=bed.devices, devnos=(bed.devno,)),
+        )
+        task = fio_task(Point("t", {}), lambda: job, title="w", prepare=lambda: time.sleep(1.0))
         (run,) = sched.execute([task], 1)
     fio = next(s for s in run.series if s.probe == "fio" and s.name == "write_bw")
-    disk = next(s for s in run.series if s.probe == "diskstats"
-                and s.name == f"{bed.devices[0]}_write_bytes_per_s")
+    disk = next(
+        s for s in run.series if s.probe == "diskstats" and s.name == f"{bed.devices[0]}_write_bytes_per_s"
+    )
     assert abs(onset(fio.samples) - onset(disk.samples)) <= interval, (fio, disk)
     # every point of the series at most 100 ms apart, at least 20 of them
     assert len(fio.samples) >= 20 and step_of(fio.samples) <= 0.1
@@ -212,8 +254,17 @@ def test_fio_and_diskstats_share_one_time_axis(db_url: str) -> None:
 def test_end_fsync_tail_reads_zero_to_the_end(db_url: str) -> None:
     # long enough a copy that fio logs it (fio's averaged log misses its first ~0.1 s)
     with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=3 << 30) as bed:
-        job = JobFile({"directory": bed.path, "rw": "write", "bs": "1M", "size": "2g",
-                       "ioengine": "psync", "end_fsync": 1}, [JobSection("w", {})])
+        job = JobFile(
+            {
+                "directory": bed.path,
+                "rw": "write",
+                "bs": "1M",
+                "size": "2g",
+                "ioengine": "psync",
+                "end_fsync": 1,
+            },
+            [JobSection("w", {})],
+        )
         res = run_fio(job)
     (s,) = [x for x in res.series if x.name == "write_bw"]
     m = {x.name: x.value for x in res.metrics}
@@ -224,8 +275,7 @@ def test_end_fsync_tail_reads_zero_to_the_end(db_url: str) -> None:
     # (a slow copy tail under 5% of the peak carried 9% of the bytes once: it is copy)
     last_moving = max(t for t, v in s.samples if v > 0)
     zeros = [t for t, v in s.samples if t > last_moving]
-    assert zeros and ph.writeback_s == pytest.approx(zeros[-1] - last_moving,
-                                                     abs=ph.resolution_s)
+    assert zeros and ph.writeback_s == pytest.approx(zeros[-1] - last_moving, abs=ph.resolution_s)
     # the copy phase carries the bytes fio logged: at most a step's worth is missing
     step = ph.resolution_s
     logged = sum(v * step for _, v in s.samples)

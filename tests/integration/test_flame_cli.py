@@ -11,14 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.paths import attribute, decode_folded
+from iowall.analysis.kernel_paths import attribute, decode_folded
 from iowall.probes.profile import ARTIFACT, COLLAPSE, inferno_tool
 from iowall.store import Store
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow,
-              pytest.mark.skipif(inferno_tool(COLLAPSE) is None or not os.path.exists(
-                  "/usr/bin/perf"), reason="perf or inferno missing (make setup)")]
+pytestmark = [
+    needs_root,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        inferno_tool(COLLAPSE) is None or not os.path.exists("/usr/bin/perf"),
+        reason="perf or inferno missing (make setup)",
+    ),
+]
 
 PLAN = """label = "flame"
 repeat = 1
@@ -43,13 +48,28 @@ def flame(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[int], dict[str, str], Path]:
     tmp = tmp_path_factory.mktemp("flame")
-    env = dict(os.environ, IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
-               XDG_DATA_HOME=str(tmp / "data"), XDG_STATE_HOME=str(tmp / "state"))
+    env = dict(
+        os.environ,
+        IOWALL_DB=f"sqlite:///{tmp / 'db.sqlite'}",
+        XDG_DATA_HOME=str(tmp / "data"),
+        XDG_STATE_HOME=str(tmp / "state"),
+    )
     (tmp / "plan.toml").write_text(PLAN)
-    doc = json.loads(iowall("run", str(tmp / "plan.toml"), "--format", "json", env=env,
-                            check=True).stdout)
-    noprof = json.loads(iowall("run", str(tmp / "plan.toml"), "--set", "jobs=1", "--probes",
-                               "cpu", "--format", "json", env=env, check=True).stdout)
+    doc = json.loads(iowall("run", str(tmp / "plan.toml"), "--format", "json", env=env, check=True).stdout)
+    noprof = json.loads(
+        iowall(
+            "run",
+            str(tmp / "plan.toml"),
+            "--set",
+            "jobs=1",
+            "--probes",
+            "cpu",
+            "--format",
+            "json",
+            env=env,
+            check=True,
+        ).stdout
+    )
     return doc["run_ids"] + noprof["run_ids"], env, tmp
 
 
@@ -89,11 +109,13 @@ def test_two_runs_differential(recorded: tuple[list[int], dict[str, str], Path])
 
 def test_bad_input(recorded: tuple[list[int], dict[str, str], Path]) -> None:
     (a, _b, c), env, tmp = recorded
-    for args, msg in (((str(a), "-o", str(tmp / "x.png")), "name the file .svg"),
-                      (("99999", "-o", str(tmp / "x.svg")), "no run 99999"),
-                      ((str(c), "-o", str(tmp / "x.svg")), f"run {c} has no profile data"),
-                      (("abc", "-o", str(tmp / "x.svg")), "is not a run id"),
-                      ((str(a), str(a), str(a), "-o", str(tmp / "x.svg")), "one run or two")):
+    for args, msg in (
+        ((str(a), "-o", str(tmp / "x.png")), "name the file .svg"),
+        (("99999", "-o", str(tmp / "x.svg")), "no run 99999"),
+        ((str(c), "-o", str(tmp / "x.svg")), f"run {c} has no profile data"),
+        (("abc", "-o", str(tmp / "x.svg")), "is not a run id"),
+        ((str(a), str(a), str(a), "-o", str(tmp / "x.svg")), "one run or two"),
+    ):
         r = flame(env, *args)
         assert r.returncode == 2, (args, r.stderr)
         assert msg in r.stderr and len(r.stderr.strip().splitlines()) == 1

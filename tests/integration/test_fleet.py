@@ -24,11 +24,17 @@ import pytest
 from iowall.store import RunFilter, Store
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow,
-              pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"),
-                                 reason="openssh-server missing (make setup installs it)"),
-              pytest.mark.skipif(not (Path(sys.executable).parent / "ansible-playbook").exists(),
-                                 reason="ansible-core missing (make setup installs it)")]
+pytestmark = [
+    needs_root,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.path.exists("/usr/sbin/sshd"), reason="openssh-server missing (make setup installs it)"
+    ),
+    pytest.mark.skipif(
+        not (Path(sys.executable).parent / "ansible-playbook").exists(),
+        reason="ansible-core missing (make setup installs it)",
+    ),
+]
 
 PLAN = """\
 label = "fleet-tiny"
@@ -67,11 +73,15 @@ class Host:
 
     def start(self) -> None:
         """sshd in the namespace and a UTS namespace of its own named after the host."""
-        cmd = (f"hostname {self.name} && exec taskset -c {self.cpus} /usr/sbin/sshd -D -e "
-               f"-f {self.home}/sshd_config")
+        cmd = (
+            f"hostname {self.name} && exec taskset -c {self.cpus} /usr/sbin/sshd -D -e "
+            f"-f {self.home}/sshd_config"
+        )
         self.sshd = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.netns}", "unshare", "--uts", "sh", "-c", cmd],
-            stdout=subprocess.DEVNULL, stderr=open(self.home / "sshd.log", "ab"))
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.home / "sshd.log", "ab"),
+        )
         for _ in range(100):
             try:
                 socket.create_connection((self.addr, 22), timeout=0.5).close()
@@ -87,8 +97,9 @@ class Host:
             self.sshd.terminate()
             self.sshd.wait(timeout=30)
             self.sshd = None
-        pids = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True,
-                              text=True).stdout.split()
+        pids = subprocess.run(
+            ["ip", "netns", "pids", self.netns], capture_output=True, text=True
+        ).stdout.split()
         for pid in pids:
             try:
                 os.kill(int(pid), signal.SIGKILL)
@@ -108,8 +119,11 @@ def make_host(i: int, name: str, cpus: str, tmp: Path, pubkey: str) -> Host:
     sh("ip", "link", "set", ns_side, "netns", host.netns)
     sh("ip", "addr", "add", f"{outer}/30", "dev", host.veth)
     sh("ip", "link", "set", host.veth, "up")
-    for cmd in (["ip", "addr", "add", f"{inner}/30", "dev", ns_side],
-                ["ip", "link", "set", ns_side, "up"], ["ip", "link", "set", "lo", "up"]):
+    for cmd in (
+        ["ip", "addr", "add", f"{inner}/30", "dev", ns_side],
+        ["ip", "link", "set", ns_side, "up"],
+        ["ip", "link", "set", "lo", "up"],
+    ):
         sh("ip", "netns", "exec", host.netns, *cmd)
     sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host.home / "host_key"))
     (host.home / "authorized_keys").write_text(pubkey)
@@ -118,7 +132,8 @@ def make_host(i: int, name: str, cpus: str, tmp: Path, pubkey: str) -> Host:
         f"PidFile {host.home}/sshd.pid\nAuthorizedKeysFile {host.home}/authorized_keys\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        "Subsystem sftp /usr/lib/openssh/sftp-server\n")
+        "Subsystem sftp /usr/lib/openssh/sftp-server\n"
+    )
     return host
 
 
@@ -148,15 +163,28 @@ def fleet(tmp_path: Path) -> Iterator[tuple[list[Host], Path]]:
 
 def inventory(hosts: list[Host], key: Path, path: Path) -> Path:
     """A YAML inventory (written as JSON, which YAML reads): per-host install and XDG dirs."""
-    doc = {"all": {"hosts": {h.name: {
-        "ansible_host": h.addr, "iowall_home": str(h.home / "iowall"),
-        "ansible_remote_tmp": str(h.home / "ansible-tmp"),
-        "iowall_environment": {"XDG_DATA_HOME": str(h.home / "data"),
-                               "XDG_STATE_HOME": str(h.home / "state")}} for h in hosts},
-        "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(key),
-                 "ansible_python_interpreter": "/usr/bin/python3",
-                 "ansible_ssh_common_args": "-o StrictHostKeyChecking=no "
-                                            "-o UserKnownHostsFile=/dev/null"}}}
+    doc = {
+        "all": {
+            "hosts": {
+                h.name: {
+                    "ansible_host": h.addr,
+                    "iowall_home": str(h.home / "iowall"),
+                    "ansible_remote_tmp": str(h.home / "ansible-tmp"),
+                    "iowall_environment": {
+                        "XDG_DATA_HOME": str(h.home / "data"),
+                        "XDG_STATE_HOME": str(h.home / "state"),
+                    },
+                }
+                for h in hosts
+            },
+            "vars": {
+                "ansible_user": "root",
+                "ansible_ssh_private_key_file": str(key),
+                "ansible_python_interpreter": "/usr/bin/python3",
+                "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+            },
+        }
+    }
     path.write_text(json.dumps(doc, indent=1))
     return path
 
@@ -165,19 +193,25 @@ def host_lines(err: str, host: str) -> list[str]:
     return [ln for ln in err.splitlines() if f"] {host}: " in ln]
 
 
-def test_fleet_two_hosts_one_down_then_rerun(fleet: tuple[list[Host], Path], tmp_path: Path,
-                                            iowall_env: dict[str, str], db_url: str,
-                                            no_leftovers: None) -> None:
+def test_fleet_two_hosts_one_down_then_rerun(
+    fleet: tuple[list[Host], Path],
+    tmp_path: Path,
+    iowall_env: dict[str, str],
+    db_url: str,
+    no_leftovers: None,
+) -> None:
     hosts, key = fleet
     a, b = hosts
     inv = inventory(hosts, key, tmp_path / "inventory.yml")
     plan = tmp_path / "tiny.toml"
     plan.write_text(PLAN)
-    env = dict(iowall_env, ANSIBLE_HOME=str(tmp_path / "ansible-home"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"),
-               ANSIBLE_SSH_ARGS="-o ControlMaster=no")  # no ssh master outlives the test
-    args = ("fleet", "run", str(inv), str(plan), "--label", "fleet-t", "--commit", "abc123",
-            "--db", db_url)
+    env = dict(
+        iowall_env,
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"),
+        ANSIBLE_SSH_ARGS="-o ControlMaster=no",
+    )  # no ssh master outlives the test
+    args = ("fleet", "run", str(inv), str(plan), "--label", "fleet-t", "--commit", "abc123", "--db", db_url)
 
     a.start()  # b's sshd is down: unreachable
     first = iowall(*args, env=env)
@@ -234,4 +268,6 @@ def test_fleet_two_hosts_one_down_then_rerun(fleet: tuple[list[Host], Path], tmp
     assert doc["unpaired"] == [] and len(rows) == 2, doc
     new = {r.env["host"]["hostname"]: r for r in store.runs(RunFilter(label="fleet-u"))}
     assert {(r["base_runs"][0], r["new_runs"][0]) for r in rows} == {
-        (ra.id, new["fleet-a"].id), (rb.id, new["fleet-b"].id)}
+        (ra.id, new["fleet-a"].id),
+        (rb.id, new["fleet-b"].id),
+    }

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from iowall.knob import Knob
-from iowall.knobs import KnobSession
+from iowall.knob_session import KnobSession
 from tests.conftest import iowall, needs_root, reporting_held_off
 
 pytestmark = [needs_root, pytest.mark.slow]
@@ -55,11 +55,14 @@ def reporting_held() -> Iterator[bool]:
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory, reporting_held: bool
-            ) -> tuple[dict[str, str], Path]:
+def history(tmp_path_factory: pytest.TempPathFactory, reporting_held: bool) -> tuple[dict[str, str], Path]:
     tmp = tmp_path_factory.mktemp("hist")
-    env = {**os.environ, "IOWALL_DB": f"sqlite:///{tmp / 'db.sqlite'}",
-           "XDG_STATE_HOME": str(tmp / "state"), "XDG_DATA_HOME": str(tmp / "data")}
+    env = {
+        **os.environ,
+        "IOWALL_DB": f"sqlite:///{tmp / 'db.sqlite'}",
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "XDG_DATA_HOME": str(tmp / "data"),
+    }
     plan = tmp / "nightly.toml"
     plan.write_text(PLAN)
     #: "aa" is the plan unchanged, three invocations spread across k1-k4's time (the A/A)
@@ -80,8 +83,17 @@ def history(tmp_path_factory: pytest.TempPathFactory, reporting_held: bool
 
 def test_history_puts_the_change_at_the_fifth(history: tuple[dict[str, str], Path]) -> None:
     env, tmp = history
-    cp = iowall("history", "recipe=plan:nightly", "--by", "label", "--format", "json",
-                "--plot", str(tmp / "h.png"), env=env)
+    cp = iowall(
+        "history",
+        "recipe=plan:nightly",
+        "--by",
+        "label",
+        "--format",
+        "json",
+        "--plot",
+        str(tmp / "h.png"),
+        env=env,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     (series,) = doc["series"]
@@ -129,8 +141,20 @@ def test_gate_runs_the_plan_and_confirms(history: tuple[dict[str, str], Path]) -
     base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
     with KnobSession() as ks:
         ks.set(Knob("sysctl", "vm.dirty_bytes"), 16 << 20)
-        cp = iowall("gate", str(tmp / "nightly.toml"), *base, "--label", "k9", "--repeat", "2",
-                    "--commit", "c009", "--format", "json", env=env)
+        cp = iowall(
+            "gate",
+            str(tmp / "nightly.toml"),
+            *base,
+            "--label",
+            "k9",
+            "--repeat",
+            "2",
+            "--commit",
+            "c009",
+            "--format",
+            "json",
+            env=env,
+        )
     assert cp.returncode == 1, cp.stdout + cp.stderr
     doc = json.loads(cp.stdout)
     assert doc["verdict"] == "regression" and doc["new"] == "label=k9"

@@ -73,8 +73,9 @@ def test_groups_per_job_and_grouped_equal_fios_figures(tmp_path: Path, db_url: s
     files = []
     for name in ("grouped", "perjob"):
         out = tmp_path / f"{name}.json"
-        out.write_bytes(b"fio: a note before the JSON\n" + run_fio(job_file(tmp_path, name))
-                        + b"\nand text after it\n")
+        out.write_bytes(
+            b"fio: a note before the JSON\n" + run_fio(job_file(tmp_path, name)) + b"\nand text after it\n"
+        )
         files.append(out)
     runs = imported(db_url, files)
     assert len(runs) == 3 + 2
@@ -124,19 +125,24 @@ def test_client_server_jobs_attributed_to_their_hosts(tmp_path: Path, db_url: st
     assert len(runs) == 5
     check_equal(runs, doc, "clients")
     assert all("'All clients' entry" in " ".join(r.notes) for r in runs)
-    assert all("directory" not in r.point.params and "fio_global_options" in r.env
-               for r in runs)  # one [global] for two hosts: not put in either's point
+    assert all(
+        "directory" not in r.point.params and "fio_global_options" in r.env for r in runs
+    )  # one [global] for two hosts: not put in either's point
 
 
-@pytest.mark.parametrize("content,says", [
-    (b"no json here\n", "no fio JSON found"),
-    (b'{"jobs": []}\n', "jobs holds no jobs"),
-    (b'{"jobs": [{"groupid": "0"}]}\n', "jobs[0].groupid: expected a whole number"),
-    (b'{"fio version": "fio-3.33", "jobs": [\n', "truncated"),
-    (b"\xff\xfe{", "not UTF-8"),
-])
-def test_malformed_exit_2_with_one_line_and_write_nothing(tmp_path: Path, db_url: str,
-                                                          content: bytes, says: str) -> None:
+@pytest.mark.parametrize(
+    "content,says",
+    [
+        (b"no json here\n", "no fio JSON found"),
+        (b'{"jobs": []}\n', "jobs holds no jobs"),
+        (b'{"jobs": [{"groupid": "0"}]}\n', "jobs[0].groupid: expected a whole number"),
+        (b'{"fio version": "fio-3.33", "jobs": [\n', "truncated"),
+        (b"\xff\xfe{", "not UTF-8"),
+    ],
+)
+def test_malformed_exit_2_with_one_line_and_write_nothing(
+    tmp_path: Path, db_url: str, content: bytes, says: str
+) -> None:
     f = tmp_path / "bad.json"
     f.write_bytes(content)
     cp = iowall("import-fio", str(f), "--db", db_url)

@@ -43,8 +43,7 @@ def plan(tmp_path: Path, rw: str = "write", extra: str = "") -> str:
 
 @pytest.mark.parametrize("rw", ["write", "read"])
 def test_mode_axis_runs_all_three(rw: str, tmp_path: Path, iowall_env: dict[str, str]) -> None:
-    cp = iowall("run", plan(tmp_path, rw, 'fs_block = ["4k", "16k"]'), "--format", "json",
-                env=iowall_env)
+    cp = iowall("run", plan(tmp_path, rw, 'fs_block = ["4k", "16k"]'), "--format", "json", env=iowall_env)
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     store = Store(iowall_env["IOWALL_DB"])
@@ -61,14 +60,18 @@ def test_mode_axis_runs_all_three(rw: str, tmp_path: Path, iowall_env: dict[str,
         assert (r.metric(f"{rw}_bw_bytes_per_s") or 0) > 0
 
 
-@pytest.mark.parametrize("workload,msg", [
-    ('rw = "randwrite"', "streams rw=read or rw=write only"),
-    ('iodepth = 4\n[workload.options]\nrwmixread = 50', "cannot honour rwmixread"),
-])
-def test_uncached_the_engine_cannot_do_is_refused(workload: str, msg: str, tmp_path: Path,
-                                                  iowall_env: dict[str, str]) -> None:
-    text = PLAN.format(rw="write", extra="").replace('end_fsync = 1', 'end_fsync = 1\n' + workload)
-    if workload.startswith('rw ='):
+@pytest.mark.parametrize(
+    "workload,msg",
+    [
+        ('rw = "randwrite"', "streams rw=read or rw=write only"),
+        ("iodepth = 4\n[workload.options]\nrwmixread = 50", "cannot honour rwmixread"),
+    ],
+)
+def test_uncached_the_engine_cannot_do_is_refused(
+    workload: str, msg: str, tmp_path: Path, iowall_env: dict[str, str]
+) -> None:
+    text = PLAN.format(rw="write", extra="").replace("end_fsync = 1", "end_fsync = 1\n" + workload)
+    if workload.startswith("rw ="):
         text = text.replace('rw = "write"\n', "", 1)
     p = tmp_path / "bad.toml"
     p.write_text(text)

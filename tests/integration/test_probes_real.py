@@ -23,7 +23,8 @@ from iowall.beds import Bed, BedSpec, provision
 from iowall.probes import ProbeContext, ProbeResult, ProbeSet, resolve, tracefs
 
 pytestmark = [
-    pytest.mark.root, pytest.mark.slow,
+    pytest.mark.root,
+    pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, tracefs, perf)"),
     pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio"),
 ]
@@ -74,9 +75,18 @@ def ctx(bed: Bed, tmp_path: Path) -> ProbeContext:
 
 
 def fio(directory: str, *opts: str) -> dict[str, Any]:
-    argv = ["fio", "--name=t", f"--directory={directory}", "--rw=write", "--bs=1M",
-            "--ioengine=psync", f"--numjobs={NPROC}", "--group_reporting",
-            "--output-format=json", *opts]
+    argv = [
+        "fio",
+        "--name=t",
+        f"--directory={directory}",
+        "--rw=write",
+        "--bs=1M",
+        "--ioengine=psync",
+        f"--numjobs={NPROC}",
+        "--group_reporting",
+        "--output-format=json",
+        *opts,
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120)
     job: dict[str, Any] = json.loads(out.stdout)["jobs"][0]
     return job
@@ -98,9 +108,13 @@ def metrics(r: ProbeResult) -> dict[str, float]:
 
 
 def test_throttle_sees_pauses_under_a_small_dirty_limit(
-        bed: Bed, tmp_path: Path, small_dirty_limit: int, clean_tracefs: None) -> None:
-    res = with_probes("throttle,vmstat", ctx(bed, tmp_path), lambda: fio(
-        bed.path, "--size=256M", "--time_based", "--runtime=3", "--end_fsync=1"))
+    bed: Bed, tmp_path: Path, small_dirty_limit: int, clean_tracefs: None
+) -> None:
+    res = with_probes(
+        "throttle,vmstat",
+        ctx(bed, tmp_path),
+        lambda: fio(bed.path, "--size=256M", "--time_based", "--runtime=3", "--end_fsync=1"),
+    )
     m = metrics(res["throttle"])
     assert m["throttle_events"] > 0 and m["throttle_pause_s"] > 0
     assert m["throttle_calls"] >= m["throttle_events"]
@@ -109,8 +123,7 @@ def test_throttle_sees_pauses_under_a_small_dirty_limit(
     assert m["throttle_lost_events"] == 0
     # ms, not jiffies: no task can be paused longer than the run
     assert m["throttle_task_pause_max_s"] < 10
-    table = json.loads(next(a for a in res["throttle"].artifacts
-                            if a.name == "throttle_tasks.json").body)
+    table = json.loads(next(a for a in res["throttle"].artifacts if a.name == "throttle_tasks.json").body)
     assert table[0]["comm"] == "fio" and table[0]["pause_s"] > 0
     vm = metrics(res["vmstat"])
     assert vm["vm_dirty_threshold_bytes"] < 1 << 30
@@ -118,9 +131,21 @@ def test_throttle_sees_pauses_under_a_small_dirty_limit(
 
 def _small_files(directory: str, seconds: int) -> None:
     if ENGINE.exists():
-        cp = subprocess.run([str(ENGINE), "smallfiles", "--dir", directory, "--threads",
-                             str(NPROC), "--seconds", str(seconds)], capture_output=True,
-                            text=True, timeout=60)
+        cp = subprocess.run(
+            [
+                str(ENGINE),
+                "smallfiles",
+                "--dir",
+                directory,
+                "--threads",
+                str(NPROC),
+                "--seconds",
+                str(seconds),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert cp.returncode == 0, cp.stderr
     else:  # the engine is not built: many 4 KiB files from threads
         stop = threading.Event()
@@ -144,8 +169,7 @@ def _small_files(directory: str, seconds: int) -> None:
 
 
 def test_flusher_of_the_bed_device_gets_cpu_share(bed: Bed, tmp_path: Path) -> None:
-    res = with_probes("flusher,diskstats", ctx(bed, tmp_path),
-                      lambda: _small_files(bed.path, 2))
+    res = with_probes("flusher,diskstats", ctx(bed, tmp_path), lambda: _small_files(bed.path, 2))
     m = metrics(res["flusher"])
     assert m["flusher_cpu_s"] > 0 and m["flusher_cpu_share"] > 0
     assert m["flusher_workers"] >= 1
@@ -167,20 +191,35 @@ def test_btrfs_bed_is_known_by_its_own_bdi() -> None:
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs perf")
-def test_locks_finds_a_contended_caller_with_a_stack(
-        bed: Bed, tmp_path: Path, clean_tracefs: None) -> None:
+def test_locks_finds_a_contended_caller_with_a_stack(bed: Bed, tmp_path: Path, clean_tracefs: None) -> None:
     def contend() -> None:
         if ENGINE.exists():
-            subprocess.run([str(ENGINE), "meta", "--dir", bed.path, "--threads", "4",
-                            "--files-per-thread", "8000", "--shared-dir",
-                            "--phases", "create,unlink"], check=True, capture_output=True,
-                           timeout=60)
+            subprocess.run(
+                [
+                    str(ENGINE),
+                    "meta",
+                    "--dir",
+                    bed.path,
+                    "--threads",
+                    "4",
+                    "--files-per-thread",
+                    "8000",
+                    "--shared-dir",
+                    "--phases",
+                    "create,unlink",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
         else:
+
             def churn(i: int) -> None:
                 for n in range(4000):
                     p = Path(bed.path, f"f{i}_{n}")
                     p.write_bytes(b"")
                     p.unlink()
+
             ts = [threading.Thread(target=churn, args=(i,)) for i in range(4)]
             for t in ts:
                 t.start()
@@ -190,8 +229,7 @@ def test_locks_finds_a_contended_caller_with_a_stack(
     res = with_probes("locks", ctx(bed, tmp_path), contend)
     m = metrics(res["locks"])
     assert m["lock_callers"] >= 1 and m["lock_wait_total_s"] > 0
-    rows = json.loads(next(a for a in res["locks"].artifacts
-                           if a.name == "lock_contention.json").body)
+    rows = json.loads(next(a for a in res["locks"].artifacts if a.name == "lock_contention.json").body)
     assert rows[0]["stack"] and rows[0]["total_wait_s"] == m["lock_top_wait_s"]
     assert any(n.startswith("top caller: ") for n in res["locks"].notes)
     assert list(tmp_path.glob("*perf-lock*")) == []  # perf.data and its log are removed
@@ -199,8 +237,9 @@ def test_locks_finds_a_contended_caller_with_a_stack(
 
 def test_diskstats_bytes_match_fio_on_a_direct_write(bed: Bed, tmp_path: Path) -> None:
     job: dict[str, Any] = {}
-    res = with_probes("diskstats", ctx(bed, tmp_path),
-                      lambda: job.update(fio(bed.path, "--size=192M", "--direct=1")))
+    res = with_probes(
+        "diskstats", ctx(bed, tmp_path), lambda: job.update(fio(bed.path, "--size=192M", "--direct=1"))
+    )
     m = metrics(res["diskstats"])
     fio_bytes = job["write"]["io_bytes"]
     assert fio_bytes == NPROC * (192 << 20)

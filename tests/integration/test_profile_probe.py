@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.paths import attribute, decode_folded
+from iowall.analysis.kernel_paths import attribute, decode_folded
 from iowall.beds import BedSpec, provision
 from iowall.probes import DEFAULT_PROBES, ProbeContext, ProbeSet, resolve
 from iowall.probes.profile import ARTIFACT, COLLAPSE, FREQ_HZ, ProfileProbe, inferno_tool
@@ -36,10 +36,23 @@ def test_buffered_write_on_tmpfs_is_mostly_the_copy(tmp_path: Path, no_leftovers
         ps.start()
         t = time.monotonic()
         try:
-            subprocess.run(["fio", "--name=w", f"--directory={bed.path}", "--rw=write",
-                            "--bs=1M", "--size=512M", "--time_based", "--runtime=3",
-                            f"--numjobs={os.cpu_count()}", "--ioengine=psync",
-                            "--output-format=terse"], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "fio",
+                    "--name=w",
+                    f"--directory={bed.path}",
+                    "--rw=write",
+                    "--bs=1M",
+                    "--size=512M",
+                    "--time_based",
+                    "--runtime=3",
+                    f"--numjobs={os.cpu_count()}",
+                    "--ioengine=psync",
+                    "--output-format=terse",
+                ],
+                check=True,
+                capture_output=True,
+            )
         finally:
             wall = time.monotonic() - t
             (res,) = ps.stop()
@@ -75,13 +88,18 @@ def test_skipped_when_perf_refuses(tmp_path: Path) -> None:
     level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
     if level <= 0:
         pytest.skip("perf_event_paranoid <= 0: perf does not refuse here")
-    code = ("from iowall.probes import ProbeSet, ProbeContext, resolve\n"
-            "ps = ProbeSet(resolve('profile'), ProbeContext(workdir='/tmp'))\n"
-            "ps.start(); print(ps.stop()[0].skipped)\n")
-    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                        sys.executable, "-c", code], capture_output=True, text=True,
-                       env={**os.environ, "HOME": "/tmp", "XDG_STATE_HOME": str(tmp_path)},
-                       cwd="/")
+    code = (
+        "from iowall.probes import ProbeSet, ProbeContext, resolve\n"
+        "ps = ProbeSet(resolve('profile'), ProbeContext(workdir='/tmp'))\n"
+        "ps.start(); print(ps.stop()[0].skipped)\n"
+    )
+    r = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": "/tmp", "XDG_STATE_HOME": str(tmp_path)},
+        cwd="/",
+    )
     if r.returncode != 0 and "Permission denied" in r.stderr:
         pytest.skip("the virtualenv is not readable by nobody")
     assert r.returncode == 0, r.stderr

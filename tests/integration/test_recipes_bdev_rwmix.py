@@ -16,14 +16,27 @@ RATE = r"[\d.]+(?:KiB|MiB|GiB)/s"
 
 
 def test_bdev_rwmix_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:
-    cp = iowall("run", "bdev-rwmix", "--quick", "--set", "rwmixwrite=0,30", "--set",
-                "runtime=2", "--set", "image_size=1G", "--format", "json", env=iowall_env,
-                timeout=300)
+    cp = iowall(
+        "run",
+        "bdev-rwmix",
+        "--quick",
+        "--set",
+        "rwmixwrite=0,30",
+        "--set",
+        "runtime=2",
+        "--set",
+        "image_size=1G",
+        "--format",
+        "json",
+        env=iowall_env,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     rows = doc["table"]["rows"]
     assert [r[0] for r in rows] == ["read-only"] + [f"Instance {i}" for i in range(1, 5)] + [
-        "rwmixwrite=30%"] + [f"Instance {i}" for i in range(1, 5)]
+        "rwmixwrite=30%"
+    ] + [f"Instance {i}" for i in range(1, 5)]
     for r in rows[1:5]:
         assert re.fullmatch(f"r={RATE}", r[1]), r
     for r in rows[6:]:

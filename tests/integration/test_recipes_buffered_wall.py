@@ -20,12 +20,12 @@ def mib(cell: str) -> float:
 
 
 def test_buffered_wall_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:
-    cp = iowall("run", "buffered-wall", "--quick", "--repeat", "1", "--format", "json",
-                env=iowall_env, timeout=300)
+    cp = iowall(
+        "run", "buffered-wall", "--quick", "--repeat", "1", "--format", "json", env=iowall_env, timeout=300
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
-    assert doc["table"]["headers"] == ["Variant", "Jobs", "Direct", "Buffered",
-                                       "Buffered/Direct"]
+    assert doc["table"]["headers"] == ["Variant", "Jobs", "Direct", "Buffered", "Buffered/Direct"]
     (row,) = doc["table"]["rows"]
     assert row[0] == "normal" and int(row[1]) >= 1
     assert mib(row[2]) > 0 and mib(row[3]) > 0 and float(row[4]) > 0
@@ -33,8 +33,9 @@ def test_buffered_wall_quick(iowall_env: dict[str, str], no_leftovers: None) -> 
     assert {r["status"] for r in doc["runs"]} == {"ok"}
     assert any("filesize" in n for n in doc["notes"])
     # a second label: one row per label in the text table, under a Label column
-    cp = iowall("run", "buffered-wall", "--quick", "--repeat", "1", "--label", "other",
-                env=iowall_env, timeout=300)
+    cp = iowall(
+        "run", "buffered-wall", "--quick", "--repeat", "1", "--label", "other", env=iowall_env, timeout=300
+    )
     assert cp.returncode == 0, cp.stderr
     table = cp.stdout.split("\n\n")[1].splitlines()
     assert table[0].split()[:3] == ["Label", "Variant", "Jobs"]
@@ -42,9 +43,23 @@ def test_buffered_wall_quick(iowall_env: dict[str, str], no_leftovers: None) -> 
 
 
 def test_buffered_wall_fill(iowall_env: dict[str, str], no_leftovers: None) -> None:
-    cp = iowall("run", "buffered-wall", "--quick", "--repeat", "1", "--set", "variant=fill",
-                "--set", "direct=1", "--set", "bed_size=512M", "--format", "json",
-                env=iowall_env, timeout=300)
+    cp = iowall(
+        "run",
+        "buffered-wall",
+        "--quick",
+        "--repeat",
+        "1",
+        "--set",
+        "variant=fill",
+        "--set",
+        "direct=1",
+        "--set",
+        "bed_size=512M",
+        "--format",
+        "json",
+        env=iowall_env,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     (run,) = doc["runs"]

@@ -13,16 +13,26 @@ pytestmark = [needs_root, pytest.mark.slow]
 
 
 def test_inode_cache_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:
-    cp = iowall("run", "inode-cache", "--quick", "--set", "threads=1,2", "--set", "files=2000",
-                "--format", "json", env=iowall_env, timeout=300)
+    cp = iowall(
+        "run",
+        "inode-cache",
+        "--quick",
+        "--set",
+        "threads=1,2",
+        "--set",
+        "files=2000",
+        "--format",
+        "json",
+        env=iowall_env,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
-    assert doc["table"]["headers"] == ["Filesystem", "Files", "Threads", "Create", "Walk",
-                                       "chmod", "Unlink"]
+    assert doc["table"]["headers"] == ["Filesystem", "Files", "Threads", "Create", "Walk", "chmod", "Unlink"]
     rows = doc["table"]["rows"]
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        (fs, str(2000 * t), str(t)) for fs in ("xfs", "ext4", "btrfs", "btrfs-svol")
-        for t in (1, 2)]
+        (fs, str(2000 * t), str(t)) for fs in ("xfs", "ext4", "btrfs", "btrfs-svol") for t in (1, 2)
+    ]
     for r in rows:
         for cell in r[3:]:
             assert float(cell) > 0 and len(cell.split(".")[1]) == 3

@@ -17,12 +17,31 @@ def num(cell: str) -> float:
 
 
 def test_small_file_writeback_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:
-    cp = iowall("run", "small-file-writeback", "--quick", "--set", "seconds=3",
-                "--set", "bed_size=2G", "--format", "json", env=iowall_env, timeout=300)
+    cp = iowall(
+        "run",
+        "small-file-writeback",
+        "--quick",
+        "--set",
+        "seconds=3",
+        "--set",
+        "bed_size=2G",
+        "--format",
+        "json",
+        env=iowall_env,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
-    assert doc["table"]["headers"] == ["Variant", "Threads", "Files/s", "Write IOPS",
-                                       "DIO IOPS", "Share", "Flusher busy", "Throttled"]
+    assert doc["table"]["headers"] == [
+        "Variant",
+        "Threads",
+        "Files/s",
+        "Write IOPS",
+        "DIO IOPS",
+        "Share",
+        "Flusher busy",
+        "Throttled",
+    ]
     rows = doc["table"]["rows"]
     assert [r[0] for r in rows] == ["default", "extsize"]
     for r in rows:

@@ -13,9 +13,23 @@ pytestmark = [needs_root, pytest.mark.slow]
 
 
 def test_tag_fairness_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:
-    cp = iowall("run", "tag-fairness", "--quick", "--set", "numjobs=1,2,4", "--set",
-                "runtime=2", "--set", "ramp_time=0", "--set", "image_size=512M",
-                "--format", "json", env=iowall_env, timeout=300)
+    cp = iowall(
+        "run",
+        "tag-fairness",
+        "--quick",
+        "--set",
+        "numjobs=1,2,4",
+        "--set",
+        "runtime=2",
+        "--set",
+        "ramp_time=0",
+        "--set",
+        "image_size=512M",
+        "--format",
+        "json",
+        env=iowall_env,
+        timeout=300,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     assert doc["table"]["headers"] == ["numjobs", "MiB/s"]

@@ -38,15 +38,20 @@ def tiny_plan(tmp_path: Path) -> str:
     return str(p)
 
 
-def test_auto_to_the_maximum(tmp_path: Path, iowall_env: dict[str, str],
-                             no_leftovers: None) -> None:
+def test_auto_to_the_maximum(tmp_path: Path, iowall_env: dict[str, str], no_leftovers: None) -> None:
     # 4 runs cannot bound a 95% interval of the median (6 can): every point hits the maximum
-    cp = iowall("run", tiny_plan(tmp_path), "--repeat", "auto:4", "--format", "json",
-                env=iowall_env, timeout=120)
+    cp = iowall(
+        "run", tiny_plan(tmp_path), "--repeat", "auto:4", "--format", "json", env=iowall_env, timeout=120
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
-    assert doc["repeat"]["policy"] == {"mode": "auto", "max": 4, "target": 0.02,
-                                       "confidence": 0.95, "spec": "auto:4"}
+    assert doc["repeat"]["policy"] == {
+        "mode": "auto",
+        "max": 4,
+        "target": 0.02,
+        "confidence": 0.95,
+        "spec": "auto:4",
+    }
     dec = doc["repeat"]["decisions"]
     assert set(dec) == {"jobs=1", "jobs=2"}
     for d in dec.values():
@@ -60,8 +65,9 @@ def test_auto_to_the_maximum(tmp_path: Path, iowall_env: dict[str, str],
     for r in runs:
         notes = [n for n in r.notes if n.startswith("repeat auto")]
         if r.repeat_index == 3:
-            assert notes == ["repeat auto on write_bw_bytes_per_s: "
-                             + dec[f"jobs={r.point.params['jobs']}"]["reason"]]
+            assert notes == [
+                "repeat auto on write_bw_bytes_per_s: " + dec[f"jobs={r.point.params['jobs']}"]["reason"]
+            ]
         else:
             assert notes == []
         assert r.env["repeat"]["spec"] == "auto:4"
@@ -72,13 +78,27 @@ def test_auto_to_the_maximum(tmp_path: Path, iowall_env: dict[str, str],
     assert "undecided at the maximum of 4 runs: jobs=1" in cp.stdout
 
 
-def test_auto_stops_a_point_once_decided(tmp_path: Path, iowall_env: dict[str, str],
-                                         no_leftovers: None) -> None:
+def test_auto_stops_a_point_once_decided(
+    tmp_path: Path, iowall_env: dict[str, str], no_leftovers: None
+) -> None:
     # A ±90% target: decided at the first run count that bounds the interval (6), not 8.
     # (64M, so that fio's millisecond clock does not quantise the bandwidth by 2x.)
-    cp = iowall("run", tiny_plan(tmp_path), "--repeat", "auto:8", "--target", "90%",
-                "--set", "jobs=1", "--set", "size=64M", "--format", "json", env=iowall_env,
-                timeout=120)
+    cp = iowall(
+        "run",
+        tiny_plan(tmp_path),
+        "--repeat",
+        "auto:8",
+        "--target",
+        "90%",
+        "--set",
+        "jobs=1",
+        "--set",
+        "size=64M",
+        "--format",
+        "json",
+        env=iowall_env,
+        timeout=120,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     (d,) = doc["repeat"]["decisions"].values()
@@ -90,10 +110,11 @@ def test_auto_stops_a_point_once_decided(tmp_path: Path, iowall_env: dict[str, s
 
 def test_bad_repeat_and_target_are_one_line(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     plan = tiny_plan(tmp_path)
-    for args, msg in ((["--repeat", "often"], "--repeat: use a number ≥ 1 or auto[:MAX] "
-                                              "(got 'often')"),
-                      (["--repeat", "3", "--target", "2%"], "--target applies to --repeat auto"),
-                      (["--repeat", "auto", "--target", "2"], "--target: use a percentage")):
+    for args, msg in (
+        (["--repeat", "often"], "--repeat: use a number ≥ 1 or auto[:MAX] (got 'often')"),
+        (["--repeat", "3", "--target", "2%"], "--target applies to --repeat auto"),
+        (["--repeat", "auto", "--target", "2"], "--target: use a percentage"),
+    ):
         cp = iowall("run", plan, *args, env=iowall_env)
         assert cp.returncode == 2, cp.stderr
         lines = cp.stderr.strip().splitlines()

@@ -17,7 +17,8 @@ pytestmark = [needs_root, pytest.mark.slow]
 
 def plan(tmp_path: Path, probes: str = "") -> str:
     p = tmp_path / "tiny.toml"
-    p.write_text(textwrap.dedent(f"""\
+    p.write_text(
+        textwrap.dedent(f"""\
         label = "tiny"
         repeat = 1
         {probes}
@@ -28,7 +29,8 @@ def plan(tmp_path: Path, probes: str = "") -> str:
         size = "16M"
         [axes]
         jobs = [1, 2]
-        """))
+        """)
+    )
     return str(p)
 
 
@@ -58,9 +60,11 @@ def test_probes_none_and_bad_input(tmp_path: Path, iowall_env: dict[str, str]) -
     doc = json.loads(cp.stdout)
     runs = Store(iowall_env["IOWALL_DB"]).runs(RunFilter(batch=doc["batch"]), with_series=True)
     assert runs and not any(s.probe != "fio" for r in runs for s in r.series)
-    for args, says in ((("run", plan(tmp_path), "--probes", "cpu,nope"), "unknown probe"),
-                       (("report", "no-such-batch"), "no report stored"),
-                       (("report", plan(tmp_path), "--format", "xml"), "xml")):
+    for args, says in (
+        (("run", plan(tmp_path), "--probes", "cpu,nope"), "unknown probe"),
+        (("report", "no-such-batch"), "no report stored"),
+        (("report", plan(tmp_path), "--format", "xml"), "xml"),
+    ):
         bad = iowall(*args, env=iowall_env)
         assert bad.returncode == 2 and says in bad.stderr, (args, bad.stderr)
         assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr

@@ -15,13 +15,23 @@ from tests.fio_outputs import JOBS
 pytestmark = [needs_root, pytest.mark.slow]
 
 
-def test_job_file_runs_on_the_bed(tmp_path: Path, iowall_env: dict[str, str],
-                                  no_leftovers: None) -> None:
+def test_job_file_runs_on_the_bed(tmp_path: Path, iowall_env: dict[str, str], no_leftovers: None) -> None:
     elsewhere = tmp_path / "not-here"
     job = tmp_path / "grouped.fio"
     job.write_text(JOBS["grouped"].format(dir=elsewhere))
-    cp = iowall("run", str(job), "--bed", "tmpfs", "--repeat", "1", "--probes", "none",
-                "--format", "json", env=iowall_env)
+    cp = iowall(
+        "run",
+        str(job),
+        "--bed",
+        "tmpfs",
+        "--repeat",
+        "1",
+        "--probes",
+        "none",
+        "--format",
+        "json",
+        env=iowall_env,
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     (rid,) = doc["run_ids"]
@@ -31,8 +41,7 @@ def test_job_file_runs_on_the_bed(tmp_path: Path, iowall_env: dict[str, str],
     ran = store.artifact(rid, "job.fio")
     fio = store.artifact(rid, "fio.json")
     assert ran is not None and fio is not None
-    directory = next(x.split("=", 1)[1] for x in ran.body.splitlines()
-                     if x.startswith("directory="))
+    directory = next(x.split("=", 1)[1] for x in ran.body.splitlines() if x.startswith("directory="))
     assert directory.startswith("/run/iowall/") and not Path(directory).exists()  # torn down
     assert not elsewhere.exists()
     raw = json.loads(fio.body)

@@ -66,14 +66,18 @@ def assert_nothing_left(env: dict[str, str], runs: list[Run] | None = None) -> N
 
 def small_plan(tmp_path: Path, extra: str = "", name: str = "small.toml", repeat: int = 1) -> str:
     p = tmp_path / name
-    p.write_text(f"label = \"small\"\nrepeat = {repeat}\n" + textwrap.dedent("""\
+    p.write_text(
+        f'label = "small"\nrepeat = {repeat}\n'
+        + textwrap.dedent("""\
         [workload]
         kind = "fio"
         rw = "write"
         bs = "1M"
         size = "16M"
         end_fsync = 1
-        """) + textwrap.dedent(extra))
+        """)
+        + textwrap.dedent(extra)
+    )
     return str(p)
 
 
@@ -108,19 +112,23 @@ def test_dirty_ratio_example_runs_as_written(iowall_env: dict[str, str]) -> None
     assert_nothing_left(iowall_env, runs)
 
 
-def test_sigterm_mid_run_restores_knobs_and_tears_down(tmp_path: Path,
-                                                       iowall_env: dict[str, str]) -> None:
+def test_sigterm_mid_run_restores_knobs_and_tears_down(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     old = read(DIRTY)
     new = other_ratio(old)
-    plan = small_plan(tmp_path, f"""\
+    plan = small_plan(
+        tmp_path,
+        f"""\
         time_based = 1
         runtime = 60
         [axes]
         "sysctl:vm.dirty_ratio" = [{new}]
-        """, repeat=2)
+        """,
+        repeat=2,
+    )
     exe = os.path.join(os.path.dirname(sys.executable), "iowall")
-    proc = subprocess.Popen([exe, "run", plan], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=iowall_env)
+    proc = subprocess.Popen(
+        [exe, "run", plan], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=iowall_env
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -147,9 +155,19 @@ def test_sigterm_mid_run_restores_knobs_and_tears_down(tmp_path: Path,
 
 def test_bed_knobs_applied_recorded_and_table(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     plan = small_plan(tmp_path)
-    cp = iowall("run", plan, "--set", "sysfs:queue/max_sectors_kb=64,128", "--set",
-                "sysfs:queue/scheduler=mq-deadline", "--set", "xfs:extsize=64k",
-                "--label", "knobs", env=iowall_env)
+    cp = iowall(
+        "run",
+        plan,
+        "--set",
+        "sysfs:queue/max_sectors_kb=64,128",
+        "--set",
+        "sysfs:queue/scheduler=mq-deadline",
+        "--set",
+        "xfs:extsize=64k",
+        "--label",
+        "knobs",
+        env=iowall_env,
+    )
     assert cp.returncode == 0, cp.stderr
     lines = cp.stdout.splitlines()
     assert lines[0].startswith("plan:small  label knobs")
@@ -162,7 +180,9 @@ def test_bed_knobs_applied_recorded_and_table(tmp_path: Path, iowall_env: dict[s
     for r in runs:
         assert r.env["knobs"] == {
             "sysfs:queue/max_sectors_kb": str(r.point.params["sysfs:queue/max_sectors_kb"]),
-            "sysfs:queue/scheduler": "mq-deadline", "xfs:extsize": str(64 << 10)}
+            "sysfs:queue/scheduler": "mq-deadline",
+            "xfs:extsize": str(64 << 10),
+        }
     assert_nothing_left(iowall_env, runs)
 
 
@@ -180,15 +200,14 @@ def test_bed_shape_axes_provision_each_bed(tmp_path: Path, iowall_env: dict[str,
     assert_nothing_left(iowall_env, runs)
 
 
-def test_refused_value_is_one_line_and_nothing_is_left(tmp_path: Path,
-                                                       iowall_env: dict[str, str]) -> None:
+def test_refused_value_is_one_line_and_nothing_is_left(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     old = read(DIRTY)
-    cp = iowall("run", small_plan(tmp_path), "--set", "sysctl:vm.dirty_ratio=101",
-                env=iowall_env)
+    cp = iowall("run", small_plan(tmp_path), "--set", "sysctl:vm.dirty_ratio=101", env=iowall_env)
     assert cp.returncode == 2
     assert cp.stderr.strip().splitlines()[-1] == (
         "iowall: error: --set sysctl:vm.dirty_ratio=101: knob sysctl:vm.dirty_ratio = 101: "
-        "out of range (the kernel takes 0..100)")
+        "out of range (the kernel takes 0..100)"
+    )
     assert read(DIRTY) == old
     cp = iowall("run", "no-such-recipe", env=iowall_env)
     assert cp.returncode == 2 and "no plan file or recipe named 'no-such-recipe'" in cp.stderr
@@ -198,11 +217,10 @@ def test_refused_value_is_one_line_and_nothing_is_left(tmp_path: Path,
 def test_user_jobfile_is_pointed_at_the_bed(tmp_path: Path, iowall_env: dict[str, str]) -> None:
     elsewhere = tmp_path / "elsewhere"
     (tmp_path / "mine.fio").write_text(
-        f"[global]\nrw=write\nbs=64k\ndirectory={elsewhere}\n[a]\nsize=8m\n"
-        f"filename={elsewhere}/data\n")
+        f"[global]\nrw=write\nbs=64k\ndirectory={elsewhere}\n[a]\nsize=8m\nfilename={elsewhere}/data\n"
+    )
     plan = tmp_path / "jf.toml"
-    plan.write_text('[workload]\njobfile = "mine.fio"\n[bed]\nsize = "512M"\n'
-                    '[axes]\njobs = [1, 2]\n')
+    plan.write_text('[workload]\njobfile = "mine.fio"\n[bed]\nsize = "512M"\n[axes]\njobs = [1, 2]\n')
     cp = iowall("run", str(plan), "--repeat", "1", "--format", "json", env=iowall_env)
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
@@ -215,8 +233,11 @@ def test_user_jobfile_is_pointed_at_the_bed(tmp_path: Path, iowall_env: dict[str
     assert_nothing_left(iowall_env)
 
 
-def test_recipe_registry_seam(tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch,
-                              ) -> None:
+def test_recipe_registry_seam(
+    tmp_path: Path,
+    db_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     names = {r.name: r.seed for r in registry.recipes()}
@@ -225,17 +246,29 @@ def test_recipe_registry_seam(tmp_path: Path, db_url: str, monkeypatch: pytest.M
     def execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         # a recipe whose workload is a plan: the plan built for the machine, the command
         # line's overrides applied, run by the plan runner
-        plan = plan_from_doc({"label": "seam", "repeat": 3,
-                              "workload": {"rw": "write", "bs": "1M",
-                                           "size": "8M" if opts.quick else "16M"},
-                              "bed": {"size": "512M"}, "axes": {"jobs": [1, 2]}},
-                             recipe="seam-test")
-        return plan_report(run_plan(plan.with_overrides(
-            sets=opts.sets, label=opts.label, repeat=opts.repeat, bed=opts.bed,
-            probes=opts.probes), store, progress))
+        plan = plan_from_doc(
+            {
+                "label": "seam",
+                "repeat": 3,
+                "workload": {"rw": "write", "bs": "1M", "size": "8M" if opts.quick else "16M"},
+                "bed": {"size": "512M"},
+                "axes": {"jobs": [1, 2]},
+            },
+            recipe="seam-test",
+        )
+        return plan_report(
+            run_plan(
+                plan.with_overrides(
+                    sets=opts.sets, label=opts.label, repeat=opts.repeat, bed=opts.bed, probes=opts.probes
+                ),
+                store,
+                progress,
+            )
+        )
 
-    rec = registry.register(registry.Recipe(name="seam-test", seed="999", description="t",
-                                            execute=execute, module=__name__))
+    rec = registry.register(
+        registry.Recipe(name="seam-test", seed="999", description="t", execute=execute, module=__name__)
+    )
     try:
         assert registry.get("seam-test") is rec
         opts = RecipeOptions(quick=True, sets=(("jobs", (2,)),), repeat=1, label="seam-label")

@@ -41,12 +41,10 @@ def test_run_and_import_at_once_land_everything(tmp_path: Path) -> None:
     exe = os.path.join(os.path.dirname(sys.executable), "iowall")
     plan = tmp_path / "w.toml"
     plan.write_text(PLAN)
-    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"),
-               XDG_STATE_HOME=str(tmp_path / "state"))
+    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
     # A real run to import copies of: its bundle, with fresh uuids per copy.
     seed = dict(env, IOWALL_DB=f"sqlite:///{tmp_path / 'seed.db'}")
-    iowall("run", str(plan), "--repeat", "1", "--probes", "none", "--label", "seed", env=seed,
-           check=True)
+    iowall("run", str(plan), "--repeat", "1", "--probes", "none", "--label", "seed", env=seed, check=True)
     iowall("export", "-o", str(tmp_path / "seed.json"), env=seed, check=True)
     doc = json.loads((tmp_path / "seed.json").read_text())
     per = len(doc["runs"])
@@ -60,11 +58,11 @@ def test_run_and_import_at_once_land_everything(tmp_path: Path) -> None:
 
     db = tmp_path / "shared.db"
     shared = dict(env, IOWALL_DB=f"sqlite:///{db}")
-    runner = subprocess.Popen([exe, "run", str(plan)], env=shared, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    runner = subprocess.Popen(
+        [exe, "run", str(plan)], env=shared, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     script = " && ".join(f"{exe} import {f} >/dev/null" for f in files)
-    importer = subprocess.Popen(["sh", "-c", script], env=shared, stderr=subprocess.PIPE,
-                                text=True)
+    importer = subprocess.Popen(["sh", "-c", script], env=shared, stderr=subprocess.PIPE, text=True)
     _, run_err = runner.communicate(timeout=900)
     _, imp_err = importer.communicate(timeout=900)
     assert runner.returncode == 0, run_err

@@ -33,20 +33,31 @@ def _whole_run(i: int, label: str) -> Run:
     """A run carrying a bit of everything: NaN and infinite metrics, unicode, series."""
     return Run(
         point=Point("buffered-wall", {"rw": "write", "jobs": i % 3 + 1, "direct": False}),
-        label=label, status="ok" if i % 4 else "failed", started_at=1.7e9 + i / 3,
-        finished_at=1.7e9 + i / 3 + 10.125, batch=f"batch-{i // 4}", repeat_index=i % 2,
-        metrics=(Metric("write_bw_bytes_per_s", 1.5e9 + i * 0.1, "B/s"),
-                 Metric("write_clat_p99_s", float("inf") if i == 2 else 1e-3 / 3, "s", "lower"),
-                 Metric("Write_iops", float("nan") if i == 1 else 123.0, "IO/s"),
-                 Metric("a_b", -0.0, "s", "lower")),
-        env={"kernel": f"6.18.{i}", "host": {"hostname": "büx", "cpu_count": 2},
-             "commit": "abc"},
+        label=label,
+        status="ok" if i % 4 else "failed",
+        started_at=1.7e9 + i / 3,
+        finished_at=1.7e9 + i / 3 + 10.125,
+        batch=f"batch-{i // 4}",
+        repeat_index=i % 2,
+        metrics=(
+            Metric("write_bw_bytes_per_s", 1.5e9 + i * 0.1, "B/s"),
+            Metric("write_clat_p99_s", float("inf") if i == 2 else 1e-3 / 3, "s", "lower"),
+            Metric("Write_iops", float("nan") if i == 1 else 123.0, "IO/s"),
+            Metric("a_b", -0.0, "s", "lower"),
+        ),
+        env={"kernel": f"6.18.{i}", "host": {"hostname": "büx", "cpu_count": 2}, "commit": "abc"},
         bed={"kind": "ram", "fs": "xfs", "block_size": 4096},
-        artifacts=(Artifact("fio.json", "application/json", json.dumps({"i": i, "s": "✓"})),
-                   Artifact("Notes.txt", "text/plain", "line\n\ttab ü\n")),
-        series=(Series("cpu", "sys", "share", ((0.0, 0.1), (0.5, 1 / 3))),
-                Series("Flusher", "busy", "share", ((0.0, 0.0),))),
-        error="" if i % 4 else "fio died: ENOSPC", notes=("a note", "ünï"))
+        artifacts=(
+            Artifact("fio.json", "application/json", json.dumps({"i": i, "s": "✓"})),
+            Artifact("Notes.txt", "text/plain", "line\n\ttab ü\n"),
+        ),
+        series=(
+            Series("cpu", "sys", "share", ((0.0, 0.1), (0.5, 1 / 3))),
+            Series("Flusher", "busy", "share", ((0.0, 0.0),)),
+        ),
+        error="" if i % 4 else "fio died: ENOSPC",
+        notes=("a note", "ünï"),
+    )
 
 
 def _runs_of(url: str, label: str | None = None) -> str:
@@ -67,14 +78,21 @@ def _copy(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 def _report(batch: str, ids: list[int]) -> Report:
-    return Report(kind="recipe", name="buffered-wall", title="t", batch=batch, label="base",
-                  run_ids=tuple(ids), compare_sides=(("base", tuple(ids[:1])),
-                                                     ("patched", tuple(ids[1:]))),
-                  tail=(f"runs {ids[0]}–{ids[-1]}",))
+    return Report(
+        kind="recipe",
+        name="buffered-wall",
+        title="t",
+        batch=batch,
+        label="base",
+        run_ids=tuple(ids),
+        compare_sides=(("base", tuple(ids[:1])), ("patched", tuple(ids[1:]))),
+        tail=(f"runs {ids[0]}–{ids[-1]}",),
+    )
 
 
 def test_copy_is_lossless_and_idempotent_both_ways(
-        tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     sqlite_a, sqlite_b = f"sqlite:///{tmp_path / 'a.db'}", str(tmp_path / "b.db")
     src = Store(sqlite_a)
     ids = src.add_runs([_whole_run(i, "base" if i < 6 else "patched") for i in range(10)])
@@ -84,8 +102,9 @@ def test_copy_is_lossless_and_idempotent_both_ways(
 
     rc, out, _ = _copy(capsys, sqlite_a, pg_url)
     assert rc == 0
-    assert out.startswith("copied 10 runs and 1 report from sqlite:///") and \
-        out.endswith("; 0 already there\n")
+    assert out.startswith("copied 10 runs and 1 report from sqlite:///") and out.endswith(
+        "; 0 already there\n"
+    )
     copied = _runs_of(pg_url, "base")[:-1] + ", " + _runs_of(pg_url, "patched")[1:]
     assert copied == _runs_of(sqlite_a) and '"value": NaN' in copied
     assert _copy(capsys, sqlite_a, pg_url)[1].startswith("copied 0 runs and 0 reports")
@@ -107,16 +126,19 @@ def test_copy_is_lossless_and_idempotent_both_ways(
     assert out.startswith("copied 7 runs and 1 report") and out.endswith("; 4 already there\n")
 
 
-@pytest.mark.parametrize(("args", "expect"), [
-    (["nosuch://x", "b.db"], "cannot open store 'nosuch://x'"),
-    (["{tmp}/missing.db", "{tmp}/b.db"], "no store at "),
-    (["{tmp}/a.db", "postgresql://nobody@/x?host={tmp}"], "cannot open store 'postgresql://"),
-    (["{tmp}/a.db", "{tmp}/a.db"], "SRC and DST are the same store"),
-    (["{tmp}/a.db", "{tmp}/b.db", "--select", "x.json"], "bundle x.json: no such file"),
-])
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["nosuch://x", "b.db"], "cannot open store 'nosuch://x'"),
+        (["{tmp}/missing.db", "{tmp}/b.db"], "no store at "),
+        (["{tmp}/a.db", "postgresql://nobody@/x?host={tmp}"], "cannot open store 'postgresql://"),
+        (["{tmp}/a.db", "{tmp}/a.db"], "SRC and DST are the same store"),
+        (["{tmp}/a.db", "{tmp}/b.db", "--select", "x.json"], "bundle x.json: no such file"),
+    ],
+)
 def test_copy_bad_stores_exit_2_with_one_line(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
-        expect: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expect: str
+) -> None:
     Store(str(tmp_path / "a.db"))
     rc, out, err = _copy(capsys, *(a.format(tmp=tmp_path) for a in args))
     assert rc == 2 and out == ""
@@ -124,7 +146,8 @@ def test_copy_bad_stores_exit_2_with_one_line(
 
 
 def test_compare_prints_the_same_on_both_backends(
-        tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     sqlite = f"sqlite:///{tmp_path / 'a.db'}"
     runs = compare_runs("base", seed=1) + compare_runs("patched", seed=2, scale={"0": 0.9})
     outs = []
@@ -161,7 +184,8 @@ def _writer(url: str, k: int, bundle: str, start: Any, out: Any) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_concurrent_writers_lose_nothing_and_duplicate_nothing(
-        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path / 'a.db'}"
         Store(url)  # a SQLite file is created by one process, not raced
@@ -172,14 +196,12 @@ def test_concurrent_writers_lose_nothing_and_duplicate_nothing(
         request.addfinalizer(lambda: cluster.drop_db(name))
         url = cluster.url(name)
     bundle = str(tmp_path / "shared.json")
-    shared = [dataclasses.replace(_whole_run(i, "shared"), uuid=str(uuidlib.uuid4()))
-              for i in range(20)]
+    shared = [dataclasses.replace(_whole_run(i, "shared"), uuid=str(uuidlib.uuid4())) for i in range(20)]
     write_bundle(shared, bundle)
 
     ctx = mp.get_context("fork")  # the children start with iowall imported: 0.1 s, not 2
     start, out = ctx.Barrier(WRITERS), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(url, k, bundle, start, out))
-             for k in range(WRITERS)]
+    procs = [ctx.Process(target=_writer, args=(url, k, bundle, start, out)) for k in range(WRITERS)]
     t0 = time.monotonic()
     for p in procs:
         p.start()
@@ -209,12 +231,10 @@ def test_concurrent_writers_lose_nothing_and_duplicate_nothing(
     assert {r.uuid for r in runs if r.label == "shared"} == {r.uuid for r in shared}
     for k in range(WRITERS):
         mine = [r for r in runs if r.label == f"w{k}"]
-        assert sorted(r.started_at for r in mine) == [_whole_run(i, "").started_at
-                                                      for i in range(RUNS_EACH)]
+        assert sorted(r.started_at for r in mine) == [_whole_run(i, "").started_at for i in range(RUNS_EACH)]
     with s.engine.connect() as conn:
         # a run's series (0003) and metrics (0004) are one row each; its metrics name 4 kinds
         # shared by all runs
         for table, per_run in ((t.run_metrics, 1), (t.artifacts, 2), (t.series, 1)):
-            assert conn.execute(select(func.count()).select_from(table)).scalar_one() == \
-                per_run * len(runs)
+            assert conn.execute(select(func.count()).select_from(table)).scalar_one() == per_run * len(runs)
         assert conn.execute(select(func.count()).select_from(t.metric_kinds)).scalar_one() == 4

@@ -21,12 +21,12 @@ from iowall.probes.tasks import TasksProbe
 from iowall.workloads.fio import JobFile, JobSection, run_fio
 
 pytestmark = [
-    pytest.mark.root, pytest.mark.slow,
+    pytest.mark.root,
+    pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices)"),
     pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio"),
 ]
-SPIN = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'iowall-spin', 0, 0, 0)\n"
-        "while True: pass\n")
+SPIN = "import ctypes, sys; ctypes.CDLL(None).prctl(15, b'iowall-spin', 0, 0, 0)\nwhile True: pass\n"
 
 
 @pytest.fixture
@@ -39,8 +39,7 @@ def bed() -> Iterator[Bed]:
 def spinners() -> Iterator[None]:
     """One busy loop per CPU, daemonised (setsid -f): their parent is not this process."""
     for _ in range(os.cpu_count() or 1):
-        subprocess.run(["setsid", "-f", sys.executable, "-c", SPIN, "iowall-spin-marker"],
-                       check=True)
+        subprocess.run(["setsid", "-f", sys.executable, "-c", SPIN, "iowall-spin-marker"], check=True)
     time.sleep(0.3)
     try:
         yield
@@ -49,23 +48,46 @@ def spinners() -> Iterator[None]:
 
 
 def write(bed: Bed, seconds: int = 4) -> None:
-    run_fio(JobFile({"directory": bed.path, "rw": "write", "bs": "1M", "size": "512M",
-                     "numjobs": 2, "ioengine": "psync", "time_based": 1, "runtime": seconds,
-                     "group_reporting": 1}, [JobSection("w", {})]))
+    run_fio(
+        JobFile(
+            {
+                "directory": bed.path,
+                "rw": "write",
+                "bs": "1M",
+                "size": "512M",
+                "numjobs": 2,
+                "ioengine": "psync",
+                "time_based": 1,
+                "runtime": seconds,
+                "group_reporting": 1,
+            },
+            [JobSection("w", {})],
+        )
+    )
 
 
 def probed(bed: Bed) -> Run:
-    ctx = ProbeContext(devices=tuple(bed.devices), devnos=(bed.devno,) if bed.devno else (),
-                       workdir=bed.path, interval_s=0.5)
+    ctx = ProbeContext(
+        devices=tuple(bed.devices), devnos=(bed.devno,) if bed.devno else (), workdir=bed.path, interval_s=0.5
+    )
     ps = ProbeSet([TasksProbe], ctx)
     ps.start()
     try:
         write(bed)
     finally:
         (res,) = ps.stop()
-    return Run(point=Point("t", {"kind": "fio", "rw": "write"}), label="t", status="ok",
-               started_at=0.0, finished_at=4.0, metrics=res.metrics, series=res.series,
-               artifacts=res.artifacts, bed=dict(bed.facts), id=1)
+    return Run(
+        point=Point("t", {"kind": "fio", "rw": "write"}),
+        label="t",
+        status="ok",
+        started_at=0.0,
+        finished_at=4.0,
+        metrics=res.metrics,
+        series=res.series,
+        artifacts=res.artifacts,
+        bed=dict(bed.facts),
+        id=1,
+    )
 
 
 def test_classes_cover_the_cpu_time(bed: Bed) -> None:

@@ -14,9 +14,23 @@ from iowall.probes import ProbeContext, ProbeSet, resolve
 
 
 def _fio(path: str) -> None:
-    subprocess.run(["fio", "--name=w", f"--directory={path}", "--rw=write", "--bs=16k",
-                    "--size=1G", "--fsync=1", "--numjobs=2", "--time_based", "--runtime=3",
-                    "--output=/dev/null"], check=True, timeout=120)
+    subprocess.run(
+        [
+            "fio",
+            "--name=w",
+            f"--directory={path}",
+            "--rw=write",
+            "--bs=16k",
+            "--size=1G",
+            "--fsync=1",
+            "--numjobs=2",
+            "--time_based",
+            "--runtime=3",
+            "--output=/dev/null",
+        ],
+        check=True,
+        timeout=120,
+    )
 
 
 def test_fsync_workload_budget_accounts_its_time() -> None:

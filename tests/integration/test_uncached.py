@@ -43,8 +43,7 @@ def xfs() -> Iterator[Bed]:
 
 def names(d: str, jobs: int, files: int) -> tuple[tuple[str, ...], ...]:
     """fio's limits layout: ``j{j:03d}.f{k}`` per job in d."""
-    return tuple(tuple(os.path.join(d, f"j{j:03d}.f{k}") for k in range(files))
-                 for j in range(jobs))
+    return tuple(tuple(os.path.join(d, f"j{j:03d}.f{k}") for k in range(files)) for j in range(jobs))
 
 
 def fresh(d: str) -> str:
@@ -88,7 +87,9 @@ def test_uncached_leaves_little_in_the_page_cache(xfs: Bed) -> None:
 
 def test_dontcache_support(xfs: Bed) -> None:
     assert dontcache_support(xfs.path) == (
-        True, "xfs supports RWF_DONTCACHE (a 4 KiB write and read with flag 0x80 worked)")
+        True,
+        "xfs supports RWF_DONTCACHE (a 4 KiB write and read with flag 0x80 worked)",
+    )
     assert not any(n.startswith(".iowall-dontcache-") for n in os.listdir(xfs.path))
     tmp = tempfile.mkdtemp(prefix="iowall-dontcache-", dir="/dev/shm")
     try:
@@ -101,27 +102,45 @@ def test_dontcache_support(xfs: Bed) -> None:
 
 def test_old_flag_fio_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # observed here, not read from a cache
-    version = subprocess.run(["fio", "--version"], capture_output=True, text=True,
-                             check=True).stdout.strip()
+    version = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=True).stdout.strip()
     flag = fio_uncached_flag()
     assert (tmp_path / "iowall" / "fio-uncached.json").is_file()
     ok, why = fio_dontcache_ok()
     if version == "fio-3.33":  # Debian's: uncached=1 is the pre-6.14 flag
         assert flag == RWF_ATOMIC
-        assert why == ("fio-3.33's uncached=1 passes 0x40 (RWF_ATOMIC since 6.11), not "
-                       "RWF_DONTCACHE 0x80: the engine generates the uncached stream")
+        assert why == (
+            "fio-3.33's uncached=1 passes 0x40 (RWF_ATOMIC since 6.11), not "
+            "RWF_DONTCACHE 0x80: the engine generates the uncached stream"
+        )
     assert ok == (flag == 0x80)
 
 
 def fio_write(d: str, jobs: int, files: int, fsize: int) -> float:
     """fio's buffered write of the same layout with pwritev2 (pvsync2), end_fsync=1."""
     job = JobFile(
-        {"ioengine": "pvsync2", "bs": fio_size(BS), "rw": "write", "direct": 0,
-         "group_reporting": 1, "directory": d, "fallocate": "none", "create_on_open": 1,
-         "end_fsync": 1},
-        [JobSection(f"w{j}", {"filename": [f"j{j:03d}.f{k}" for k in range(files)],
-                              "filesize": fio_size(fsize), "size": fio_size(fsize * files)})
-         for j in range(jobs)])
+        {
+            "ioengine": "pvsync2",
+            "bs": fio_size(BS),
+            "rw": "write",
+            "direct": 0,
+            "group_reporting": 1,
+            "directory": d,
+            "fallocate": "none",
+            "create_on_open": 1,
+            "end_fsync": 1,
+        },
+        [
+            JobSection(
+                f"w{j}",
+                {
+                    "filename": [f"j{j:03d}.f{k}" for k in range(files)],
+                    "filesize": fio_size(fsize),
+                    "size": fio_size(fsize * files),
+                },
+            )
+            for j in range(jobs)
+        ],
+    )
     assert drop_caches()
     res = run_fio(job, bw_log_ms=0)
     return next(m.value for m in res.metrics if m.name == "write_bw_bytes_per_s")
@@ -148,8 +167,9 @@ def test_engine_buffered_write_agrees_with_fio(xfs: Bed, backed: None) -> None:
     fio_bw, eng_bw = [], []
     for _ in range(7):
         fio_bw.append(fio_write(fresh(d), jobs, files, fsize))
-        res, _ = stream(StreamSpec("write", "buffered", BS, fsize, names(fresh(d), jobs, files),
-                                   end_fsync=True))
+        res, _ = stream(
+            StreamSpec("write", "buffered", BS, fsize, names(fresh(d), jobs, files), end_fsync=True)
+        )
         eng_bw.append(res.record["bytes_per_s"])
     median = statistics.median(eng_bw) / statistics.median(fio_bw)
     best = max(eng_bw) / max(fio_bw)

@@ -34,8 +34,9 @@ def hold() -> int:
 
 def recover(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     exe = os.path.join(os.path.dirname(sys.executable), "iowall")
-    return subprocess.Popen([exe, "recover", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [exe, "recover", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_parse_wait() -> None:
@@ -76,7 +77,10 @@ def test_wait_refuse_give_up_and_queue(iowall_env: dict[str, str], tmp_path: Pat
     finally:
         if fd >= 0:
             os.close(fd)
-    cp = subprocess.run([os.path.join(os.path.dirname(sys.executable), "iowall"), "run",
-                         "nope.toml", "--wait=soon"], env=iowall_env, capture_output=True,
-                        text=True)
+    cp = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "iowall"), "run", "nope.toml", "--wait=soon"],
+        env=iowall_env,
+        capture_output=True,
+        text=True,
+    )
     assert cp.returncode == 2 and "--wait=soon" in cp.stderr

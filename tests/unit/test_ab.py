@@ -85,8 +85,11 @@ def test_emulated_sides_are_never_judged() -> None:
     base = runs("base", seed=1)
     new = runs("patched", seed=2, start_id=100, scale={"0": 3.0, "1": 3.0})
     real = compare(Side("base", base), [Side("patched", new)])
-    assert real.rows and all(r.cmp.significant and r.cmp.better is not None
-                             for r in real.rows if r.metric == "write_bw_bytes_per_s")
+    assert real.rows and all(
+        r.cmp.significant and r.cmp.better is not None
+        for r in real.rows
+        if r.metric == "write_bw_bytes_per_s"
+    )
     res = compare(Side("base", base), [Side("patched", _emulated(new))])
     assert len(res.rows) == len(real.rows) and not any(r.cmp.significant for r in res.rows)
     assert all(r.cmp.better is None for r in res.rows)
@@ -100,28 +103,35 @@ def test_the_flame_pair_is_found_among_stored_runs(db_url: str) -> None:
     store = Store(db_url)
     ids = {}
     for label, bw in (("6.1", 1.0e9), ("6.12", 1.1e9)):
-        run = Run(point=Point("plan:ab", {"rw": "write"}), label=label, status="ok",
-                  started_at=1.0, finished_at=2.0,
-                  metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),),
-                  env={"host": {"cpu_count": 2, "mem_total_bytes": 2 << 30}},
-                  artifacts=(Artifact(PROFILE_ARTIFACT, "application/gzip", "H4sI"),))
+        run = Run(
+            point=Point("plan:ab", {"rw": "write"}),
+            label=label,
+            status="ok",
+            started_at=1.0,
+            finished_at=2.0,
+            metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),),
+            env={"host": {"cpu_count": 2, "mem_total_bytes": 2 << 30}},
+            artifacts=(Artifact(PROFILE_ARTIFACT, "application/gzip", "H4sI"),),
+        )
         ids[label] = store.add_run(run)
-    records = [BootRecord(1, side, label, True, True, 70.0, 12.0, (ids[label],))
-               for side, label in (("A", "6.1"), ("B", "6.12"))]
+    records = [
+        BootRecord(1, side, label, True, True, 70.0, 12.0, (ids[label],))
+        for side, label in (("A", "6.1"), ("B", "6.12"))
+    ]
     runs = side_runs(store, records, ["6.1", "6.12"])
     assert flame_pair(runs["6.1"], runs["6.12"]) == (ids["6.1"], ids["6.12"])
     listed = store.runs()  # what ab read before: a listing, without artifacts
     assert isinstance(flame_pair(listed[:1], listed[1:]), str)
 
 
-def test_the_kvm_answer_is_kept_per_image_until_reboot(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kvm_answer_is_kept_per_image_until_reboot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[str] = []
 
     def fake_check(image: str, timeout_s: float = 20.0) -> kvm.KvmCheck:
         calls.append(image)
-        return kvm.KvmCheck(False, f"no banner from {Path(image).name}",
-                            keep="transient" not in image)
+        return kvm.KvmCheck(False, f"no banner from {Path(image).name}", keep="transient" not in image)
 
     monkeypatch.setattr(kvm, "check", fake_check)
     cache = str(tmp_path / "run" / "kvm-check.json")
@@ -150,9 +160,20 @@ def _cfg(tmp_path: Path, attempts: int = 2, bzimage: bool = True) -> AbConfig:
     img = tmp_path / "vmlinuz"
     img.write_bytes(b"\0" * 0x202 + (b"HdrS" if bzimage else b"xxxx") + b"\0" * 64)
     k = Kernel("k", str(img), "6.1.0-50-amd64", None, "path")
-    return AbConfig(kernels=(k, k), labels=("a", "b"), target="t", recipe="r", rounds=2,
-                    cpus=2, memory="2G", kvm=False, kvm_why="", workdir=str(tmp_path),
-                    batch="x", boot_attempts=attempts)
+    return AbConfig(
+        kernels=(k, k),
+        labels=("a", "b"),
+        target="t",
+        recipe="r",
+        rounds=2,
+        cpus=2,
+        memory="2G",
+        kvm=False,
+        kvm_why="",
+        workdir=str(tmp_path),
+        batch="x",
+        boot_attempts=attempts,
+    )
 
 
 def _scripted(fails: dict[tuple[int, str, int], bool]) -> tuple[list, object]:
@@ -163,10 +184,21 @@ def _scripted(fails: dict[tuple[int, str, int], bool]) -> tuple[list, object]:
         key = (rnd, SIDES[side], attempt)
         calls.append(key)
         if key in fails:
-            return BootRecord(rnd, key[1], cfg.labels[side], False, fails[key], 3.0, None,
-                              (), "died", ("Kernel panic - not syncing",), attempt=attempt)
-        return BootRecord(rnd, key[1], cfg.labels[side], True, True, 50.0, 12.0, (1,),
-                          attempt=attempt)
+            return BootRecord(
+                rnd,
+                key[1],
+                cfg.labels[side],
+                False,
+                fails[key],
+                3.0,
+                None,
+                (),
+                "died",
+                ("Kernel panic - not syncing",),
+                attempt=attempt,
+            )
+        return BootRecord(rnd, key[1], cfg.labels[side], True, True, 50.0, 12.0, (1,), attempt=attempt)
+
     return calls, boot
 
 
@@ -176,8 +208,12 @@ def test_a_boot_that_dies_before_the_command_is_booted_again(tmp_path: Path) -> 
     recs = run_rounds(_cfg(tmp_path), None, said.append, boot)  # type: ignore[arg-type]
     assert calls == [(1, "A", 1), (1, "B", 1), (2, "B", 1), (2, "B", 2), (2, "A", 1)]
     assert [(r.round, r.side, r.ok, r.retried) for r in recs] == [
-        (1, "A", True, False), (1, "B", True, False), (2, "B", False, True),
-        (2, "B", True, False), (2, "A", True, False)]
+        (1, "A", True, False),
+        (1, "B", True, False),
+        (2, "B", False, True),
+        (2, "B", True, False),
+        (2, "A", True, False),
+    ]
     assert any("booting B 6.1.0-50-amd64 again (attempt 2/2)" in s for s in said), said
     # the report says it on the kernel's own line, not only in the table
     head = "\n".join(_kernel_lines(_cfg(tmp_path), recs))
@@ -213,50 +249,63 @@ def test_what_is_not_booted_again(tmp_path: Path) -> None:
 
 def test_the_death_line_is_the_first_that_names_the_cause(tmp_path: Path) -> None:
     console = tmp_path / "console.log"
-    console.write_text("[    0.000000] Linux version 6.12\n"
-                       "[    1.401000] BUG: kernel NULL pointer dereference, address: 0\n"
-                       "[    1.402000] Oops: 0000 [#1] PREEMPT SMP NOPTI\n"
-                       "[    1.423941] Kernel panic - not syncing: Fatal exception\n")
+    console.write_text(
+        "[    0.000000] Linux version 6.12\n"
+        "[    1.401000] BUG: kernel NULL pointer dereference, address: 0\n"
+        "[    1.402000] Oops: 0000 [#1] PREEMPT SMP NOPTI\n"
+        "[    1.423941] Kernel panic - not syncing: Fatal exception\n"
+    )
     assert death_line(str(console)) == "BUG: kernel NULL pointer dereference, address: 0"
     console.write_text("[    0.000000] Linux version 6.12\nSeaBIOS\n")
     assert death_line(str(console)) == ""
     assert death_line(str(tmp_path / "missing")) == ""
 
 
-@pytest.mark.parametrize("absent, said", [
-    ({"depmod"}, "depmod is missing to fetch it as a Debian package (apt-get install kmod "
-                 "for depmod)"),
-    ({"apt-get", "dpkg-deb"}, "apt-get/dpkg-deb are missing to fetch it as a Debian package")])
+@pytest.mark.parametrize(
+    "absent, said",
+    [
+        ({"depmod"}, "depmod is missing to fetch it as a Debian package (apt-get install kmod for depmod)"),
+        ({"apt-get", "dpkg-deb"}, "apt-get/dpkg-deb are missing to fetch it as a Debian package"),
+    ],
+)
 def test_a_package_is_not_fetched_without_its_tools(
-        absent: set[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    absent: set[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import shutil as real
 
     from iowall.ab import kernels
+
     which = real.which
-    monkeypatch.setattr(kernels.shutil, "which",
-                        lambda t: None if t in absent else which(t) or f"/usr/bin/{t}")
+    monkeypatch.setattr(
+        kernels.shutil, "which", lambda t: None if t in absent else which(t) or f"/usr/bin/{t}"
+    )
     with pytest.raises(UserError) as e:
         kernels._deb_kernel("linux-image-x", str(tmp_path))
-    assert str(e.value) == ("kernel 'linux-image-x': not a file nor a release under /boot, and "
-                            + said)
+    assert str(e.value) == ("kernel 'linux-image-x': not a file nor a release under /boot, and " + said)
     assert list(tmp_path.iterdir()) == []  # nothing downloaded
 
 
 def test_a_cached_package_is_not_indexed_without_depmod(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from iowall.ab import kernels
+
     root = tmp_path / "linux-image-x"
     (root / "boot").mkdir(parents=True)
     (root / "boot" / "vmlinuz-6.1.0-x").write_bytes(b"")
     (root / "lib" / "modules" / "6.1.0-x").mkdir(parents=True)
     monkeypatch.setattr(kernels.shutil, "which", lambda t: None)
-    with pytest.raises(UserError, match=r"its modules need indexing by depmod, which is "
-                                        r"missing \(apt-get install kmod\)"):
+    with pytest.raises(
+        UserError,
+        match=r"its modules need indexing by depmod, which is "
+        r"missing \(apt-get install kmod\)",
+    ):
         kernels._deb_kernel("linux-image-x", str(tmp_path))
 
 
 def test_the_guest_does_not_start_in_the_callers_directory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # started from a directory the guest does not have (one under /var/tmp, which the guest
     # covers with its own tmpfs), virtme-ng-init could not cd there and ran nothing
     here = tmp_path / "caller-dir"
@@ -265,41 +314,60 @@ def test_the_guest_does_not_start_in_the_callers_directory(
     cfg = _cfg(tmp_path)
     cmd = guest_command(cfg, 0, str(tmp_path / "shared"))
     assert "caller-dir" not in cmd and not cmd.startswith("cd ")
-    argv = vm.vng_argv("vng", cfg.kernels[0], cpus=2, memory="2G", kvm=False, shared="/s",
-                       command=cmd, rodirs=["/var/tmp/clone/src"])
+    argv = vm.vng_argv(
+        "vng",
+        cfg.kernels[0],
+        cpus=2,
+        memory="2G",
+        kvm=False,
+        shared="/s",
+        command=cmd,
+        rodirs=["/var/tmp/clone/src"],
+    )
     assert argv[argv.index("--cwd") + 1] == "/"
     assert argv[argv.index("--rodir") + 1] == "/var/tmp/clone/src"
     assert argv[argv.index("--exec") + 1] == cmd
 
 
-def test_what_the_guest_would_not_see_is_shown_to_it(monkeypatch: pytest.MonkeyPatch,
-                                                     tmp_path: Path) -> None:
-    assert vm.hidden_in_guest(["/var/tmp/clone/src", "/usr/lib", "/var/tmp/clone/src",
-                               "/var/tmpfoo", "/var/cache/iowall/ab/k/lib/modules/6.1"]) == [
-        "/var/tmp/clone/src", "/var/cache/iowall/ab/k/lib/modules/6.1"]
+def test_what_the_guest_would_not_see_is_shown_to_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert vm.hidden_in_guest(
+        [
+            "/var/tmp/clone/src",
+            "/usr/lib",
+            "/var/tmp/clone/src",
+            "/var/tmpfoo",
+            "/var/cache/iowall/ab/k/lib/modules/6.1",
+        ]
+    ) == ["/var/tmp/clone/src", "/var/cache/iowall/ab/k/lib/modules/6.1"]
     monkeypatch.setattr(rounds, "_src_dir", lambda: "/var/tmp/clone/src")
     assert "/var/tmp/clone/src" in guest_rodirs(_cfg(tmp_path), 0)
 
 
 def test_a_guest_that_boots_but_cannot_start_its_command(
-        tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     boots: list[str] = []
 
-    def boot(argv: list[str], console: str, timeout_s: float, *, started: str,
-             boot_timeout_s: float) -> vm.Boot:
+    def boot(
+        argv: list[str], console: str, timeout_s: float, *, started: str, boot_timeout_s: float
+    ) -> vm.Boot:
         boots.append(console)
         Path(console).write_text(
             "[    0.000000] Linux version 6.1.0-50-amd64\n"
             "[    3.100000] virtme-ng-init: basic initialization done\n"
             "[    3.200000] virtme-ng-init: error changing directory: No such file or "
-            "directory\n")
+            "directory\n"
+        )
         return vm.Boot(0, 5.0, console, ("virtme-ng-init: error changing directory",))
+
     monkeypatch.setattr(vm, "boot", boot)
     monkeypatch.setattr(vm, "vng_path", lambda: "vng")
     with pytest.raises(UserError) as e:
         run_rounds(_cfg(tmp_path), Store(db_url), [].append)
     said = str(e.value)
-    assert "a: the guest booted but could not start its command (the init says: " \
+    assert (
+        "a: the guest booted but could not start its command (the init says: "
         "virtme-ng-init: error changing directory: No such file or directory)" in said
+    )
     assert "does not boot" not in said
     assert len(boots) == 1  # not booted again: it would fail the same way

@@ -25,8 +25,15 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: every start-up, for --version only), the bundle module in selection (60 ms of pydantic models
 #: that only a bundle file needs), PostgreSQL's dialect (20 ms that only PostgreSQL needs), the
 #: compare renderers in a run's report (numpy, which a run that shows no compare does not need).
-LAZY_OK = ("matplotlib", "alembic", "scipy", "importlib.metadata", ".store.bundle",
-           "sqlalchemy.dialects.postgresql", ".compare")
+LAZY_OK = (
+    "matplotlib",
+    "alembic",
+    "scipy",
+    "importlib.metadata",
+    ".store.bundle",
+    "sqlalchemy.dialects.postgresql",
+    ".compare",
+)
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -80,8 +87,9 @@ def test_cycle_finder_finds_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_modules_stay_small() -> None:
-    big = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py")
-           if (n := len(p.read_text().splitlines())) > 500}
+    big = {
+        str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500
+    }
     assert big == {}
 
 
@@ -108,13 +116,16 @@ def _command_modules() -> set[str]:
     return {f"iowall.cli.{target.split(':')[0]}" for target in COMMANDS.values()}
 
 
-def _commands_imported(graph: grimp.ImportGraph, faces: tuple[str, ...],
-                       commands: set[str]) -> list[str]:
+def _commands_imported(graph: grimp.ImportGraph, faces: tuple[str, ...], commands: set[str]) -> list[str]:
     """``importer -> command`` for every face module that imports a command module other
     than itself."""
-    return sorted(f"{m} -> {n}" for m in graph.modules if m.startswith(faces)
-                  for n in graph.find_modules_directly_imported_by(m)
-                  if n in commands and n != m)
+    return sorted(
+        f"{m} -> {n}"
+        for m in graph.modules
+        if m.startswith(faces)
+        for n in graph.find_modules_directly_imported_by(m)
+        if n in commands and n != m
+    )
 
 
 def test_no_face_imports_a_command() -> None:
@@ -134,12 +145,12 @@ def test_the_command_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.syspath_prepend(str(tmp_path))
     graph = grimp.build_graph("faces")
     assert _commands_imported(graph, ("faces.cli.",), {"faces.cli.a", "faces.cli.b"}) == [
-        "faces.cli.b -> faces.cli.a"]
+        "faces.cli.b -> faces.cli.a"
+    ]
 
 
 def test_the_contract_lists_every_command() -> None:
     """The independence contract in pyproject.toml names exactly the COMMANDS modules."""
     doc = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())
-    (contract,) = [c for c in doc["tool"]["importlinter"]["contracts"]
-                   if c["type"] == "independence"]
+    (contract,) = [c for c in doc["tool"]["importlinter"]["contracts"] if c["type"] == "independence"]
     assert set(contract["modules"]) == _command_modules()

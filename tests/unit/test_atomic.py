@@ -23,8 +23,9 @@ def _bytes(p: Path) -> None:
 
 
 @pytest.mark.parametrize("write", [_text, _bytes])
-def test_file_then_its_directory_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         write: Callable[[Path], None]) -> None:
+def test_file_then_its_directory_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: Callable[[Path], None]
+) -> None:
     synced: list[tuple[str, int]] = []
     real = os.fsync
 

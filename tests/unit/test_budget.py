@@ -8,35 +8,47 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis import budget, offcpu, wall
+from iowall.analysis import budget, device_wall, offcpu, wall, wall_verdict
 from iowall.probes.threadstate import cgroup_metrics, parse_row, parse_stack
 
-FSYNC = ("entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fsync;do_fsync;xfs_file_fsync;"
-         "xfs_log_force_seq;xlog_wait_on_iclog")
-IO = ("entry_SYSCALL_64;do_syscall_64;__x64_sys_pread64;vfs_read;xfs_file_read_iter;iomap_dio_rw;"
-      "__iomap_dio_rw")
-BDP = ("entry_SYSCALL_64;do_syscall_64;ksys_write;vfs_write;xfs_file_buffered_write;"
-       "iomap_file_buffered_write;balance_dirty_pages_ratelimited_flags;balance_dirty_pages;"
-       "io_schedule_timeout")
-LOCK = ("entry_SYSCALL_64;do_syscall_64;ksys_write;vfs_write;xfs_file_buffered_write;xfs_ilock;"
-        "down_write;rwsem_down_write_slowpath")
-MEMCG = ("entry_SYSCALL_64;ksys_write;iomap_file_buffered_write;__filemap_get_folio;"
-         "mem_cgroup_charge;try_charge_memcg;try_to_free_mem_cgroup_pages;do_try_to_free_pages;"
-         "shrink_folio_list;folio_wait_writeback;io_schedule")
+FSYNC = (
+    "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fsync;do_fsync;xfs_file_fsync;"
+    "xfs_log_force_seq;xlog_wait_on_iclog"
+)
+IO = (
+    "entry_SYSCALL_64;do_syscall_64;__x64_sys_pread64;vfs_read;xfs_file_read_iter;iomap_dio_rw;__iomap_dio_rw"
+)
+BDP = (
+    "entry_SYSCALL_64;do_syscall_64;ksys_write;vfs_write;xfs_file_buffered_write;"
+    "iomap_file_buffered_write;balance_dirty_pages_ratelimited_flags;balance_dirty_pages;"
+    "io_schedule_timeout"
+)
+LOCK = (
+    "entry_SYSCALL_64;do_syscall_64;ksys_write;vfs_write;xfs_file_buffered_write;xfs_ilock;"
+    "down_write;rwsem_down_write_slowpath"
+)
+MEMCG = (
+    "entry_SYSCALL_64;ksys_write;iomap_file_buffered_write;__filemap_get_folio;"
+    "mem_cgroup_charge;try_charge_memcg;try_to_free_mem_cgroup_pages;do_try_to_free_pages;"
+    "shrink_folio_list;folio_wait_writeback;io_schedule"
+)
 SLEEP = "entry_SYSCALL_64;do_syscall_64;__x64_sys_clock_nanosleep;common_nsleep;hrtimer_nanosleep"
 SELECT = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pselect6;do_pselect.constprop.0;core_sys_select;do_select"
 
 
-@pytest.mark.parametrize(("stack", "reason", "function"), [
-    (FSYNC, "fsync", "xlog_wait_on_iclog"),
-    (IO, "io", "__iomap_dio_rw"),
-    (BDP, "dirty-throttle", "balance_dirty_pages"),
-    (LOCK, "lock", "rwsem_down_write_slowpath"),
-    (MEMCG, "reclaim", "shrink_folio_list"),
-    (SLEEP, "sleep", "hrtimer_nanosleep"),
-    (SELECT, "wait", "do_select"),
-    ("entry_SYSCALL_64;do_syscall_64;some_new_wait", "other", "some_new_wait"),
-])
+@pytest.mark.parametrize(
+    ("stack", "reason", "function"),
+    [
+        (FSYNC, "fsync", "xlog_wait_on_iclog"),
+        (IO, "io", "__iomap_dio_rw"),
+        (BDP, "dirty-throttle", "balance_dirty_pages"),
+        (LOCK, "lock", "rwsem_down_write_slowpath"),
+        (MEMCG, "reclaim", "shrink_folio_list"),
+        (SLEEP, "sleep", "hrtimer_nanosleep"),
+        (SELECT, "wait", "do_select"),
+        ("entry_SYSCALL_64;do_syscall_64;some_new_wait", "other", "some_new_wait"),
+    ],
+)
 def test_reasons(stack: str, reason: str, function: str) -> None:
     r = offcpu.classify(stack)
     assert (r.reason, r.function) == (reason, function)
@@ -48,11 +60,14 @@ def test_a_preempted_task_is_runnable_not_blocked() -> None:
     kernel = "entry_SYSCALL_64;ksys_write;copy_page_from_iter;irqentry_exit;preempt_schedule_irq"
     assert offcpu.classify(kernel).reason == offcpu.PREEMPTED
     # a fault that waits for a read is a fault, whatever entered it
-    assert offcpu.classify("asm_exc_page_fault;exc_page_fault;handle_mm_fault;filemap_fault;"
-                           "folio_wait_bit_common").reason == "fault"
+    assert (
+        offcpu.classify(
+            "asm_exc_page_fault;exc_page_fault;handle_mm_fault;filemap_fault;folio_wait_bit_common"
+        ).reason
+        == "fault"
+    )
     # preempted samples count with the running ones: the blocked time stays covered
-    th = _thread(1, wall_s=4.0, cpu=2.0, delay=0.0, user=0.0, blocked={0: 200, 1: 100},
-                 running=100)
+    th = _thread(1, wall_s=4.0, cpu=2.0, delay=0.0, user=0.0, blocked={0: 200, 1: 100}, running=100)
     b = budget.compute(_doc([th], [FSYNC, "irqentry_exit_to_user_mode"]), (0.0, 4.0), "t")
     assert b is not None
     assert b.totals["blocked:fsync"] == pytest.approx(2.0)
@@ -76,15 +91,34 @@ def test_probe_parsers() -> None:
     assert parse_stack("") == ""
 
 
-def _doc(threads: list[dict[str, Any]], stacks: list[str],
-         cgroups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"version": 1, "hz": 100, "bucket_s": 0.1, "clk_tck": 100, "threads": threads,
-            "stacks": stacks, "cgroups": cgroups or []}
+def _doc(
+    threads: list[dict[str, Any]], stacks: list[str], cgroups: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "hz": 100,
+        "bucket_s": 0.1,
+        "clk_tck": 100,
+        "threads": threads,
+        "stacks": stacks,
+        "cgroups": cgroups or [],
+    }
 
 
-def _thread(tid: int, *, wall_s: float, cpu: float, delay: float, user: float,
-            blocked: dict[int, int], syscw: int = 1000, running: int = 0, comm: str = "fio",
-            t0: float = 0.0, cg: int = 0) -> dict[str, Any]:
+def _thread(
+    tid: int,
+    *,
+    wall_s: float,
+    cpu: float,
+    delay: float,
+    user: float,
+    blocked: dict[int, int],
+    syscw: int = 1000,
+    running: int = 0,
+    comm: str = "fio",
+    t0: float = 0.0,
+    cg: int = 0,
+) -> dict[str, Any]:
     """A thread with rows every 0.1 s from t0 over wall_s, its counters growing evenly; its
     blocked samples all in its last bucket (the budget only counts them)."""
     n = round(wall_s / 0.1)
@@ -92,18 +126,34 @@ def _thread(tid: int, *, wall_s: float, cpu: float, delay: float, user: float,
     samples = 100 * wall_s
     for i in range(n + 1):
         f = i / n
-        rows.append([round(t0 + i * 0.1, 4), cpu * 1e9 * f, delay * 1e9 * f,
-                     user / cpu * 100 * cpu * f if cpu else 0, (1 - user / cpu) * 100 * cpu * f
-                     if cpu else 0, 0, syscw * f, 0, syscw * 16384 * f, samples * f,
-                     running * f])
-    return {"pid": tid, "tid": tid, "comm": comm, "cgroup": cg, "rows": rows,
-            "blocked": [[n, sid, cnt] for sid, cnt in blocked.items()]}
+        rows.append(
+            [
+                round(t0 + i * 0.1, 4),
+                cpu * 1e9 * f,
+                delay * 1e9 * f,
+                user / cpu * 100 * cpu * f if cpu else 0,
+                (1 - user / cpu) * 100 * cpu * f if cpu else 0,
+                0,
+                syscw * f,
+                0,
+                syscw * 16384 * f,
+                samples * f,
+                running * f,
+            ]
+        )
+    return {
+        "pid": tid,
+        "tid": tid,
+        "comm": comm,
+        "cgroup": cg,
+        "rows": rows,
+        "blocked": [[n, sid, cnt] for sid, cnt in blocked.items()],
+    }
 
 
 def test_budget_accounts_every_second() -> None:
     # 4 s: 1 s on a CPU (0.2 user), 0.5 s runnable, 2.5 s blocked: fsync 3 samples to 1 io
-    th = _thread(1, wall_s=4.0, cpu=1.0, delay=0.5, user=0.2, blocked={0: 300, 1: 100},
-                 running=0)
+    th = _thread(1, wall_s=4.0, cpu=1.0, delay=0.5, user=0.2, blocked={0: 300, 1: 100}, running=0)
     b = budget.compute(_doc([th], [FSYNC, IO]), (0.0, 4.0), "test")
     assert b is not None
     s = b.totals
@@ -130,8 +180,7 @@ def test_blocked_time_without_stacks_is_unaccounted() -> None:
 
 def test_idle_helper_threads_are_left_out() -> None:
     worker = _thread(1, wall_s=4.0, cpu=3.0, delay=0.0, user=0.5, blocked={0: 100})
-    helper = _thread(2, wall_s=4.0, cpu=0.01, delay=0.0, user=0.01, blocked={1: 400},
-                     syscw=5, comm="fio")
+    helper = _thread(2, wall_s=4.0, cpu=0.01, delay=0.0, user=0.01, blocked={1: 400}, syscw=5, comm="fio")
     b = budget.compute(_doc([worker, helper], [IO, SELECT]), (0.0, 4.0), "test")
     assert b is not None
     assert [t.tid for t in b.threads] == [1]
@@ -147,9 +196,17 @@ def test_window_cuts_the_threads_counters() -> None:
 
 
 def _cgroup(throttled_s: float, periods: float, throttled: float, quota: float) -> dict[str, Any]:
-    rows = [[0.0, {"cg_cpu_nr_periods": 0, "cg_cpu_nr_throttled": 0, "cg_cpu_throttled_s": 0}],
-            [4.0, {"cg_cpu_nr_periods": periods, "cg_cpu_nr_throttled": throttled,
-                   "cg_cpu_throttled_s": throttled_s}]]
+    rows = [
+        [0.0, {"cg_cpu_nr_periods": 0, "cg_cpu_nr_throttled": 0, "cg_cpu_throttled_s": 0}],
+        [
+            4.0,
+            {
+                "cg_cpu_nr_periods": periods,
+                "cg_cpu_nr_throttled": throttled,
+                "cg_cpu_throttled_s": throttled_s,
+            },
+        ],
+    ]
     return {"paths": {"cpu": "/g"}, "limits": {"cpu_quota_cpus": quota}, "rows": rows}
 
 
@@ -160,7 +217,7 @@ def test_quota_explains_run_delay_up_to_the_throttled_time() -> None:
     assert b is not None
     assert b.totals["runnable:quota"] == pytest.approx(2.0)
     assert b.totals["runnable:others"] == pytest.approx(0.6)
-    w = wall.decide(b, wall.Device(), {}).wall
+    w = wall.decide(b, device_wall.Device(), {}).wall
     assert w is not None and w.kind == "cpu-quota"
     assert "0.30 CPU" in w.sentence and "92% of periods" in w.sentence
 
@@ -185,16 +242,24 @@ def test_a_binding_quota_holds_all_the_run_delay() -> None:
 def test_window_mean_leaves_out_a_sample_straddling_the_start() -> None:
     # the first second carried the layout's writes completing (4.4 in flight), not the reads
     qd = [(1.0, 0.02), (2.0, 4.36), (3.0, 0.64), (4.0, 0.62), (5.0, 0.61), (6.0, 0.16)]
-    assert wall.window_mean(qd, 1.29, 5.28) == pytest.approx((0.64 + 0.62 + 0.61) / 3)
+    assert device_wall.window_mean(qd, 1.29, 5.28) == pytest.approx((0.64 + 0.62 + 0.61) / 3)
     # a window inside one sample's interval: the sample that ends in it
-    assert wall.window_mean(qd, 2.2, 2.9) is None
-    assert wall.window_mean(qd, 2.2, 3.0) == pytest.approx(0.64)
+    assert device_wall.window_mean(qd, 2.2, 2.9) is None
+    assert device_wall.window_mean(qd, 2.2, 3.0) == pytest.approx(0.64)
 
 
-def _decide(blocked: dict[int, int], stacks: list[str], device: wall.Device, *,
-            cpu: float = 0.2, delay: float = 0.0, cgroups: list[dict[str, Any]] | None = None,
-            ctx: dict[str, float] | None = None, paths: dict[str, int] | None = None,
-            devnos: tuple[str, ...] = ()) -> wall.Wall | None:
+def _decide(
+    blocked: dict[int, int],
+    stacks: list[str],
+    device: device_wall.Device,
+    *,
+    cpu: float = 0.2,
+    delay: float = 0.0,
+    cgroups: list[dict[str, Any]] | None = None,
+    ctx: dict[str, float] | None = None,
+    paths: dict[str, int] | None = None,
+    devnos: tuple[str, ...] = (),
+) -> wall_verdict.Wall | None:
     th = _thread(1, wall_s=4.0, cpu=cpu, delay=delay, user=0.05, blocked=blocked)
     b = budget.compute(_doc([th], stacks, cgroups), (0.0, 4.0), "test", paths)
     assert b is not None
@@ -202,72 +267,100 @@ def _decide(blocked: dict[int, int], stacks: list[str], device: wall.Device, *,
 
 
 def test_io_walls_are_told_apart_by_the_device_side() -> None:
-    qd1 = _decide({0: 380}, [IO], wall.Device(util=0.5, queue_depth=0.9, await_s=30e-6,
-                                               iops=30000))
+    qd1 = _decide({0: 380}, [IO], device_wall.Device(util=0.5, queue_depth=0.9, await_s=30e-6, iops=30000))
     assert qd1 is not None and qd1.kind == "io-latency"
-    busy = _decide({0: 380}, [IO], wall.Device(util=0.97, queue_depth=12, await_s=4e-4,
-                                                iops=30000))
+    busy = _decide({0: 380}, [IO], device_wall.Device(util=0.97, queue_depth=12, await_s=4e-4, iops=30000))
     assert busy is not None and busy.kind == "device"
     # 46 requests in flight at 80% busy (a loop device over the virtio disk): they queue there
-    deep = _decide({0: 380}, [IO], wall.Device(util=0.79, queue_depth=45.8, await_s=1.7e-2,
-                                                iops=2700))
+    deep = _decide({0: 380}, [IO], device_wall.Device(util=0.79, queue_depth=45.8, await_s=1.7e-2, iops=2700))
     assert deep is not None and deep.kind == "device"
-    shallow = _decide({0: 380}, [IO], wall.Device(util=0.79, queue_depth=3, await_s=1e-3,
-                                                   iops=2700))
+    shallow = _decide({0: 380}, [IO], device_wall.Device(util=0.79, queue_depth=3, await_s=1e-3, iops=2700))
     assert shallow is not None and shallow.kind == "io"
     # 1000 writes in 3.8 s blocked = 3.8 ms each, against a device answering in 0.3 ms, 2% busy
-    held = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
-                                                iops=60))
+    held = _decide({0: 380}, [IO], device_wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4, iops=60))
     assert held is not None and held.kind == "above-device"
-    limit = {"paths": {}, "limits": {"io_limits": [{"dev": "7:0", "wbps": 100 << 20}]},
-             "rows": []}
-    thr = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
-                                               iops=60), cgroups=[limit])
+    limit = {"paths": {}, "limits": {"io_limits": [{"dev": "7:0", "wbps": 100 << 20}]}, "rows": []}
+    thr = _decide(
+        {0: 380}, [IO], device_wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4, iops=60), cgroups=[limit]
+    )
     assert thr is not None and thr.kind == "block-throttle"
     assert "100 MiB/s" in thr.sentence
     # the same limit on another device than the bed's is not this point's limit
-    other = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
-                                                 iops=60), cgroups=[limit], devnos=("254:0",))
+    other = _decide(
+        {0: 380},
+        [IO],
+        device_wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4, iops=60),
+        cgroups=[limit],
+        devnos=("254:0",),
+    )
     assert other is not None and other.kind == "above-device"
-    mine = _decide({0: 380}, [IO], wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4,
-                                                iops=60), cgroups=[limit], devnos=("7:0",))
+    mine = _decide(
+        {0: 380},
+        [IO],
+        device_wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4, iops=60),
+        cgroups=[limit],
+        devnos=("7:0",),
+    )
     assert mine is not None and mine.kind == "block-throttle"
-    loop = _decide({0: 380}, [IO], wall.Device(util=0.6, queue_depth=3, await_s=1e-4,
-                                                iops=3e4, loop_cpus=0.97))
+    loop = _decide(
+        {0: 380}, [IO], device_wall.Device(util=0.6, queue_depth=3, await_s=1e-4, iops=3e4, loop_cpus=0.97)
+    )
     assert loop is not None and loop.kind == "device"
 
 
 def test_blocked_walls_name_their_mechanism() -> None:
-    dev = wall.Device()
-    cases = {"fsync": FSYNC, "dirty-throttle": BDP, "lock": LOCK, "sleep": SLEEP,
-             "reclaim": MEMCG}
+    dev = device_wall.Device()
+    cases = {"fsync": FSYNC, "dirty-throttle": BDP, "lock": LOCK, "sleep": SLEEP, "reclaim": MEMCG}
     for kind, stack in cases.items():
         w = _decide({0: 380}, [stack], dev)
         assert w is not None and w.kind == kind, (kind, w)
-    memcg = {"paths": {}, "limits": {"mem_limit_bytes": 300 << 20},
-             "rows": [[0.0, {"cg_mem_max_events": 10}], [4.0, {"cg_mem_max_events": 14679}]]}
+    memcg = {
+        "paths": {},
+        "limits": {"mem_limit_bytes": 300 << 20},
+        "rows": [[0.0, {"cg_mem_max_events": 10}], [4.0, {"cg_mem_max_events": 14679}]],
+    }
     w = _decide({0: 380}, [MEMCG], dev, cgroups=[memcg])
     assert w is not None and w.kind == "memcg-reclaim"
     assert "300 MiB limit was hit 14,669 times" in w.sentence
 
 
 def test_on_cpu_walls_and_the_copy_ceiling() -> None:
-    copy = {"fio;entry_SYSCALL_64_[k];vfs_write_[k];copy_page_from_iter_[k];rep_movs_alternative_[k]": 90,
-            "fio;entry_SYSCALL_64_[k];vfs_write_[k];xfs_file_buffered_write_[k]": 10}
+    copy = {
+        "fio;entry_SYSCALL_64_[k];vfs_write_[k];copy_page_from_iter_[k];rep_movs_alternative_[k]": 90,
+        "fio;entry_SYSCALL_64_[k];vfs_write_[k];xfs_file_buffered_write_[k]": 10,
+    }
     # 1000 writes of 16 KiB = 15.6 MiB in 3.6 s on a CPU: far below a 4 GiB/s ceiling
-    slow = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
-                   ctx={"memcopy_bytes_per_s": 8 * 2**30, "jobs": 2, "cpus": 2})
+    slow = _decide(
+        {0: 40},
+        [IO],
+        device_wall.Device(),
+        cpu=3.6,
+        paths=copy,
+        ctx={"memcopy_bytes_per_s": 8 * 2**30, "jobs": 2, "cpus": 2},
+    )
     assert slow is not None and slow.kind == "cpu-kernel"
-    fast = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
-                   ctx={"memcopy_bytes_per_s": 2 * 2**20, "jobs": 1, "cpus": 2})
+    fast = _decide(
+        {0: 40},
+        [IO],
+        device_wall.Device(),
+        cpu=3.6,
+        paths=copy,
+        ctx={"memcopy_bytes_per_s": 2 * 2**20, "jobs": 1, "cpus": 2},
+    )
     assert fast is not None and fast.kind == "memcopy"
     # a plan run has no ceiling of its own: this boot's one-thread reference stands in
-    ref = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy,
-                  ctx={"memcopy_thread_bytes_per_s": 16 * 2**20})
+    ref = _decide(
+        {0: 40},
+        [IO],
+        device_wall.Device(),
+        cpu=3.6,
+        paths=copy,
+        ctx={"memcopy_thread_bytes_per_s": 16 * 2**20},
+    )
     assert ref is not None and ref.kind == "memcopy" and "once this boot" in ref.sentence
-    none = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=copy)
+    none = _decide({0: 40}, [IO], device_wall.Device(), cpu=3.6, paths=copy)
     assert none is not None and none.kind == "memcopy" and "no memory-copy rate" in none.sentence
-    user = _decide({0: 40}, [IO], wall.Device(), cpu=3.6, paths=None)
+    user = _decide({0: 40}, [IO], device_wall.Device(), cpu=3.6, paths=None)
     assert user is not None and user.kind == "cpu-kernel"
 
 
@@ -275,14 +368,13 @@ def test_silence_when_short_or_spread() -> None:
     th = _thread(1, wall_s=1.0, cpu=0.9, delay=0.0, user=0.1, blocked={})
     b = budget.compute(_doc([th], []), (0.0, 1.0), "test")
     assert b is not None
-    d = wall.decide(b, wall.Device(), {})
+    d = wall.decide(b, device_wall.Device(), {})
     assert d.wall is None and "too short" in d.notes[0]
     # a third each on a CPU, in fsync, waiting for I/O: no state holds 40%
-    th = _thread(1, wall_s=4.0, cpu=1.4, delay=0.0, user=0.1, blocked={0: 130, 1: 130},
-                 running=140)
+    th = _thread(1, wall_s=4.0, cpu=1.4, delay=0.0, user=0.1, blocked={0: 130, 1: 130}, running=140)
     b = budget.compute(_doc([th], [IO, FSYNC]), (0.0, 4.0), "test")
     assert b is not None
-    d = wall.decide(b, wall.Device(), {})
+    d = wall.decide(b, device_wall.Device(), {})
     assert d.wall is None and any("No single state" in n for n in d.notes)
 
 
@@ -290,7 +382,7 @@ def test_neighbours_are_a_reason_for_run_delay_only() -> None:
     th = _thread(1, wall_s=4.0, cpu=1.0, delay=2.8, user=0.5, blocked={0: 20})
     b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
     assert b is not None
-    d = wall.decide(b, wall.Device(), {}, [("sh", 3.9), ("python3", 0.2)])
+    d = wall.decide(b, device_wall.Device(), {}, [("sh", 3.9), ("python3", 0.2)])
     assert d.wall is not None and d.wall.kind == "cpu-contention" and "sh" in d.wall.sentence
     assert any("sh 3.9 CPU-s" in n for n in d.notes)
 
@@ -303,7 +395,7 @@ def test_a_lone_thread_never_waits_behind_itself() -> None:
     assert b is not None
     assert b.totals["runnable:own"] == pytest.approx(0.0, abs=0.02)
     assert b.totals["runnable:others"] == pytest.approx(2.4, abs=0.02)
-    d = wall.decide(b, wall.Device(), {}, [("sh", 9.6)])
+    d = wall.decide(b, device_wall.Device(), {}, [("sh", 9.6)])
     assert d.wall is not None and d.wall.kind == "cpu-contention", d
 
 
@@ -316,13 +408,13 @@ def test_run_delay_behind_its_own_threads_is_the_cpu_wall() -> None:
     busy_b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", cpus=(1.8, 0.45))
     assert busy_b is not None
     assert busy_b.totals["runnable:others"] == pytest.approx(2.52)
-    busy = wall.decide(busy_b, wall.Device(), {}, [("sh", 3.9)])
+    busy = wall.decide(busy_b, device_wall.Device(), {}, [("sh", 3.9)])
     assert busy.wall is not None and busy.wall.kind == "cpu-contention"
     b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test", cpus=(0.05, 1.2))
     assert b is not None
     assert b.totals["runnable:own"] == pytest.approx(2.66)
     assert b.totals["runnable:others"] == pytest.approx(0.14)
-    alone = wall.decide(b, wall.Device(), {"jobs": 3, "cpus": 2})
+    alone = wall.decide(b, device_wall.Device(), {"jobs": 3, "cpus": 2})
     assert alone.wall is not None and alone.wall.kind == "cpu-kernel", alone
     assert "66% of its time runnable behind its own threads" in alone.wall.sentence
     assert "(3 jobs on 2 CPUs)" in alone.wall.sentence
@@ -339,11 +431,10 @@ def test_a_neighbour_does_not_hide_the_workloads_own_wall() -> None:
     th = _thread(1, wall_s=4.0, cpu=1.2, delay=1.2, user=0.1, blocked={0: 160}, running=240)
     b = budget.compute(_doc([th], [FSYNC]), (0.0, 4.0), "test")
     assert b is not None
-    d = wall.decide(b, wall.Device(), {}, [("sh", 1.5)])
+    d = wall.decide(b, device_wall.Device(), {}, [("sh", 1.5)])
     assert d.wall is not None and d.wall.kind == "fsync"
     assert d.wall.share == pytest.approx(1.6 / 2.8, rel=0.01)
-    assert any("waited 30% of its time runnable" in n and "of the 70% they left" in n
-               for n in d.notes)
+    assert any("waited 30% of its time runnable" in n and "of the 70% they left" in n for n in d.notes)
     # and the second state, on a CPU 43% of the same time, is named beside it
     assert [a.kind for a in d.also] == ["cpu-kernel"]
 
@@ -351,22 +442,25 @@ def test_a_neighbour_does_not_hide_the_workloads_own_wall() -> None:
 def test_time_on_a_cpu_inside_fsync_counts_with_fsync() -> None:
     # btrfs writes back inside fsync on the caller's CPU: 2 s on a CPU, 3/4 of its samples
     # inside fsync, and 2 s blocked in the log: fsync holds 1.5 + 2 of 4 s
-    prof = {"fio;entry_SYSCALL_64_[k];do_fsync_[k];btrfs_sync_file_[k];"
-            "btrfs_do_write_iter_[k]": 75,
-            "fio;entry_SYSCALL_64_[k];vfs_write_[k];btrfs_buffered_write_[k]": 25}
+    prof = {
+        "fio;entry_SYSCALL_64_[k];do_fsync_[k];btrfs_sync_file_[k];btrfs_do_write_iter_[k]": 75,
+        "fio;entry_SYSCALL_64_[k];vfs_write_[k];btrfs_buffered_write_[k]": 25,
+    }
     th = _thread(1, wall_s=4.0, cpu=2.0, delay=0.0, user=0.0, blocked={0: 200}, running=200)
     b = budget.compute(_doc([th], [FSYNC]), (0.0, 4.0), "test", prof)
     assert b is not None
     assert b.kernel_contexts == {"fsync": pytest.approx(1.5)}
-    w = wall.decide(b, wall.Device(), {}).wall
+    w = wall.decide(b, device_wall.Device(), {}).wall
     assert w is not None and w.kind == "fsync" and w.share == pytest.approx(3.5 / 4)
     assert "(43% of it on a CPU)" in w.sentence
 
 
 def test_cgroup_counters_become_the_runs_metrics() -> None:
-    rows = [[0.0, {"cg_cpu_nr_periods": 10, "cg_cpu_throttled_s": 1.5, "cg_mem_max_events": 3}],
-            [0.1, {"cg_cpu_nr_periods": 12}],
-            [4.0, {"cg_cpu_nr_periods": 50, "cg_cpu_throttled_s": 4.0, "cg_mem_max_events": 3}]]
+    rows = [
+        [0.0, {"cg_cpu_nr_periods": 10, "cg_cpu_throttled_s": 1.5, "cg_mem_max_events": 3}],
+        [0.1, {"cg_cpu_nr_periods": 12}],
+        [4.0, {"cg_cpu_nr_periods": 50, "cg_cpu_throttled_s": 4.0, "cg_mem_max_events": 3}],
+    ]
     got = {m.name: m.value for m in cgroup_metrics(rows)}
     assert got == {"cg_cpu_nr_periods": 40, "cg_cpu_throttled_s": 2.5, "cg_mem_max_events": 0}
     assert cgroup_metrics(rows[:1]) == []
@@ -397,18 +491,19 @@ def test_a_lock_on_full_cpus_is_a_wait_for_a_cpu() -> None:
     assert full is not None
     # c = 1.0 / (4.0 - 1.8) on a CPU outside the lock; spare 0.05 CPU x 4 s = 0.2 CPU-s
     assert wall.lock_turns(full, ctx) == pytest.approx(1.8 - 0.2 / (1.0 / 2.2))
-    d = wall.decide(full, wall.Device(), ctx)
+    d = wall.decide(full, device_wall.Device(), ctx)
     assert d.wall is not None and d.wall.kind == "cpu-kernel", d
-    assert ("was on a CPU or waiting for one 89% of its time (26% on one)"
-            in d.wall.sentence)
-    assert ("34% asleep on a kernel lock (rwsem_down_write_slowpath, taken in "
-            "xfs_file_buffered_write)" in d.wall.sentence)
+    assert "was on a CPU or waiting for one 89% of its time (26% on one)" in d.wall.sentence
+    assert (
+        "34% asleep on a kernel lock (rwsem_down_write_slowpath, taken in "
+        "xfs_file_buffered_write)" in d.wall.sentence
+    )
     assert "the CPUs were full (1.95 of 2 busy" in d.wall.sentence
     # with the CPUs two-thirds idle (and so hardly a run delay) the lock kept it from them
     th = _thread(1, wall_s=4.0, cpu=1.0, delay=0.1, user=0.05, blocked={0: 400})
     idle = budget.compute(_doc([th], [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 0.6))
     assert idle is not None and wall.lock_turns(idle, ctx) == 0.0
-    d = wall.decide(idle, wall.Device(), ctx)
+    d = wall.decide(idle, device_wall.Device(), ctx)
     assert d.wall is not None and d.wall.kind == "lock", d
     # without the tasks probe's CPUs nothing is moved
     bare = budget.compute(_doc([th], [LOCK]), (0.0, 4.0), "test")

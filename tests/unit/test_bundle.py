@@ -24,21 +24,33 @@ from iowall.store import bundle as b
 FIO_JSON = json.dumps({"fio version": "fio-3.38", "jobs": [{"write": {"bw_bytes": 123}}]})
 
 
-def make_run(label: str, kernel: str, jobs: int, bw: float, *, status: str = "ok",
-             uuid: str = "") -> Run:
+def make_run(label: str, kernel: str, jobs: int, bw: float, *, status: str = "ok", uuid: str = "") -> Run:
     return Run(
         point=Point("buffered-wall", {"rw": "write", "jobs": jobs, "direct": False}),
-        label=label, status=status, started_at=1000.25 + jobs, finished_at=1010.5 + jobs,  # type: ignore[arg-type]
+        label=label,
+        status=status,
+        started_at=1000.25 + jobs,
+        finished_at=1010.5 + jobs,  # type: ignore[arg-type]
         metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"), Metric("wall_s", 10.25, "s", "lower")),
-        env={"kernel": kernel, "host": {"hostname": "box", "cpu_model": "Xeon", "cpu_count": 2,
-                                        "mem_total_bytes": 8 << 30}, "sysctl": {"vm.dirty_ratio": 20}},
+        env={
+            "kernel": kernel,
+            "host": {"hostname": "box", "cpu_model": "Xeon", "cpu_count": 2, "mem_total_bytes": 8 << 30},
+            "sysctl": {"vm.dirty_ratio": 20},
+        },
         bed={"kind": "ram", "fs": "xfs", "mkfs_opts": "-m reflink=0", "block_size": 4096},
-        artifacts=(Artifact("fio.json", "application/json", FIO_JSON),
-                   Artifact("notes.txt", "text/plain", "ünïcode ✓\n")),
-        series=(Series("cpu", "sys", "share", ((0.0, 0.5), (0.5, 0.625), (1.0, 0.75))),
-                Series("flusher", "busy", "share", ((0.0, 0.0), (1.0, 1.0)))),
-        batch="batch-1", repeat_index=jobs % 2, error="" if status == "ok" else "fio died",
-        notes=("first note", "second"), uuid=uuid,
+        artifacts=(
+            Artifact("fio.json", "application/json", FIO_JSON),
+            Artifact("notes.txt", "text/plain", "ünïcode ✓\n"),
+        ),
+        series=(
+            Series("cpu", "sys", "share", ((0.0, 0.5), (0.5, 0.625), (1.0, 0.75))),
+            Series("flusher", "busy", "share", ((0.0, 0.0), (1.0, 1.0))),
+        ),
+        batch="batch-1",
+        repeat_index=jobs % 2,
+        error="" if status == "ok" else "fio died",
+        notes=("first note", "second"),
+        uuid=uuid,
     )
 
 
@@ -57,8 +69,7 @@ def same(a: Run, c: Run) -> None:
     assert a.fingerprint() == c.fingerprint()
 
 
-def test_round_trip_store_bundle_fresh_store(tmp_path: Path, store_url: str,
-                                             store_url2: str) -> None:
+def test_round_trip_store_bundle_fresh_store(tmp_path: Path, store_url: str, store_url2: str) -> None:
     src = fill(store_url)
     runs = collect_runs(src, [])
     assert [len(r.artifacts) for r in runs] == [2, 2, 2, 2]
@@ -80,8 +91,9 @@ def test_round_trip_store_bundle_fresh_store(tmp_path: Path, store_url: str,
 def test_bundle_document_shape(tmp_path: Path, store_url: str) -> None:
     s = fill(store_url)
     path = str(tmp_path / "x.json")
-    b.write_bundle(collect_runs(s, ["ids=1"]), path,
-                   source={"host": "lab1", "store": "postgresql://me:s3cret@db/iowall"})
+    b.write_bundle(
+        collect_runs(s, ["ids=1"]), path, source={"host": "lab1", "store": "postgresql://me:s3cret@db/iowall"}
+    )
     doc = json.loads(Path(path).read_text())
     assert doc["format"] == "iowall-bundle" and doc["schema_version"] == b.SCHEMA_VERSION == 2
     assert doc["source"] == {"host": "lab1", "store": "postgresql://me:***@db/iowall"}
@@ -107,8 +119,7 @@ def test_import_twice_adds_nothing(tmp_path: Path, store_url: str, store_url2: s
 
 def test_run_without_uuid_gets_a_stable_one(tmp_path: Path, store_url: str) -> None:
     r = make_run("x", "6.1", 1, 1.0)
-    assert b.run_uuid(r) == b.run_uuid(dataclasses.replace(r)) != b.run_uuid(
-        make_run("x", "6.1", 1, 2.0))
+    assert b.run_uuid(r) == b.run_uuid(dataclasses.replace(r)) != b.run_uuid(make_run("x", "6.1", 1, 2.0))
     p1, p2 = str(tmp_path / "1.json"), str(tmp_path / "2.json")
     b.write_bundle([r], p1)
     b.write_bundle([r], p2)
@@ -176,19 +187,32 @@ def test_stdout_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
 # -- version 1 and migrations ----------------------------------------------------------------
 
 V1_DOC: dict[str, Any] = {
-    "format": "iowall-bundle", "schema_version": 1, "created_at": "2025-03-01T10:00:00Z",
+    "format": "iowall-bundle",
+    "schema_version": 1,
+    "created_at": "2025-03-01T10:00:00Z",
     "iowall_version": "0.0.9",
-    "runs": [{
-        "uuid": "5f0e4c1a-8a57-4d7e-9d1c-0c6a1b2c3d4e", "id": 17, "label": "base",
-        "recipe": "buffered-wall", "params": {"rw": "write", "jobs": 2}, "status": "ok",
-        "started_at": 1700000000.5, "finished_at": 1700000030, "batch": "b7", "repeat_index": 1,
-        "error": "", "notes": ["from v1"], "env": {"kernel": "6.6.0", "host": {"hostname": "old"}},
-        "bed": {"kind": "ram", "fs": "xfs"},
-        "metrics": {"write_bw_bytes_per_s": 2147483648, "wall_s": 30.0},
-        "units": {"write_bw_bytes_per_s": "B/s", "wall_s": "s"},
-        "lower_is_better": ["wall_s"],
-        "artifacts": [{"name": "fio.json", "content_type": "application/json", "body": "{}"}],
-    }],
+    "runs": [
+        {
+            "uuid": "5f0e4c1a-8a57-4d7e-9d1c-0c6a1b2c3d4e",
+            "id": 17,
+            "label": "base",
+            "recipe": "buffered-wall",
+            "params": {"rw": "write", "jobs": 2},
+            "status": "ok",
+            "started_at": 1700000000.5,
+            "finished_at": 1700000030,
+            "batch": "b7",
+            "repeat_index": 1,
+            "error": "",
+            "notes": ["from v1"],
+            "env": {"kernel": "6.6.0", "host": {"hostname": "old"}},
+            "bed": {"kind": "ram", "fs": "xfs"},
+            "metrics": {"write_bw_bytes_per_s": 2147483648, "wall_s": 30.0},
+            "units": {"write_bw_bytes_per_s": "B/s", "wall_s": "s"},
+            "lower_is_better": ["wall_s"],
+            "artifacts": [{"name": "fio.json", "content_type": "application/json", "body": "{}"}],
+        }
+    ],
 }
 
 
@@ -204,7 +228,8 @@ def test_v1_migrates_to_v2() -> None:
     assert r["source_id"] == 17 and r["point"] == {"rw": "write", "jobs": 2} and r["series"] == []
     assert r["metrics"] == [
         {"name": "write_bw_bytes_per_s", "value": 2147483648.0, "unit": "B/s", "direction": "higher"},
-        {"name": "wall_s", "value": 30.0, "unit": "s", "direction": "lower"}]
+        {"name": "wall_s", "value": 30.0, "unit": "s", "direction": "lower"},
+    ]
     step = b.MIGRATIONS[1](copy.deepcopy(V1_DOC))
     assert step["schema_version"] == 2 and step["runs"][0]["fingerprint"] == r["fingerprint"]
 
@@ -226,8 +251,9 @@ def test_v1_file_reads_and_imports(tmp_path: Path, store_url: str) -> None:
 def test_bad_v1_is_named_as_v1() -> None:
     doc = copy.deepcopy(V1_DOC)
     del doc["runs"][0]["units"]["wall_s"]
-    with pytest.raises(UserError,
-                       match=r"^x \(schema_version 1\): runs\[0\]\.units: no unit for metric 'wall_s'$"):
+    with pytest.raises(
+        UserError, match=r"^x \(schema_version 1\): runs\[0\]\.units: no unit for metric 'wall_s'$"
+    ):
         b.migrate(doc, name="x")
 
 
@@ -236,8 +262,7 @@ def test_newer_version_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"format": "iowall-bundle", "schema_version": 7, "runs": []}))
     with pytest.raises(UserError) as e:
         b.read_bundle(str(path))
-    assert str(e.value) == (f"bundle {path} has schema_version 7; this iowall reads up to 2: "
-                            "upgrade iowall")
+    assert str(e.value) == (f"bundle {path} has schema_version 7; this iowall reads up to 2: upgrade iowall")
 
 
 def _v2() -> dict[str, Any]:
@@ -260,25 +285,38 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 _DEL = object()
 
 
-@pytest.mark.parametrize(("edit", "expect"), [
-    (lambda d: [1, 2], r"not an iowall bundle"),
-    (lambda d: _set(d, "format", "other"), r"not an iowall bundle"),
-    (lambda d: _set(d, "schema_version", "2"), r"schema_version must be a whole number from 1 \(got '2'\)"),
-    (lambda d: _set(d, "schema_version", 0), r"schema_version must be a whole number"),
-    (lambda d: _set(d, "runs", _DEL), r": runs: missing$"),
-    (lambda d: _set(d, "runs.0.metrics.0.value", "fast"),
-     r": runs\[0\]\.metrics\[0\]\.value: input should be a valid number \(got 'fast'\)$"),
-    (lambda d: _set(d, "runs.0.metrics.0.direction", "up"), r"runs\[0\]\.metrics\[0\]\.direction: "),
-    (lambda d: _set(d, "runs.0.status", "great"), r"runs\[0\]\.status: input should be 'ok'"),
-    (lambda d: _set(d, "runs.0.uuid", "abc"), r"runs\[0\]\.uuid: expected a UUID"),
-    (lambda d: _set(d, "runs.0.series.0.samples.1", [1, 2, 3]), r"runs\[0\]\.series\[0\]\.samples\[1\]: "),
-    (lambda d: _set(d, "runs.0.label", 5), r"runs\[0\]\.label: input should be a valid string \(got 5\)"),
-    (lambda d: _set(d, "runs.0.extra", 1), r"runs\[0\]\.extra: unknown key$"),
-    (lambda d: _set(d, "created_at", "yesterday"), r"created_at: expected an ISO 8601 time"),
-    (lambda d: _set(d, "runs.0.metrics.1.name", "write_bw_bytes_per_s"),
-     r"runs\[0\]\.metrics: 'write_bw_bytes_per_s' appears twice$"),
-    (lambda d: _set(d, "runs", d["runs"] * 2), r"runs\[1\]\.uuid: 0b7c3f1e-\S+ repeats runs\[0\]$"),
-])
+@pytest.mark.parametrize(
+    ("edit", "expect"),
+    [
+        (lambda d: [1, 2], r"not an iowall bundle"),
+        (lambda d: _set(d, "format", "other"), r"not an iowall bundle"),
+        (
+            lambda d: _set(d, "schema_version", "2"),
+            r"schema_version must be a whole number from 1 \(got '2'\)",
+        ),
+        (lambda d: _set(d, "schema_version", 0), r"schema_version must be a whole number"),
+        (lambda d: _set(d, "runs", _DEL), r": runs: missing$"),
+        (
+            lambda d: _set(d, "runs.0.metrics.0.value", "fast"),
+            r": runs\[0\]\.metrics\[0\]\.value: input should be a valid number \(got 'fast'\)$",
+        ),
+        (lambda d: _set(d, "runs.0.metrics.0.direction", "up"), r"runs\[0\]\.metrics\[0\]\.direction: "),
+        (lambda d: _set(d, "runs.0.status", "great"), r"runs\[0\]\.status: input should be 'ok'"),
+        (lambda d: _set(d, "runs.0.uuid", "abc"), r"runs\[0\]\.uuid: expected a UUID"),
+        (
+            lambda d: _set(d, "runs.0.series.0.samples.1", [1, 2, 3]),
+            r"runs\[0\]\.series\[0\]\.samples\[1\]: ",
+        ),
+        (lambda d: _set(d, "runs.0.label", 5), r"runs\[0\]\.label: input should be a valid string \(got 5\)"),
+        (lambda d: _set(d, "runs.0.extra", 1), r"runs\[0\]\.extra: unknown key$"),
+        (lambda d: _set(d, "created_at", "yesterday"), r"created_at: expected an ISO 8601 time"),
+        (
+            lambda d: _set(d, "runs.0.metrics.1.name", "write_bw_bytes_per_s"),
+            r"runs\[0\]\.metrics: 'write_bw_bytes_per_s' appears twice$",
+        ),
+        (lambda d: _set(d, "runs", d["runs"] * 2), r"runs\[1\]\.uuid: 0b7c3f1e-\S+ repeats runs\[0\]$"),
+    ],
+)
 def test_malformed_documents(tmp_path: Path, edit: Any, expect: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(edit(_v2())))
@@ -288,11 +326,14 @@ def test_malformed_documents(tmp_path: Path, edit: Any, expect: str) -> None:
     assert msg.startswith(f"bundle {path}") and "\n" not in msg
 
 
-@pytest.mark.parametrize(("raw", "expect"), [
-    (b"", r"not JSON: Expecting value at line 1 column 1$"),
-    (b'{"format": "iowall-bundle",', r"not JSON: "),
-    (b"\xff\xfe{}", r"not JSON: not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expect"),
+    [
+        (b"", r"not JSON: Expecting value at line 1 column 1$"),
+        (b'{"format": "iowall-bundle",', r"not JSON: "),
+        (b"\xff\xfe{}", r"not JSON: not UTF-8 text"),
+    ],
+)
 def test_not_json(tmp_path: Path, raw: bytes, expect: str) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(raw)
@@ -319,10 +360,15 @@ def test_the_documented_example_reads(tmp_path: Path) -> None:
 
 def test_nan_metric_imports_and_round_trips(tmp_path: Path, store_url: str) -> None:
     # docs/bundle-format.md: a metric that is not a finite number is written NaN / Infinity
-    run = dataclasses.replace(make_run("base", "6.18.0", 1, 1.5e9), uuid="", metrics=(
-        Metric("write_bw_bytes_per_s", float("nan"), "B/s"),
-        Metric("write_clat_p99_s", float("inf"), "s", "lower"),
-        Metric("wall_s", 10.25, "s", "lower")))
+    run = dataclasses.replace(
+        make_run("base", "6.18.0", 1, 1.5e9),
+        uuid="",
+        metrics=(
+            Metric("write_bw_bytes_per_s", float("nan"), "B/s"),
+            Metric("write_clat_p99_s", float("inf"), "s", "lower"),
+            Metric("wall_s", 10.25, "s", "lower"),
+        ),
+    )
     path = str(tmp_path / "nan.json")
     b.write_bundle([run], path)
     assert '"value":NaN' in Path(path).read_text()
@@ -347,8 +393,7 @@ class _Blind(Store):
         return set()
 
 
-def test_a_run_added_meanwhile_is_skipped_and_other_refusals_name_the_constraint(
-        store_url: str) -> None:
+def test_a_run_added_meanwhile_is_skipped_and_other_refusals_name_the_constraint(store_url: str) -> None:
     runs = collect_runs(fill(store_url), [])
     extra = make_run("x", "6.18.0", 5, 1.0)
     assert b.import_runs(_Blind(store_url), [*runs, extra]) == (1, 4)  # the uuid decides
@@ -361,18 +406,28 @@ def test_a_run_added_meanwhile_is_skipped_and_other_refusals_name_the_constraint
     assert Store(store_url).count() == 5
 
 
-@pytest.mark.parametrize(("edit", "expect"), [
-    (lambda r: dataclasses.replace(r, label="x" * 129),
-     r"runs\.label is 129 characters long; the store keeps at most 128"),
-    (lambda r: dataclasses.replace(r, notes=("ok",), error="a\x00b"),
-     r"runs\.error holds a NUL character"),
-    (lambda r: dataclasses.replace(r, repeat_index=2 ** 31),
-     r"runs\.repeat_index is 2147483648, past the store's 32-bit integers"),
-    (lambda r: dataclasses.replace(r, artifacts=(Artifact("a" * 200, "text/plain", ""),)),
-     r"artifacts\.name is 200 characters long"),
-])
-def test_what_one_backend_cannot_hold_neither_takes(store_url: str, edit: Any,
-                                                    expect: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "expect"),
+    [
+        (
+            lambda r: dataclasses.replace(r, label="x" * 129),
+            r"runs\.label is 129 characters long; the store keeps at most 128",
+        ),
+        (
+            lambda r: dataclasses.replace(r, notes=("ok",), error="a\x00b"),
+            r"runs\.error holds a NUL character",
+        ),
+        (
+            lambda r: dataclasses.replace(r, repeat_index=2**31),
+            r"runs\.repeat_index is 2147483648, past the store's 32-bit integers",
+        ),
+        (
+            lambda r: dataclasses.replace(r, artifacts=(Artifact("a" * 200, "text/plain", ""),)),
+            r"artifacts\.name is 200 characters long",
+        ),
+    ],
+)
+def test_what_one_backend_cannot_hold_neither_takes(store_url: str, edit: Any, expect: str) -> None:
     s = Store(store_url)
     with pytest.raises(UserError, match=expect):
         b.import_runs(s, [edit(make_run("x", "6.18.0", 1, 1.0))])

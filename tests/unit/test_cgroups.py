@@ -72,8 +72,13 @@ def test_hybrid_uses_v1_controllers_and_keeps_the_v2_path() -> None:
     assert cg.memory == "/sys/fs/cgroup/memory/process_api/abc"
     assert cg.io == "/sys/fs/cgroup/blkio/b"
     assert cg.version == {"cpu": 1, "memory": 1, "io": 1}
-    assert cg.paths == {"blkio": "/b", "memory": "/process_api/abc", "cpuacct": "/",
-                        "cpu": "/a", "unified": "/"}
+    assert cg.paths == {
+        "blkio": "/b",
+        "memory": "/process_api/abc",
+        "cpuacct": "/",
+        "cpu": "/a",
+        "unified": "/",
+    }
     assert cg.roots["memory"] == "/sys/fs/cgroup/memory"
 
 
@@ -126,7 +131,8 @@ def test_unlimited_values() -> None:
     assert number("314572800\n") == 300 * MIB
     assert cpu_max("max 100000\n") is None and cpu_max("50000 100000\n") == (50000, 100000)
     assert io_max("7:0 rbps=max wbps=1048576 riops=max wiops=200\n") == {
-        "7:0": {"wbps": 1048576, "wiops": 200}}
+        "7:0": {"wbps": 1048576, "wiops": 200}
+    }
     assert io_max("7:0 rbps=max wbps=max riops=max wiops=max\n") == {}
     assert throttle_device("7:0 1048576\n8:0 100\n") == {"7:0": 1048576, "8:0": 100}
 
@@ -146,37 +152,52 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> None:
 
 def _v1(tmp_path: Path) -> Cgroups:
     m = str(tmp_path / "memory")
-    return Cgroups(cpu=str(tmp_path / "cpu/a/b"), memory=f"{m}/a/b", io=str(tmp_path / "blkio/a/b"),
-                   paths={"memory": "/a/b"}, version={"cpu": 1, "memory": 1, "io": 1},
-                   cpuacct=str(tmp_path / "cpuacct/a/b"),
-                   roots={"cpu": str(tmp_path / "cpu"), "memory": m, "io": str(tmp_path / "blkio"),
-                          "cpuacct": str(tmp_path / "cpuacct")})
+    return Cgroups(
+        cpu=str(tmp_path / "cpu/a/b"),
+        memory=f"{m}/a/b",
+        io=str(tmp_path / "blkio/a/b"),
+        paths={"memory": "/a/b"},
+        version={"cpu": 1, "memory": 1, "io": 1},
+        cpuacct=str(tmp_path / "cpuacct/a/b"),
+        roots={
+            "cpu": str(tmp_path / "cpu"),
+            "memory": m,
+            "io": str(tmp_path / "blkio"),
+            "cpuacct": str(tmp_path / "cpuacct"),
+        },
+    )
 
 
 def test_v1_limits_on_an_ancestor_bind_the_leaf(tmp_path: Path) -> None:
     """The leaf is unlimited; its parent has the memory limit, the CPU quota and an I/O
     throttle; the root's own throttle on another key adds to it; the tightest wins."""
     big = "9223372036854771712\n"
-    _tree(tmp_path, {
-        "memory/memory.limit_in_bytes": big, "memory/a/memory.limit_in_bytes": f"{300 * MIB}\n",
-        "memory/a/b/memory.limit_in_bytes": f"{400 * MIB}\n",
-        "memory/a/memory.usage_in_bytes": f"{100 * MIB}\n",
-        "memory/a/memory.stat": f"total_inactive_file {10 * MIB}\n",
-        "memory/a/b/memory.usage_in_bytes": f"{50 * MIB}\n",
-        "cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n",
-        "cpu/a/cpu.cfs_quota_us": "50000\n", "cpu/a/cpu.cfs_period_us": "100000\n",
-        "cpu/a/b/cpu.cfs_quota_us": "-1\n", "cpu/a/b/cpu.cfs_period_us": "100000\n",
-        "blkio/blkio.throttle.read_iops_device": "7:0 500\n",
-        "blkio/a/blkio.throttle.read_bps_device": "7:0 1048576\n",
-        "blkio/a/b/blkio.throttle.read_bps_device": "7:0 4194304\n",
-        "blkio/a/b/blkio.throttle.write_bps_device": "",
-    })
+    _tree(
+        tmp_path,
+        {
+            "memory/memory.limit_in_bytes": big,
+            "memory/a/memory.limit_in_bytes": f"{300 * MIB}\n",
+            "memory/a/b/memory.limit_in_bytes": f"{400 * MIB}\n",
+            "memory/a/memory.usage_in_bytes": f"{100 * MIB}\n",
+            "memory/a/memory.stat": f"total_inactive_file {10 * MIB}\n",
+            "memory/a/b/memory.usage_in_bytes": f"{50 * MIB}\n",
+            "cpu/cpu.cfs_quota_us": "-1\n",
+            "cpu/cpu.cfs_period_us": "100000\n",
+            "cpu/a/cpu.cfs_quota_us": "50000\n",
+            "cpu/a/cpu.cfs_period_us": "100000\n",
+            "cpu/a/b/cpu.cfs_quota_us": "-1\n",
+            "cpu/a/b/cpu.cfs_period_us": "100000\n",
+            "blkio/blkio.throttle.read_iops_device": "7:0 500\n",
+            "blkio/a/blkio.throttle.read_bps_device": "7:0 1048576\n",
+            "blkio/a/b/blkio.throttle.read_bps_device": "7:0 4194304\n",
+            "blkio/a/b/blkio.throttle.write_bps_device": "",
+        },
+    )
     cg = _v1(tmp_path)
     lim = limits(cg)
     assert lim["mem_limit_bytes"] == 300 * MIB and lim["mem_high_bytes"] is None
     assert lim["cpu_quota_cpus"] == 0.5 and lim["cpu_period_us"] == 100000
-    assert lim["io_limits"] == [{"dev": "7:0", "rbps": 1048576, "wbps": None, "riops": 500,
-                                 "wiops": None}]
+    assert lim["io_limits"] == [{"dev": "7:0", "rbps": 1048576, "wbps": None, "riops": 500, "wiops": None}]
     assert lim["paths"] == {"memory": "/a/b"}
     room = memory_room(cg)
     assert room == MemoryRoom("/a", 1, 300 * MIB, 100 * MIB, 10 * MIB)
@@ -184,18 +205,30 @@ def test_v1_limits_on_an_ancestor_bind_the_leaf(tmp_path: Path) -> None:
 
 
 def test_v1_counters_and_missing_files(tmp_path: Path) -> None:
-    _tree(tmp_path, {
-        "cpu/a/b/cpu.stat": "nr_periods 10\nnr_throttled 4\nthrottled_time 2500000000\n",
-        "cpuacct/a/b/cpuacct.usage": "1500000000\n",
-        "memory/a/b/memory.usage_in_bytes": "4096\n", "memory/a/b/memory.failcnt": "3\n",
-        "memory/a/b/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
-        "blkio/a/b/blkio.throttle.io_service_bytes": "7:0 Read 100\n7:0 Write 200\nTotal 300\n",
-    })
+    _tree(
+        tmp_path,
+        {
+            "cpu/a/b/cpu.stat": "nr_periods 10\nnr_throttled 4\nthrottled_time 2500000000\n",
+            "cpuacct/a/b/cpuacct.usage": "1500000000\n",
+            "memory/a/b/memory.usage_in_bytes": "4096\n",
+            "memory/a/b/memory.failcnt": "3\n",
+            "memory/a/b/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+            "blkio/a/b/blkio.throttle.io_service_bytes": "7:0 Read 100\n7:0 Write 200\nTotal 300\n",
+        },
+    )
     c = counters(_v1(tmp_path))
-    assert c == {"cg_cpu_nr_periods": 10, "cg_cpu_nr_throttled": 4, "cg_cpu_throttled_s": 2.5,
-                 "cg_cpu_usage_s": 1.5, "cg_mem_usage_bytes": 4096, "cg_mem_max_events": 3,
-                 "cg_mem_oom_events": 2, "cg_mem_oom_kill_events": 2,
-                 "cg_io_read_bytes": 100, "cg_io_write_bytes": 200}
+    assert c == {
+        "cg_cpu_nr_periods": 10,
+        "cg_cpu_nr_throttled": 4,
+        "cg_cpu_throttled_s": 2.5,
+        "cg_cpu_usage_s": 1.5,
+        "cg_mem_usage_bytes": 4096,
+        "cg_mem_max_events": 3,
+        "cg_mem_oom_events": 2,
+        "cg_mem_oom_kill_events": 2,
+        "cg_io_read_bytes": 100,
+        "cg_io_write_bytes": 200,
+    }
     (tmp_path / "cpuacct/a/b/cpuacct.usage").unlink()
     (tmp_path / "blkio/a/b/blkio.throttle.io_service_bytes").unlink()
     c = counters(_v1(tmp_path))
@@ -204,50 +237,76 @@ def test_v1_counters_and_missing_files(tmp_path: Path) -> None:
 
 def _v2(tmp_path: Path) -> Cgroups:
     leaf, root = str(tmp_path / "a/b"), str(tmp_path)
-    return Cgroups(cpu=leaf, memory=leaf, io=leaf, paths={"unified": "/a/b"},
-                   version={"cpu": 2, "memory": 2, "io": 2},
-                   roots={"cpu": root, "memory": root, "io": root})
+    return Cgroups(
+        cpu=leaf,
+        memory=leaf,
+        io=leaf,
+        paths={"unified": "/a/b"},
+        version={"cpu": 2, "memory": 2, "io": 2},
+        roots={"cpu": root, "memory": root, "io": root},
+    )
 
 
 def test_v2_limits_on_an_ancestor_and_high(tmp_path: Path) -> None:
-    _tree(tmp_path, {
-        "cpu.stat": "usage_usec 1\n",  # the root has no cpu.max / memory.max / io.max
-        "a/cpu.max": "150000 100000\n", "a/b/cpu.max": "max 100000\n",
-        "a/memory.max": f"{512 * MIB}\n", "a/memory.high": "max\n",
-        "a/memory.current": f"{200 * MIB}\n", "a/memory.stat": "inactive_file 0\n",
-        "a/b/memory.max": "max\n", "a/b/memory.high": f"{256 * MIB}\n",
-        "a/b/memory.current": f"{100 * MIB}\n", "a/b/memory.stat": f"inactive_file {MIB}\n",
-        "a/io.max": "7:0 rbps=max wbps=2097152 riops=max wiops=max\n",
-        "a/b/io.max": "7:0 rbps=max wbps=4194304 riops=max wiops=100\n8:16 rbps=1 wbps=max"
-                      " riops=max wiops=max\n",
-    })
+    _tree(
+        tmp_path,
+        {
+            "cpu.stat": "usage_usec 1\n",  # the root has no cpu.max / memory.max / io.max
+            "a/cpu.max": "150000 100000\n",
+            "a/b/cpu.max": "max 100000\n",
+            "a/memory.max": f"{512 * MIB}\n",
+            "a/memory.high": "max\n",
+            "a/memory.current": f"{200 * MIB}\n",
+            "a/memory.stat": "inactive_file 0\n",
+            "a/b/memory.max": "max\n",
+            "a/b/memory.high": f"{256 * MIB}\n",
+            "a/b/memory.current": f"{100 * MIB}\n",
+            "a/b/memory.stat": f"inactive_file {MIB}\n",
+            "a/io.max": "7:0 rbps=max wbps=2097152 riops=max wiops=max\n",
+            "a/b/io.max": "7:0 rbps=max wbps=4194304 riops=max wiops=100\n8:16 rbps=1 wbps=max"
+            " riops=max wiops=max\n",
+        },
+    )
     cg = _v2(tmp_path)
     lim = limits(cg)
     assert lim["cpu_quota_cpus"] == 1.5 and lim["cpu_period_us"] == 100000
     assert lim["mem_limit_bytes"] == 512 * MIB and lim["mem_high_bytes"] == 256 * MIB
     assert lim["io_limits"] == [
         {"dev": "7:0", "rbps": None, "wbps": 2097152, "riops": None, "wiops": 100},
-        {"dev": "8:16", "rbps": 1, "wbps": None, "riops": None, "wiops": None}]
+        {"dev": "8:16", "rbps": 1, "wbps": None, "riops": None, "wiops": None},
+    ]
     # the leaf's high (256 MiB, 100 in use) leaves less than the parent's max (512, 200)
     assert memory_room(cg) == MemoryRoom("/a/b", 2, 256 * MIB, 100 * MIB, MIB)
 
 
 def test_v2_counters(tmp_path: Path) -> None:
-    _tree(tmp_path, {
-        "a/b/cpu.stat": "usage_usec 2000000\nuser_usec 1\nnr_periods 5\nnr_throttled 1\n"
-                        "throttled_usec 250000\n",
-        "a/b/memory.current": "8192\n",
-        "a/b/memory.events": "low 0\nhigh 7\nmax 2\noom 1\noom_kill 1\noom_group_kill 0\n",
-        "a/b/memory.stat": "anon 1\npgscan 40\npgsteal 30\n",
-        "a/b/io.stat": "7:0 rbytes=10 wbytes=20 rios=1 wios=2 dbytes=0 dios=0\n"
-                       "8:0 rbytes=1 wbytes=2 rios=1 wios=1 dbytes=0 dios=0\n",
-    })
+    _tree(
+        tmp_path,
+        {
+            "a/b/cpu.stat": "usage_usec 2000000\nuser_usec 1\nnr_periods 5\nnr_throttled 1\n"
+            "throttled_usec 250000\n",
+            "a/b/memory.current": "8192\n",
+            "a/b/memory.events": "low 0\nhigh 7\nmax 2\noom 1\noom_kill 1\noom_group_kill 0\n",
+            "a/b/memory.stat": "anon 1\npgscan 40\npgsteal 30\n",
+            "a/b/io.stat": "7:0 rbytes=10 wbytes=20 rios=1 wios=2 dbytes=0 dios=0\n"
+            "8:0 rbytes=1 wbytes=2 rios=1 wios=1 dbytes=0 dios=0\n",
+        },
+    )
     assert counters(_v2(tmp_path)) == {
-        "cg_cpu_nr_periods": 5, "cg_cpu_nr_throttled": 1, "cg_cpu_throttled_s": 0.25,
-        "cg_cpu_usage_s": 2.0, "cg_mem_usage_bytes": 8192, "cg_mem_max_events": 2,
-        "cg_mem_high_events": 7, "cg_mem_oom_events": 1, "cg_mem_oom_kill_events": 1,
-        "cg_mem_pgscan": 40, "cg_mem_pgsteal": 30, "cg_io_read_bytes": 11,
-        "cg_io_write_bytes": 22}
+        "cg_cpu_nr_periods": 5,
+        "cg_cpu_nr_throttled": 1,
+        "cg_cpu_throttled_s": 0.25,
+        "cg_cpu_usage_s": 2.0,
+        "cg_mem_usage_bytes": 8192,
+        "cg_mem_max_events": 2,
+        "cg_mem_high_events": 7,
+        "cg_mem_oom_events": 1,
+        "cg_mem_oom_kill_events": 1,
+        "cg_mem_pgscan": 40,
+        "cg_mem_pgsteal": 30,
+        "cg_io_read_bytes": 11,
+        "cg_io_write_bytes": 22,
+    }
 
 
 def test_v2_group_without_controllers_reads_as_absent(tmp_path: Path) -> None:
@@ -264,8 +323,13 @@ def test_refusal_names_group_limit_usage_and_need() -> None:
     room = MemoryRoom("/iowall-test", 1, 300 * MIB, 20 * MIB, 0)
     text = refusal("ram", 1024 * MIB, room)
     assert text is not None and "\n" not in text
-    for part in ("ram bed needs 1.0 GiB", "/iowall-test", "300.0 MiB", "20.0 MiB in use",
-                 "at most 216.0 MiB"):
+    for part in (
+        "ram bed needs 1.0 GiB",
+        "/iowall-test",
+        "300.0 MiB",
+        "20.0 MiB in use",
+        "at most 216.0 MiB",
+    ):
         assert part in text, text
     assert refusal("ram", room.free_bytes - MARGIN, room) is None
     assert "outside" in (refusal("tmpfs", 1024 * MIB, MemoryRoom("/x", 2, MIB, MIB, 0)) or "")
@@ -277,22 +341,32 @@ def _run(cgroup: Mapping[str, Any] | None, label: str = "a") -> Run:
     env: dict[str, Any] = {"kernel": "6.18", "host": {"hostname": "box"}}
     if cgroup is not None:
         env["cgroup"] = cgroup
-    return Run(point=Point("limits", {"jobs": 1}), label=label, status="ok", started_at=1.0,
-               finished_at=2.0, env=env)
+    return Run(
+        point=Point("limits", {"jobs": 1}), label=label, status="ok", started_at=1.0, finished_at=2.0, env=env
+    )
 
 
-LIMITED: dict[str, Any] = {"cpu_quota_cpus": 1.5, "cpu_period_us": 100000, "mem_limit_bytes": 300 * MIB,
-           "mem_high_bytes": None, "paths": {"memory": "/t", "cpu": "/"},
-           "io_limits": [{"dev": "7:0", "rbps": 10 * MIB, "wbps": None, "riops": None,
-                          "wiops": 100}]}
-UNLIMITED: dict[str, Any] = {"cpu_quota_cpus": None, "cpu_period_us": None, "mem_limit_bytes": None,
-             "mem_high_bytes": None, "io_limits": [], "paths": {"memory": "/other"}}
+LIMITED: dict[str, Any] = {
+    "cpu_quota_cpus": 1.5,
+    "cpu_period_us": 100000,
+    "mem_limit_bytes": 300 * MIB,
+    "mem_high_bytes": None,
+    "paths": {"memory": "/t", "cpu": "/"},
+    "io_limits": [{"dev": "7:0", "rbps": 10 * MIB, "wbps": None, "riops": None, "wiops": 100}],
+}
+UNLIMITED: dict[str, Any] = {
+    "cpu_quota_cpus": None,
+    "cpu_period_us": None,
+    "mem_limit_bytes": None,
+    "mem_high_bytes": None,
+    "io_limits": [],
+    "paths": {"memory": "/other"},
+}
 
 
 def test_show_and_compare_texts() -> None:
     text = limits_text(LIMITED)
-    assert text == ("cpu 1.5 CPUs (period 100000 us), memory 300.0 MiB, "
-                    "io 7:0 rbps 10.0 MiB/s wiops 100/s")
+    assert text == ("cpu 1.5 CPUs (period 100000 us), memory 300.0 MiB, io 7:0 rbps 10.0 MiB/s wiops 100/s")
     assert limits_text(UNLIMITED) == "" and limits_text(None) == ""
     assert paths_text(LIMITED) == "memory /t  cpu /"
     assert cgroup_lines({"cgroup": LIMITED}) == [f"cgroup    {text}", "          in memory /t  cpu /"]
@@ -300,9 +374,10 @@ def test_show_and_compare_texts() -> None:
 
 
 def test_compare_lists_a_differing_limit_not_a_differing_path() -> None:
-    diff = {d.field: d.values for d in differences(
-        [Side("a", [_run(LIMITED)]), Side("b", [_run(UNLIMITED, "b")])])}
+    diff = {
+        d.field: d.values
+        for d in differences([Side("a", [_run(LIMITED)]), Side("b", [_run(UNLIMITED, "b")])])
+    }
     assert diff["cgroup limits"] == (limits_text(LIMITED), "-")
-    same = {d.field for d in differences(
-        [Side("a", [_run(UNLIMITED)]), Side("b", [_run(None, "b")])])}
+    same = {d.field for d in differences([Side("a", [_run(UNLIMITED)]), Side("b", [_run(None, "b")])])}
     assert "cgroup limits" not in same  # unlimited reads like a run recorded before cgroups

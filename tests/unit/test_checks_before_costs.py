@@ -36,6 +36,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _forbid(name: str) -> Any:
     def no(*_a: object, **_k: object) -> None:
         raise AssertionError(f"{name} ran before the input was checked")
+
     return no
 
 
@@ -45,27 +46,36 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return rc, cap.out, cap.err
 
 
-def test_limits_refuses_a_missing_dir_bed_first(home: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_limits_refuses_a_missing_dir_bed_first(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # it took 35 s to refuse: the guest memory was touched before the bed was looked at
-    for mod, name in ((iowall.cli.limits, "Store"), (iowall.cli.limits, "exclusive"),
-                      (iowall.recipes.limits.run, "hold_memory_step")):
+    for mod, name in (
+        (iowall.cli.limits, "Store"),
+        (iowall.cli.limits, "exclusive"),
+        (iowall.recipes.limits.run, "hold_memory_step"),
+    ):
         monkeypatch.setattr(mod, name, _forbid(name))
     rc, out, err = _run(capsys, "limits", "--bed", f"dir:{home}/nonexistent/x")
     assert (rc, out) == (2, "")
     assert err == f"iowall: error: --bed dir:{home}/nonexistent/x: no such directory\n"
 
 
-@pytest.mark.parametrize("bad, said", [
-    ("bogus=1", "recipe buffered-wall has no axis 'bogus'"),
-    ("variant=sideways", "--set variant= takes normal or fill"),
-    ("direct=2", "--set direct= takes 0 and/or 1")])
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ("bogus=1", "recipe buffered-wall has no axis 'bogus'"),
+        ("variant=sideways", "--set variant= takes normal or fill"),
+        ("direct=2", "--set direct= takes 0 and/or 1"),
+    ],
+)
 def test_a_bad_set_on_a_recipe_is_refused_before_the_lock(
-        bad: str, said: str, home: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    bad: str, said: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # with the lock held by another measurement, it was reported as that
     def held(*_a: object, **_k: object) -> None:
         raise UserError("another measurement is running")
+
     monkeypatch.setattr(iowall.actions.target, "exclusive", held)
     monkeypatch.setattr(iowall.cli.run, "Store", _forbid("Store"))
     rc, _, err = _run(capsys, "run", "buffered-wall", "--set", bad)
@@ -73,7 +83,8 @@ def test_a_bad_set_on_a_recipe_is_refused_before_the_lock(
 
 
 def test_a_recipes_missing_dir_bed_is_refused_before_the_lock(
-        home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(iowall.actions.target, "exclusive", _forbid("exclusive"))
     monkeypatch.setattr(iowall.cli.run, "Store", _forbid("Store"))
     rc, _, err = _run(capsys, "run", "buffered-wall", "--bed", f"dir:{home}/gone")
@@ -89,8 +100,9 @@ def test_a_plan_names_its_device_bed(tmp_path: Path) -> None:
     assert p.with_overrides(wipe=True).bed.kind == "device+wipe:/dev/sdz"
     assert p.with_overrides(bed="ram").bed.kind == "ram"
     plan.write_text('[workload]\nrw = "write"\nsize = "16M"\n[bed]\nkind = "device+wipe:/dev/sdz"\n')
-    with pytest.raises(PlanError, match="a plan file cannot wipe a device: name it "
-                                        "device:/dev/sdz and pass --wipe"):
+    with pytest.raises(
+        PlanError, match="a plan file cannot wipe a device: name it device:/dev/sdz and pass --wipe"
+    ):
         load_plan(plan)
     plan.write_text('[workload]\nrw = "write"\nsize = "16M"\n')
     with pytest.raises(UserError, match="--wipe applies to --bed device:/dev/X only"):
@@ -98,26 +110,34 @@ def test_a_plan_names_its_device_bed(tmp_path: Path) -> None:
 
 
 def _profiled(url: str) -> int:
-    return Store(url).add_run(Run(
-        point=Point("plan:x", {"rw": "write", "jobs": 1}), label="p", status="ok",
-        started_at=1.7e9, finished_at=1.7e9 + 10,
-        metrics=(Metric("write_bw_bytes_per_s", 1e9, "B/s"),),
-        artifacts=(Artifact(PROFILE_ARTIFACT, GZIP_BASE64,
-                            encode_folded({"fio;vfs_write;copy_user": 7})),)))
+    return Store(url).add_run(
+        Run(
+            point=Point("plan:x", {"rw": "write", "jobs": 1}),
+            label="p",
+            status="ok",
+            started_at=1.7e9,
+            finished_at=1.7e9 + 10,
+            metrics=(Metric("write_bw_bytes_per_s", 1e9, "B/s"),),
+            artifacts=(
+                Artifact(PROFILE_ARTIFACT, GZIP_BASE64, encode_folded({"fio;vfs_write;copy_user": 7})),
+            ),
+        )
+    )
 
 
 def test_show_raw_prints_a_compressed_artifact_as_its_text(
-        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rid = _profiled(f"sqlite:///{home / 'iowall.db'}")
     rc, out, _ = _run(capsys, "show", str(rid), "--raw", PROFILE_ARTIFACT)
     assert (rc, out) == (0, "fio;vfs_write;copy_user 7\n")
-    rc, _, _ = _run(capsys, "show", str(rid), "--raw", PROFILE_ARTIFACT, "-o",
-                    str(home / "p.folded"))
+    rc, _, _ = _run(capsys, "show", str(rid), "--raw", PROFILE_ARTIFACT, "-o", str(home / "p.folded"))
     assert rc == 0 and (home / "p.folded").read_text() == "fio;vfs_write;copy_user 7\n"
 
 
-def test_a_runs_profile_is_decoded_once(home: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_runs_profile_is_decoded_once(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     rid = _profiled(f"sqlite:///{home / 'iowall.db'}")
     calls: list[str] = []
     real = iowall.analysis.why.decode_folded
@@ -125,6 +145,7 @@ def test_a_runs_profile_is_decoded_once(home: Path, monkeypatch: pytest.MonkeyPa
     def counted(body: str) -> dict[str, int]:
         calls.append(body)
         return real(body)
+
     monkeypatch.setattr(iowall.analysis.why, "decode_folded", counted)
     rc, out, _ = _run(capsys, "explain", str(rid))
     assert rc == 0 and "copy" in out

@@ -68,18 +68,36 @@ def test_a_against_a_marks_nothing() -> None:
 
 
 def test_headline_metrics_by_default_probe_metrics_on_request() -> None:
-    names = ["write_bw_bytes_per_s", "disk_write_bytes_per_s", "cpu_sys_share", "write_iops",
-             "disk_write_iops", "inst0_read_bw_bytes_per_s", "create_files_per_s", "create_wall_s"]
-    assert select_metrics(names, None) == ["inst0_read_bw_bytes_per_s", "write_bw_bytes_per_s",
-                                           "write_iops", "create_files_per_s", "create_wall_s"]
+    names = [
+        "write_bw_bytes_per_s",
+        "disk_write_bytes_per_s",
+        "cpu_sys_share",
+        "write_iops",
+        "disk_write_iops",
+        "inst0_read_bw_bytes_per_s",
+        "create_files_per_s",
+        "create_wall_s",
+    ]
+    assert select_metrics(names, None) == [
+        "inst0_read_bw_bytes_per_s",
+        "write_bw_bytes_per_s",
+        "write_iops",
+        "create_files_per_s",
+        "create_wall_s",
+    ]
     assert select_metrics(names, ["cpu_*"]) == ["cpu_sys_share"]
     assert select_metrics(names, ["all"]) == sorted(names)
 
 
 def test_differences_list_sysctls_and_bed_but_not_the_compared_field() -> None:
     base = runs("base", seed=1)
-    new = runs("tuned", seed=2, dirty_bytes="4194304", start_id=100,
-               bed={**runs("x", n=1)[0].bed, "mount_opts": "noatime"})
+    new = runs(
+        "tuned",
+        seed=2,
+        dirty_bytes="4194304",
+        start_id=100,
+        bed={**runs("x", n=1)[0].bed, "mount_opts": "noatime"},
+    )
     res = compare(Side("base", base), [Side("tuned", new)])
     fields = {d.field: d.values for d in res.differences}
     assert fields["sysctl vm.dirty_bytes"] == ("0", "4194304")
@@ -96,24 +114,25 @@ def test_constant_knob_is_the_treatment_and_a_swept_knob_stays_in_the_point() ->
     res = compare(Side("base", base), [Side("small-dirty", new)])
     assert len({r.point_text for r in res.rows}) == 4
     assert "knob sysctl:vm.dirty_bytes" in {d.field for d in res.differences}
-    swept = runs("sweep", seed=3, params={"sysctl:vm.dirty_bytes": 1}, start_id=200) + \
-        runs("sweep", seed=4, params={"sysctl:vm.dirty_bytes": 2}, start_id=300)
+    swept = runs("sweep", seed=3, params={"sysctl:vm.dirty_bytes": 1}, start_id=200) + runs(
+        "sweep", seed=4, params={"sysctl:vm.dirty_bytes": 2}, start_id=300
+    )
     res2 = compare(Side("sweep", swept), [Side("sweep2", swept)])
     assert len({r.point_text for r in res2.rows}) == 8
 
 
 def test_host_shape_refuses_pairing() -> None:
     base = runs("base", seed=1)
-    other = [r.__class__(**{**r.__dict__, "env": {**r.env, "host": {**r.env["host"],
-                                                                    "cpu_count": 128}}})
-             for r in runs("big", seed=2, start_id=100)]
+    other = [
+        r.__class__(**{**r.__dict__, "env": {**r.env, "host": {**r.env["host"], "cpu_count": 128}}})
+        for r in runs("big", seed=2, start_id=100)
+    ]
     res = compare(Side("base", base), [Side("big", other)])
     assert not res.rows and "cpu_count 2 vs 128" in res.unpaired[0].reason
 
 
 def test_one_run_a_side_is_never_marked() -> None:
-    res = compare(Side("a", runs("a", n=1)), [Side("b", runs("b", n=1, scale={"0": 0.5},
-                                                                start_id=50))])
+    res = compare(Side("a", runs("a", n=1)), [Side("b", runs("b", n=1, scale={"0": 0.5}, start_id=50))])
     assert res.rows and not any(r.cmp.significant for r in res.rows)
     assert any("one run" in n for n in res.notes)
     assert "n/a" in render_text(res)
@@ -124,8 +143,20 @@ def test_json_has_the_documented_shape() -> None:
     doc = render_json(compare(Side("base", base), [Side("patched", new)]))
     assert {"schema_version", "base", "new", "differences", "rows", "geomean"} <= set(doc)
     row = doc["rows"][0]
-    for k in ("point", "metric", "unit", "base", "new", "n_base", "n_new", "ratio", "ci_low",
-              "ci_high", "significant", "better"):
+    for k in (
+        "point",
+        "metric",
+        "unit",
+        "base",
+        "new",
+        "n_base",
+        "n_new",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "significant",
+        "better",
+    ):
         assert k in row
     assert doc["new"] == "patched"
     assert isinstance(doc["geomean"]["write_bw_bytes_per_s"], float)
@@ -167,19 +198,32 @@ def test_every_text_line_fits_80_columns_with_long_points_and_facts() -> None:
     # limits-like points: many parameters, no common ones besides the recipe; a kernel
     # release and a label far longer than a table column
     long_kernel = "6.18.44-fc-v669-with-a-very-long-localversion-string-from-a-distro-build"
-    extra = {"bytes": 2147483648, "end_fsync": 1, "files_per_job": 10, "ioengine": "io_uring",
-             "kind": "fio", "mount_options_for_this_point": "noatime,logbsize=256k,inode64"}
+    extra = {
+        "bytes": 2147483648,
+        "end_fsync": 1,
+        "files_per_job": 10,
+        "ioengine": "io_uring",
+        "kind": "fio",
+        "mount_options_for_this_point": "noatime,logbsize=256k,inode64",
+    }
     base = runs("base-with-a-long-label", seed=1, params=extra)
-    new = runs("patched-with-an-even-longer-label-name", seed=2, scale={"0": 0.9},
-               kernel=long_kernel, start_id=100, params=extra)
+    new = runs(
+        "patched-with-an-even-longer-label-name",
+        seed=2,
+        scale={"0": 0.9},
+        kernel=long_kernel,
+        start_id=100,
+        params=extra,
+    )
     other = runs("other", seed=3, start_id=200, params=extra)
-    for news in ([Side("patched-with-an-even-longer-label-name", new)],
-                 [Side("patched-with-an-even-longer-label-name", new), Side("other", other)]):
+    for news in (
+        [Side("patched-with-an-even-longer-label-name", new)],
+        [Side("patched-with-an-even-longer-label-name", new), Side("other", other)],
+    ):
         text = render_text(compare(Side("base-with-a-long-label", base), news))
         wide = [line for line in text.splitlines() if len(line) > 80]
         assert not wide, wide
-        assert long_kernel in text.replace("\n", "").replace(" ", "") or \
-            long_kernel[:40] in text
+        assert long_kernel in text.replace("\n", "").replace(" ", "") or long_kernel[:40] in text
 
 
 def test_sides_sharing_a_run_are_found() -> None:
@@ -189,16 +233,16 @@ def test_sides_sharing_a_run_are_found() -> None:
     # a store run and the same run from a bundle: known by uuid, ids may differ
     import dataclasses
 
-    tagged = [dataclasses.replace(r, uuid=f"00000000-0000-4000-8000-{i:012d}")
-              for i, r in enumerate(base)]
+    tagged = [dataclasses.replace(r, uuid=f"00000000-0000-4000-8000-{i:012d}") for i, r in enumerate(base)]
     moved = [dataclasses.replace(r, id=(r.id or 0) + 1000) for r in tagged[:3]]
-    assert shared_run([Side("a", tagged), Side("b", new), Side("c", moved)]) == \
-        (str(moved[0].id), 0, 2)
+    assert shared_run([Side("a", tagged), Side("b", new), Side("c", moved)]) == (str(moved[0].id), 0, 2)
 
 
 def _with_value(run: Run, metric: str, value: float) -> Run:
-    return dataclasses.replace(run, metrics=tuple(
-        dataclasses.replace(m, value=value) if m.name == metric else m for m in run.metrics))
+    return dataclasses.replace(
+        run,
+        metrics=tuple(dataclasses.replace(m, value=value) if m.name == metric else m for m in run.metrics),
+    )
 
 
 def test_nan_and_inf_are_missing_values_with_a_note(tmp_path: Path) -> None:
@@ -226,8 +270,7 @@ def test_nan_and_inf_are_missing_values_with_a_note(tmp_path: Path) -> None:
 
 
 def test_compare_samples_drops_non_finite_values() -> None:
-    c = compare_samples([100.0, math.nan, 101.0, 99.0], [110.0, 111.0, math.inf, 109.0],
-                        direction="higher")
+    c = compare_samples([100.0, math.nan, 101.0, 99.0], [110.0, 111.0, math.inf, 109.0], direction="higher")
     assert (c.n_base, c.n_new, c.dropped_base, c.dropped_new) == (3, 3, 1, 1)
     assert c.significant and c.better is True and c.ratio == pytest.approx(1.1, rel=1e-3)
     with pytest.raises(ValueError, match="no finite"):

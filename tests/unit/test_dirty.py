@@ -14,31 +14,56 @@ from iowall.units import GIB, MIB
 HOST = {"hostname": "t", "cpu_model": "c", "cpu_count": 2, "mem_total_bytes": 24 * GIB}
 
 
-def run(rw: str = "write", direct: int = 0, *, thr: tuple[float, float] | None = None,
-        limit: tuple[float, float] | None = None, calls: float | None = None,
-        series: tuple[Series, ...] = (), env: dict[str, Any] | None = None,
-        status: str = "ok", rid: int = 1, label: str = "a") -> Run:
+def run(
+    rw: str = "write",
+    direct: int = 0,
+    *,
+    thr: tuple[float, float] | None = None,
+    limit: tuple[float, float] | None = None,
+    calls: float | None = None,
+    series: tuple[Series, ...] = (),
+    env: dict[str, Any] | None = None,
+    status: str = "ok",
+    rid: int = 1,
+    label: str = "a",
+) -> Run:
     ms = [Metric("write_bw_bytes_per_s", 1e9, "B/s")]
     if thr:
-        ms += [Metric("vm_dirty_threshold_min_bytes", thr[0], "bytes"),
-               Metric("vm_dirty_threshold_max_bytes", thr[1], "bytes"),
-               Metric("vm_dirty_threshold_bytes", sum(thr) / 2, "bytes"),
-               Metric("vm_dirty_background_threshold_min_bytes", thr[0] / 2, "bytes"),
-               Metric("vm_dirty_background_threshold_max_bytes", thr[1] / 2, "bytes")]
+        ms += [
+            Metric("vm_dirty_threshold_min_bytes", thr[0], "bytes"),
+            Metric("vm_dirty_threshold_max_bytes", thr[1], "bytes"),
+            Metric("vm_dirty_threshold_bytes", sum(thr) / 2, "bytes"),
+            Metric("vm_dirty_background_threshold_min_bytes", thr[0] / 2, "bytes"),
+            Metric("vm_dirty_background_threshold_max_bytes", thr[1] / 2, "bytes"),
+        ]
     if calls is not None:
         ms.append(Metric("throttle_calls", calls, "events"))
     if limit:
-        ms += [Metric("throttle_limit_min_bytes", limit[0], "bytes"),
-               Metric("throttle_limit_bytes", limit[1], "bytes")]
-    return Run(point=Point("limits", {"kind": "fio", "rw": rw, "direct": direct, "jobs": 1}),
-               label=label, status=status, started_at=rid, finished_at=rid + 1,  # type: ignore[arg-type]
-               metrics=tuple(ms), series=series, env={"host": HOST, **(env or {})}, id=rid)
+        ms += [
+            Metric("throttle_limit_min_bytes", limit[0], "bytes"),
+            Metric("throttle_limit_bytes", limit[1], "bytes"),
+        ]
+    return Run(
+        point=Point("limits", {"kind": "fio", "rw": rw, "direct": direct, "jobs": 1}),
+        label=label,
+        status=status,
+        started_at=rid,
+        finished_at=rid + 1,  # type: ignore[arg-type]
+        metrics=tuple(ms),
+        series=series,
+        env={"host": HOST, **(env or {})},
+        id=rid,
+    )
 
 
 def test_range_over_buffered_writes_only() -> None:
-    runs = [run(thr=(3.4 * GIB, 3.6 * GIB), rid=1), run(thr=(3.5 * GIB, 4.0 * GIB), rid=2),
-            run(direct=1, thr=(1 * GIB, 9 * GIB), rid=3), run("read", thr=(GIB, GIB), rid=4),
-            run(thr=(GIB, GIB), status="failed", rid=5)]
+    runs = [
+        run(thr=(3.4 * GIB, 3.6 * GIB), rid=1),
+        run(thr=(3.5 * GIB, 4.0 * GIB), rid=2),
+        run(direct=1, thr=(1 * GIB, 9 * GIB), rid=3),
+        run("read", thr=(GIB, GIB), rid=4),
+        run(thr=(GIB, GIB), status="failed", rid=5),
+    ]
     a = applied_threshold(runs)
     assert a is not None and a.runs == 2
     assert a.threshold == Span(3.4 * GIB, 4.0 * GIB)
@@ -55,8 +80,9 @@ def test_series_stand_in_for_missing_metrics() -> None:
 
 
 def test_limit_above_a_fallen_threshold_is_explained() -> None:
-    note = applied_threshold_note([run(thr=(2.4 * GIB, 2.6 * GIB), limit=(3.3 * GIB, 3.5 * GIB),
-                                       calls=100)], sized_from=int(4.6 * GIB))
+    note = applied_threshold_note(
+        [run(thr=(2.4 * GIB, 2.6 * GIB), limit=(3.3 * GIB, 3.5 * GIB), calls=100)], sized_from=int(4.6 * GIB)
+    )
     assert note is not None
     assert "was 2.4–2.6 GiB, background 1.2–1.3 GiB" in note
     assert "fell from the 4.6 GiB the points were sized from" in note
@@ -66,15 +92,18 @@ def test_limit_above_a_fallen_threshold_is_explained() -> None:
 
 def test_one_run_whose_limit_lagged_is_named() -> None:
     # the union of ranges overlaps, but run 2's limit stood 10% above its own threshold
-    runs = [run(thr=(0.86 * GIB, 1.08 * GIB), limit=(0.88 * GIB, 1.09 * GIB), calls=3, rid=1),
-            run(thr=(0.92 * GIB, 1.0 * GIB), limit=(1.1 * GIB, 1.1 * GIB), calls=7, rid=2)]
+    runs = [
+        run(thr=(0.86 * GIB, 1.08 * GIB), limit=(0.88 * GIB, 1.09 * GIB), calls=3, rid=1),
+        run(thr=(0.92 * GIB, 1.0 * GIB), limit=(1.1 * GIB, 1.1 * GIB), calls=7, rid=2),
+    ]
     note = applied_threshold_note(runs)
     assert note is not None and "up to 10% above it in run 2" in note
 
 
 def test_agreeing_figures_and_no_throttling_say_so() -> None:
-    agree = applied_threshold_note([run(thr=(32 * MIB, 32 * MIB), limit=(32 * MIB, 33 * MIB),
-                                        calls=5)], sized_from=32 * MIB)
+    agree = applied_threshold_note(
+        [run(thr=(32 * MIB, 32 * MIB), limit=(32 * MIB, 33 * MIB), calls=5)], sized_from=32 * MIB
+    )
     assert agree is not None and "agrees with the threshold within 5%" in agree
     assert "sized from" not in agree
     quiet = applied_threshold_note([run(thr=(3 * GIB, 3 * GIB), calls=0)])
@@ -86,15 +115,18 @@ def test_agreeing_figures_and_no_throttling_say_so() -> None:
 
 
 def test_limit_lagging_below_a_risen_threshold() -> None:
-    note = applied_threshold_note([run(thr=(3 * GIB, 3.1 * GIB), limit=(2 * GIB, 3 * GIB),
-                                       calls=5)], sized_from=int(3.05 * GIB))
+    note = applied_threshold_note(
+        [run(thr=(3 * GIB, 3.1 * GIB), limit=(2 * GIB, 3 * GIB), calls=5)], sized_from=int(3.05 * GIB)
+    )
     assert note is not None and "lags below the threshold" in note and "sized from" not in note
 
 
 def test_numeric_differences_margins() -> None:
     def side(thr: float, load: float, n: int = 3) -> list[Run]:
-        return [run(env={"dirty_threshold_bytes": thr, "loadavg_1m": load + 0.01 * i}, rid=i)
-                for i in range(n)]
+        return [
+            run(env={"dirty_threshold_bytes": thr, "loadavg_1m": load + 0.01 * i}, rid=i) for i in range(n)
+        ]
+
     same = numeric_differences([side(3 * GIB, 0.2), side(3.1 * GIB, 0.6)])
     assert same == []  # 3% and 0.4 apart, neither busy on 2 CPUs
     diff = dict(numeric_differences([side(3 * GIB, 0.2), side(3.5 * GIB, 1.3)]))
@@ -108,10 +140,18 @@ def test_numeric_differences_margins() -> None:
 
 
 def test_compare_lists_them_among_what_else_differs() -> None:
-    a = [run(env={"dirty_threshold_bytes": 3 * GIB, "loadavg_1m": 0.1}, rid=i, label="a")
-         for i in range(1, 4)]
-    b = [run(thr=(2 * GIB, 2.2 * GIB), env={"dirty_threshold_bytes": 3 * GIB, "loadavg_1m": 0.1},
-             rid=i, label="b") for i in range(4, 7)]
+    a = [
+        run(env={"dirty_threshold_bytes": 3 * GIB, "loadavg_1m": 0.1}, rid=i, label="a") for i in range(1, 4)
+    ]
+    b = [
+        run(
+            thr=(2 * GIB, 2.2 * GIB),
+            env={"dirty_threshold_bytes": 3 * GIB, "loadavg_1m": 0.1},
+            rid=i,
+            label="b",
+        )
+        for i in range(4, 7)
+    ]
     res = compare(Side("a", a), [Side("b", b)])
     fields = {d.field: d.values for d in res.differences}
     # the vmstat probe's mean over the window wins over the start-of-run reading

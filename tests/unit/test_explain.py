@@ -125,8 +125,13 @@ def test_flusher_saturated_replaces_writers_throttled() -> None:
 def test_reclaim_rows() -> None:
     """buffered_cached with kswapd busy, then with direct reclaim instead."""
     r = run("buffered_cached")
-    m = dict(r["metrics"], kswapd_cpu_share=0.62, kswapd_cpu_share_max=0.99,
-             vm_pgscan_pages_per_s=90000.0, vm_pgsteal_pages_per_s=85000.0)
+    m = dict(
+        r["metrics"],
+        kswapd_cpu_share=0.62,
+        kswapd_cpu_share_max=0.99,
+        vm_pgscan_pages_per_s=90000.0,
+        vm_pgsteal_pages_per_s=85000.0,
+    )
     v = next(v for v in explain(m, r["context"]) if v.rule == "reclaim-bound")
     assert "kswapd used 0.62 CPU" in v.sentence and "reclaiming 85000 pages/s" in v.sentence
     m2 = dict(r["metrics"], vm_allocstall_events_per_s=250.0, vm_pgsteal_pages_per_s=85000.0)
@@ -164,13 +169,17 @@ def test_missing_context_does_not_fire() -> None:
 
 
 def test_table_refers_only_to_known_quantities() -> None:
-    from iowall.analysis.paths import PATHS
+    from iowall.analysis.kernel_paths import PATHS
     from iowall.cpuclasses import CLASSES, UNATTRIBUTED
 
     extra = {"tasks_busy_cpu_s", "tasks_window_s", "lock_callers", "profile_top_functions"}
-    known = set(CONTEXT_KEYS) | set(DERIVED) | extra | {
-        f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")} | {
-        f"profile_{p}_share" for p in PATHS}
+    known = (
+        set(CONTEXT_KEYS)
+        | set(DERIVED)
+        | extra
+        | {f"tasks_{c}_{s}" for c in (*CLASSES, UNATTRIBUTED) for s in ("share", "cpu_s")}
+        | {f"profile_{p}_share" for p in PATHS}
+    )
     for p in RUNS.glob("*.json"):
         known |= set(json.loads(p.read_text())["metrics"])
     for row in RULES:
@@ -218,10 +227,19 @@ def test_near_misses_name_the_gap() -> None:
 
 
 def test_latency_bound_when_cpus_and_device_idle() -> None:
-    m = {"cpu_idle_share": 0.7, "cpu_iowait_share": 0.1, "disk_write_bytes_per_s": 4e8,
-         "cpu_sys_share_max": 0.3}
-    c = {"throughput_bytes_per_s": 4e8, "device_bytes_per_s": 4e8,
-         "direct_ceiling_bytes_per_s": 2e9, "jobs": 1, "cpus": 2}
+    m = {
+        "cpu_idle_share": 0.7,
+        "cpu_iowait_share": 0.1,
+        "disk_write_bytes_per_s": 4e8,
+        "cpu_sys_share_max": 0.3,
+    }
+    c = {
+        "throughput_bytes_per_s": 4e8,
+        "device_bytes_per_s": 4e8,
+        "direct_ceiling_bytes_per_s": 2e9,
+        "jobs": 1,
+        "cpus": 2,
+    }
     (v,) = explain(m, c)
     assert v.rule == "latency-bound" and "80% idle or waiting" in v.sentence
     assert "20% of its direct-I/O ceiling" in v.sentence
@@ -231,17 +249,28 @@ def test_latency_bound_when_cpus_and_device_idle() -> None:
 
 
 def test_cpu_bound_says_where_the_time_went_and_names_neighbours() -> None:
-    m = {"cpu_idle_share": 0.0, "cpu_iowait_share": 0.0, "cpu_kernel_share": 0.4,
-         "cpu_user_share": 0.6, "tasks_workload_share": 0.35, "tasks_neighbours_share": 0.55,
-         "tasks_neighbours_cpu_s": 5.5, "tasks_loop_share": 0.08,
-         "tasks_unattributed_share": 0.02}
-    top = [{"class": "neighbours", "comm": "spin", "cpu_s": 5.4},
-           {"class": "workload", "comm": "fio", "cpu_s": 3.5}]
+    m = {
+        "cpu_idle_share": 0.0,
+        "cpu_iowait_share": 0.0,
+        "cpu_kernel_share": 0.4,
+        "cpu_user_share": 0.6,
+        "tasks_workload_share": 0.35,
+        "tasks_neighbours_share": 0.55,
+        "tasks_neighbours_cpu_s": 5.5,
+        "tasks_loop_share": 0.08,
+        "tasks_unattributed_share": 0.02,
+    }
+    top = [
+        {"class": "neighbours", "comm": "spin", "cpu_s": 5.4},
+        {"class": "workload", "comm": "fio", "cpu_s": 3.5},
+    ]
     vs = explain(m, {"cpus": 2}, tasks_top=top)
     assert rules(vs) == ["cpu-saturated", "neighbours"]
-    assert vs[0].sentence.endswith("Where the CPU time went: 55% other processes (neighbours), "
-                                   "35% workload threads (fio, engine), 8% loop workers of the "
-                                   "bed; 2% unattributed.")
+    assert vs[0].sentence.endswith(
+        "Where the CPU time went: 55% other processes (neighbours), "
+        "35% workload threads (fio, engine), 8% loop workers of the "
+        "bed; 2% unattributed."
+    )
     assert "55% of the CPU time (top: spin 5.40 s)" in vs[1].sentence
 
 
@@ -252,41 +281,69 @@ def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None
 
     def fio(jobs: int, bw: float, direct: int = 1, rid: int = 0) -> Run:
         p = Point("limits", {"kind": "fio", "rw": "write", "direct": direct, "jobs": jobs})
-        return Run(point=p, label="l", status="ok", started_at=0.0, finished_at=1.0,
-                   metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),), id=rid,
-                   bed={"device": "/dev/loop0"})
+        return Run(
+            point=p,
+            label="l",
+            status="ok",
+            started_at=0.0,
+            finished_at=1.0,
+            metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),),
+            id=rid,
+            bed={"device": "/dev/loop0"},
+        )
 
     a, b = fio(1, 1.0e9, rid=1), fio(2, 1.5e9, rid=2)
     assert explain_context(a, [a, b])["direct_ceiling_bytes_per_s"] == 1.5e9
     assert explain_context(b, [a, b])["direct_ceiling_bytes_per_s"] == 1.0e9
     assert "direct_ceiling_bytes_per_s" not in explain_context(a, [a])
     assert explain_context(a, [a])["device_physical"] == 0.0
+
     # random writes are judged against other random direct points, not sequential ones
     def rnd(jobs: int, bw: float, rid: int) -> Run:
         p = Point("tag-fairness", {"rw": "randwrite", "direct": 1, "numjobs": jobs})  # no kind
-        return Run(point=p, label="l", status="ok", started_at=0.0, finished_at=1.0,
-                   metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),), id=rid)
+        return Run(
+            point=p,
+            label="l",
+            status="ok",
+            started_at=0.0,
+            finished_at=1.0,
+            metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),),
+            id=rid,
+        )
 
     r1, r2, r3 = rnd(1, 1.0e9, 4), rnd(16, 3.0e9, 5), rnd(4, 2.0e9, 6)
     # the best other job count, not the median of the other points lumped together
     assert explain_context(r1, [r1, r2, r3, a, b])["direct_ceiling_bytes_per_s"] == 3.0e9
-    mc = Run(point=Point("limits", {"kind": "memcopy", "threads": 1}), label="l", status="ok",
-             started_at=0.0, finished_at=1.0, id=3)
+    mc = Run(
+        point=Point("limits", {"kind": "memcopy", "threads": 1}),
+        label="l",
+        status="ok",
+        started_at=0.0,
+        finished_at=1.0,
+        id=3,
+    )
     w = why_run(mc, [mc])
     assert not w["applicable"] and w["sentences"][0].startswith("not applicable")
 
 
 def test_one_busy_thread_is_the_wall_not_latency() -> None:
-    m = {"cpu_idle_share": 0.5, "cpu_iowait_share": 0.05, "cpu_sys_share_max": 0.55,
-         "tasks_window_s": 5.0}
-    c = {"throughput_bytes_per_s": 4e8, "device_bytes_per_s": 4e8,
-         "direct_ceiling_bytes_per_s": 4e9, "jobs": 1, "cpus": 2}
-    top = [{"class": "io_uring", "comm": "iou-wrk-7", "cpu_s": 4.3},
-           {"class": "neighbours", "comm": "spin", "cpu_s": 4.9}]
+    m = {"cpu_idle_share": 0.5, "cpu_iowait_share": 0.05, "cpu_sys_share_max": 0.55, "tasks_window_s": 5.0}
+    c = {
+        "throughput_bytes_per_s": 4e8,
+        "device_bytes_per_s": 4e8,
+        "direct_ceiling_bytes_per_s": 4e9,
+        "jobs": 1,
+        "cpus": 2,
+    }
+    top = [
+        {"class": "io_uring", "comm": "iou-wrk-7", "cpu_s": 4.3},
+        {"class": "neighbours", "comm": "spin", "cpu_s": 4.9},
+    ]
     (v,) = explain(m, c, tasks_top=top)
     assert v.rule == "thread-bound"
-    assert v.sentence.startswith("One thread is the wall: iou-wrk-7 (io_uring) was on a CPU "
-                                 "for 4.30 s of the point's 5.00 s (86%)")
+    assert v.sentence.startswith(
+        "One thread is the wall: iou-wrk-7 (io_uring) was on a CPU for 4.30 s of the point's 5.00 s (86%)"
+    )
     c2 = {**c, "wall_s": 4.5, "copy_s": 3.9}  # a buffered write: judged over its copy phase
     (v,) = explain({**m, "tasks_window_s": 5.5}, c2, tasks_top=top)
     assert "4.30 s of the copy phase's 3.90 s (100%)" in v.sentence

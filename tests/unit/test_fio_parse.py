@@ -34,13 +34,29 @@ def test_distribute() -> None:
 
 
 def test_parse_metrics_sums_the_jobs_of_one_group() -> None:
-    raw = {"jobs": [
-        {"groupid": 0, "read": {"io_bytes": 0}, "write": {"bw_bytes": 100, "iops": 2.5, "io_bytes": 1000,
-                                            "runtime": 10000,
-                                            "clat_ns": {"percentile": {"99.000000": 5000}}},
-         "usr_cpu": 1.0, "sys_cpu": 2.0},
-        {"write": {"bw_bytes": 50, "iops": 1.0, "io_bytes": 500, "runtime": 12000},
-         "usr_cpu": 1.0, "sys_cpu": 1.0, "error": 28}]}
+    raw = {
+        "jobs": [
+            {
+                "groupid": 0,
+                "read": {"io_bytes": 0},
+                "write": {
+                    "bw_bytes": 100,
+                    "iops": 2.5,
+                    "io_bytes": 1000,
+                    "runtime": 10000,
+                    "clat_ns": {"percentile": {"99.000000": 5000}},
+                },
+                "usr_cpu": 1.0,
+                "sys_cpu": 2.0,
+            },
+            {
+                "write": {"bw_bytes": 50, "iops": 1.0, "io_bytes": 500, "runtime": 12000},
+                "usr_cpu": 1.0,
+                "sys_cpu": 1.0,
+                "error": 28,
+            },
+        ]
+    }
     m = {x.name: x.value for x in parse_metrics(raw)}
     assert m["write_bw_bytes_per_s"] == 150 and m["write_iops"] == 3.5
     assert m["write_runtime_s"] == 12.0 and m["write_io_bytes"] == 1500
@@ -87,9 +103,15 @@ def test_groups_without_group_reporting_as_fio_aggregates_a_group() -> None:
 
 def multi_group_run(name: str) -> Run:
     raw = fixture(name)
-    return Run(point=Point("plan:t", {}), label="t", status="ok", started_at=0.0,
-               finished_at=1.0, metrics=tuple(parse_metrics(raw)),
-               artifacts=(Artifact("fio.json", "application/json", json.dumps(raw)),))
+    return Run(
+        point=Point("plan:t", {}),
+        label="t",
+        status="ok",
+        started_at=0.0,
+        finished_at=1.0,
+        metrics=tuple(parse_metrics(raw)),
+        artifacts=(Artifact("fio.json", "application/json", json.dumps(raw)),),
+    )
 
 
 def test_show_has_one_row_per_group() -> None:
@@ -97,7 +119,11 @@ def test_show_has_one_row_per_group() -> None:
     assert [g.title for g in fio_groups(run)] == ["g0 f1", "g1 f2", "g2 f3", "g3 f4"]
     text = render_run(run)
     groups = text.split("\ngroups")[1].split("\n\n")[0].splitlines()[2:]
-    assert [ln.split()[:3] for ln in groups] == [["g0", "f1", "write"], ["g1", "f2", "write"],
-                                                ["g2", "f3", "read"], ["g3", "f4", "read"]]
+    assert [ln.split()[:3] for ln in groups] == [
+        ["g0", "f1", "write"],
+        ["g1", "f2", "write"],
+        ["g2", "f3", "read"],
+        ["g3", "f4", "read"],
+    ]
     assert "g0.write_bw_bytes_per_s" not in text  # shown in its group's row, not twice
     assert "read_bw_bytes_per_s" in text

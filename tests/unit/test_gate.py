@@ -33,10 +33,18 @@ _ID = [0]
 
 def _run(label: str, v: float, jobs: int = 1, sys_share: float = 0.5) -> Run:
     _ID[0] += 1
-    return Run(point=Point("plan:g", {"rw": "write", "jobs": jobs}), label=label, status="ok",
-               started_at=float(_ID[0]), finished_at=_ID[0] + 1.0, id=_ID[0],
-               metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),
-                        Metric("tasks_flusher_share", sys_share, "share", "lower")))
+    return Run(
+        point=Point("plan:g", {"rw": "write", "jobs": jobs}),
+        label=label,
+        status="ok",
+        started_at=float(_ID[0]),
+        finished_at=_ID[0] + 1.0,
+        id=_ID[0],
+        metrics=(
+            Metric("write_bw_bytes_per_s", v, "B/s"),
+            Metric("tasks_flusher_share", sys_share, "share", "lower"),
+        ),
+    )
 
 
 def _gate(base: list[Run], new: list[Run], **kw: object):  # type: ignore[no-untyped-def]
@@ -59,11 +67,11 @@ def test_regression_inconclusive_accepted_and_exit_codes() -> None:
     assert reg.row.metric == "write_bw_bytes_per_s" and g.exit_code == EXIT_REGRESSION
     # a probe metric that changed does not fail the gate by default
     assert all(v.status in ("same", "changed") for v in g.verdicts if v.row.metric != reg.row.metric)
-    ok = _gate(base, worse, accept=[Accept("*", "write_bw_*", "worse", "2099-01-01")],
-               today="2026-11-22")
+    ok = _gate(base, worse, accept=[Accept("*", "write_bw_*", "worse", "2099-01-01")], today="2026-11-22")
     assert ok.of("accepted") and ok.exit_code == EXIT_PASS
-    expired = _gate(base, worse, accept=[Accept("*", "write_bw_*", "worse", "2026-01-01")],
-                    today="2026-11-22")
+    expired = _gate(
+        base, worse, accept=[Accept("*", "write_bw_*", "worse", "2026-01-01")], today="2026-11-22"
+    )
     assert expired.exit_code == EXIT_REGRESSION
     one = _gate(base, [_run("n", 900.0)])
     assert one.exit_code == EXIT_INCONCLUSIVE and "one run" in one.of("inconclusive")[0].reason
@@ -83,8 +91,9 @@ def test_junit_and_mail_text() -> None:
     assert len(cases) == len(g.result.verdicts)
     failed = [c for c in cases if c.find("failure") is not None]
     assert [c.get("name") for c in failed] == ["write_bw_bytes_per_s"]
-    assert subject(g).startswith("[iowall gate] jobs=1 rw=write: write_bw_bytes_per_s -12.") or \
-        "write_bw_bytes_per_s -1" in subject(g)
+    assert subject(g).startswith(
+        "[iowall gate] jobs=1 rw=write: write_bw_bytes_per_s -12."
+    ) or "write_bw_bytes_per_s -1" in subject(g)
     text = render_text(g)
     assert "regression" in text and "Reproduce" in text and "iowall gate x" in text
 
@@ -123,14 +132,20 @@ def _aa_run(label: str, rng: random.Random) -> Run:
     noisier (CV 15%), and probe metrics that cannot fail the gate."""
     _ID[0] += 1
     bw = 1000 * rng.lognormvariate(0, 0.03)
-    return Run(point=Point("plan:g", {"rw": "write"}), label=label, status="ok",
-               started_at=float(_ID[0]), finished_at=_ID[0] + 1.0, id=_ID[0],
-               metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
-                        Metric("write_iops", bw / 1000, "IOPS"),
-                        Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.15), "s",
-                               "lower"),
-                        *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.1), "1")
-                          for k in range(10))))
+    return Run(
+        point=Point("plan:g", {"rw": "write"}),
+        label=label,
+        status="ok",
+        started_at=float(_ID[0]),
+        finished_at=_ID[0] + 1.0,
+        id=_ID[0],
+        metrics=(
+            Metric("write_bw_bytes_per_s", bw, "B/s"),
+            Metric("write_iops", bw / 1000, "IOPS"),
+            Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.15), "s", "lower"),
+            *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.1), "1") for k in range(10)),
+        ),
+    )
 
 
 def test_aa_of_stored_runs_is_rarely_inconclusive() -> None:
@@ -152,8 +167,7 @@ def test_emulated_runs_are_neither_passed_nor_failed() -> None:
     inconclusive with EMULATED in its subject, not pass and not regression."""
     rng = random.Random(5)
     base = [_run("b", 1000 * rng.gauss(1, 0.01)) for _ in range(8)]
-    new = [dataclasses.replace(_run("n", 900 * rng.gauss(1, 0.01)), env={"emulated": True})
-           for _ in range(5)]
+    new = [dataclasses.replace(_run("n", 900 * rng.gauss(1, 0.01)), env={"emulated": True}) for _ in range(5)]
     g = _gate(base, new)
     assert g.exit_code == EXIT_INCONCLUSIVE and not g.of("regression") and not g.of("inconclusive")
     assert all(v.reason == "not judged: measured in an emulated guest" for v in g.verdicts)
@@ -179,8 +193,9 @@ def test_invocation_p_by_hand() -> None:
     assert (kb, kn) == (3, 1) and p == pytest.approx(2 * upper_tail(t, 2), rel=1e-9)
     p2, _, kn2 = invocation_p(base, new, bb, ["n", "m", "m"])
     means = [math.log(95), math.log(96 * 94) / 2]
-    assert kn2 == 2 and p2 == pytest.approx(welch_p([math.exp(g) for g in gb],
-                                                    [math.exp(g) for g in means]), rel=1e-9)
+    assert kn2 == 2 and p2 == pytest.approx(
+        welch_p([math.exp(g) for g in gb], [math.exp(g) for g in means]), rel=1e-9
+    )
 
 
 def _invocation(rng: random.Random, label: str, level: float) -> list[Run]:
@@ -189,10 +204,18 @@ def _invocation(rng: random.Random, label: str, level: float) -> list[Run]:
     for _ in range(3):
         _ID[0] += 1
         bw = level * rng.lognormvariate(0, 0.03)
-        out.append(Run(point=Point("plan:g", {"rw": "write"}), label=label, status="ok",
-                       started_at=float(_ID[0]), finished_at=_ID[0] + 1.0, id=_ID[0],
-                       batch=label, metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
-                                             Metric("write_iops", bw / 1000, "IOPS"))))
+        out.append(
+            Run(
+                point=Point("plan:g", {"rw": "write"}),
+                label=label,
+                status="ok",
+                started_at=float(_ID[0]),
+                finished_at=_ID[0] + 1.0,
+                id=_ID[0],
+                batch=label,
+                metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"), Metric("write_iops", bw / 1000, "IOPS")),
+            )
+        )
     return out
 
 
@@ -204,18 +227,17 @@ def test_invocations_that_differ_do_not_fail_an_a_a() -> None:
     rng = random.Random(21)
     fails = {"runs": 0, "invocations": 0}
     for _ in range(300):
-        base = [r for i in range(4)
-                for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
+        base = [r for i in range(4) for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
         new = _invocation(rng, "aa", 1000 * rng.lognormvariate(0, 0.04))
-        hidden = _gate([dataclasses.replace(r, batch="") for r in base],
-                       [dataclasses.replace(r, batch="") for r in new])
+        hidden = _gate(
+            [dataclasses.replace(r, batch="") for r in base], [dataclasses.replace(r, batch="") for r in new]
+        )
         fails["runs"] += hidden.exit_code == EXIT_REGRESSION
         fails["invocations"] += _gate(base, new).exit_code == EXIT_REGRESSION
     # at the nominal level (5% two-sided: 2.5% on the worse side): 7 of 300 with this seed;
     # every run independent: 34 of 300
     assert fails["invocations"] <= 12 and fails["runs"] >= 25, fails
-    base = [r for i in range(4)
-            for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
+    base = [r for i in range(4) for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
     g = _gate(base, _invocation(rng, "slow", 750.0))
     assert g.exit_code == EXIT_REGRESSION and not g.method_notes
     assert g.unit.startswith("p-values from the means of invocations, 4 base and 1 new (t prediction")
@@ -223,11 +245,20 @@ def test_invocations_that_differ_do_not_fail_an_a_a() -> None:
     assert one.unit.startswith("p-values from single runs") and "--baseline" in one.method_notes[0]
     # a point with several stored invocations beside one with a single: both said
     other = [dataclasses.replace(r, point=Point("plan:g", {"rw": "read"})) for r in base[:3]]
-    mixed = _gate(base + other, _invocation(rng, "aa", 1000.0)
-                  + [dataclasses.replace(r, point=Point("plan:g", {"rw": "read"}))
-                     for r in _invocation(rng, "aa", 1000.0)])
-    assert mixed.unit.endswith("for 2 of 4 gating rows; from single runs where the baseline "
-                               "holds one invocation") and mixed.method_notes
+    mixed = _gate(
+        base + other,
+        _invocation(rng, "aa", 1000.0)
+        + [
+            dataclasses.replace(r, point=Point("plan:g", {"rw": "read"}))
+            for r in _invocation(rng, "aa", 1000.0)
+        ],
+    )
+    assert (
+        mixed.unit.endswith(
+            "for 2 of 4 gating rows; from single runs where the baseline holds one invocation"
+        )
+        and mixed.method_notes
+    )
 
 
 def test_fdr_counts_only_the_rows_that_can_fail_the_gate() -> None:
@@ -239,22 +270,26 @@ def test_fdr_counts_only_the_rows_that_can_fail_the_gate() -> None:
     def run(label: str, bw: float, cv: float) -> Run:
         _ID[0] += 1
         v = bw * rng.lognormvariate(0, cv)
-        return Run(point=Point("plan:g", {"rw": "write"}), label=label, status="ok",
-                   started_at=float(_ID[0]), finished_at=_ID[0] + 1.0, id=_ID[0],
-                   metrics=(Metric("write_bw_bytes_per_s", v * 2**20, "B/s"),
-                            Metric("write_iops", v, "IOPS"),
-                            Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.2), "s",
-                                   "lower"),
-                            *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.3), "1")
-                              for k in range(120))))
+        return Run(
+            point=Point("plan:g", {"rw": "write"}),
+            label=label,
+            status="ok",
+            started_at=float(_ID[0]),
+            finished_at=_ID[0] + 1.0,
+            id=_ID[0],
+            metrics=(
+                Metric("write_bw_bytes_per_s", v * 2**20, "B/s"),
+                Metric("write_iops", v, "IOPS"),
+                Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.2), "s", "lower"),
+                *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.3), "1") for k in range(120)),
+            ),
+        )
 
-    g = _gate([run("base", 8127, 0.03) for _ in range(3)],
-              [run("new", 232, 0.5) for _ in range(3)])
+    g = _gate([run("base", 8127, 0.03) for _ in range(3)], [run("new", 232, 0.5) for _ in range(3)])
     assert len(g.verdicts) == 123 and sum(v.gating for v in g.verdicts) == 3
     (bw,) = [v for v in g.verdicts if v.row.metric == "write_bw_bytes_per_s"]
     assert bw.status == "regression" and g.exit_code == EXIT_REGRESSION
-    assert subject(GateReport(g, "base", "new")).startswith(
-        "[iowall gate] plan:g: write_bw_bytes_per_s -9")
+    assert subject(GateReport(g, "base", "new")).startswith("[iowall gate] plan:g: write_bw_bytes_per_s -9")
     # the same p-values corrected over all 123 rows would not have been within the FDR
     assert bh_qvalues([v.p_value for v in g.verdicts])[g.verdicts.index(bw)] > 0.05
 
@@ -264,4 +299,5 @@ def test_inconclusive_subject_names_the_suspect() -> None:
     g = _gate(base, [_run("n", 80.0)])  # one run on the new side: suspected, not shown
     assert g.exit_code == EXIT_INCONCLUSIVE
     assert subject(GateReport(g, "b", "n")) == (
-        "[iowall gate] inconclusive: plan:g: write_bw_bytes_per_s -20.8% suspected, not shown")
+        "[iowall gate] inconclusive: plan:g: write_bw_bytes_per_s -20.8% suspected, not shown"
+    )

@@ -30,13 +30,16 @@ def test_the_workers_share_every_chunk_once(chunks: int, n: int) -> None:
 def test_an_interrupt_mid_touch_is_a_plain_keyboard_interrupt() -> None:
     # SIGINT raises KeyboardInterrupt as under iowall's CLI, also when this suite runs in a
     # background job, which starts everything with SIGINT ignored (CI did)
-    code = ("import signal, sys; from iowall.guestmem import touch\n"
-            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-            "print('go', flush=True)\n"
-            "try:\n    touch(12 << 30, threads=2)\n"
-            "except KeyboardInterrupt:\n    print('interrupted', flush=True); sys.exit(7)\n")
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    code = (
+        "import signal, sys; from iowall.guestmem import touch\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "print('go', flush=True)\n"
+        "try:\n    touch(12 << 30, threads=2)\n"
+        "except KeyboardInterrupt:\n    print('interrupted', flush=True); sys.exit(7)\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert p.stdout is not None and p.stdout.readline() == "go\n"
     time.sleep(0.3)  # 12 GiB take 2 s or more here
     p.send_signal(signal.SIGINT)
@@ -56,7 +59,7 @@ def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyP
     """`limits` and `run --hold-memory` hold guest memory through one helper: a step on the
     caller's progress, ended even when the touch fails."""
     from iowall import session
-    from iowall.knobs import KnobSession
+    from iowall.knob_session import KnobSession
     from iowall.runner import Progress
 
     seen: list[str] = []

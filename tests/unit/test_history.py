@@ -18,18 +18,27 @@ from iowall.report.history import history_report
 from iowall.report.recipe import render_text, report_json
 
 
-def _runs(kernels: int = 8, bad_from: int = 5, repeats: int = 3, cv: float = 0.02,
-          step: float = 0.10, seed: int = 1) -> list[Run]:
+def _runs(
+    kernels: int = 8, bad_from: int = 5, repeats: int = 3, cv: float = 0.02, step: float = 0.10, seed: int = 1
+) -> list[Run]:
     rng = random.Random(seed)
     out, rid = [], 0
     for k in range(1, kernels + 1):
         for _ in range(repeats):
             rid += 1
             v = 1000.0 * (1 - step if k >= bad_from else 1.0) * rng.gauss(1.0, cv)
-            out.append(Run(point=Point("plan:p", {"rw": "write", "jobs": 2}), label=f"k{k}",
-                           status="ok", started_at=float(rid), finished_at=rid + 0.5, id=rid,
-                           env={"kernel": f"6.18.{k}", "commit": f"c{k:03d}"},
-                           metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),)))
+            out.append(
+                Run(
+                    point=Point("plan:p", {"rw": "write", "jobs": 2}),
+                    label=f"k{k}",
+                    status="ok",
+                    started_at=float(rid),
+                    finished_at=rid + 0.5,
+                    id=rid,
+                    env={"kernel": f"6.18.{k}", "commit": f"c{k:03d}"},
+                    metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),),
+                )
+            )
     return out
 
 
@@ -41,8 +50,9 @@ def test_change_at_the_fifth_kernel_with_its_bisect_window() -> None:
     assert (w.last_good.kernel, w.first_bad.commit) == ("6.18.4", "c005")
     assert worse(h, w) and w.change.rel_change == pytest.approx(-0.10, abs=0.03)
     text = render_text(history_report([h], "recipe=plan:p"))
-    assert ("bisect window: last before run 12, k4, 6.18.4, commit c004; first worse run 13"
-            in " ".join(text.split()))
+    assert "bisect window: last before run 12, k4, 6.18.4, commit c004; first worse run 13" in " ".join(
+        text.split()
+    )
     doc = report_json(history_report([h], "recipe=plan:p"))
     assert doc["changes"] == 1 and doc["series"][0]["changes"][0]["first_bad"]["label"] == "k5"
 
@@ -57,9 +67,18 @@ def test_no_change_in_an_aa_history_and_groups_are_never_split() -> None:
 
 def test_one_series_per_fingerprint_and_metric_choice() -> None:
     runs = _runs(kernels=3, bad_from=99)
-    other = [Run(point=Point("plan:p", {"rw": "write", "jobs": 4}), label=r.label, status="ok",
-                 started_at=r.started_at, finished_at=r.finished_at, id=(r.id or 0) + 100,
-                 metrics=r.metrics) for r in runs]
+    other = [
+        Run(
+            point=Point("plan:p", {"rw": "write", "jobs": 4}),
+            label=r.label,
+            status="ok",
+            started_at=r.started_at,
+            finished_at=r.finished_at,
+            id=(r.id or 0) + 100,
+            metrics=r.metrics,
+        )
+        for r in runs
+    ]
     assert len(from_runs(runs + other)) == 2
     assert from_runs(runs, metric="nonesuch") == []
 
@@ -87,15 +106,18 @@ def test_rows_and_files(tmp_path: Path) -> None:
 def test_stored_latency_reads_lower_as_better() -> None:
     """Each stored metric's direction comes from the model: a p99 latency that rose is worse,
     and its bisect window says "first worse"; a bandwidth that rose says "first better"."""
-    runs = [replace(r, metrics=(Metric("write_clat_p99_s", 1e-3 / r.metrics[0].value * 1000,
-                                       "s", "lower"),))
-            for r in _runs()]  # the bandwidth fell 10% from k5: the latency rose
+    runs = [
+        replace(r, metrics=(Metric("write_clat_p99_s", 1e-3 / r.metrics[0].value * 1000, "s", "lower"),))
+        for r in _runs()
+    ]  # the bandwidth fell 10% from k5: the latency rose
     (h,) = from_runs(runs, metric="write_clat_p99_s", by="label")
     (w,) = h.windows
     assert h.direction == "lower" and worse(h, w)
     text = " ".join(render_text(history_report([h], "x")).split())
     assert "first worse run 13, k5" in text and "(lower is better)" in text
-    up = [replace(r, metrics=(Metric("write_bw_bytes_per_s", 1e6 / r.metrics[0].value,
-                                     "B/s"),)) for r in _runs()]
+    up = [
+        replace(r, metrics=(Metric("write_bw_bytes_per_s", 1e6 / r.metrics[0].value, "B/s"),))
+        for r in _runs()
+    ]
     (h,) = from_runs(up, by="label")
     assert "first better run 13, k5" in " ".join(render_text(history_report([h], "x")).split())

@@ -30,8 +30,7 @@ def _csv(path: Path, rows: list[tuple[str, str, float]], extra: str = "") -> str
     return str(path)
 
 
-def test_the_file_index_is_the_bisect_window(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_file_index_is_the_bisect_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v = _values(1, 30)
     builds = [("s", str(1000 + 10 * i), x * (0.9 if i >= 15 else 1.0)) for i, x in enumerate(v)]
     ones = [("one", str(i + 1), x * (0.9 if i >= 15 else 1.0)) for i, x in enumerate(v)]
@@ -52,8 +51,7 @@ def test_repeats_of_one_index_are_one_result() -> None:
     rows = []
     for i in range(20):
         level = 100.0 if i < 7 else 85.0 if i < 14 else 100.0
-        rows += [SeriesRow("s", f"{i}", float(level * np.exp(rng.normal(0, 0.02))))
-                 for _ in range(3)]
+        rows += [SeriesRow("s", f"{i}", float(level * np.exp(rng.normal(0, 0.02)))) for _ in range(3)]
     (h,) = from_rows(rows)
     assert h.groups == 20 and len(h.observations) == 60
     assert [w.first_bad.at for w in h.windows] == ["7", "14"]
@@ -62,8 +60,7 @@ def test_repeats_of_one_index_are_one_result() -> None:
 
 def test_dates_and_commit_ids_keep_their_order() -> None:
     v = _values(2, 24)
-    dated = [SeriesRow("d", f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}", x) for i, x in
-             enumerate(v)]
+    dated = [SeriesRow("d", f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}", x) for i, x in enumerate(v)]
     (h,) = from_rows(list(reversed(dated)))
     assert [o.at for o in h.observations] == [r.at for r in dated]
     commits = [SeriesRow("c", f"{(i * 7919) % 65536:04x}", x) for i, x in enumerate(v)]
@@ -73,8 +70,7 @@ def test_dates_and_commit_ids_keep_their_order() -> None:
 
 def test_direction_unit_and_alpha(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v = _values(3, 30)
-    lat = [("lat", str(i), round(x * (1.2 if i >= 15 else 1.0) / 50, 4)) for i, x in
-           enumerate(v)]
+    lat = [("lat", str(i), round(x * (1.2 if i >= 15 else 1.0) / 50, 4)) for i, x in enumerate(v)]
     f = _csv(tmp_path / "lat.csv", lat)
     assert main(["history", "--series", f, "--direction", "lower", "--unit", "ms"]) == 0
     out = " ".join(capsys.readouterr().out.split())
@@ -92,8 +88,7 @@ def test_direction_unit_and_alpha(tmp_path: Path, capsys: pytest.CaptureFixture[
         assert msg in capsys.readouterr().err
 
 
-def test_short_series_listed_and_p_floor(tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_short_series_listed_and_p_floor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v = _values(5, 30)
     rows = [("s", str(i), x * (0.8 if i >= 15 else 1.0)) for i, x in enumerate(v)]
     f = _csv(tmp_path / "s.csv", rows + [("lonely", "1", 3.0)])
@@ -122,11 +117,9 @@ def _ci_rows(commits: int) -> list[SeriesRow]:
     for i in range(commits):
         for _ in range(3):
             bw = 2650 * np.exp(rng.normal(0, 0.03)) * (0.92 if i >= 24 else 1.0)
-            rows.append(SeriesRow("fio-write-bw", f"c{i:03d}", round(float(bw)), "higher",
-                                  "MiB/s"))
+            rows.append(SeriesRow("fio-write-bw", f"c{i:03d}", round(float(bw)), "higher", "MiB/s"))
             lat = 0.412 * np.exp(rng.normal(0, 0.05))
-            rows.append(SeriesRow("fio-randread-p99", f"c{i:03d}", round(float(lat), 3),
-                                  "lower", "ms"))
+            rows.append(SeriesRow("fio-randread-p99", f"c{i:03d}", round(float(lat), 3), "lower", "ms"))
     return rows
 
 
@@ -137,10 +130,19 @@ def test_history_and_gate_text_match_golden() -> None:
     golden("history_series.txt", render_text(history_report(hs, "results.csv")))
     res, tested = gate_series([results(h) for h in hs], source="results.csv")
     assert res.exit_code == 1
-    notes = tuple(f"{t.name}: newest {', '.join(t.window)} against {t.n_base} results from "
-                  f"{t.base_from}" for t in tested)
-    text = gate_text(GateReport(res, "results.csv: each series' history",
-                                "results.csv: its newest results", (),
-                                ("iowall gate --series results.csv",), notes))
+    notes = tuple(
+        f"{t.name}: newest {', '.join(t.window)} against {t.n_base} results from {t.base_from}"
+        for t in tested
+    )
+    text = gate_text(
+        GateReport(
+            res,
+            "results.csv: each series' history",
+            "results.csv: its newest results",
+            (),
+            ("iowall gate --series results.csv",),
+            notes,
+        )
+    )
     golden("gate_series.txt", text)
     assert text.splitlines()[0] == "[iowall gate] fio-write-bw: value -8.1% regression"

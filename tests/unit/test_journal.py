@@ -49,10 +49,12 @@ def test_after_a_reboot_only_files_are_removed(state: Path, tmp_path: Path) -> N
     knob = tmp_path / "knob"
     knob.write_text("now")
     state.mkdir(parents=True)
-    for i, action in enumerate([{"undo": "unlink", "path": str(image)},
-                                {"undo": "write", "path": str(knob), "value": "stale"}]):
+    for i, action in enumerate(
+        [{"undo": "unlink", "path": str(image)}, {"undo": "write", "path": str(knob), "value": "stale"}]
+    ):
         (state / f"{i:020d}-1-000000.json").write_text(
-            json.dumps({"pid": 1, "boot": "an-earlier-boot", **action}))
+            json.dumps({"pid": 1, "boot": "an-earlier-boot", **action})
+        )
     journal.recover()
     assert not image.exists() and knob.read_text() == "now"
     assert not list(state.glob("*.json"))
@@ -81,8 +83,7 @@ def test_a_marked_child_and_all_it_forked_are_killed(state: Path) -> None:
     """The entry exists before the child does; its mark, inherited by everything the child
     forks, is how recovery finds them (no window in which a SIGKILL of iowall orphans it)."""
     token, env = journal.child("sh")
-    sh = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 301 & wait"], env=env,
-                          start_new_session=True)
+    sh = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 301 & wait"], env=env, start_new_session=True)
     try:
         time.sleep(0.3)
         mark = json.loads(token.read_text())["mark"]
@@ -94,7 +95,8 @@ def test_a_marked_child_and_all_it_forked_are_killed(state: Path) -> None:
         assert journal.marked(mark) == []
         assert found == {"killed": pids} and "killed" not in action  # the action is left alone
         assert describe({**action, **found}) == (  # what `iowall recover` names
-            f"killed sh and all it forked (pid {', '.join(map(str, pids))})")
+            f"killed sh and all it forked (pid {', '.join(map(str, pids))})"
+        )
     finally:
         journal.done(token)
         if sh.poll() is None:
@@ -103,24 +105,35 @@ def test_a_marked_child_and_all_it_forked_are_killed(state: Path) -> None:
 
 
 @needs_root
-def test_a_loop_journaled_before_losetup_named_it_is_detached(state: Path, tmp_path: Path
-                                                               ) -> None:
+def test_a_loop_journaled_before_losetup_named_it_is_detached(state: Path, tmp_path: Path) -> None:
     """A kill between the kernel attaching a loop and iowall learning its name: the entry
     holds only the image and offset, and recovery finds the device by its backing file
     (also once the image is unlinked); a loop at another offset of the image stays."""
     image = tmp_path / "iowall-crash.img"
     with image.open("wb") as f:
         f.truncate(8 << 20)
-    ours, other = (subprocess.run(["losetup", "--find", "--show", *extra, str(image)],
-                                  capture_output=True, text=True, check=True).stdout.strip()
-                   for extra in ([], ["--offset", str(4 << 20)]))
+    ours, other = (
+        subprocess.run(
+            ["losetup", "--find", "--show", *extra, str(image)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for extra in ([], ["--offset", str(4 << 20)])
+    )
     try:
         dead = subprocess.Popen(["true"])
         dead.wait()
         state.mkdir(parents=True)
-        (state / f"{time.time_ns():020d}-{dead.pid}-000000.json").write_text(json.dumps(
-            {"pid": dead.pid, "pid_start": -2, "boot": journal.boot_id(), "undo": "losetup",
-             "backing": str(image), "offset": 0}))
+        (state / f"{time.time_ns():020d}-{dead.pid}-000000.json").write_text(
+            json.dumps(
+                {
+                    "pid": dead.pid,
+                    "pid_start": -2,
+                    "boot": journal.boot_id(),
+                    "undo": "losetup",
+                    "backing": str(image),
+                    "offset": 0,
+                }
+            )
+        )
         image.unlink()
         undone = journal.recover()
         assert not Path(f"/sys/block/{Path(ours).name}/loop").exists()

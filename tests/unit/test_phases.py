@@ -14,7 +14,7 @@ def test_split_by_the_log() -> None:
     samples = [(0.4, 9.0 * GIB), (0.5, 9.5 * GIB), (0.6, 2.0 * GIB), (0.7, 0.1 * GIB)]
     ph = write_phases(samples, total_bytes=2 * GIB, runtime_s=1.0, interval_s=0.1)
     assert ph is not None
-    assert ph.copy_s == pytest.approx(0.3)   # 0.3 → 0.6: the 0.7 window is under 5% of peak
+    assert ph.copy_s == pytest.approx(0.3)  # 0.3 → 0.6: the 0.7 window is under 5% of peak
     assert ph.writeback_s == pytest.approx(0.7)
     assert ph.writeback_share == pytest.approx(0.7)
     assert ph.copy_bytes_per_s == pytest.approx(2 * GIB / 0.3)

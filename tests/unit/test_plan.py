@@ -61,16 +61,25 @@ def test_example_parses_as_documented() -> None:
     assert plan.label == "dirty-ratio" and plan.repeat == 3 and plan.recipe == "plan:dirty-ratio"
     assert plan.workload.params == {"rw": "write", "bs": "1M", "size": "256M", "direct": 0}
     assert plan.bed.kind == "ram" and plan.bed.fs == "xfs" and plan.bed.size is None
-    assert [(a.name, a.values) for a in plan.axes] == [("jobs", (1, 2)),
-                                                        ("sysctl:vm.dirty_ratio", (5, 10))]
+    assert [(a.name, a.values) for a in plan.axes] == [("jobs", (1, 2)), ("sysctl:vm.dirty_ratio", (5, 10))]
     pts = plan.expand()
     assert [p.title() for p in pts] == [
-        "jobs=1 sysctl:vm.dirty_ratio=5", "jobs=1 sysctl:vm.dirty_ratio=10",
-        "jobs=2 sysctl:vm.dirty_ratio=5", "jobs=2 sysctl:vm.dirty_ratio=10"]
+        "jobs=1 sysctl:vm.dirty_ratio=5",
+        "jobs=1 sysctl:vm.dirty_ratio=10",
+        "jobs=2 sysctl:vm.dirty_ratio=5",
+        "jobs=2 sysctl:vm.dirty_ratio=10",
+    ]
     p0 = pts[0]
     assert p0.point.recipe == "plan:dirty-ratio"
-    assert dict(p0.point.params) == {"kind": "fio", "rw": "write", "bs": "1M", "size": "256M",
-                                     "direct": 0, "jobs": 1, "sysctl:vm.dirty_ratio": 5}
+    assert dict(p0.point.params) == {
+        "kind": "fio",
+        "rw": "write",
+        "bs": "1M",
+        "size": "256M",
+        "direct": 0,
+        "jobs": 1,
+        "sysctl:vm.dirty_ratio": 5,
+    }
     assert p0.fio == {"rw": "write", "bs": "1M", "size": "256M", "direct": 0, "jobs": 1}
     assert [(str(k), v) for k, v in p0.knobs] == [("sysctl:vm.dirty_ratio", 5)]
     assert len({p.point.key() for p in pts}) == 4
@@ -80,13 +89,14 @@ def test_set_on_the_command_line_equals_the_axes_table(tmp_path: Path) -> None:
     no_axes = load_plan(write(tmp_path, BASE))
     sets = [parse_set("jobs=1,2"), parse_set("sysctl:vm.dirty_ratio=5,10")]
     a = no_axes.with_overrides(sets=sets)
-    b = load_plan(write(tmp_path, BASE + '[axes]\njobs = [1, 2]\n'
-                        '"sysctl:vm.dirty_ratio" = [5, 10]\n', "b.toml"))
+    b = load_plan(
+        write(tmp_path, BASE + '[axes]\njobs = [1, 2]\n"sysctl:vm.dirty_ratio" = [5, 10]\n', "b.toml")
+    )
     assert [p.point.params for p in a.expand()] == [p.point.params for p in b.expand()]
 
 
 def test_set_replaces_an_axis_in_place_and_label_keeps_the_recipe(tmp_path: Path) -> None:
-    plan = load_plan(write(tmp_path, BASE + "[axes]\njobs = [1, 2]\nbs = [\"4k\", \"1M\"]\n"))
+    plan = load_plan(write(tmp_path, BASE + '[axes]\njobs = [1, 2]\nbs = ["4k", "1M"]\n'))
     p2 = plan.with_overrides(sets=[parse_set("jobs=4")], label="patched", repeat=5)
     assert [a.name for a in p2.axes] == ["jobs", "bs"]
     assert p2.axis("jobs") is not None and p2.axis("jobs").values == (4,)
@@ -97,7 +107,10 @@ def test_set_replaces_an_axis_in_place_and_label_keeps_the_recipe(tmp_path: Path
 
 
 def test_fixed_params_numjobs_flags_and_options(tmp_path: Path) -> None:
-    plan = load_plan(write(tmp_path, """\
+    plan = load_plan(
+        write(
+            tmp_path,
+            """\
         [workload]
         rw = "randrw"
         rwmixwrite = 30
@@ -110,39 +123,59 @@ def test_fixed_params_numjobs_flags_and_options(tmp_path: Path) -> None:
         [workload.options]
         buffer_compress_percentage = 50
         refill_buffers = true
-        """))
+        """,
+        )
+    )
     assert plan.label == "p"  # the file's stem
-    assert plan.workload.params == {"rw": "randrw", "rwmixwrite": 30, "bs": 4096,
-                                    "size": "32M", "jobs": 3, "direct": 1, "time_based": 1,
-                                    "runtime": "5s"}
+    assert plan.workload.params == {
+        "rw": "randrw",
+        "rwmixwrite": 30,
+        "bs": 4096,
+        "size": "32M",
+        "jobs": 3,
+        "direct": 1,
+        "time_based": 1,
+        "runtime": "5s",
+    }
     pp = plan.expand()[0]
     job = plan.job(pp, "/mnt/x").render()  # type: ignore[union-attr]
     assert "directory=/mnt/x" in job and "numjobs=3" in job and "group_reporting=1" in job
     assert "direct=1" in job and "rwmixwrite=30" in job and "refill_buffers=1" in job
     assert "buffer_compress_percentage=50" in job and "[plan]" in job
-    assert pp.point.params["options"] == {"buffer_compress_percentage": 50,
-                                          "refill_buffers": True}
+    assert pp.point.params["options"] == {"buffer_compress_percentage": 50, "refill_buffers": True}
 
 
 def test_bed_axes_are_outermost_and_shape_the_bed(tmp_path: Path) -> None:
-    plan = load_plan(write(tmp_path, BASE.replace('fs = "xfs"', 'fs = "xfs"\nmount_opts = '
-                                                  '"noatime"\nmkfs_opts = "-K"') + """\
+    plan = load_plan(
+        write(
+            tmp_path,
+            BASE.replace('fs = "xfs"', 'fs = "xfs"\nmount_opts = "noatime"\nmkfs_opts = "-K"')
+            + """\
         [axes]
         jobs = [1, 2]
         fs = ["xfs", "ext4"]
         mount = ["lazytime", "nodiscard"]
         mkfs = ["-b size=4096"]
         bed_size = ["2G"]
-        """))
+        """,
+        )
+    )
     pts = plan.expand()
     assert len(pts) == 8
     # bed axes vary slowest, in the order written; jobs fastest
     assert [(p.values["fs"], p.values["mount"], p.values["jobs"]) for p in pts[:4]] == [
-        ("xfs", "lazytime", 1), ("xfs", "lazytime", 2), ("xfs", "nodiscard", 1),
-        ("xfs", "nodiscard", 2)]
+        ("xfs", "lazytime", 1),
+        ("xfs", "lazytime", 2),
+        ("xfs", "nodiscard", 1),
+        ("xfs", "nodiscard", 2),
+    ]
     s = pts[0].shape
-    assert (s.fs, s.mount_opts, s.mkfs_opts, s.size) == ("xfs", "noatime,lazytime",
-                                                        "-K -b size=4096", 2 << 30)
+    assert (s.fs, s.mount_opts, s.mkfs_opts, s.size) == (
+        "xfs",
+        "noatime,lazytime",
+        "-K -b size=4096",
+        2 << 30,
+    )
     assert pts[4].shape.fs == "ext4"
     assert pts[0].knobs == ()
     assert len({p.shape for p in pts}) == 4
@@ -161,17 +194,26 @@ def test_fs_block_axis_makes_one_xfs_bed_per_block_size(tmp_path: Path) -> None:
 
 
 def test_knob_axes_and_value_types(tmp_path: Path) -> None:
-    plan = load_plan(write(tmp_path, BASE + """\
+    plan = load_plan(
+        write(
+            tmp_path,
+            BASE
+            + """\
         [axes]
         "sysfs:queue/max_sectors_kb" = [64, 128]
         "sysfs:queue/scheduler" = ["none", "mq-deadline"]
         "xfs:extsize" = ["64k"]
         "sysfs:/sys/kernel/mm/transparent_hugepage/enabled" = ["never"]
-        """))
+        """,
+        )
+    )
     pp = plan.expand()[0]
     assert [str(k) for k, _ in pp.knobs] == [
-        "sysfs:queue/max_sectors_kb", "sysfs:queue/scheduler", "xfs:extsize",
-        "sysfs:/sys/kernel/mm/transparent_hugepage/enabled"]
+        "sysfs:queue/max_sectors_kb",
+        "sysfs:queue/scheduler",
+        "xfs:extsize",
+        "sysfs:/sys/kernel/mm/transparent_hugepage/enabled",
+    ]
     assert [k.needs_bed for k, _ in pp.knobs] == [True, True, True, False]
 
 
@@ -185,8 +227,7 @@ def test_interleave_rounds_a_b_a_b(tmp_path: Path) -> None:
 
 
 def test_interleave_groups_bed_shapes_and_shuffles_with_seed(tmp_path: Path) -> None:
-    plan = load_plan(write(tmp_path, BASE + '[axes]\nfs = ["xfs", "ext4", "btrfs"]\n'
-                                            'jobs = [1, 2, 3, 4]\n'))
+    plan = load_plan(write(tmp_path, BASE + '[axes]\nfs = ["xfs", "ext4", "btrfs"]\njobs = [1, 2, 3, 4]\n'))
     pts = plan.expand()
     order = interleave(pts, 4, seed=7)
     assert order == interleave(pts, 4, seed=7)  # the recorded seed reproduces it
@@ -283,7 +324,7 @@ def test_structural_mistakes(tmp_path: Path) -> None:
     assert e.key == "workload.numjobs" and e.line == 9
     e = plan_error(tmp_path, BASE.replace('kind = "ram"', 'kind = "nvme"'))
     assert (e.line, e.key) == (9, "bed.kind") and "unknown bed" in e.problem
-    e = plan_error(tmp_path, BASE + '[axes]\njobs = [1, 1]\n')
+    e = plan_error(tmp_path, BASE + "[axes]\njobs = [1, 1]\n")
     assert e.key == "axes.jobs" and "twice" in e.problem
     e = plan_error(tmp_path, 'probes = ["cpu", "nosuch"]\n' + BASE)
     assert (e.line, e.key) == (1, "probes") and "unknown probe" in e.problem
@@ -295,8 +336,9 @@ def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
 
 
 def test_dotted_keys_and_inline_tables_are_located(tmp_path: Path) -> None:
-    e = plan_error(tmp_path, 'label = "x"\nworkload.kind = "fio"\nworkload.size = "1M"\n'
-                             'workload.iodepth = 0\n')
+    e = plan_error(
+        tmp_path, 'label = "x"\nworkload.kind = "fio"\nworkload.size = "1M"\nworkload.iodepth = 0\n'
+    )
     assert (e.line, e.key) == (4, "workload.iodepth")
 
 
@@ -334,10 +376,11 @@ def test_parse_set() -> None:
     assert parse_set("sysctl:vm.dirty_ratio=5,10") == ("sysctl:vm.dirty_ratio", [5, 10])
     assert parse_set("bs=4k,1M") == ("bs", ["4k", "1M"])
     assert parse_set("direct=true") == ("direct", [True])
-    assert parse_set('mount=["noatime,lazytime", "relatime"]') == (
-        "mount", ["noatime,lazytime", "relatime"])
+    assert parse_set('mount=["noatime,lazytime", "relatime"]') == ("mount", ["noatime,lazytime", "relatime"])
     assert parse_set("sysfs:queue/scheduler=none,mq-deadline") == (
-        "sysfs:queue/scheduler", ["none", "mq-deadline"])
+        "sysfs:queue/scheduler",
+        ["none", "mq-deadline"],
+    )
     for bad in ("jobs", "=1", "jobs=", "jobs=,", "mount=[1"):
         with pytest.raises(UserError, match="--set"):
             parse_set(bad)
@@ -360,8 +403,10 @@ def test_set_values_are_validated_like_the_plan(tmp_path: Path) -> None:
 
 
 def test_retarget_jobfile() -> None:
-    text = ("; mine\n[global]\nrw=randwrite\ndirectory=/data\nnumjobs=8\n\n[a]\n"
-            "filename=/data/f1:/data/f2\nsize=1g\n[b]\ndirectory=/elsewhere\nbs=4k\n")
+    text = (
+        "; mine\n[global]\nrw=randwrite\ndirectory=/data\nnumjobs=8\n\n[a]\n"
+        "filename=/data/f1:/data/f2\nsize=1g\n[b]\ndirectory=/elsewhere\nbs=4k\n"
+    )
     out = retarget_jobfile(text, "/mnt/bed/w", {"numjobs": 2, "direct": True})
     lines = out.splitlines()
     assert lines[2:5] == ["directory=/mnt/bed/w", "numjobs=2", "direct=1"]
@@ -377,15 +422,16 @@ def test_jobfile_plan(tmp_path: Path) -> None:
     (tmp_path / "my.fio").write_text("[global]\nrw=write\nbs=64k\n[j1]\nsize=8m\n")
     plan = load_plan(write(tmp_path, '[workload]\njobfile = "my.fio"\n[axes]\njobs = [1, 2]\n'))
     pts = plan.expand()
-    assert pts[0].point.params["jobfile"] == "my.fio" and len(
-        str(pts[0].point.params["jobfile_sha1"])) == 12
+    assert pts[0].point.params["jobfile"] == "my.fio" and len(str(pts[0].point.params["jobfile_sha1"])) == 12
     text = plan.job(pts[1], "/bed/w")
     assert isinstance(text, str) and "numjobs=2" in text and "directory=/bed/w" in text
 
 
 def test_plan_from_doc_for_recipes() -> None:
-    plan = plan_from_doc({"label": "r", "workload": {"rw": "read", "size": "1M"},
-                          "axes": {"iodepth": [1, 32]}}, recipe="tag-fairness")
+    plan = plan_from_doc(
+        {"label": "r", "workload": {"rw": "read", "size": "1M"}, "axes": {"iodepth": [1, 32]}},
+        recipe="tag-fairness",
+    )
     assert plan.recipe == "tag-fairness" and plan.source == "recipe tag-fairness"
     assert [p.point.recipe for p in plan.expand()] == ["tag-fairness"] * 2
     with pytest.raises(PlanError, match=r"<plan>: key workload.rw"):

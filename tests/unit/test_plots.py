@@ -43,8 +43,7 @@ def drawn_paths(fragment: str) -> int:
     return len(re.findall(r"<path d=", fragment))
 
 
-def curve(label: str, lam: float, sigma: float, kappa: float, spread: bool = True
-          ) -> ScalingCurve:
+def curve(label: str, lam: float, sigma: float, kappa: float, spread: bool = True) -> ScalingCurve:
     x = [float(usl(n, lam, sigma, kappa)) for n in N]
     lo = [v * 0.9 for v in x] if spread else None
     hi = [v * 1.1 for v in x] if spread else None
@@ -99,8 +98,7 @@ def test_scaling_figure_rejects_empty_and_ragged() -> None:
     with pytest.raises(UserError):
         scaling_figure([], title="t", ylabel="y")
     with pytest.raises(UserError):
-        scaling_figure([ScalingCurve("a", [1, 2], [1.0], None, None, None)], title="t",
-                       ylabel="y")
+        scaling_figure([ScalingCurve("a", [1, 2], [1.0], None, None, None)], title="t", ylabel="y")
 
 
 # ------------------------------------------------------------------------------ compare
@@ -128,14 +126,16 @@ def test_compare_bars_count_colour_and_geometry() -> None:
     assert [f.group(1) if f else None for f in fills] == [BETTER, WORSE, NEUTRAL, NEUTRAL]
     # a line at 1.0 and whiskers spanning each interval
     assert any(list(ln.get_xdata()) == [1, 1] for ln in ax.get_lines())
-    spans = sorted(tuple(round(v, 6) for v in sorted({p[0] for p in seg}))
-                   for coll in ax.collections for seg in coll.get_segments())
+    spans = sorted(
+        tuple(round(v, 6) for v in sorted({p[0] for p in seg}))
+        for coll in ax.collections
+        for seg in coll.get_segments()
+    )
     assert spans == sorted((b.ci_low, b.ci_high) for b in BARS)
 
 
 def test_compare_groups_by_label() -> None:
-    bars = [*BARS[:2], CompareBar("jobs=1", "write_bw_bytes_per_s", "other", 0.7, 0.6, 0.8,
-                                  True, False)]
+    bars = [*BARS[:2], CompareBar("jobs=1", "write_bw_bytes_per_s", "other", 0.7, 0.6, 0.8, True, False)]
     fig = compare_figure(bars, title="t")
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "patched" in texts and "other" in texts
@@ -143,7 +143,12 @@ def test_compare_groups_by_label() -> None:
     # top to bottom: title row, two bars, title row, one bar
     row = "jobs={}  write_bw_bytes_per_s"
     assert [ticks[y] for y in sorted(ticks, reverse=True)] == [
-        "", row.format(1), row.format(4), "", row.format(1)]
+        "",
+        row.format(1),
+        row.format(4),
+        "",
+        row.format(1),
+    ]
     single = compare_figure(BARS, title="t")
     assert not [t for t in single.axes[0].texts if t.get_text() == "patched"]
     with pytest.raises(UserError):
@@ -158,8 +163,9 @@ def ramp(probe: str, name: str, unit: str, level: float, n: int = 10) -> Series:
 
 
 def make_run(series: tuple[Series, ...]) -> Run:
-    return Run(Point("buffered-wall", {"jobs": 2, "direct": 0}), "base", "ok", 0.0, 10.0,
-               series=series, id=42)
+    return Run(
+        Point("buffered-wall", {"jobs": 2, "direct": 0}), "base", "ok", 0.0, 10.0, series=series, id=42
+    )
 
 
 def test_run_figure_panels_in_probe_order_with_units() -> None:
@@ -176,8 +182,7 @@ def test_run_figure_panels_in_probe_order_with_units() -> None:
     axes = fig.axes
     titles = [ax.get_title() for ax in axes]
     assert titles == ["fio", "cpu", "meminfo", "vmstat", "diskstats"]
-    assert [ax.get_ylabel() for ax in axes] == ["GiB/s", "share (0-1)", "MiB", "pages/s",
-                                                "MiB/s"]
+    assert [ax.get_ylabel() for ax in axes] == ["GiB/s", "share (0-1)", "MiB", "pages/s", "MiB/s"]
     fio = axes[0].get_lines()[0]
     assert fio.get_ydata()[0] == pytest.approx(2.0)  # 2 GiB/s shown as 2.0 GiB/s
     assert [ln.get_label() for ln in axes[1].get_lines()] == ["cpu_sys_share"]
@@ -188,8 +193,9 @@ def test_run_figure_panels_in_probe_order_with_units() -> None:
 
 
 def test_run_figure_keeps_the_largest_lines() -> None:
-    many = tuple(ramp("vmstat", f"c{i:02d}_per_s", "events_per_s", 10.0 * (i + 1))
-                 for i in range(MAX_LINES + 4))
+    many = tuple(
+        ramp("vmstat", f"c{i:02d}_per_s", "events_per_s", 10.0 * (i + 1)) for i in range(MAX_LINES + 4)
+    )
     fig = run_figure(make_run(many))
     shown = sorted(ln.get_label() for ln in fig.axes[0].get_lines())
     assert shown == [f"c{i:02d}_per_s" for i in range(4, MAX_LINES + 4)]
@@ -237,8 +243,9 @@ def test_cli_plot_run(tmp_path: Path, db_url: str, capsys: pytest.CaptureFixture
     from iowall.cli.main import main
 
     store = Store(db_url)
-    rid = store.add_run(make_run((ramp("fio", "write_bw", "B/s", GIB),
-                                  ramp("cpu", "cpu_sys_share", "share", 0.5))))
+    rid = store.add_run(
+        make_run((ramp("fio", "write_bw", "B/s", GIB), ramp("cpu", "cpu_sys_share", "share", 0.5)))
+    )
     bare = store.add_run(make_run(()))
     out = tmp_path / "run.svg"
     assert main(["plot", "run", str(rid), "-o", str(out), "--db", db_url]) == 0
@@ -274,14 +281,13 @@ def test_compare_long_points_keep_the_width_and_one_run_has_no_whisker() -> None
     from .compare_data import runs
 
     # limits-like points (long texts); the base side has one run per point
-    write = {"bytes": 2147483648, "end_fsync": 1, "files_per_job": 10, "ioengine": "io_uring",
-             "kind": "fio"}
-    read = {"bytes": 1778384896, "end_fsync": 0, "files_per_job": 0, "ioengine": "io_uring",
-            "kind": "fio"}
+    write = {"bytes": 2147483648, "end_fsync": 1, "files_per_job": 10, "ioengine": "io_uring", "kind": "fio"}
+    read = {"bytes": 1778384896, "end_fsync": 0, "files_per_job": 0, "ioengine": "io_uring", "kind": "fio"}
 
     def side(label: str, n: int, start: int) -> list[Run]:
-        return (runs(label, n=n, seed=start, start_id=start, params=write)
-                + runs(label, n=n, seed=start + 1, start_id=start + 50, params=read))
+        return runs(label, n=n, seed=start, start_id=start, params=write) + runs(
+            label, n=n, seed=start + 1, start_id=start + 50, params=read
+        )
 
     res = compare(Side("limits", side("limits", 1, 1)), [Side("again", side("again", 2, 100))])
     assert max(len(r.point_text) for r in res.rows) > 60
@@ -293,5 +299,4 @@ def test_compare_long_points_keep_the_width_and_one_run_has_no_whisker() -> None
     assert max(len(t.get_text()) for t in ax.get_yticklabels()) <= 24
     assert not ax.collections, "a one-run side drew a whisker"
     boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
-    assert all(a.x1 < b.x0 for a, b in zip(boxes[:-1], boxes[1:], strict=True)), \
-        "x tick labels overlap"
+    assert all(a.x1 < b.x0 for a, b in zip(boxes[:-1], boxes[1:], strict=True)), "x tick labels overlap"

@@ -10,32 +10,38 @@ from iowall.probes.tasks import Snapshot, attribute, classify, summarize, top_th
 DEV, DEVNO = ("loop3",), ("7:3",)
 
 
-@pytest.mark.parametrize(("comm", "kthread", "workload", "self_", "cls"), [
-    ("fio", False, True, False, "workload"),
-    ("iou-wrk-1234", False, True, False, "io_uring"),
-    ("iou-sqp-99", False, True, False, "io_uring"),
-    ("kworker/u8:4+iou_exit", True, False, False, "io_uring"),
-    ("python", False, False, True, "iowall"),
-    ("perf", False, True, False, "iowall"),
-    ("rustc", False, False, False, "neighbours"),
-    ("kswapd0", True, False, False, "kswapd"),
-    ("kworker/u8:1+flush-7:3", True, False, False, "flusher"),
-    ("kworker/u8:1-flush-7:30", True, False, False, "kthreads"),
-    ("kworker/u5:0-loop3", True, False, False, "loop"),
-    ("kworker/u5:0-loop31", True, False, False, "kthreads"),
-    ("xfsaild/loop3", True, False, False, "fs"),
-    ("kworker/0:1-xfs-conv/loop3", True, False, False, "fs"),
-    ("jbd2/loop3-8", True, False, False, "fs"),
-    ("btrfs-transaction", True, False, False, "fs"),
-    ("ksoftirqd/0", True, False, False, "kthreads"),
-])
+@pytest.mark.parametrize(
+    ("comm", "kthread", "workload", "self_", "cls"),
+    [
+        ("fio", False, True, False, "workload"),
+        ("iou-wrk-1234", False, True, False, "io_uring"),
+        ("iou-sqp-99", False, True, False, "io_uring"),
+        ("kworker/u8:4+iou_exit", True, False, False, "io_uring"),
+        ("python", False, False, True, "iowall"),
+        ("perf", False, True, False, "iowall"),
+        ("rustc", False, False, False, "neighbours"),
+        ("kswapd0", True, False, False, "kswapd"),
+        ("kworker/u8:1+flush-7:3", True, False, False, "flusher"),
+        ("kworker/u8:1-flush-7:30", True, False, False, "kthreads"),
+        ("kworker/u5:0-loop3", True, False, False, "loop"),
+        ("kworker/u5:0-loop31", True, False, False, "kthreads"),
+        ("xfsaild/loop3", True, False, False, "fs"),
+        ("kworker/0:1-xfs-conv/loop3", True, False, False, "fs"),
+        ("jbd2/loop3-8", True, False, False, "fs"),
+        ("btrfs-transaction", True, False, False, "fs"),
+        ("ksoftirqd/0", True, False, False, "kthreads"),
+    ],
+)
 def test_classify(comm: str, kthread: bool, workload: bool, self_: bool, cls: str) -> None:
-    assert classify(comm, kthread=kthread, workload=workload, self_=self_, devices=DEV,
-                    devnos=DEVNO) == cls
+    assert classify(comm, kthread=kthread, workload=workload, self_=self_, devices=DEV, devnos=DEVNO) == cls
 
 
-def snap(threads: dict[tuple[int, int], tuple[str, float, str]], busy_ticks: int,
-         reaped_s: float = 0.0, steal: int = 0) -> Snapshot:
+def snap(
+    threads: dict[tuple[int, int], tuple[str, float, str]],
+    busy_ticks: int,
+    reaped_s: float = 0.0,
+    steal: int = 0,
+) -> Snapshot:
     """A snapshot with CPU times in seconds and /proc/stat ticks (USER_HZ 100 assumed by
     the numbers: the test converts through CLK_TCK)."""
     from iowall.probes.sampling import CLK_TCK
@@ -49,12 +55,22 @@ def snap(threads: dict[tuple[int, int], tuple[str, float, str]], busy_ticks: int
 def test_attribution_counts_exits_once_and_reaped_children() -> None:
     a = snap({(1, 1): ("rustc", 10.0, "neighbours"), (2, 2): ("kswapd0", 1.0, "kswapd")}, 0)
     # during the point: fio (pid 10) starts with an io_uring worker, neighbours run on
-    b = snap({(1, 1): ("rustc", 10.5, "neighbours"), (2, 2): ("kswapd0", 1.25, "kswapd"),
-              (10, 10): ("fio", 0.75, "workload"), (10, 11): ("iou-wrk-10", 0.25, "io_uring")},
-             150)
+    b = snap(
+        {
+            (1, 1): ("rustc", 10.5, "neighbours"),
+            (2, 2): ("kswapd0", 1.25, "kswapd"),
+            (10, 10): ("fio", 0.75, "workload"),
+            (10, 11): ("iou-wrk-10", 0.25, "io_uring"),
+        },
+        150,
+    )
     # at the end fio has exited and was reaped: its total (fio 1.0 + worker 0.5) is reaped
-    c = snap({(1, 1): ("rustc", 11.0, "neighbours"), (2, 2): ("kswapd0", 1.5, "kswapd")},
-             300, reaped_s=1.5, steal=20)
+    c = snap(
+        {(1, 1): ("rustc", 11.0, "neighbours"), (2, 2): ("kswapd0", 1.5, "kswapd")},
+        300,
+        reaped_s=1.5,
+        steal=20,
+    )
     cpu = attribute([(0.0, a), (1.0, b), (2.0, c)])
     assert cpu["neighbours"] == pytest.approx(1.0)
     assert cpu["kswapd"] == pytest.approx(0.5)

@@ -54,8 +54,7 @@ def through_sysinfo(monkeypatch: pytest.MonkeyPatch, text: str, reader: Any) -> 
 
 
 def tasks(name: str, key: str) -> list[tuple[float, TaskTimes]]:
-    return [(s["t"], {int(p): (v[0], int(v[1])) for p, v in s[key].items()})
-            for s in raw(name)["samples"]]
+    return [(s["t"], {int(p): (v[0], int(v[1])) for p, v in s[key].items()}) for s in raw(name)["samples"]]
 
 
 def metrics(ms: Any) -> dict[str, float]:
@@ -63,6 +62,7 @@ def metrics(ms: Any) -> dict[str, float]:
 
 
 # -- cpu ----------------------------------------------------------------------------------------
+
 
 def test_cpu_parse_recorded_proc_stat() -> None:
     t, text = texts("buffered_throttled", "/proc/stat")[0]
@@ -99,10 +99,10 @@ def test_cpu_negative_delta_counts_zero() -> None:
 
 # -- vmstat / meminfo ---------------------------------------------------------------------------
 
+
 def test_vmstat_levels_in_bytes_and_no_gauge_rates(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = texts("buffered_throttled", "/proc/vmstat")
-    samples = [(t, vmstat.select(through_sysinfo(monkeypatch, x, sysinfo.vmstat)))
-               for t, x in recorded]
+    samples = [(t, vmstat.select(through_sysinfo(monkeypatch, x, sysinfo.vmstat))) for t, x in recorded]
     last_text = recorded[-1][1]
     nr_dirty = int(next(x for x in last_text.splitlines() if x.startswith("nr_dirty ")).split()[1])
     assert samples[-1][1]["nr_dirty"] == nr_dirty
@@ -128,8 +128,7 @@ def test_vmstat_levels_in_bytes_and_no_gauge_rates(monkeypatch: pytest.MonkeyPat
 
 def test_meminfo_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = texts("buffered_throttled", "/proc/meminfo")
-    samples = [(t, meminfo.select(through_sysinfo(monkeypatch, x, sysinfo.meminfo)))
-               for t, x in recorded]
+    samples = [(t, meminfo.select(through_sysinfo(monkeypatch, x, sysinfo.meminfo))) for t, x in recorded]
     kb = int(next(x for x in recorded[0][1].splitlines() if x.startswith("Dirty:")).split()[1])
     assert samples[0][1]["Dirty"] == kb * 1024
     series, ms = meminfo.summarize(samples)
@@ -139,6 +138,7 @@ def test_meminfo_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- diskstats ----------------------------------------------------------------------------------
+
 
 def test_diskstats_parse_filters_by_devno_and_name() -> None:
     r = raw("direct_write")
@@ -153,8 +153,9 @@ def test_diskstats_direct_write_bytes_match_fio() -> None:
     """Seed-grade check on recorded data: diskstats' bytes written over the run are fio's
     bytes within 2% (a direct write: nothing stays in the page cache)."""
     r = raw("direct_write")
-    samples = [(s["t"], diskstats.parse_diskstats(s["files"]["/proc/diskstats"], [r["devno"]]))
-               for s in r["samples"]]
+    samples = [
+        (s["t"], diskstats.parse_diskstats(s["files"]["/proc/diskstats"], [r["devno"]])) for s in r["samples"]
+    ]
     series, ms = diskstats.summarize(samples)
     m = metrics(ms)
     fio_bytes = r["workload"]["io_bytes"]
@@ -167,6 +168,7 @@ def test_diskstats_direct_write_bytes_match_fio() -> None:
 
 
 # -- psi ----------------------------------------------------------------------------------------
+
 
 def test_psi_parse_and_shares() -> None:
     r = raw("buffered_throttled")
@@ -187,6 +189,7 @@ def test_psi_parse_and_shares() -> None:
 
 
 # -- flusher / reclaim --------------------------------------------------------------------------
+
 
 def test_flush_bdi_from_comm() -> None:
     assert flusher.flush_bdi("kworker/u8:3-flush-7:0") == "7:0"
@@ -219,8 +222,7 @@ def test_flusher_attribution_follows_the_tag() -> None:
     """A worker's interval counts while it carries the tag at either end of it."""
     s0: TaskTimes = {10: ("kworker/u8:1-events_unbound", 0), 11: ("kworker/u8:2-loop0", 0)}
     s1: TaskTimes = {10: ("kworker/u8:1+flush-7:0", 400_000_000), 11: ("kworker/u8:2-loop0", 10)}
-    s2: TaskTimes = {10: ("kworker/u8:1-events_unbound", 600_000_000),
-                     11: ("kworker/u8:2-flush-7:1", 20)}
+    s2: TaskTimes = {10: ("kworker/u8:1-events_unbound", 600_000_000), 11: ("kworker/u8:2-flush-7:1", 20)}
     rows, workers = flusher.attribute([(0.0, s0), (1.0, s1), (2.0, s2)], ["7:0"])
     assert [round(c["7:0"], 3) for _, _, c in rows] == [0.4, 0.2]
     assert workers == {10}
@@ -237,6 +239,7 @@ def test_reclaim_on_recorded_scans() -> None:
 
 
 # -- sampler and registry -----------------------------------------------------------------------
+
 
 def test_sampler_keeps_sampling_after_a_failed_read() -> None:
     n = iter(range(1000))
@@ -377,8 +380,7 @@ class _Interrupted(Probe):
 def test_probe_set_interrupted_while_starting_stops_what_started() -> None:
     from iowall.errors import Interrupted
 
-    ps = ProbeSet([REGISTRY["cpu"], _Interrupted, REGISTRY["psi"]],
-                  ProbeContext(interval_s=0.05))
+    ps = ProbeSet([REGISTRY["cpu"], _Interrupted, REGISTRY["psi"]], ProbeContext(interval_s=0.05))
     with pytest.raises(Interrupted):
         ps.start()
     res = {r.probe: r for r in ps.stop()}

@@ -28,8 +28,7 @@ def test_seed_000_table() -> None:
     rows = parse_contention(SEED_A)
     assert len(rows) == 10
     r0 = rows[0]
-    assert (r0["contended"], r0["type"], r0["caller"]) == (1337359017, "spinlock",
-                                                           "rwsem_wake.isra.0+0x42")
+    assert (r0["contended"], r0["type"], r0["caller"]) == (1337359017, "spinlock", "rwsem_wake.isra.0+0x42")
     assert r0["total_wait_s"] == pytest.approx(64.69 * 3600)
     assert r0["max_wait_s"] == pytest.approx(769.04e-6)
     assert r0["avg_wait_s"] == pytest.approx(174.14e-6)
@@ -59,9 +58,11 @@ def test_recorded_table_from_this_kernel() -> None:
 
 
 def test_frames_without_symbols_are_dropped() -> None:
-    text = ("        24    199.24 ms     30.18 ms      8.30 ms      rwsem:W   do_filp_open+0xc3\n"
-            "\t\t\t0xffffffff821ffadf  rwsem_down_write_slowpath+0x37f\n"
-            "\t\t\t0x7fd7b26cd9f0  \n")
+    text = (
+        "        24    199.24 ms     30.18 ms      8.30 ms      rwsem:W   do_filp_open+0xc3\n"
+        "\t\t\t0xffffffff821ffadf  rwsem_down_write_slowpath+0x37f\n"
+        "\t\t\t0x7fd7b26cd9f0  \n"
+    )
     (r,) = parse_contention(text)
     assert r["stack"] == ["rwsem_down_write_slowpath+0x37f"]
 

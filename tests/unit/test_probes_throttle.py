@@ -92,10 +92,11 @@ def test_other_devices_and_garbage_are_counted_not_summed() -> None:
 def test_limit_range_follows_the_events() -> None:
     st = ThrottleStats()
     for limit, setpoint in ((9000, 8000), (8192, 7000), (8500, 7500)):
-        st.feed(f"   fio-1 [000] ..... 1.0: balance_dirty_pages: bdi 7:0: limit={limit} "
-                f"setpoint={setpoint} dirty=7000 pause=0")
+        st.feed(
+            f"   fio-1 [000] ..... 1.0: balance_dirty_pages: bdi 7:0: limit={limit} "
+            f"setpoint={setpoint} dirty=7000 pause=0"
+        )
     m = {x.name: x.value for x in st.metrics(lost=0)}
-    assert (m["throttle_limit_min_bytes"], m["throttle_limit_bytes"]) == (8192 * PAGE_SIZE,
-                                                                          9000 * PAGE_SIZE)
+    assert (m["throttle_limit_min_bytes"], m["throttle_limit_bytes"]) == (8192 * PAGE_SIZE, 9000 * PAGE_SIZE)
     assert m["throttle_setpoint_min_bytes"] == 7000 * PAGE_SIZE
     assert {x.name: x.value for x in ThrottleStats().metrics(lost=0)}["throttle_limit_min_bytes"] == 0

@@ -19,8 +19,7 @@ def _columns(runs: list[Run], labels: tuple[str, ...]) -> Columns:
 
 
 def _run(point: Point, label: str, rid: int, **metrics: float) -> Run:
-    return Run(point, label, "ok", 0.0, 1.0,
-               tuple(Metric(k, v, "") for k, v in metrics.items()), id=rid)
+    return Run(point, label, "ok", 0.0, 1.0, tuple(Metric(k, v, "") for k, v in metrics.items()), id=rid)
 
 
 def _table_lines(text: str) -> list[str]:
@@ -33,20 +32,32 @@ def _table_lines(text: str) -> list[str]:
 def test_small_file_writeback_with_three_labels_fits() -> None:
     labels = ("small-file-writeback", "patched-6.19-rc3", "base-6.18")
     ceiling = Point("small-file-writeback", {"kind": "dio-ceiling", "jobs": 2})
-    streams = [Point("small-file-writeback", {"kind": "smallfiles", "variant": v,
-                                              "threads": 2}) for v in ("default", "extsize")]
+    streams = [
+        Point("small-file-writeback", {"kind": "smallfiles", "variant": v, "threads": 2})
+        for v in ("default", "extsize")
+    ]
     runs, rid = [], 0
     for i, lab in enumerate(labels):
         rid += 1
         runs.append(_run(ceiling, lab, rid, write_iops=1_327_949.0 + i))
         for p in streams:
             rid += 1
-            runs.append(_run(p, lab, rid, files_per_s=139_990.0 + i, disk_write_iops=11_540.0,
-                             flusher_cpu_share=0.13, throttle_pause_s=12.5))
+            runs.append(
+                _run(
+                    p,
+                    lab,
+                    rid,
+                    files_per_s=139_990.0 + i,
+                    disk_write_iops=11_540.0,
+                    flusher_cpu_share=0.13,
+                    throttle_pause_s=12.5,
+                )
+            )
     cols = _columns(runs, labels)
     table = small_file_writeback._table(cols, runs)
-    rep = recipe_report("small-file-writeback", "t", label=labels[-1], batch="b", cols=cols,
-                        table=table, notes=(), runs=runs)
+    rep = recipe_report(
+        "small-file-writeback", "t", label=labels[-1], batch="b", cols=cols, table=table, notes=(), runs=runs
+    )
     text = render_text(rep)
     lines = _table_lines(text)
     assert max(map(len, lines)) <= WIDTH
@@ -54,12 +65,32 @@ def test_small_file_writeback_with_three_labels_fits() -> None:
     assert [ln.split()[0] for ln in lines[1:]] == ["A", "B", "C"] * 2  # a row per label
     assert "  - A: small-file-writeback" in text and "  - C: base-6.18" in text
     # the old layout, every label side by side, was far wider
-    side = LabelTable(table.keys, tuple(f"{v} [{lab}]" for v in table.values for lab in labels),
-                      tuple(LabelRow(r.keys, tuple((c,) for v in r.values for c in v))
-                            for r in table.rows), table.left)
-    assert max(map(len, render_text(recipe_report(
-        "small-file-writeback", "t", label="x", batch="b", cols=Columns(("x",), {}),
-        table=side, notes=(), runs=[])).splitlines())) > 140
+    side = LabelTable(
+        table.keys,
+        tuple(f"{v} [{lab}]" for v in table.values for lab in labels),
+        tuple(LabelRow(r.keys, tuple((c,) for v in r.values for c in v)) for r in table.rows),
+        table.left,
+    )
+    assert (
+        max(
+            map(
+                len,
+                render_text(
+                    recipe_report(
+                        "small-file-writeback",
+                        "t",
+                        label="x",
+                        batch="b",
+                        cols=Columns(("x",), {}),
+                        table=side,
+                        notes=(),
+                        runs=[],
+                    )
+                ).splitlines(),
+            )
+        )
+        > 140
+    )
     doc = report_json(rep)
     assert doc["table"]["headers"][0] == "Label"
     assert [r[0] for r in doc["table"]["rows"]] == list(labels) * 2  # names, not letters
@@ -67,20 +98,27 @@ def test_small_file_writeback_with_three_labels_fits() -> None:
 
 
 def test_two_short_labels_are_named_and_one_label_is_unchanged() -> None:
-    points = {d: Point("buffered-wall", {"direct": d, "variant": "normal", "jobs": 2})
-              for d in (0, 1)}
-    runs = [_run(points[d], lab, i, write_bw_bytes_per_s=(4 if d else 1.5) * 2**30 * (1 + k))
-            for i, (k, lab, d) in enumerate((k, lab, d) for k, lab in enumerate(("old", "new"))
-                                            for d in (0, 1))]
-    o = buffered_wall._Options("normal", 2, 2, (0, 1), "xfs", 1 << 30, RepeatPolicy(1), "new",
-                               BedSpec("ram"))
+    points = {d: Point("buffered-wall", {"direct": d, "variant": "normal", "jobs": 2}) for d in (0, 1)}
+    runs = [
+        _run(points[d], lab, i, write_bw_bytes_per_s=(4 if d else 1.5) * 2**30 * (1 + k))
+        for i, (k, lab, d) in enumerate((k, lab, d) for k, lab in enumerate(("old", "new")) for d in (0, 1))
+    ]
+    o = buffered_wall._Options("normal", 2, 2, (0, 1), "xfs", 1 << 30, RepeatPolicy(1), "new", BedSpec("ram"))
     two = _columns(runs, ("old", "new"))
-    text = render_text(recipe_report("buffered-wall", "t", label="new", batch="b", cols=two,
-                                     table=buffered_wall._table(o, two, runs), notes=(),
-                                     runs=runs))
+    text = render_text(
+        recipe_report(
+            "buffered-wall",
+            "t",
+            label="new",
+            batch="b",
+            cols=two,
+            table=buffered_wall._table(o, two, runs),
+            notes=(),
+            runs=runs,
+        )
+    )
     lines = _table_lines(text)
-    assert lines[0].split() == ["Label", "Variant", "Jobs", "Direct", "Buffered",
-                                "Buffered/Direct"]
+    assert lines[0].split() == ["Label", "Variant", "Jobs", "Direct", "Buffered", "Buffered/Direct"]
     assert [ln.split()[0] for ln in lines[1:]] == ["old", "new"]
     assert lines[2].split()[-1] == "0.38" and "- A:" not in text
     one = _columns([r for r in runs if r.label == "new"], ("new",))

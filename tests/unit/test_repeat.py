@@ -30,18 +30,23 @@ from iowall.store import Store
 # ------------------------------------------------------------------------------ parsing
 
 
-@pytest.mark.parametrize(("text", "want"), [
-    ("3", RepeatPolicy(3)), ("1", RepeatPolicy(1)), ("auto", RepeatPolicy(10, auto=True)),
-    ("auto:15", RepeatPolicy(15, auto=True)), (" Auto:4 ", RepeatPolicy(4, auto=True)),
-    (7, RepeatPolicy(7)),
-])
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("3", RepeatPolicy(3)),
+        ("1", RepeatPolicy(1)),
+        ("auto", RepeatPolicy(10, auto=True)),
+        ("auto:15", RepeatPolicy(15, auto=True)),
+        (" Auto:4 ", RepeatPolicy(4, auto=True)),
+        (7, RepeatPolicy(7)),
+    ],
+)
 def test_parse_repeat(text: str | int, want: RepeatPolicy) -> None:
     assert parse_repeat(text) == want
     assert parse_repeat(want.spec()) == want
 
 
-@pytest.mark.parametrize("text", ["x", "0", "-2", "1.5", "auto:", "auto:0", "auto:x", "autox",
-                                  "", "3:auto"])
+@pytest.mark.parametrize("text", ["x", "0", "-2", "1.5", "auto:", "auto:0", "auto:x", "autox", "", "3:auto"])
 def test_parse_repeat_refuses_in_one_line(text: str) -> None:
     with pytest.raises(UserError) as ei:
         parse_repeat(text)
@@ -58,8 +63,13 @@ def test_parse_target_and_policy_text() -> None:
             parse_target(bad)
     auto = parse_repeat("auto:12").with_target(0.014)
     assert auto.describe() == "repeat auto (max 12, target ±1.4%)"
-    assert auto.to_json() == {"mode": "auto", "max": 12, "target": 0.014, "confidence": 0.95,
-                              "spec": "auto:12"}
+    assert auto.to_json() == {
+        "mode": "auto",
+        "max": 12,
+        "target": 0.014,
+        "confidence": 0.95,
+        "spec": "auto:12",
+    }
     assert RepeatPolicy(3).describe() == "3 repeats" and RepeatPolicy(1).describe() == "1 repeat"
     with pytest.raises(UserError, match="applies to --repeat auto"):
         RepeatPolicy(3).with_target(0.01)
@@ -70,9 +80,14 @@ def test_parse_target_and_policy_text() -> None:
 
 
 def _run(metrics: dict[str, float], status: str = "ok") -> Run:
-    return Run(point=Point("t", {}), label="l", status=status,  # type: ignore[arg-type]
-               started_at=0.0, finished_at=1.0,
-               metrics=tuple(Metric(k, v, "") for k, v in metrics.items()))
+    return Run(
+        point=Point("t", {}),
+        label="l",
+        status=status,  # type: ignore[arg-type]
+        started_at=0.0,
+        finished_at=1.0,
+        metrics=tuple(Metric(k, v, "") for k, v in metrics.items()),
+    )
 
 
 def test_primary_metric_is_the_throughput_whatever_the_order() -> None:
@@ -111,23 +126,29 @@ class Bar(Progress):
         self.done += amount
 
 
-def noisy(name: str, cv: float, rng: np.random.Generator, weight: float = 1.0,
-          fail: bool = False) -> Task:
+def noisy(name: str, cv: float, rng: np.random.Generator, weight: float = 1.0, fail: bool = False) -> Task:
     """A point whose write bandwidth is 1 GB/s with log-normal noise of about ``cv``."""
 
     def execute(partial: Partial) -> Outcome:
         if fail:
             raise WorkloadError("fio: no space left")
         bw = 1e9 * math.exp(rng.normal(0.0, cv))
-        return Outcome(metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),
-                                Metric("disk_write_bytes_per_s", 1.0, "B/s")))
+        return Outcome(
+            metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"), Metric("disk_write_bytes_per_s", 1.0, "B/s"))
+        )
 
     return Task(Point("fake", {"name": name}), execute, weight=weight, title=name)
 
 
 def schedule(db_url: str, bar: Progress | None = None, seed: int | None = None) -> Schedule:
-    return Schedule(store=Store(db_url), label="t", env=lambda: {"host": {}},
-                    bed=lambda: {"kind": "ram"}, progress=bar or Progress(), shuffle_seed=seed)
+    return Schedule(
+        store=Store(db_url),
+        label="t",
+        env=lambda: {"host": {}},
+        bed=lambda: {"kind": "ram"},
+        progress=bar or Progress(),
+        shuffle_seed=seed,
+    )
 
 
 def names(runs: list[Run]) -> list[str]:
@@ -172,12 +193,10 @@ def test_high_noise_hits_the_maximum(db_url: str, rng: np.random.Generator) -> N
     assert not any(repeat_notes(r) for r in runs[:-1])
 
 
-def test_mixed_points_stop_independently_and_stay_interleaved(
-        db_url: str, rng: np.random.Generator) -> None:
+def test_mixed_points_stop_independently_and_stay_interleaved(db_url: str, rng: np.random.Generator) -> None:
     bar = Bar()
     sched = schedule(db_url, bar)
-    tasks = [noisy("a", 0.001, rng), noisy("b", 0.10, rng, weight=2.0),
-             noisy("c", 0.002, rng)]
+    tasks = [noisy("a", 0.001, rng), noisy("b", 0.10, rng, weight=2.0), noisy("c", 0.002, rng)]
     policy = parse_repeat("auto:9")
     runs = sched.execute(tasks, policy)
     # rounds 0-5 run every point; from round 6 only the undecided one
@@ -205,8 +224,7 @@ def test_mixed_points_stop_independently_and_stay_interleaved(
     assert b["achieved"] > 0.02 and b["reason"] == dec["b"].reason
 
 
-def test_shuffled_auto_rounds_run_each_pending_point_once(db_url: str,
-                                                          rng: np.random.Generator) -> None:
+def test_shuffled_auto_rounds_run_each_pending_point_once(db_url: str, rng: np.random.Generator) -> None:
     sched = schedule(db_url, seed=3)
     tasks = [noisy(n, cv, rng) for n, cv in (("a", 0.001), ("b", 0.1), ("c", 0.1), ("d", 0.0))]
     runs = sched.execute(tasks, parse_repeat("auto:7"))
@@ -227,8 +245,7 @@ def test_failures_count_towards_the_maximum(db_url: str, rng: np.random.Generato
     assert len(repeat_notes(runs[-1])) == 1
 
 
-def test_fixed_repeat_runs_every_round_and_adds_no_note(db_url: str,
-                                                        rng: np.random.Generator) -> None:
+def test_fixed_repeat_runs_every_round_and_adds_no_note(db_url: str, rng: np.random.Generator) -> None:
     bar = Bar()
     sched = schedule(db_url, bar)
     runs = sched.execute([noisy("a", 0.001, rng), noisy("b", 0.001, rng)], 3)
@@ -275,8 +292,9 @@ def test_plan_file_takes_auto_and_overrides(tmp_path: Path) -> None:
 
 
 def test_plan_rounds_skip_decided_points_and_keep_bed_groups(tmp_path: Path) -> None:
-    plan = plan_from_doc({"workload": {"rw": "write", "size": "1M"},
-                          "axes": {"jobs": [1, 2], "fs": ["xfs", "ext4"]}})
+    plan = plan_from_doc(
+        {"workload": {"rw": "write", "size": "1M"}, "axes": {"jobs": [1, 2], "fs": ["xfs", "ext4"]}}
+    )
     pts = plan.expand()
     assert list(rounds(pts, 3)) == interleave(pts, 3)
     done: set[int] = set()
@@ -313,24 +331,30 @@ def test_recipe_reports_its_repeats(db_url: str, rng: np.random.Generator) -> No
         session = opts.session(store, progress, "t")
         runs = session.execute(tasks, repeat)
         note = f"{repeat.summarise(runs)}, interleaved; medians"
-        return Report(kind="recipe", name="fake", title=note, batch=session.batch,
-                      run_ids=tuple(r.id for r in runs if r.id is not None))
+        return Report(
+            kind="recipe",
+            name="fake",
+            title=note,
+            batch=session.batch,
+            run_ids=tuple(r.id for r in runs if r.id is not None),
+        )
 
     def runs_of(rep: Report) -> list:  # type: ignore[type-arg]
         return Store(db_url).runs(RunFilter(ids=rep.run_ids))
 
     rec = Recipe(name="fake", seed="999", description="t", execute=execute)
-    res = rec.run(RecipeOptions(repeat=parse_repeat("auto:7"), probes="none"), Store(db_url),
-                  Progress())
+    res = rec.run(RecipeOptions(repeat=parse_repeat("auto:7"), probes="none"), Store(db_url), Progress())
     assert [str(r.point.params["name"]) for r in runs_of(res)] == ["a", "b"] * 6 + ["b"]
     text = render_text(res).rstrip("\n")
-    assert text.startswith("repeat auto (max 7, target ±2%): 6–7 runs per point; "
-                           "undecided at the maximum of 7 runs: name=b (±")
+    assert text.startswith(
+        "repeat auto (max 7, target ±2%): 6–7 runs per point; undecided at the maximum of 7 runs: name=b (±"
+    )
     assert text.endswith("%), interleaved; medians")
     dec = res.data["repeat"]["decisions"]
     assert dec["name=a"]["decided"] and dec["name=a"]["n"] == 6
     assert not dec["name=b"]["decided"] and dec["name=b"]["runs"] == 7
     fixed = rec.run(RecipeOptions(quick=True, probes="none"), Store(db_url), Progress())
     assert len(runs_of(fixed)) == 2 and render_text(fixed).rstrip("\n") == (
-        "1 repeat per point, interleaved; medians")
+        "1 repeat per point, interleaved; medians"
+    )
     assert fixed.data["repeat"]["policy"] == {"mode": "fixed", "runs": 1, "spec": "1"}

@@ -27,13 +27,16 @@ def values(rng: np.random.Generator, shape: tuple[int, int], cv: float) -> np.nd
     return 1.0 + cv * rng.standard_normal(shape)
 
 
-@pytest.mark.parametrize(("m", "n", "cv_base", "cv_new"), [
-    (2, 20, 0.03, 0.03),
-    (3, 20, 0.03, 0.03),
-    (10, 3, 0.03, 0.09),
-    (3, 3, 0.03, 0.09),
-    (20, 2, 0.03, 0.09),
-])
+@pytest.mark.parametrize(
+    ("m", "n", "cv_base", "cv_new"),
+    [
+        (2, 20, 0.03, 0.03),
+        (3, 20, 0.03, 0.03),
+        (10, 3, 0.03, 0.09),
+        (3, 3, 0.03, 0.09),
+        (20, 2, 0.03, 0.09),
+    ],
+)
 def test_false_positive_rate_in_the_hardest_cells(m: int, n: int, cv_base: float, cv_new: float) -> None:
     cases = 20000
     rng = np.random.default_rng(m * 1000 + n)
@@ -48,8 +51,9 @@ def test_power_at_ten_a_side_for_a_five_percent_change() -> None:
     sd = math.sqrt(math.log1p(0.03**2))
     b = np.exp(rng.normal(0.0, sd, (cases, 10)))
     x = 1.05 * np.exp(rng.normal(0.0, sd, (cases, 10)))
-    found = sum(bool(compare_samples(b[i].tolist(), x[i].tolist(), direction="higher").better)
-                for i in range(cases))
+    found = sum(
+        bool(compare_samples(b[i].tolist(), x[i].tolist(), direction="higher").better) for i in range(cases)
+    )
     assert found / cases >= 0.86
 
 

@@ -42,21 +42,37 @@ def _runs(label: str, sigma: float, kappa: float, ns: list[int], first_id: int) 
     for rep, w in enumerate(WOBBLE):
         for k, n in enumerate(ns):
             x = float(usl(n, 400 * MIB, sigma, kappa)) * (w if (k + rep) % 2 else 2 - w)
-            out.append(Run(point=Point("limits", {"kind": "fio", "rw": "write", "direct": 0,
-                                                  "jobs": n, "bs": "2m"}),
-                           label=label, status="ok", started_at=0.0, finished_at=1.0,
-                           metrics=(Metric("write_bw_bytes_per_s", x, "B/s"),),
-                           bed={"kind": "ram", "fs": "xfs"}, id=rid, repeat_index=rep))
+            out.append(
+                Run(
+                    point=Point("limits", {"kind": "fio", "rw": "write", "direct": 0, "jobs": n, "bs": "2m"}),
+                    label=label,
+                    status="ok",
+                    started_at=0.0,
+                    finished_at=1.0,
+                    metrics=(Metric("write_bw_bytes_per_s", x, "B/s"),),
+                    bed={"kind": "ram", "fs": "xfs"},
+                    id=rid,
+                    repeat_index=rep,
+                )
+            )
             rid += 1
     return out
 
 
 def scaling() -> Scaling:
     base = _runs("base", 0.03, 0.004, [1, 2, 4, 6, 8], 1)
-    base += [Run(point=Point("limits", {"kind": "memcopy", "threads": t}), label="base",
-                 status="ok", started_at=0.0, finished_at=1.0, id=100 + t,
-                 metrics=(Metric("memcopy_bytes_per_s", 9e9 * t ** 0.7, "B/s"),))
-             for t in (1, 2, 4)]
+    base += [
+        Run(
+            point=Point("limits", {"kind": "memcopy", "threads": t}),
+            label="base",
+            status="ok",
+            started_at=0.0,
+            finished_at=1.0,
+            id=100 + t,
+            metrics=(Metric("memcopy_bytes_per_s", 9e9 * t**0.7, "B/s"),),
+        )
+        for t in (1, 2, 4)
+    ]
     patched = _runs("patched", 0.12, 0.0, [1, 2, 4, 6, 8], 201)
     return analyse([("base", base), ("patched", patched)])
 
@@ -109,10 +125,20 @@ def test_csv_one_row_per_curve_and_n() -> None:
 def _fit(sigma: float, kappa: float, dof: int = 2) -> UslFit:
     n_star = math.sqrt((1 - sigma) / kappa) if kappa else math.inf
     peak = 100.0 / sigma if not kappa and sigma else 50.0
-    return UslFit(lam=100.0, sigma=sigma, kappa=kappa, lam_ci=(90.0, 110.0),
-                  sigma_ci=(0.0, math.inf) if dof == 0 else (0.0, 0.2),
-                  kappa_ci=(0.0, math.inf) if dof == 0 else (0.0, 0.01), n_star=n_star,
-                  x_peak=peak, r2=0.3, n_obs=dof + 3, dof=dof, confidence=0.95)
+    return UslFit(
+        lam=100.0,
+        sigma=sigma,
+        kappa=kappa,
+        lam_ci=(90.0, 110.0),
+        sigma_ci=(0.0, math.inf) if dof == 0 else (0.0, 0.2),
+        kappa_ci=(0.0, math.inf) if dof == 0 else (0.0, 0.01),
+        n_star=n_star,
+        x_peak=peak,
+        r2=0.3,
+        n_obs=dof + 3,
+        dof=dof,
+        confidence=0.95,
+    )
 
 
 def test_infinities_are_null_in_json_and_named_in_text() -> None:

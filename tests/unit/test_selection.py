@@ -24,16 +24,30 @@ def test_bundle_with_filter(tmp_path: Path) -> None:
     f.write_text("{}")
     s = parse_selection(f"{f}:label=base")
     assert s.bundle == str(f) and s.flt.label == "base"
-    r = Run(point=Point("x", {}), label="base", status="ok", started_at=0, finished_at=1, id=7,
-            env={"kernel": "k", "host": {"hostname": "h"}})
+    r = Run(
+        point=Point("x", {}),
+        label="base",
+        status="ok",
+        started_at=0,
+        finished_at=1,
+        id=7,
+        env={"kernel": "k", "host": {"hostname": "h"}},
+    )
     assert matches(r, s.flt) and matches(r, parse_selection("ids=7,host=h").flt)
     assert not matches(r, parse_selection("kernel=other").flt)
 
 
-@pytest.mark.parametrize("text, needle", [("", "empty"), ("colour=red", "unknown field"),
-                                          ("ids=x", "run ids"), ("ids=5-2", "run ids"),
-                                          ("nofile.json", "no such file"),
-                                          ("label=a,oops", "not FIELD=VALUE")])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("", "empty"),
+        ("colour=red", "unknown field"),
+        ("ids=x", "run ids"),
+        ("ids=5-2", "run ids"),
+        ("nofile.json", "no such file"),
+        ("label=a,oops", "not FIELD=VALUE"),
+    ],
+)
 def test_bad(text: str, needle: str) -> None:
     with pytest.raises(UserError, match=needle):
         parse_selection(text)
@@ -41,8 +55,14 @@ def test_bad(text: str, needle: str) -> None:
 
 def test_kernel_matches_by_release_prefix_in_bundles_too() -> None:
     def run(kernel: str) -> Run:
-        return Run(point=Point("x", {}), label="l", status="ok", started_at=0, finished_at=1,
-                   env={"kernel": kernel, "host": {"hostname": "h"}})
+        return Run(
+            point=Point("x", {}),
+            label="l",
+            status="ok",
+            started_at=0,
+            finished_at=1,
+            env={"kernel": kernel, "host": {"hostname": "h"}},
+        )
 
     sel = parse_selection("kernel=6.18.44").flt
     assert matches(run("6.18.44-fc-v669"), sel) and matches(run("6.18.44"), sel)

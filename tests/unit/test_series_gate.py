@@ -54,7 +54,7 @@ def test_no_alarm_on_noise_replayed() -> None:
     fails = 0
     for seed in range(20):
         x = _noise(100 + seed, 60, 0.03)
-        fails += sum(_status(x[:t + 1]) == "regression" for t in range(12, 60))
+        fails += sum(_status(x[: t + 1]) == "regression" for t in range(12, 60))
     assert fails <= 2  # 960 gated results; the measured rate is under 0.77 per 100
 
 
@@ -89,8 +89,10 @@ def test_too_short_is_said() -> None:
 
 
 def test_fdr_counts_the_series_that_gate() -> None:
-    s = [SeriesResults(f"s{i}", "value", "", "higher", tuple(map(str, range(30))),
-                       tuple(_noise(i, 30))) for i in range(4)]
+    s = [
+        SeriesResults(f"s{i}", "value", "", "higher", tuple(map(str, range(30))), tuple(_noise(i, 30)))
+        for i in range(4)
+    ]
     res, tested = gate_series(s)
     assert res.exit_code == EXIT_PASS and len(res.verdicts) == 4 and len(tested) == 4
 
@@ -109,8 +111,9 @@ def test_cli_exit_codes_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[
     junit = tmp_path / "gate.xml"
     assert main(["gate", "--series", f, "--junit", str(junit)]) == EXIT_REGRESSION
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "[iowall gate] bw: value -15.0% regression" or \
-        out.startswith("[iowall gate] bw: value -1")
+    assert out.splitlines()[0] == "[iowall gate] bw: value -15.0% regression" or out.startswith(
+        "[iowall gate] bw: value -1"
+    )
     assert "short: not tested: 1 result; at least 9" in out
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == "2" and suite.get("failures") == "1"
@@ -122,10 +125,12 @@ def test_cli_exit_codes_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "inconclusive: lat: value -39.8% suspected, not shown" in capsys.readouterr().out
     assert main(["gate", "--series", _write(tmp_path / "ok.csv", flat)]) == EXIT_PASS
     capsys.readouterr()
-    for args, msg in ((["gate", "--series", f, "--direction", "up"], "--direction up"),
-                      (["gate", "label=x", "--series", f], "not both"),
-                      (["gate", "label=x"], "gate needs TARGET and --baseline"),
-                      (["gate", "--series", str(tmp_path / "nope.csv")], "No such file")):
+    for args, msg in (
+        (["gate", "--series", f, "--direction", "up"], "--direction up"),
+        (["gate", "label=x", "--series", f], "not both"),
+        (["gate", "label=x"], "gate needs TARGET and --baseline"),
+        (["gate", "--series", str(tmp_path / "nope.csv")], "No such file"),
+    ):
         assert main(args) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1, err

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from scipy import stats as sst
 
 from iowall.analysis.calibration import kappa
-from iowall.analysis.decide import decided, decision_state, median_ci
+from iowall.analysis.repeat_rule import decided, decision_state, median_ci
 from iowall.analysis.samples import median
 from iowall.analysis.stats import (
     compare_samples,
@@ -150,8 +150,7 @@ def test_critical_values_follow_student_t_for_larger_samples() -> None:
     assert critical_value(10, 10) == pytest.approx(float(sst.t.ppf(0.975, 18)), rel=0.05)
     assert critical_value(40, 40) == pytest.approx(float(sst.t.ppf(0.975, 78)), rel=0.05)
     # At the data's Welch df, which is what ratio_ci passes.
-    assert critical_value(5, 5, df=4.5) == pytest.approx(
-        kappa(5, 5) * float(sst.t.ppf(0.975, 4.5)))
+    assert critical_value(5, 5, df=4.5) == pytest.approx(kappa(5, 5) * float(sst.t.ppf(0.975, 4.5)))
     # ... but not for tiny or very unbalanced samples, where the calibration matters most.
     assert critical_value(2, 20, df=19.0) > 1.5 * float(sst.t.ppf(0.975, 19))
     assert math.isinf(critical_value(1, 10))

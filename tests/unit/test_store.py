@@ -7,15 +7,20 @@ from iowall.store import RunFilter, Store
 
 
 def _run(label: str, rw: str, bw: float, status: str = "ok") -> Run:
-    return Run(point=Point("limits", {"rw": rw, "jobs": 1}), label=label, status=status,  # type: ignore[arg-type]
-               started_at=1.0, finished_at=2.5, batch="b1",
-               metrics=(Metric(f"{rw}_bw_bytes_per_s", bw, "B/s"),
-                        Metric(f"{rw}_runtime_s", 1.5, "s", "lower")),
-               env={"kernel": "6.18", "host": {"hostname": "h1", "cpu_count": 2}},
-               bed={"kind": "ram", "fs": "xfs"},
-               artifacts=(Artifact("fio.json", "application/json", '{"jobs": []}'),),
-               series=(Series("cpu", "sys", "share", ((0.0, 0.5), (1.0, 0.75))),),
-               notes=("a note",))
+    return Run(
+        point=Point("limits", {"rw": rw, "jobs": 1}),
+        label=label,
+        status=status,  # type: ignore[arg-type]
+        started_at=1.0,
+        finished_at=2.5,
+        batch="b1",
+        metrics=(Metric(f"{rw}_bw_bytes_per_s", bw, "B/s"), Metric(f"{rw}_runtime_s", 1.5, "s", "lower")),
+        env={"kernel": "6.18", "host": {"hostname": "h1", "cpu_count": 2}},
+        bed={"kind": "ram", "fs": "xfs"},
+        artifacts=(Artifact("fio.json", "application/json", '{"jobs": []}'),),
+        series=(Series("cpu", "sys", "share", ((0.0, 0.5), (1.0, 0.75))),),
+        notes=("a note",),
+    )
 
 
 def test_roundtrip(store_url: str) -> None:
@@ -47,11 +52,19 @@ def test_order_and_prefixes_do_not_depend_on_the_backend(store_url: str) -> None
     # en-US collation sorts "a_b" < "aB" < "ab" < "B"; the store sorts by code point
     names = ["ab", "B", "a_b", "aB", "Z_1", "z"]
     s = Store(store_url)
-    run = Run(point=Point("limits", {"jobs": 1}), label="l", status="ok", started_at=1.0,
-              finished_at=2.0, metrics=tuple(Metric(n, -0.0, "s") for n in names),
-              env={"kernel": "6.18.0-Rc1"}, bed={}, batch="Batch-1",
-              artifacts=tuple(Artifact(n, "text/plain", n) for n in names),
-              series=tuple(Series(p, n, "s", ((0.0, 1.0),)) for p in ("b", "A") for n in names))
+    run = Run(
+        point=Point("limits", {"jobs": 1}),
+        label="l",
+        status="ok",
+        started_at=1.0,
+        finished_at=2.0,
+        metrics=tuple(Metric(n, -0.0, "s") for n in names),
+        env={"kernel": "6.18.0-Rc1"},
+        bed={},
+        batch="Batch-1",
+        artifacts=tuple(Artifact(n, "text/plain", n) for n in names),
+        series=tuple(Series(p, n, "s", ((0.0, 1.0),)) for p in ("b", "A") for n in names),
+    )
     rid = s.add_run(run)
     got = s.get_run(rid)
     assert [m.name for m in got.metrics] == sorted(names) == ["B", "Z_1", "aB", "a_b", "ab", "z"]

@@ -22,8 +22,12 @@ def test_head_is_the_newest_migration() -> None:
 def test_a_store_at_head_opens_without_importing_alembic(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     Store(str(db))  # created: migrated by alembic
-    code = ("import sys; from iowall.store import Store; Store(sys.argv[1]); "
-            "print('alembic' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True,
-                         text=True, check=True, env={"PYTHONPATH": str(Path(__file__).parents[2] / "src")})
+    code = "import sys; from iowall.store import Store; Store(sys.argv[1]); print('alembic' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+    )
     assert out.stdout.strip() == "False"

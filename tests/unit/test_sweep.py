@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from iowall.actions.scaling import sides_of
 from iowall.analysis.scaling import usl
 from iowall.analysis.sweep import (
     analyse,
     axis_of,
     build_curves,
     derived_keys,
-    sides_of,
     why_no_curves,
 )
 from iowall.model import Metric, Point, Run
@@ -24,30 +24,59 @@ MIB = 1 << 20
 _ids = iter(range(1, 1_000_000))
 
 
-def mkrun(label: str, params: dict[str, Any], metrics: dict[str, float], *,
-          recipe: str = "limits", unit: str = "B/s", status: str = "ok",
-          bed: dict[str, Any] | None = None) -> Run:
+def mkrun(
+    label: str,
+    params: dict[str, Any],
+    metrics: dict[str, float],
+    *,
+    recipe: str = "limits",
+    unit: str = "B/s",
+    status: str = "ok",
+    bed: dict[str, Any] | None = None,
+) -> Run:
     def time(k: str) -> bool:
         return k.endswith(("_wall_s", "_runtime_s"))
 
-    ms = tuple(Metric(k, v, "s" if time(k) else unit, "lower" if time(k) else "higher")
-               for k, v in metrics.items())
-    return Run(point=Point(recipe, params), label=label, status=status,  # type: ignore[arg-type]
-               started_at=0.0, finished_at=1.0, metrics=ms,
-               bed=bed if bed is not None else {"kind": "ram", "fs": "xfs"}, id=next(_ids))
+    ms = tuple(
+        Metric(k, v, "s" if time(k) else unit, "lower" if time(k) else "higher") for k, v in metrics.items()
+    )
+    return Run(
+        point=Point(recipe, params),
+        label=label,
+        status=status,  # type: ignore[arg-type]
+        started_at=0.0,
+        finished_at=1.0,
+        metrics=ms,
+        bed=bed if bed is not None else {"kind": "ram", "fs": "xfs"},
+        id=next(_ids),
+    )
 
 
-def fio_sweep(label: str, ns: list[int], lam: float, sigma: float, kappa: float, *,
-              repeats: int = 1, noise: float = 0.0, seed: int = 0, rw: str = "write",
-              direct: int = 0) -> list[Run]:
+def fio_sweep(
+    label: str,
+    ns: list[int],
+    lam: float,
+    sigma: float,
+    kappa: float,
+    *,
+    repeats: int = 1,
+    noise: float = 0.0,
+    seed: int = 0,
+    rw: str = "write",
+    direct: int = 0,
+) -> list[Run]:
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(repeats):
         for n in ns:
             x = float(usl(n, lam, sigma, kappa)) * math.exp(rng.normal(0.0, noise) if noise else 0.0)
-            out.append(mkrun(label, {"kind": "fio", "rw": rw, "direct": direct, "jobs": n,
-                                     "bs": "2m", "bytes": 2 << 30},
-                             {f"{rw}_bw_bytes_per_s": x, f"{rw}_runtime_s": 1.0}))
+            out.append(
+                mkrun(
+                    label,
+                    {"kind": "fio", "rw": rw, "direct": direct, "jobs": n, "bs": "2m", "bytes": 2 << 30},
+                    {f"{rw}_bw_bytes_per_s": x, f"{rw}_runtime_s": 1.0},
+                )
+            )
     return out
 
 
@@ -108,11 +137,21 @@ def _inode_cache(label: str, ns: list[int], files: int, fs: str = "xfs") -> list
     out = []
     for n in ns:
         # create scales perfectly (fixed time), unlink serialises (time grows with N)
-        walls = {"create_wall_s": 2.0, "create_files_per_s": n * files / 2.0,
-                 "walk_wall_s": 1.0 + 0.1 * n, "unlink_wall_s": 1.0 * n}
-        out.append(mkrun(label, {"fs": fs, "threads": n, "files_per_thread": files,
-                                 "files": n * files, "size": 0}, walls,
-                         recipe="inode-cache", unit="files/s"))
+        walls = {
+            "create_wall_s": 2.0,
+            "create_files_per_s": n * files / 2.0,
+            "walk_wall_s": 1.0 + 0.1 * n,
+            "unlink_wall_s": 1.0 * n,
+        }
+        out.append(
+            mkrun(
+                label,
+                {"fs": fs, "threads": n, "files_per_thread": files, "files": n * files, "size": 0},
+                walls,
+                recipe="inode-cache",
+                unit="files/s",
+            )
+        )
     return out
 
 
@@ -122,7 +161,8 @@ def test_weak_scaling_turned_into_rates() -> None:
     assert derived_keys(runs, "threads") == {"files"}
     curves = build_curves([("ic", runs)])
     assert [(c.params["fs"], c.metric) for c in curves] == [
-        (fs, m) for fs in ("xfs", "ext4") for m in ("create_wall_s", "walk_wall_s", "unlink_wall_s")]
+        (fs, m) for fs in ("xfs", "ext4") for m in ("create_wall_s", "walk_wall_s", "unlink_wall_s")
+    ]
     create, walk, unlink = curves[:3]
     assert create.unit == "files/s" and "files_per_thread" in create.derivation
     assert create.median == pytest.approx([n * 1000 / 2.0 for n in ns])
@@ -148,8 +188,9 @@ def test_time_metric_without_fixed_work_is_refused() -> None:
 
 
 def test_no_sweep_is_explained() -> None:
-    runs = [mkrun("bw", {"variant": "seq", "direct": d, "jobs": 2}, {"write_bw_bytes_per_s": 1e9})
-            for d in (0, 1)]
+    runs = [
+        mkrun("bw", {"variant": "seq", "direct": d, "jobs": 2}, {"write_bw_bytes_per_s": 1e9}) for d in (0, 1)
+    ]
     assert build_curves([("bw", runs)]) == []
     assert why_no_curves(runs) == "every group of runs has a single thread count (limits jobs=2)"
     plain = [mkrun("x", {"rw": "write"}, {"write_bw_bytes_per_s": 1.0})]
@@ -162,24 +203,47 @@ def test_limits_like_sweep_is_split_into_lines() -> None:
         for d in (0, 1):
             runs += fio_sweep("l", [1, 2, 4], 100 * MIB * (d + 1), 0.1, 0.0, rw=rw, direct=d)
     for t in (1, 2):
-        runs.append(mkrun("l", {"kind": "memcopy", "threads": t, "bytes_per_thread": 1 << 26},
-                          {"memcopy_bytes_per_s": 8e9 * t}))
-    runs.append(mkrun("l", {"kind": "fio", "rw": "write", "direct": 0, "jobs": 8, "bs": "2m",
-                            "bytes": 2 << 30}, {"write_bw_bytes_per_s": 1.0}, status="failed"))
+        runs.append(
+            mkrun(
+                "l",
+                {"kind": "memcopy", "threads": t, "bytes_per_thread": 1 << 26},
+                {"memcopy_bytes_per_s": 8e9 * t},
+            )
+        )
+    runs.append(
+        mkrun(
+            "l",
+            {"kind": "fio", "rw": "write", "direct": 0, "jobs": 8, "bs": "2m", "bytes": 2 << 30},
+            {"write_bw_bytes_per_s": 1.0},
+            status="failed",
+        )
+    )
     curves = build_curves([("l", runs)])
     names = {(c.group, c.metric) for c in curves}
-    assert names == {("limits kind=fio rw=write direct=0", "write_bw_bytes_per_s"),
-                     ("limits kind=fio rw=write direct=1", "write_bw_bytes_per_s"),
-                     ("limits kind=fio rw=read direct=0", "read_bw_bytes_per_s"),
-                     ("limits kind=fio rw=read direct=1", "read_bw_bytes_per_s"),
-                     ("limits kind=memcopy", "memcopy_bytes_per_s")}
+    assert names == {
+        ("limits kind=fio rw=write direct=0", "write_bw_bytes_per_s"),
+        ("limits kind=fio rw=write direct=1", "write_bw_bytes_per_s"),
+        ("limits kind=fio rw=read direct=0", "read_bw_bytes_per_s"),
+        ("limits kind=fio rw=read direct=1", "read_bw_bytes_per_s"),
+        ("limits kind=memcopy", "memcopy_bytes_per_s"),
+    }
     assert all(max(c.n) < 8 for c in curves)  # the failed run is not counted
 
 
 def test_mixed_fio_point_sums_directions() -> None:
-    runs = [mkrun("m", {"rw": "rw", "rwmixwrite": 30, "numjobs": n},
-                  {"read_bw_bytes_per_s": 70.0 * n, "write_bw_bytes_per_s": 30.0 * n,
-                   "inst1_read_bw_bytes_per_s": 1.0}, recipe="bdev-rwmix") for n in (1, 2, 4)]
+    runs = [
+        mkrun(
+            "m",
+            {"rw": "rw", "rwmixwrite": 30, "numjobs": n},
+            {
+                "read_bw_bytes_per_s": 70.0 * n,
+                "write_bw_bytes_per_s": 30.0 * n,
+                "inst1_read_bw_bytes_per_s": 1.0,
+            },
+            recipe="bdev-rwmix",
+        )
+        for n in (1, 2, 4)
+    ]
     (c,) = build_curves([("m", runs)])
     assert c.metric == "total_bw_bytes_per_s" and c.axis == "numjobs"
     assert c.median == pytest.approx([100.0, 200.0, 400.0])
@@ -187,9 +251,16 @@ def test_mixed_fio_point_sums_directions() -> None:
 
 
 def test_crossed_axis_is_a_line_not_derived() -> None:
-    runs = [mkrun("p", {"kind": "fio", "rw": "write", "jobs": n, "size": s},
-                  {"write_bw_bytes_per_s": float(n * s)}, recipe="plan")
-            for s in (1 << 30, 2 << 30) for n in (1, 2, 4)]
+    runs = [
+        mkrun(
+            "p",
+            {"kind": "fio", "rw": "write", "jobs": n, "size": s},
+            {"write_bw_bytes_per_s": float(n * s)},
+            recipe="plan",
+        )
+        for s in (1 << 30, 2 << 30)
+        for n in (1, 2, 4)
+    ]
     assert derived_keys(runs, "jobs") == set()
     curves = build_curves([("p", runs)])
     assert [c.params["size"] for c in curves] == [1 << 30, 2 << 30]
@@ -198,8 +269,15 @@ def test_crossed_axis_is_a_line_not_derived() -> None:
 
 def test_beds_of_different_shape_are_separate_curves() -> None:
     runs = fio_sweep("limits", [1, 2, 4], 100 * MIB, 0.1, 0.0)
-    other = [mkrun(r.label, dict(r.point.params), {m.name: m.value for m in r.metrics},
-                   bed={"kind": "ram", "fs": "ext4"}) for r in runs]
+    other = [
+        mkrun(
+            r.label,
+            dict(r.point.params),
+            {m.name: m.value for m in r.metrics},
+            bed={"kind": "ram", "fs": "ext4"},
+        )
+        for r in runs
+    ]
     curves = build_curves([("limits", runs + other)])
     assert [c.label for c in curves] == ["limits [ram xfs]", "limits [ram ext4]"]
     assert curves[0].key == curves[1].key
@@ -224,8 +302,7 @@ def test_sides_of_names() -> None:
     a = fio_sweep("a", [1, 2], 1.0, 0.0, 0.0)
     b = fio_sweep("b", [1, 2], 1.0, 0.0, 0.0)
     assert [s for s, _ in sides_of([("recipe=limits", a + b)])] == ["a", "b"]
-    assert [s for s, _ in sides_of([("kernel=1", a), ("kernel=2", b)])] == ["kernel=1",
-                                                                             "kernel=2"]
+    assert [s for s, _ in sides_of([("kernel=1", a), ("kernel=2", b)])] == ["kernel=1", "kernel=2"]
     assert [s for s, _ in sides_of([("x", a + b), ("y", b)])] == ["x:a", "x:b", "y"]
 
 
@@ -234,9 +311,14 @@ def test_lines_match_across_labels_when_sizes_differ() -> None:
         out = []
         for rw, size in (("write", 2 << 30), ("read", read_bytes)):
             for n in (1, 2, 4, 8):
-                out.append(mkrun(name, {"kind": "fio", "rw": rw, "direct": 0, "jobs": n,
-                                        "bytes": size}, {f"{rw}_bw_bytes_per_s": 100.0 * n},
-                                 bed={"kind": "ram", "fs": fs}))
+                out.append(
+                    mkrun(
+                        name,
+                        {"kind": "fio", "rw": rw, "direct": 0, "jobs": n, "bytes": size},
+                        {f"{rw}_bw_bytes_per_s": 100.0 * n},
+                        bed={"kind": "ram", "fs": fs},
+                    )
+                )
         return out
 
     sc = analyse([("xfs", label("xfs", 1 << 30, "xfs")), ("ext4", label("ext4", 3 << 29, "ext4"))])
@@ -244,8 +326,7 @@ def test_lines_match_across_labels_when_sizes_differ() -> None:
     write, read = sc.side_by_side
     assert [e.label for e in read.entries] == ["xfs", "ext4"]
     assert write.differs == ("bed fs: xfs (xfs), ext4 (ext4)",)
-    assert read.differs == (f"bytes: {1 << 30} (xfs), {3 << 29} (ext4)",
-                            "bed fs: xfs (xfs), ext4 (ext4)")
+    assert read.differs == (f"bytes: {1 << 30} (xfs), {3 << 29} (ext4)", "bed fs: xfs (xfs), ext4 (ext4)")
 
 
 def test_time_metric_on_a_limits_like_selection_names_the_real_reason() -> None:
@@ -253,8 +334,14 @@ def test_time_metric_on_a_limits_like_selection_names_the_real_reason() -> None:
     # (jobs); only the write points have write_runtime_s. The reason given must be the one
     # of the write points (a time on a strong-scaling sweep), not "no metric" from the others
     # (memcopy first, as limits runs it)
-    runs = [mkrun("l", {"kind": "memcopy", "threads": t, "bytes_per_thread": 1 << 26},
-                  {"memcopy_bytes_per_s": 8e9 * t}) for t in (1, 2)]
+    runs = [
+        mkrun(
+            "l",
+            {"kind": "memcopy", "threads": t, "bytes_per_thread": 1 << 26},
+            {"memcopy_bytes_per_s": 8e9 * t},
+        )
+        for t in (1, 2)
+    ]
     runs += fio_sweep("l", [1, 2, 4], 100 * MIB, 0.1, 0.0, rw="write")
     runs += fio_sweep("l", [1, 2, 4], 200 * MIB, 0.1, 0.0, rw="read")
     assert build_curves([("l", runs)], metric="write_runtime_s") == []

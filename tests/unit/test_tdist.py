@@ -11,8 +11,29 @@ from scipy.special import stdtrit
 from iowall.analysis import stats
 from iowall.analysis.tdist import CF_FROM, t_quantile, upper_tail
 
-DFS = [0.3, 1, 1.5, 2, 2.7, 3, 4.2, 5, 7.9, 10, 17.3, 30, 55.5, 100, 250, 998, 5000,
-       CF_FROM - 1, CF_FROM, 1e6, 1e9]
+DFS = [
+    0.3,
+    1,
+    1.5,
+    2,
+    2.7,
+    3,
+    4.2,
+    5,
+    7.9,
+    10,
+    17.3,
+    30,
+    55.5,
+    100,
+    250,
+    998,
+    5000,
+    CF_FROM - 1,
+    CF_FROM,
+    1e6,
+    1e9,
+]
 LEVELS = [0.01, 0.2, 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.999, 0.9999, 0.999999]
 
 

@@ -22,8 +22,7 @@ def _files(tmp: Path) -> tuple[_Thread, dict[str, Path]]:
     return _Thread(1, 1, "fio", 0, fds), paths
 
 
-def _look(probe: ThreadStateProbe, th: _Thread, paths: dict[str, Path], pcount: int,
-          stack: bytes) -> None:
+def _look(probe: ThreadStateProbe, th: _Thread, paths: dict[str, Path], pcount: int, stack: bytes) -> None:
     paths["schedstat"].write_bytes(b"100 20 %d\n" % pcount)
     paths["stack"].write_bytes(stack)
     probe._sample(th)

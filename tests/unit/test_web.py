@@ -16,9 +16,9 @@ import pytest
 from iowall.analysis.history import from_rows
 from iowall.analysis.limits import summarise
 from iowall.cli.serve import loopback
+from iowall.dirs import redact_url
 from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
-from iowall.paths import redact_url
 from iowall.recipes.limits.report import LimitsContext, limits_report
 from iowall.selection import run_id
 from iowall.web.app import templates
@@ -61,8 +61,10 @@ def test_segments_follow_the_change_points() -> None:
 
 def test_clean_makes_figures_json() -> None:
     fig = clean({"data": [{"y": [1.0, math.nan, math.inf]}], "n": (2, -math.inf)})
-    assert json.loads(json.dumps(fig, allow_nan=False)) == {"data": [{"y": [1.0, None, None]}],
-                                                           "n": [2, None]}
+    assert json.loads(json.dumps(fig, allow_nan=False)) == {
+        "data": [{"y": [1.0, None, None]}],
+        "n": [2, None],
+    }
 
 
 def test_loopback() -> None:
@@ -73,14 +75,17 @@ def test_loopback() -> None:
 def test_redact_url() -> None:
     assert redact_url("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db"
     assert redact_url("postgresql://u:p/a:ss@h/db") == "postgresql://u:***@h/db"
-    assert redact_url("postgresql://h/db?user=u&password=s3cret&sslpassword=k") \
+    assert (
+        redact_url("postgresql://h/db?user=u&password=s3cret&sslpassword=k")
         == "postgresql://h/db?user=u&password=***&sslpassword=***"
+    )
     assert redact_url("postgresql://u@/db?host=/tmp") == "postgresql://u@/db?host=/tmp"
     assert redact_url("sqlite:////tmp/a:b@c.db") == "sqlite:////tmp/a:b@c.db"
-    assert redact_url("postgresql+psycopg://u:p%40ss@h:5432/db") \
-        == "postgresql+psycopg://u:***@h:5432/db"
-    assert redact_url("postgresql://h/db?user=u&password=x&sslmode=require") \
+    assert redact_url("postgresql+psycopg://u:p%40ss@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    assert (
+        redact_url("postgresql://h/db?user=u&password=x&sslmode=require")
         == "postgresql://h/db?user=u&password=***&sslmode=require"
+    )
 
 
 def test_run_id_is_ascii_digits_in_range() -> None:
@@ -95,8 +100,10 @@ def test_host_name() -> None:
 
 
 def test_svg_csp_hashes_every_cdata_section_as_one_text() -> None:
-    svg = ('<svg onload="init(evt)"><script type="text/ecmascript"><![CDATA[var a = 1;\n]]>'
-           '<![CDATA[function init(e) {}]]></script></svg>')
+    svg = (
+        '<svg onload="init(evt)"><script type="text/ecmascript"><![CDATA[var a = 1;\n]]>'
+        "<![CDATA[function init(e) {}]]></script></svg>"
+    )
     csp = svg_csp(svg)
     text = "var a = 1;\nfunction init(e) {}"  # what the browser's parser hands the script
     sha = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
@@ -109,17 +116,42 @@ def test_wall_figures_from_a_limits_report() -> None:
     """Per direction: the three modes with their spread and the links to their runs, and the
     memory-copy (at the threads each point could use) and direct ceilings as lines."""
     runs = []
-    for i, (rw, m, jobs, gib) in enumerate([("write", m, j, g * j) for m, g in
-                                            (("buffered", 1.0), ("direct", 2.0))
-                                            for j in (1, 2, 4)]):
+    for i, (rw, m, jobs, gib) in enumerate(
+        [("write", m, j, g * j) for m, g in (("buffered", 1.0), ("direct", 2.0)) for j in (1, 2, 4)]
+    ):
         p = {"kind": "fio", "rw": rw, "direct": int(m == "direct"), "jobs": jobs}
-        runs.append(Run(Point("limits", p), "l", "ok", 0, 1, (Metric(
-            "write_bw_bytes_per_s", gib * 2**30, "B/s"),), id=i + 1))
-    runs.append(Run(Point("limits", {"kind": "memcopy", "threads": 1}), "l", "ok", 0, 1,
-                    (Metric("memcopy_bytes_per_s", 20 * 2**30, "B/s"),), id=99))
-    rep = limits_report(summarise(runs, cpus=1), LimitsContext(
-        bed={"kind": "ram"}, host={"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
-        kernel="6.18", fio_version="3", batch="b"))
+        runs.append(
+            Run(
+                Point("limits", p),
+                "l",
+                "ok",
+                0,
+                1,
+                (Metric("write_bw_bytes_per_s", gib * 2**30, "B/s"),),
+                id=i + 1,
+            )
+        )
+    runs.append(
+        Run(
+            Point("limits", {"kind": "memcopy", "threads": 1}),
+            "l",
+            "ok",
+            0,
+            1,
+            (Metric("memcopy_bytes_per_s", 20 * 2**30, "B/s"),),
+            id=99,
+        )
+    )
+    rep = limits_report(
+        summarise(runs, cpus=1),
+        LimitsContext(
+            bed={"kind": "ram"},
+            host={"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
+            kernel="6.18",
+            fio_version="3",
+            batch="b",
+        ),
+    )
     (fig,) = wall_figures(rep.data)
     by = {t["name"]: t for t in fig["data"]}
     assert list(by) == ["buffered", "direct", "memory copy", "direct ceiling"]
@@ -135,12 +167,28 @@ def test_wall_figures_from_a_limits_report() -> None:
 def test_report_page_cells_read_as_the_cli_prints_them() -> None:
     """A stored report's cells are numbers with units: the page formats them as the text
     report does (``report.table.cell_text``), never as the objects' own repr."""
-    runs = [Run(Point("limits", {"kind": "fio", "rw": "write", "direct": d, "jobs": 1}), "l",
-                "ok", 0, 1, (Metric("write_bw_bytes_per_s", (1 + d) * 2**30, "B/s"),), id=d + 1)
-            for d in (0, 1)]
-    rep = limits_report(summarise(runs, cpus=1), LimitsContext(
-        bed={"kind": "ram"}, host={"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
-        kernel="6.18", fio_version="3", batch="b"))
+    runs = [
+        Run(
+            Point("limits", {"kind": "fio", "rw": "write", "direct": d, "jobs": 1}),
+            "l",
+            "ok",
+            0,
+            1,
+            (Metric("write_bw_bytes_per_s", (1 + d) * 2**30, "B/s"),),
+            id=d + 1,
+        )
+        for d in (0, 1)
+    ]
+    rep = limits_report(
+        summarise(runs, cpus=1),
+        LimitsContext(
+            bed={"kind": "ram"},
+            host={"cpu_count": 1, "cpu_model": "x", "mem_total_bytes": 1},
+            kernel="6.18",
+            fio_version="3",
+            batch="b",
+        ),
+    )
     env = templates()
     env.globals["asset"] = lambda name: name
     html = env.get_template("report.html").render(rep=rep, **report_context(rep))
@@ -151,8 +199,9 @@ def test_report_page_cells_read_as_the_cli_prints_them() -> None:
 def test_history_x_by_commit_has_no_half_ticks() -> None:
     rows = [("s", float(i), (100.0 if i < 10 else 70.0) + i % 3) for i in range(20)]
     (h,) = from_rows(rows)
-    h = dataclasses.replace(h, observations=tuple(
-        dataclasses.replace(o, commit=f"c{o.index // 2}") for o in h.observations))
+    h = dataclasses.replace(
+        h, observations=tuple(dataclasses.replace(o, commit=f"c{o.index // 2}") for o in h.observations)
+    )
     fig = history_figure(h, "commit")
     assert fig["layout"]["xaxis"]["type"] == "category"
     assert fig["layout"]["xaxis"]["categoryarray"] == [f"c{i}" for i in range(10)]
@@ -171,14 +220,29 @@ def test_point_mode_and_short_text() -> None:
 def test_other_modes_prefer_the_runs_own_generator() -> None:
     """limits measures uncached with iowall-engine (kind=stream) where fio cannot: a fio run
     finds it there, but finds buffered by fio, not by the engine's agreement runs."""
+
     def run(rid: int, kind: str, direct: int = 0, uncached: int = 0, jobs: int = 2) -> Run:
-        p = {"kind": kind, "rw": "write", "direct": direct, "jobs": jobs,
-             "end_fsync": int(not direct), **({"uncached": 1} if uncached else {})}
+        p = {
+            "kind": kind,
+            "rw": "write",
+            "direct": direct,
+            "jobs": jobs,
+            "end_fsync": int(not direct),
+            **({"uncached": 1} if uncached else {}),
+        }
         return Run(Point("limits", p), "l", "ok", 0, 1, id=rid)
-    batch = [run(1, "fio"), run(2, "stream"), run(3, "fio", direct=1), run(4, "fio", direct=1),
-             run(5, "stream", uncached=1), run(6, "fio", direct=1, jobs=4)]
+
+    batch = [
+        run(1, "fio"),
+        run(2, "stream"),
+        run(3, "fio", direct=1),
+        run(4, "fio", direct=1),
+        run(5, "stream", uncached=1),
+        run(6, "fio", direct=1, jobs=4),
+    ]
     assert other_modes(batch[0], batch) == [
         {"mode": "direct", "run": 3, "n": 2, "ids": "3-4"},
-        {"mode": "uncached", "run": 5, "n": 1, "ids": "5"}]
+        {"mode": "uncached", "run": 5, "n": 1, "ids": "5"},
+    ]
     assert [o["run"] for o in other_modes(batch[2], batch)] == [1, 5]
     assert other_modes(Run(Point("meta", {"threads": 2}), "l", "ok", 0, 1, id=9), batch) == []

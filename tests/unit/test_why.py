@@ -17,33 +17,53 @@ def primary_metric(run: Run) -> str | None:
     m = primary(run)
     return m.name if m is not None else None
 
+
 RUNS = Path(__file__).parents[1] / "fixtures" / "probes" / "runs"
 HOST = {"hostname": "t", "cpu_model": "c", "cpu_count": 2, "mem_total_bytes": 1 << 34}
 
 
-def _run(rid: int, params: dict, metrics: dict[str, float], *, probed: bool = True,
-         notes: tuple[str, ...] = ()) -> Run:
-    return Run(point=Point("buffered-wall", params), label="x", status="ok", started_at=0.0,
-               finished_at=6.0, id=rid, env={"host": HOST},
-               metrics=tuple(Metric(k, v, "") for k, v in metrics.items()),
-               series=(Series("cpu", "sys", "share", ((1.0, 0.5),)),) if probed else (),
-               notes=notes)
+def _run(
+    rid: int, params: dict, metrics: dict[str, float], *, probed: bool = True, notes: tuple[str, ...] = ()
+) -> Run:
+    return Run(
+        point=Point("buffered-wall", params),
+        label="x",
+        status="ok",
+        started_at=0.0,
+        finished_at=6.0,
+        id=rid,
+        env={"host": HOST},
+        metrics=tuple(Metric(k, v, "") for k, v in metrics.items()),
+        series=(Series("cpu", "sys", "share", ((1.0, 0.5),)),) if probed else (),
+        notes=notes,
+    )
 
 
 def test_median_run_of_each_probed_point_is_explained() -> None:
     rec = json.loads((RUNS / "buffered_throttled.json").read_text())
     m, ctx = rec["metrics"], rec["context"]
     pt = {"rw": "write", "direct": 0, "jobs": ctx["jobs"]}
-    runs = [_run(i, pt, {**m, "write_bw_bytes_per_s": ctx["throughput_bytes_per_s"] * f,
-                         "write_runtime_s": ctx["wall_s"]})
-            for i, f in ((1, 1.1), (2, 0.9), (3, 1.0))]
-    quiet = _run(4, {"rw": "write", "direct": 1, "jobs": 2},
-                 {"write_bw_bytes_per_s": 1e9, "write_runtime_s": 5.0},
-                 notes=("probe throttle skipped: no tracefs",))
-    ceiling = _run(5, {"kind": "memcopy", "threads": 2}, {"memcopy_bytes_per_s": 2e10},
-                   probed=False)
+    runs = [
+        _run(
+            i,
+            pt,
+            {
+                **m,
+                "write_bw_bytes_per_s": ctx["throughput_bytes_per_s"] * f,
+                "write_runtime_s": ctx["wall_s"],
+            },
+        )
+        for i, f in ((1, 1.1), (2, 0.9), (3, 1.0))
+    ]
+    quiet = _run(
+        4,
+        {"rw": "write", "direct": 1, "jobs": 2},
+        {"write_bw_bytes_per_s": 1e9, "write_runtime_s": 5.0},
+        notes=("probe throttle skipped: no tracefs",),
+    )
+    ceiling = _run(5, {"kind": "memcopy", "threads": 2}, {"memcopy_bytes_per_s": 2e10}, probed=False)
     items = why_points(runs + [quiet, ceiling])
-    assert [w["run"] for w in items] == [3, 4]          # median run; memcopy not probed
+    assert [w["run"] for w in items] == [3, 4]  # median run; memcopy not probed
     assert items[0]["verdicts"][0]["rule"] == "writers-throttled"
     assert not items[1]["fired"] and items[1]["skipped_probes"][0]["probe"] == "throttle"
     text = "\n".join(why_lines(items))

@@ -32,9 +32,9 @@ def build_id(notes: bytes) -> str:
     while off + 12 <= len(notes):
         namesz, descsz, kind = struct.unpack_from("<III", notes, off)
         off += 12
-        name = notes[off:off + namesz].rstrip(b"\0")
+        name = notes[off : off + namesz].rstrip(b"\0")
         off += (namesz + 3) & ~3
-        desc = notes[off:off + descsz]
+        desc = notes[off : off + descsz]
         off += (descsz + 3) & ~3
         if name == b"GNU" and kind == NT_GNU_BUILD_ID:
             return desc.hex()
@@ -53,12 +53,24 @@ def facts() -> dict[str, Any]:
     """What the guest kernel says about itself; ``kvm`` from its clocksources (kvm-clock
     exists only when the hypervisor is KVM), so a silent fallback to emulation is seen."""
     uptime = float((_read("/proc/uptime").split() or ["0"])[0])
-    mem = next((int(line.split()[1]) * 1024 for line in _read("/proc/meminfo").splitlines()
-                if line.startswith("MemTotal:")), 0)
+    mem = next(
+        (
+            int(line.split()[1]) * 1024
+            for line in _read("/proc/meminfo").splitlines()
+            if line.startswith("MemTotal:")
+        ),
+        0,
+    )
     clocks = _read("/sys/devices/system/clocksource/clocksource0/available_clocksource")
-    return {"release": os.uname().release, "build_id": build_id(_read("/sys/kernel/notes", "rb")),
-            "cmdline": _read("/proc/cmdline").strip(), "kvm": "kvm-clock" in clocks.split(),
-            "boot_s": uptime, "cpus": os.cpu_count(), "mem_total_bytes": mem}
+    return {
+        "release": os.uname().release,
+        "build_id": build_id(_read("/sys/kernel/notes", "rb")),
+        "cmdline": _read("/proc/cmdline").strip(),
+        "kvm": "kvm-clock" in clocks.split(),
+        "boot_s": uptime,
+        "cpus": os.cpu_count(),
+        "mem_total_bytes": mem,
+    }
 
 
 def link_modules(moddir: str) -> None:
@@ -67,9 +79,11 @@ def link_modules(moddir: str) -> None:
     virtme-ng 1.42: "Module loop not found in directory /lib/modules/6.1.0-50-amd64")."""
     link = f"/lib/modules/{os.uname().release}"
     if moddir and not os.path.isdir(moddir):
-        raise RuntimeError(f"iowall ab: the kernel's module directory {moddir} is not visible "
-                         "in the guest (virtme-ng gives the guest its own /tmp and /var/tmp): "
-                         "keep kernels and XDG_CACHE_HOME elsewhere")
+        raise RuntimeError(
+            f"iowall ab: the kernel's module directory {moddir} is not visible "
+            "in the guest (virtme-ng gives the guest its own /tmp and /var/tmp): "
+            "keep kernels and XDG_CACHE_HOME elsewhere"
+        )
     if moddir and not os.path.exists(os.path.join(link, "modules.dep")):
         os.makedirs("/lib/modules", exist_ok=True)
         if os.path.islink(link):
@@ -90,8 +104,7 @@ def main(argv: list[str]) -> int:
     if seed and os.path.exists(seed):
         shutil.copyfile(seed, db_file)
     iowall = [sys.executable, "-m", "iowall"]
-    steps = [["modprobe", "-a", "loop", "xfs"],
-             [*iowall, "run", target, "--label", label, "--db", db, *opts]]
+    steps = [["modprobe", "-a", "loop", "xfs"], [*iowall, "run", target, "--label", label, "--db", db, *opts]]
     # The guest sees the host's root read-only except the overlays virtme-ng makes (/tmp,
     # /var, …): iowall's data, state and cache directories go to the guest's own /tmp.
     for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
@@ -108,8 +121,7 @@ def main(argv: list[str]) -> int:
             t0 = time.monotonic()
             log.write(f"$ {' '.join(step)}\n".encode())
             log.flush()
-            rc = subprocess.run(step, stdout=log, stderr=subprocess.STDOUT,
-                                check=False).returncode
+            rc = subprocess.run(step, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
             doc["steps"].append({"argv": step, "rc": rc, "wall_s": time.monotonic() - t0})
             if rc != 0:
                 break

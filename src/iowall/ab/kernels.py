@@ -48,7 +48,7 @@ def _release_of(image: str) -> str:
     name = os.path.basename(image)
     for prefix in ("vmlinuz-", "bzImage-", "vmlinux-"):
         if name.startswith(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name
 
 
@@ -66,20 +66,24 @@ def _deb_kernel(spec: str, cache: str) -> Kernel:
     if not images:
         missing = [t for t in ("apt-get", "dpkg-deb", "depmod") if shutil.which(t) is None]
         if missing:  # checked before the download, which would end unusable
-            raise UserError(f"kernel {spec!r}: not a file nor a release under /boot, and "
-                            f"{'/'.join(missing)} {'is' if len(missing) == 1 else 'are'} "
-                            "missing to fetch it as a Debian package"
-                            + (" (apt-get install kmod for depmod)" if "depmod" in missing
-                               else ""))
+            raise UserError(
+                f"kernel {spec!r}: not a file nor a release under /boot, and "
+                f"{'/'.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                "missing to fetch it as a Debian package"
+                + (" (apt-get install kmod for depmod)" if "depmod" in missing else "")
+            )
         dl = os.path.join(cache, ".download")
         os.makedirs(dl, exist_ok=True)
-        got = subprocess.run(["apt-get", "download", spec], cwd=dl, capture_output=True,
-                             text=True, check=False)
+        got = subprocess.run(
+            ["apt-get", "download", spec], cwd=dl, capture_output=True, text=True, check=False
+        )
         debs = sorted(glob.glob(f"{dl}/{spec}_*.deb"))
         if got.returncode != 0 or not debs:
             last = (got.stderr.strip().splitlines() or ["no .deb written"])[-1]
-            raise UserError(f"kernel {spec!r}: not a file nor a release under /boot, and "
-                            f"`apt-get download {spec}` failed: {last}")
+            raise UserError(
+                f"kernel {spec!r}: not a file nor a release under /boot, and "
+                f"`apt-get download {spec}` failed: {last}"
+            )
         tmp = root + ".part"
         shutil.rmtree(tmp, ignore_errors=True)
         subprocess.run(["dpkg-deb", "-x", debs[-1], tmp], check=True)
@@ -94,10 +98,15 @@ def _deb_kernel(spec: str, cache: str) -> Kernel:
     if moddir is not None and not os.path.exists(os.path.join(moddir, "modules.dep")):
         # Debian packages ship no modules.dep; built here, inside the cache only.
         if shutil.which("depmod") is None:
-            raise UserError(f"kernel {spec!r}: its modules need indexing by depmod, which is "
-                            "missing (apt-get install kmod)")
-        subprocess.run(["depmod", "-b", os.path.dirname(os.path.dirname(os.path.dirname(moddir))),
-                        release], check=False, capture_output=True)
+            raise UserError(
+                f"kernel {spec!r}: its modules need indexing by depmod, which is "
+                "missing (apt-get install kmod)"
+            )
+        subprocess.run(
+            ["depmod", "-b", os.path.dirname(os.path.dirname(os.path.dirname(moddir))), release],
+            check=False,
+            capture_output=True,
+        )
     return Kernel(spec, image, release, moddir, "deb")
 
 

@@ -16,8 +16,13 @@ from ..atomic import write_text
 from ..errors import UserError
 
 #: What qemu prints when KVM cannot be used or cannot run the guest.
-BROKEN = ("KVM internal error", "failed to initialize kvm", "Could not access KVM",
-          "emulation failure", "kvm: No such file")
+BROKEN = (
+    "KVM internal error",
+    "failed to initialize kvm",
+    "Could not access KVM",
+    "emulation failure",
+    "kvm: No such file",
+)
 #: What a kernel prints once it runs (then it panics: no root, by design; panic=-1 ends qemu).
 RAN = ("Linux version", "Kernel panic")
 #: Answers kept until the host reboots (/run is a tmpfs): the check boots a kernel for 20 s
@@ -76,8 +81,11 @@ def cached_check(image: str, timeout_s: float = 20.0, cache: str = CACHE) -> Kvm
     if res.keep and key and isinstance(known, dict):
         try:
             os.makedirs(os.path.dirname(cache), exist_ok=True)
-            write_text(cache, json.dumps({**known, key: {"works": res.works, "why": res.why}}),
-                       what="KVM check cache")
+            write_text(
+                cache,
+                json.dumps({**known, key: {"works": res.works, "why": res.why}}),
+                what="KVM check cache",
+            )
         except (OSError, UserError):
             pass
     return res
@@ -95,14 +103,37 @@ def check(image: str, timeout_s: float = 20.0) -> KvmCheck:
     qemu = shutil.which("qemu-system-x86_64")
     if qemu is None:
         return KvmCheck(False, "qemu-system-x86_64 is not installed (scripts/setup-debs.sh)")
-    argv = [qemu, "-accel", "kvm", "-cpu", "host", "-m", "256", "-smp", "1", "-net", "none",
-            "-vga", "none", "-display", "none", "-no-reboot", "-serial", "stdio",
-            "-monitor", "none", "-kernel", image,
-            "-append", "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 root=/dev/nonexistent"]
+    argv = [
+        qemu,
+        "-accel",
+        "kvm",
+        "-cpu",
+        "host",
+        "-m",
+        "256",
+        "-smp",
+        "1",
+        "-net",
+        "none",
+        "-vga",
+        "none",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-serial",
+        "stdio",
+        "-monitor",
+        "none",
+        "-kernel",
+        image,
+        "-append",
+        "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 root=/dev/nonexistent",
+    ]
     with tempfile.TemporaryFile() as out:
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+        p = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             while p.poll() is None and time.monotonic() - t0 < timeout_s:
                 time.sleep(0.25)
@@ -119,11 +150,12 @@ def check(image: str, timeout_s: float = 20.0) -> KvmCheck:
     took = time.monotonic() - t0
     broken = next((b for b in BROKEN if b in text), None)
     if broken is not None:
-        return KvmCheck(False, f"qemu -accel kvm: {broken!r} while booting {image} ({cpu})",
-                        keep=not virt)
+        return KvmCheck(False, f"qemu -accel kvm: {broken!r} while booting {image} ({cpu})", keep=not virt)
     if any(r in text for r in RAN):
-        return KvmCheck(True, f"a kernel booted under qemu -accel kvm in {took:.1f} s ({cpu})",
-                        keep=True)
-    return KvmCheck(False, f"under qemu -accel kvm, {os.path.basename(image)} printed no "
-                           f"kernel banner in {took:.0f} s: the guest does not run ({cpu})",
-                    keep=not virt)
+        return KvmCheck(True, f"a kernel booted under qemu -accel kvm in {took:.1f} s ({cpu})", keep=True)
+    return KvmCheck(
+        False,
+        f"under qemu -accel kvm, {os.path.basename(image)} printed no "
+        f"kernel banner in {took:.0f} s: the guest does not run ({cpu})",
+        keep=not virt,
+    )

@@ -70,8 +70,10 @@ class BootRecord:
 
 
 #: Console lines that name why a kernel died (the first one is usually the cause).
-_DEATH = re.compile(r"(Kernel panic|BUG:|Oops|general protection fault|"
-                    r"KVM internal error|invalid opcode)")
+_DEATH = re.compile(
+    r"(Kernel panic|BUG:|Oops|general protection fault|"
+    r"KVM internal error|invalid opcode)"
+)
 
 
 def death_line(console: str) -> str:
@@ -82,7 +84,7 @@ def death_line(console: str) -> str:
             for line in f:
                 m = _DEATH.search(line)
                 if m:
-                    return line[m.start():].strip()
+                    return line[m.start() :].strip()
     except FileNotFoundError:
         pass
     return ""
@@ -103,7 +105,7 @@ def init_failure(console: str) -> str | None:
             for line in f:
                 m = _INIT.search(line)
                 if m and _FAILED.search(line, m.end()):
-                    return line[m.start():].strip()
+                    return line[m.start() :].strip()
     except FileNotFoundError:
         pass
     return None
@@ -113,8 +115,7 @@ def own_options(cmdline: str) -> str:
     """The kernel command line without virtme-ng's plumbing (``virtme*``, ``init=``, the
     encoded command, which names each boot's own directory): what the kernel itself was
     told. The whole line is kept in ``env.ab.cmdline``."""
-    return " ".join(t for t in cmdline.split()
-                    if not t.startswith(("virtme", "init=", "nr_open=")))
+    return " ".join(t for t in cmdline.split() if not t.startswith(("virtme", "init=", "nr_open=")))
 
 
 def _src_dir() -> str:
@@ -125,13 +126,13 @@ def _src_dir() -> str:
 def guest_command(cfg: AbConfig, side: int, shared: str) -> str:
     """The shell line the guest runs (in ``/``, whatever the caller's directory): this Python
     and this iowall, seen through the guest's copy-on-write view of the host's root."""
-    argv = [sys.executable, "-m", "iowall.ab.guest", shared, cfg.target, cfg.labels[side],
-            *cfg.run_opts]
+    argv = [sys.executable, "-m", "iowall.ab.guest", shared, cfg.target, cfg.labels[side], *cfg.run_opts]
     moddir = cfg.kernels[side].moddir or ""
-    return (f"PYTHONPATH={shlex.quote(_src_dir())} "
-            f"{guest.MODDIR_ENV}={shlex.quote(moddir)} "
-            f"{guest.SEED_ENV}={shlex.quote(seed_path(cfg.workdir))} "
-            + " ".join(shlex.quote(a) for a in argv))
+    return (
+        f"PYTHONPATH={shlex.quote(_src_dir())} "
+        f"{guest.MODDIR_ENV}={shlex.quote(moddir)} "
+        f"{guest.SEED_ENV}={shlex.quote(seed_path(cfg.workdir))} " + " ".join(shlex.quote(a) for a in argv)
+    )
 
 
 def guest_rodirs(cfg: AbConfig, side: int) -> list[str]:
@@ -168,16 +169,27 @@ def seed_store(workdir: str) -> str:
 
 def _ab_env(cfg: AbConfig, side: int, rnd: int, facts: dict[str, Any], b: vm.Boot) -> dict[str, Any]:
     k = cfg.kernels[side]
-    return {"side": SIDES[side], "round": rnd, "batch": cfg.batch, "kernel_spec": k.spec,
-            "image": k.image, "release": facts.get("release", k.release),
-            "build_id": facts.get("build_id", ""), "cmdline": facts.get("cmdline", ""),
-            "guest_kvm": facts.get("kvm"), "boot_s": facts.get("boot_s"), "vm_wall_s": b.wall_s,
-            "vcpus": cfg.cpus, "memory": cfg.memory,
-            "guest_mem_total_bytes": facts.get("mem_total_bytes")}
+    return {
+        "side": SIDES[side],
+        "round": rnd,
+        "batch": cfg.batch,
+        "kernel_spec": k.spec,
+        "image": k.image,
+        "release": facts.get("release", k.release),
+        "build_id": facts.get("build_id", ""),
+        "cmdline": facts.get("cmdline", ""),
+        "guest_kvm": facts.get("kvm"),
+        "boot_s": facts.get("boot_s"),
+        "vm_wall_s": b.wall_s,
+        "vcpus": cfg.cpus,
+        "memory": cfg.memory,
+        "guest_mem_total_bytes": facts.get("mem_total_bytes"),
+    }
 
 
-def _imported(cfg: AbConfig, store: Store, runs: Sequence[Run], label: str,
-              ab: dict[str, Any]) -> tuple[int, ...]:
+def _imported(
+    cfg: AbConfig, store: Store, runs: Sequence[Run], label: str, ab: dict[str, Any]
+) -> tuple[int, ...]:
     """Store the guest's runs under ``label``, marked emulated unless the guest saw KVM. The
     host shape is the VM's configured memory (each kernel reserves differently, so its
     MemTotal would keep the two sides' points from pairing); the guest's MemTotal is kept
@@ -196,26 +208,46 @@ def _imported(cfg: AbConfig, store: Store, runs: Sequence[Run], label: str,
     return tuple(i for i in ids if i is not None)
 
 
-def _failed_run(cfg: AbConfig, label: str, ab: dict[str, Any], started: float, error: str,
-                tail: Sequence[str]) -> Run:
-    return Run(point=Point(cfg.recipe, {}), label=label, status="failed", started_at=started,
-               finished_at=time.time(), env={"emulated": not cfg.kvm, "ab": ab},
-               batch=cfg.batch, error=error, notes=tuple(tail))
+def _failed_run(
+    cfg: AbConfig, label: str, ab: dict[str, Any], started: float, error: str, tail: Sequence[str]
+) -> Run:
+    return Run(
+        point=Point(cfg.recipe, {}),
+        label=label,
+        status="failed",
+        started_at=started,
+        finished_at=time.time(),
+        env={"emulated": not cfg.kvm, "ab": ab},
+        batch=cfg.batch,
+        error=error,
+        notes=tuple(tail),
+    )
 
 
 def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1) -> BootRecord:
     """Boot kernel ``side`` once; a failure is stored as a failed run of its label."""
     label = cfg.labels[side]
-    shared = os.path.join(cfg.workdir, f"r{rnd}-{SIDES[side]}"
-                          + (f"-{attempt}" if attempt > 1 else ""))
+    shared = os.path.join(cfg.workdir, f"r{rnd}-{SIDES[side]}" + (f"-{attempt}" if attempt > 1 else ""))
     os.makedirs(shared, exist_ok=True)
     console = os.path.join(shared, "console.log")
-    argv = vm.vng_argv(vm.vng_path(), cfg.kernels[side], cpus=cfg.cpus, memory=cfg.memory,
-                       kvm=cfg.kvm, shared=shared, command=guest_command(cfg, side, shared),
-                       rodirs=guest_rodirs(cfg, side))
+    argv = vm.vng_argv(
+        vm.vng_path(),
+        cfg.kernels[side],
+        cpus=cfg.cpus,
+        memory=cfg.memory,
+        kvm=cfg.kvm,
+        shared=shared,
+        command=guest_command(cfg, side, shared),
+        rodirs=guest_rodirs(cfg, side),
+    )
     started = time.time()
-    b = vm.boot(argv, console, cfg.timeout_s, started=os.path.join(shared, guest.STARTED),
-                boot_timeout_s=cfg.boot_timeout_s)
+    b = vm.boot(
+        argv,
+        console,
+        cfg.timeout_s,
+        started=os.path.join(shared, guest.STARTED),
+        boot_timeout_s=cfg.boot_timeout_s,
+    )
     facts_path = os.path.join(shared, guest.FACTS)
     doc: dict[str, Any] = {}
     if os.path.exists(facts_path):
@@ -225,21 +257,26 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
     ab = _ab_env(cfg, side, rnd, facts, b)
     guest_db = os.path.join(shared, guest.STORE)
     if doc.get("rc") == 0 and os.path.exists(guest_db):
-        runs = list(Store(f"sqlite:///{guest_db}").iter_runs(with_series=True,
-                                                              with_artifacts=True))
+        runs = list(Store(f"sqlite:///{guest_db}").iter_runs(with_series=True, with_artifacts=True))
         ids = _imported(cfg, store, runs, label, ab)
-        return BootRecord(rnd, SIDES[side], label, True, True, b.wall_s, facts.get("boot_s"),
-                          ids, facts=facts)
+        return BootRecord(
+            rnd, SIDES[side], label, True, True, b.wall_s, facts.get("boot_s"), ids, facts=facts
+        )
     reached = os.path.exists(os.path.join(shared, guest.STARTED))
     death = death_line(console)
     init_said = None if reached or death else init_failure(console)
     if init_said is not None:
-        error = (f"{label}: the guest booted but could not start its command (the init "
-                 f"says: {init_said}); console {console}")
+        error = (
+            f"{label}: the guest booted but could not start its command (the init "
+            f"says: {init_said}); console {console}"
+        )
     elif not doc:
         if not reached:
-            why = (f"no guest command within {cfg.boot_timeout_s:.0f} s" if b.timed_out
-                   else f"vng exited {b.rc} before the guest command")
+            why = (
+                f"no guest command within {cfg.boot_timeout_s:.0f} s"
+                if b.timed_out
+                else f"vng exited {b.rc} before the guest command"
+            )
             if not is_bzimage(cfg.kernels[side].image):
                 why += "; the image has no x86 boot header (HdrS), it is not a bzImage"
         else:
@@ -250,14 +287,26 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
     else:
         step = next((s for s in doc.get("steps", []) if s["rc"] != 0), None)
         what = " ".join(step["argv"][2:5]) if step else "the guest command"
-        error = (f"{label}: {what} exited {doc.get('rc')} in the guest; log "
-                 f"{os.path.join(shared, guest.LOG)}")
+        error = f"{label}: {what} exited {doc.get('rc')} in the guest; log {os.path.join(shared, guest.LOG)}"
         with open(os.path.join(shared, guest.LOG), errors="replace") as f:
-            tail = tuple(line.rstrip("\n") for line in f.readlines()[-vm.TAIL:])
+            tail = tuple(line.rstrip("\n") for line in f.readlines()[-vm.TAIL :])
         b = replace(b, tail=tail)
     rid = store.add_run(_failed_run(cfg, label, ab, started, error, b.tail))
-    return BootRecord(rnd, SIDES[side], label, False, reached, b.wall_s, facts.get("boot_s"),
-                      (rid,), error, b.tail, facts, attempt, booted=init_said is not None)
+    return BootRecord(
+        rnd,
+        SIDES[side],
+        label,
+        False,
+        reached,
+        b.wall_s,
+        facts.get("boot_s"),
+        (rid,),
+        error,
+        b.tail,
+        facts,
+        attempt,
+        booted=init_said is not None,
+    )
 
 
 def boot_again(cfg: AbConfig, rec: BootRecord) -> bool:
@@ -265,14 +314,21 @@ def boot_again(cfg: AbConfig, rec: BootRecord) -> bool:
     (a panic or hang in early boot, which a kernel under emulation does now and then), of
     an image that is a bzImage, within ``cfg.boot_attempts``. A failure once the command
     ran is the target's and is never retried."""
-    return (not rec.ok and not rec.reached and not rec.booted
-            and rec.attempt < cfg.boot_attempts
-            and is_bzimage(cfg.kernels[SIDES.index(rec.side)].image))
+    return (
+        not rec.ok
+        and not rec.reached
+        and not rec.booted
+        and rec.attempt < cfg.boot_attempts
+        and is_bzimage(cfg.kernels[SIDES.index(rec.side)].image)
+    )
 
 
-def run_rounds(cfg: AbConfig, store: Store, say: Callable[[str], None],
-               boot: Callable[[AbConfig, Store, int, int, int], BootRecord] = one_boot,
-               ) -> list[BootRecord]:
+def run_rounds(
+    cfg: AbConfig,
+    store: Store,
+    say: Callable[[str], None],
+    boot: Callable[[AbConfig, Store, int, int, int], BootRecord] = one_boot,
+) -> list[BootRecord]:
     """Every round, A and B alternating first; a progress line per boot with its times. A
     boot that died before the guest command is booted again (``boot_again``), the failed
     attempt kept and said. A kernel whose first boot never reached the guest command in
@@ -282,23 +338,31 @@ def run_rounds(cfg: AbConfig, store: Store, say: Callable[[str], None],
     mode = "KVM" if cfg.kvm else "emulated"
     seed_store(cfg.workdir)
     for rnd in range(1, cfg.rounds + 1):
-        for side in ((0, 1) if rnd % 2 else (1, 0)):
+        for side in (0, 1) if rnd % 2 else (1, 0):
             k = cfg.kernels[side]
             attempt = 1
             while True:
                 again = f" again (attempt {attempt}/{cfg.boot_attempts})" if attempt > 1 else ""
-                say(f"ab: round {rnd}/{cfg.rounds}: booting {SIDES[side]} {k.release}{again} "
-                    f"({mode}, {cfg.cpus} vCPUs, {cfg.memory})")
+                say(
+                    f"ab: round {rnd}/{cfg.rounds}: booting {SIDES[side]} {k.release}{again} "
+                    f"({mode}, {cfg.cpus} vCPUs, {cfg.memory})"
+                )
                 rec = boot(cfg, store, rnd, side, attempt)
                 if rec.ok:
                     took = "?" if rec.boot_s is None else f"{rec.boot_s:.1f} s"
-                    say(f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} done in {rec.wall_s:.1f} "
-                        f"s (boot to command {took}), runs {', '.join(map(str, rec.run_ids))}")
+                    say(
+                        f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} done in {rec.wall_s:.1f} "
+                        f"s (boot to command {took}), runs {', '.join(map(str, rec.run_ids))}"
+                    )
                     break
-                say(f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} FAILED after "
-                    f"{rec.wall_s:.1f} s: {rec.error}")
-                say("\n".join(f"    | {line}" for line in rec.tail)
-                    or "    | (the console is empty: not even firmware or kernel output)")
+                say(
+                    f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} FAILED after "
+                    f"{rec.wall_s:.1f} s: {rec.error}"
+                )
+                say(
+                    "\n".join(f"    | {line}" for line in rec.tail)
+                    or "    | (the console is empty: not even firmware or kernel output)"
+                )
                 if not boot_again(cfg, rec):
                     break
                 out.append(replace(rec, retried=True))
@@ -312,11 +376,14 @@ def run_rounds(cfg: AbConfig, store: Store, say: Callable[[str], None],
     return out
 
 
-def side_runs(store: Store, records: Sequence[BootRecord],
-              labels: Sequence[str]) -> dict[str, list[Run]]:
+def side_runs(store: Store, records: Sequence[BootRecord], labels: Sequence[str]) -> dict[str, list[Run]]:
     """Each side's stored runs, whole with their artifacts: the differential flame graph is
     drawn from the runs that carry a profile, which a plain listing does not load."""
-    return {lab: list(store.iter_runs(RunFilter(ids=[i for r in records if r.label == lab
-                                                     for i in r.run_ids]),
-                                      with_artifacts=True))
-            for lab in labels}
+    return {
+        lab: list(
+            store.iter_runs(
+                RunFilter(ids=[i for r in records if r.label == lab for i in r.run_ids]), with_artifacts=True
+            )
+        )
+        for lab in labels
+    }

@@ -37,8 +37,9 @@ def vng_path() -> str:
     here = os.path.join(os.path.dirname(sys.executable), "vng")
     found = shutil.which("vng") or (here if os.access(here, os.X_OK) else None)
     if found is None:
-        raise UserError("virtme-ng is not installed: `make setup` (pip extra 'ab') or "
-                        "`pip install virtme-ng`")
+        raise UserError(
+            "virtme-ng is not installed: `make setup` (pip extra 'ab') or `pip install virtme-ng`"
+        )
     if shutil.which("qemu-system-x86_64") is None:
         raise UserError("qemu-system-x86_64 is not installed: run scripts/setup-debs.sh")
     return found
@@ -46,8 +47,16 @@ def vng_path() -> str:
 
 #: Host directories the guest's init covers with a tmpfs of its own (virtme-ng 1.42's
 #: ``mount_sys_filesystems``): what lies under them on the host is not seen in the guest.
-GUEST_OWN = ("/var/tmp", "/var/log", "/var/cache", "/var/lib/private", "/var/lib/machines",
-             "/var/lib/portables", "/var/spool/rsyslog", "/run")
+GUEST_OWN = (
+    "/var/tmp",
+    "/var/log",
+    "/var/cache",
+    "/var/lib/private",
+    "/var/lib/machines",
+    "/var/lib/portables",
+    "/var/spool/rsyslog",
+    "/run",
+)
 
 
 def hidden_in_guest(paths: Sequence[str]) -> list[str]:
@@ -61,21 +70,41 @@ def hidden_in_guest(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def vng_argv(vng: str, kernel: Kernel, *, cpus: int, memory: str, kvm: bool, shared: str,
-             command: str, rodirs: Sequence[str] = ()) -> list[str]:
+def vng_argv(
+    vng: str,
+    kernel: Kernel,
+    *,
+    cpus: int,
+    memory: str,
+    kvm: bool,
+    shared: str,
+    command: str,
+    rodirs: Sequence[str] = (),
+) -> list[str]:
     """The `vng` command line: the kernel's modules are found by virtme-ng next to the image
     (``ROOT/boot/vmlinuz-R`` → ``ROOT/lib/modules/R``) and linked in the guest. The guest
     starts its command in ``/`` (vng's default is the caller's directory, which the guest
     may not have: one under /var/tmp); ``rodirs`` are shown read-only at their own paths."""
-    argv = [vng, "--verbose", "--run", kernel.image, "--cpus", str(cpus), "--memory", memory,
-            "--cwd", "/", "--rwdir", shared]
+    argv = [
+        vng,
+        "--verbose",
+        "--run",
+        kernel.image,
+        "--cpus",
+        str(cpus),
+        "--memory",
+        memory,
+        "--cwd",
+        "/",
+        "--rwdir",
+        shared,
+    ]
     for d in rodirs:
         argv += ["--rodir", d]
     return argv + ["--exec", command] + ([] if kvm else ["--disable-kvm"])
 
 
-def boot(argv: list[str], console: str, timeout_s: float, *, started: str,
-         boot_timeout_s: float) -> Boot:
+def boot(argv: list[str], console: str, timeout_s: float, *, started: str, boot_timeout_s: float) -> Boot:
     """Run ``argv`` (a `vng` line) in its own session, its output into ``console``; killed
     with its process group when file ``started`` (the guest's first act) is still missing
     after ``boot_timeout_s``, or after ``timeout_s`` in all."""
@@ -86,8 +115,14 @@ def boot(argv: list[str], console: str, timeout_s: float, *, started: str,
     t0 = time.monotonic()
     timed_out = False
     with open(console, "wb") as out:
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        p = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         try:
             while True:
                 try:
@@ -95,8 +130,7 @@ def boot(argv: list[str], console: str, timeout_s: float, *, started: str,
                     break
                 except subprocess.TimeoutExpired:
                     took = time.monotonic() - t0
-                    if took > timeout_s or (took > boot_timeout_s
-                                            and not os.path.exists(started)):
+                    if took > timeout_s or (took > boot_timeout_s and not os.path.exists(started)):
                         timed_out = True
                         os.killpg(p.pid, signal.SIGKILL)
                         rc = p.wait()

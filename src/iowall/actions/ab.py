@@ -42,19 +42,37 @@ def _labels(kernels: tuple[Kernel, Kernel]) -> tuple[str, str]:
 
 def _kvm(kernels: tuple[Kernel, Kernel], allow_emulated: bool) -> tuple[bool, str]:
     image = next((k.image for k in kernels if is_bzimage(k.image)), None)
-    check = (kvm.cached_check(image) if image is not None else
-             kvm.KvmCheck(False, "not checked: neither kernel is a bzImage"))
+    check = (
+        kvm.cached_check(image)
+        if image is not None
+        else kvm.KvmCheck(False, "not checked: neither kernel is a bzImage")
+    )
     if not check.works and not allow_emulated:
-        raise UserError(f"no working KVM here ({check.why}): guest timings would be "
-                        "emulation's; pass --allow-emulated to run anyway, every run marked "
-                        "emulated")
+        raise UserError(
+            f"no working KVM here ({check.why}): guest timings would be "
+            "emulation's; pass --allow-emulated to run anyway, every run marked "
+            "emulated"
+        )
     return check.works, check.why
 
 
-def run_ab(target: str, kernels: list[str], db: str | None, say: Callable[[str], None], *,
-           rounds: int, cpus: int, memory: str, allow_emulated: bool, quick: bool,
-           probes: str, flame: str | None, timeout: float, boot_timeout: float,
-           boot_attempts: int) -> Report:
+def run_ab(
+    target: str,
+    kernels: list[str],
+    db: str | None,
+    say: Callable[[str], None],
+    *,
+    rounds: int,
+    cpus: int,
+    memory: str,
+    allow_emulated: bool,
+    quick: bool,
+    probes: str,
+    flame: str | None,
+    timeout: float,
+    boot_timeout: float,
+    boot_attempts: int,
+) -> Report:
     """Everything checked on the host first (the kernels found, the target loaded, KVM or
     ``allow_emulated``), then the store ``db`` opened, the rounds run, and the Report made
     and stored with its batch; a side with no completed run leaves ``report.compare``
@@ -72,13 +90,28 @@ def run_ab(target: str, kernels: list[str], db: str | None, say: Callable[[str],
     os.makedirs(workdir)
     opts = ["--bed", "ram", "--probes", probes] + (["--quick"] if quick else [])
     target_arg = os.path.abspath(target) if os.path.isfile(target) else target
-    cfg = AbConfig(kernels=pair, labels=_labels(pair), target=target_arg, recipe=recipe,
-                   rounds=rounds, cpus=cpus, memory=memory, kvm=works, kvm_why=why,
-                   workdir=workdir, batch=batch, run_opts=tuple(opts), timeout_s=timeout,
-                   boot_timeout_s=boot_timeout, boot_attempts=boot_attempts)
+    cfg = AbConfig(
+        kernels=pair,
+        labels=_labels(pair),
+        target=target_arg,
+        recipe=recipe,
+        rounds=rounds,
+        cpus=cpus,
+        memory=memory,
+        kvm=works,
+        kvm_why=why,
+        workdir=workdir,
+        batch=batch,
+        run_opts=tuple(opts),
+        timeout_s=timeout,
+        boot_timeout_s=boot_timeout,
+        boot_attempts=boot_attempts,
+    )
     store = Store(db)
-    say(f"ab: {cfg.labels[0]} (A) vs {cfg.labels[1]} (B), {plural(rounds, 'round')}; guests: "
-        f"{'KVM' if works else 'EMULATED'} ({why}); files in {workdir}")
+    say(
+        f"ab: {cfg.labels[0]} (A) vs {cfg.labels[1]} (B), {plural(rounds, 'round')}; guests: "
+        f"{'KVM' if works else 'EMULATED'} ({why}); files in {workdir}"
+    )
     with interruptible():  # SIGTERM too: the guest in flight is killed with its group
         records = run_rounds(cfg, store, say)
     runs = side_runs(store, records, cfg.labels)
@@ -91,7 +124,9 @@ def run_ab(target: str, kernels: list[str], db: str | None, say: Callable[[str],
         path = flame or os.path.join(workdir, "flame-diff.svg")
         write_svg(flame_svg(store, [str(pair_ids[0]), str(pair_ids[1])]), path)
         wrote(path)
-        report = replace(report, notes=(*report.notes, f"differential flame graph of runs "
-                                        f"{pair_ids[0]} -> {pair_ids[1]}: {path}"))
+        report = replace(
+            report,
+            notes=(*report.notes, f"differential flame graph of runs {pair_ids[0]} -> {pair_ids[1]}: {path}"),
+        )
     add_report(store, report)
     return report

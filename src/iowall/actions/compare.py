@@ -9,8 +9,14 @@ from ..store import Store
 from ..units import parse_floor
 
 
-def compare_sets(sets: list[str] | None, base: str | None, new: list[str] | None,
-          metric: list[str] | None, floor: str, db: str | None) -> CompareResult:
+def compare_sets(
+    sets: list[str] | None,
+    base: str | None,
+    new: list[str] | None,
+    metric: list[str] | None,
+    floor: str,
+    db: str | None,
+) -> CompareResult:
     """Load the run sets named on the command line and compare them (`compare`, `plot compare`).
     Sides that share a run (the same selection twice, or overlapping ones) are refused."""
     fl = parse_floor(floor)
@@ -22,20 +28,25 @@ def compare_sets(sets: list[str] | None, base: str | None, new: list[str] | None
             raise UserError("--base and --new go together")
         texts = [base, *new]
     if len(texts) < 2:
-        raise UserError("compare needs a base and at least one new run set, e.g. "
-                        "'iowall compare base patched'")
+        raise UserError(
+            "compare needs a base and at least one new run set, e.g. 'iowall compare base patched'"
+        )
     store = None if all(".json" in t for t in texts) else Store.existing(db)
     loaded = load_all(store, texts)
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
     shared = shared_run(sides)
     if shared is not None:
         run, i, j = shared
-        what = (f"{texts[i]!r} is given twice" if texts[i] == texts[j]
-                else f"run {run} is in both {texts[i]!r} and {texts[j]!r}")
+        what = (
+            f"{texts[i]!r} is given twice"
+            if texts[i] == texts[j]
+            else f"run {run} is in both {texts[i]!r} and {texts[j]!r}"
+        )
         raise UserError(f"{what}: the sides of a comparison must not share runs")
     res = compare(sides[0], sides[1:], metrics=metric, floor=fl, compared=compared_field(texts))
     if not res.rows:
         why = "; ".join(f"{u.side}: {u.point_text}: {u.reason}" for u in res.unpaired[:3])
-        raise UserError("nothing to compare: no point and metric measured on both sides"
-                        + (f" ({why})" if why else ""))
+        raise UserError(
+            "nothing to compare: no point and metric measured on both sides" + (f" ({why})" if why else "")
+        )
     return res

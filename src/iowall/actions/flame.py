@@ -3,7 +3,7 @@ dashboard's flame page, the flame graphs `gate --flames` and `ab` write."""
 
 from __future__ import annotations
 
-from ..analysis.paths import attribute, decode_folded
+from ..analysis.kernel_paths import attribute, decode_folded
 from ..errors import UserError
 from ..model import PROFILE_ARTIFACT
 from ..report.flame import diff_flamegraph, flamegraph, subtitle
@@ -19,8 +19,10 @@ def load_profile(store: Store, arg: str) -> tuple[int, str, dict[str, int]]:
     run = store.get_run(rid)
     art = next((a for a in run.artifacts if a.name == PROFILE_ARTIFACT), None)
     if art is None:
-        raise UserError(f"run {rid} has no profile data: record it with the profile probe "
-                        "(--probes default, where perf is installed)")
+        raise UserError(
+            f"run {rid} has no profile data: record it with the profile probe "
+            "(--probes default, where perf is installed)"
+        )
     stacks = decode_folded(art.body)
     if not stacks:
         raise UserError(f"run {rid}: its profile holds no samples")

@@ -59,8 +59,9 @@ def read_accept(path: str) -> list[Accept]:
     out = []
     for i, a in enumerate(doc.get("accept", []), 1):
         if not isinstance(a, dict) or not {"point", "metric"} <= set(a):
-            raise UserError(f"--accept {path}: entry {i} needs point and metric "
-                            "(and optionally direction, until, reason)")
+            raise UserError(
+                f"--accept {path}: entry {i} needs point and metric (and optionally direction, until, reason)"
+            )
         d = str(a.get("direction", "worse"))
         if d not in ("worse", "better"):
             raise UserError(f"--accept {path}: entry {i}: direction is worse or better")
@@ -69,8 +70,9 @@ def read_accept(path: str) -> list[Accept]:
             try:
                 datetime.date.fromisoformat(until)
             except ValueError:
-                raise UserError(f"--accept {path}: entry {i}: until {until!r} is not a date "
-                                "(YYYY-MM-DD)") from None
+                raise UserError(
+                    f"--accept {path}: entry {i}: until {until!r} is not a date (YYYY-MM-DD)"
+                ) from None
         out.append(Accept(str(a["point"]), str(a["metric"]), d, until, str(a.get("reason", ""))))
     return out
 
@@ -81,8 +83,9 @@ def is_workload(target: str) -> bool:
     return target in {r.name for r in recipes()}
 
 
-def explain_regressions(res: GateResult, base: list[Run], new: list[Run], store: Store | None,
-             flames: str | None) -> list[Explanation]:
+def explain_regressions(
+    res: GateResult, base: list[Run], new: list[Run], store: Store | None, flames: str | None
+) -> list[Explanation]:
     """The Why of both sides' median runs, the CPU-time shares that grew, and the differential
     flame graph, for every regression."""
     out: list[Explanation] = []
@@ -107,47 +110,85 @@ def explain_regressions(res: GateResult, base: list[Run], new: list[Run], store:
                 flame = path
             except UserError as e:
                 flame = f"not drawn ({e}); {flame}"
-        same = next((i for i, e in enumerate(out)
-                     if (e.base_run, e.new_run) == (rb.id, rn.id)), None)
+        same = next((i for i, e in enumerate(out) if (e.base_run, e.new_run) == (rb.id, rn.id)), None)
         if same is not None:  # the same median runs: one explanation, its metrics listed
             out[same] = replace(out[same], metric=f"{out[same].metric}, {v.row.metric}")
             continue
-        out.append(Explanation(point_name(v), v.row.metric, rb.id, rn.id,
-                               tuple(wb.get("sentences", [])), tuple(wn.get("sentences", [])),
-                               tuple(attribution_shift(b_runs, n_runs)), flame))
+        out.append(
+            Explanation(
+                point_name(v),
+                v.row.metric,
+                rb.id,
+                rn.id,
+                tuple(wb.get("sentences", [])),
+                tuple(wn.get("sentences", [])),
+                tuple(attribution_shift(b_runs, n_runs)),
+                flame,
+            )
+        )
     return out
 
 
-def gate_file(path: str, *, fdr: float | None, floor: float, direction: str, unit: str,
-              accepted: list[Accept]) -> GateReport:
+def gate_file(
+    path: str, *, fdr: float | None, floor: float, direction: str, unit: str, accepted: list[Accept]
+) -> GateReport:
     """``gate --series FILE``: the newest result of every series of the file against its own
     history (``analysis.series_gate``)."""
     check_series_options(direction, None)
     hs = from_rows(read_series(path), direction=direction, unit=unit)
     level = FDR_SERIES if fdr is None else fdr
-    result, tested = gate_series([results(h) for h in hs], fdr=level, floor=floor,
-                                 accept=accepted, today=datetime.date.today().isoformat(),
-                                 source=path)
-    notes = [f"{t.name}: newest {', '.join(t.window)} against {t.n_base} results from "
-             f"{t.base_from}" for t in tested if t.early.window is not None]
-    notes += [f"{t.name}: not tested: {t.early.reason}" for t in tested
-              if t.early.window is None]
-    cmd = ["iowall", "gate", "--series", path] + (["--fdr", f"{fdr:g}"] if fdr else []) + (
-        ["--direction", direction] if direction != "higher" else [])
-    return GateReport(result, f"{path}: each series' history", f"{path}: its newest results",
-                      (), (shlex.join(cmd),), tuple(notes))
+    result, tested = gate_series(
+        [results(h) for h in hs],
+        fdr=level,
+        floor=floor,
+        accept=accepted,
+        today=datetime.date.today().isoformat(),
+        source=path,
+    )
+    notes = [
+        f"{t.name}: newest {', '.join(t.window)} against {t.n_base} results from {t.base_from}"
+        for t in tested
+        if t.early.window is not None
+    ]
+    notes += [f"{t.name}: not tested: {t.early.reason}" for t in tested if t.early.window is None]
+    cmd = (
+        ["iowall", "gate", "--series", path]
+        + (["--fdr", f"{fdr:g}"] if fdr else [])
+        + (["--direction", direction] if direction != "higher" else [])
+    )
+    return GateReport(
+        result,
+        f"{path}: each series' history",
+        f"{path}: its newest results",
+        (),
+        (shlex.join(cmd),),
+        tuple(notes),
+    )
 
 
-def gate_runs(store: Store, target: str, baseline: Sequence[str], progress: ProgressOf, *,
-              label: str | None, repeat: int, confirm: int | None, quick: bool, fdr: float,
-              floor: float, metric: list[str] | None, fail_on: list[str] | None,
-              accepted: list[Accept], flames: str | None, wait: float | None,
-              hold_memory: bool) -> GateReport:
+def gate_runs(
+    store: Store,
+    target: str,
+    baseline: Sequence[str],
+    progress: ProgressOf,
+    *,
+    label: str | None,
+    repeat: int,
+    confirm: int | None,
+    quick: bool,
+    fdr: float,
+    floor: float,
+    metric: list[str] | None,
+    fail_on: list[str] | None,
+    accepted: list[Accept],
+    flames: str | None,
+    wait: float | None,
+    hold_memory: bool,
+) -> GateReport:
     """TARGET (a recipe or plan, run now with ``repeat`` runs of every point and re-run up to
     ``confirm`` more times while a regression is suspected; or a selection of stored runs)
     against the stored ``baseline`` runs."""
-    base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}
-                     .values())
+    base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}.values())
     base_text = " + ".join(baseline)
     workload = is_workload(target)
     rounds = confirm if confirm is not None else (2 if workload else 0)
@@ -157,8 +198,16 @@ def gate_runs(store: Store, target: str, baseline: Sequence[str], progress: Prog
     new_ids: list[int] = []
 
     def run_once() -> None:  # the first run and every confirmation: the same --repeat
-        rep = run_target(target, store, progress, label=lbl, repeat=RepeatPolicy(repeat),
-                         quick=quick, wait=wait, hold_memory=hold_memory)
+        rep = run_target(
+            target,
+            store,
+            progress,
+            label=lbl,
+            repeat=RepeatPolicy(repeat),
+            quick=quick,
+            wait=wait,
+            hold_memory=hold_memory,
+        )
         add_report(store, rep)
         new_ids.extend(rep.run_ids)
 
@@ -170,25 +219,37 @@ def gate_runs(store: Store, target: str, baseline: Sequence[str], progress: Prog
 
     def decide_now() -> GateResult:
         nonlocal new_runs
-        new_runs = load(store, parse_selection(f"ids={','.join(map(str, new_ids))}"
-                                               if workload else target))
+        new_runs = load(store, parse_selection(f"ids={','.join(map(str, new_ids))}" if workload else target))
         sides = [Side(base_text, base_runs), Side(new_text, new_runs)]
         if shared_run(sides) is not None:
             raise UserError("the baseline and the new runs share runs: gate disjoint sets")
-        res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=floor,
-                      compared="label")
+        res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=floor, compared="label")
         if not res.rows:
             raise UserError("nothing to gate: no point and metric measured on both sides")
         return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
 
     result, used = confirmed(decide_now, run_once, rounds)
-    notes = ([f"confirmation: a regression or an inconclusive row was suspected, so the target "
-              f"ran {used} more time{'s' if used > 1 else ''} before the decision"] if used else [])
+    notes = (
+        [
+            f"confirmation: a regression or an inconclusive row was suspected, so the target "
+            f"ran {used} more time{'s' if used > 1 else ''} before the decision"
+        ]
+        if used
+        else []
+    )
     notes += result.method_notes
     cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
     if workload:
-        cmd += (["--repeat", str(repeat)] + (["--quick"] if quick else [])
-                + (["--hold-memory"] if hold_memory else []))
-    return GateReport(result, base_text, new_text,
-                      tuple(explain_regressions(result, base_runs, new_runs, store, flames)),
-                      (shlex.join(cmd),), tuple(notes))
+        cmd += (
+            ["--repeat", str(repeat)]
+            + (["--quick"] if quick else [])
+            + (["--hold-memory"] if hold_memory else [])
+        )
+    return GateReport(
+        result,
+        base_text,
+        new_text,
+        tuple(explain_regressions(result, base_runs, new_runs, store, flames)),
+        (shlex.join(cmd),),
+        tuple(notes),
+    )

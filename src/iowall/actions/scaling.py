@@ -3,8 +3,11 @@ curves drawn."""
 
 from __future__ import annotations
 
-from ..analysis.sweep import Scaling, analyse, sides_of, why_no_curves
+from collections.abc import Sequence
+
+from ..analysis.sweep import Scaling, analyse, why_no_curves
 from ..errors import UserError
+from ..model import Run
 from ..report.emit import wrote
 from ..report.plots import check_path, save
 from ..report.scaling import figure
@@ -32,3 +35,21 @@ def draw_curves(result: Scaling, path: str) -> None:
     check_path(path)
     save(figure(result.curves), path)
     wrote(path)
+
+
+def sides_of(selections: Sequence[tuple[str, Sequence[Run]]]) -> list[tuple[str, list[Run]]]:
+    """Name the sides of ``iowall scaling SEL…``: with one selection, one side per stored run
+    label; with several, one side per selection named by its text (``TEXT:LABEL`` when a
+    selection holds several labels)."""
+    out: list[tuple[str, list[Run]]] = []
+    for text, runs in selections:
+        by_label: dict[str, list[Run]] = {}
+        for r in runs:
+            by_label.setdefault(r.label, []).append(r)
+        if len(selections) == 1:
+            out += list(by_label.items())
+        elif len(by_label) == 1:
+            out.append((text, list(runs)))
+        else:
+            out += [(f"{text}:{lab}", rs) for lab, rs in by_label.items()]
+    return out

@@ -19,15 +19,19 @@ def _row(path: str, i: int, r: object) -> SeriesRow:
         if not isinstance(r, dict):
             raise ValueError
         index = str(r["index"]).strip()
-        row = SeriesRow(str(r["series"]), index, float(str(r["value"])),
-                        str(r.get("direction") or "").strip(), str(r.get("unit") or "").strip())
+        row = SeriesRow(
+            str(r["series"]),
+            index,
+            float(str(r["value"])),
+            str(r.get("direction") or "").strip(),
+            str(r.get("unit") or "").strip(),
+        )
     except (KeyError, ValueError):
         raise UserError(f"--series {path}: row {i} is not series,index,value: {r!r}") from None
     if not index:
         raise UserError(f"--series {path}: row {i} has an empty index")
     if row.direction and row.direction not in DIRECTIONS:
-        raise UserError(f"--series {path}: row {i}: direction {row.direction!r} is not higher "
-                        "or lower")
+        raise UserError(f"--series {path}: row {i}: direction {row.direction!r} is not higher or lower")
     return row
 
 
@@ -47,8 +51,7 @@ def read_series(path: str) -> list[SeriesRow]:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise UserError(f"--series {path}: not JSON ({e.msg} at line {e.lineno})") from None
-        rows = doc if isinstance(doc, list) else doc.get("rows", []) if isinstance(doc, dict) \
-            else []
+        rows = doc if isinstance(doc, list) else doc.get("rows", []) if isinstance(doc, dict) else []
     else:
         rows = list(csv.DictReader(io.StringIO(text)))
     out = [_row(path, i, r) for i, r in enumerate(rows, 1)]

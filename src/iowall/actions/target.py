@@ -13,7 +13,7 @@ from .. import journal
 from ..beds import BedSpec, check_dir
 from ..errors import UserError
 from ..guestmem import nothing_to_hold
-from ..knobs import KnobSession
+from ..knob_session import KnobSession
 from ..machine_lock import exclusive
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
 from ..recipes.options import RecipeOptions
@@ -34,16 +34,32 @@ def is_plan_path(target: str) -> bool:
     return target.endswith((".toml", ".fio")) or os.sep in target or os.path.isfile(target)
 
 
-def load_target_plan(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
-                     label: str | None = None, repeat: RepeatPolicy | None = None,
-                     quick: bool = False, bed: str | None = None, wipe: bool = False,
-                     probes: str | None = None, rel_target: float | None = None) -> Plan:
+def load_target_plan(
+    target: str,
+    *,
+    sets: Sequence[tuple[str, list[Any]]] = (),
+    label: str | None = None,
+    repeat: RepeatPolicy | None = None,
+    quick: bool = False,
+    bed: str | None = None,
+    wipe: bool = False,
+    probes: str | None = None,
+    rel_target: float | None = None,
+) -> Plan:
     """The plan file (or fio job file: a plan of one point) with the command line's
     overrides; ``wipe``: ``--wipe`` for the plan's own device bed when no ``--bed`` is
     given."""
     plan = load_jobfile(target) if target.endswith(".fio") else load_plan(target)
-    return plan.with_overrides(sets=sets, label=label, repeat=repeat, bed=bed, wipe=wipe,
-                               quick=quick, target=rel_target, probes=probes)
+    return plan.with_overrides(
+        sets=sets,
+        label=label,
+        repeat=repeat,
+        bed=bed,
+        wipe=wipe,
+        quick=quick,
+        target=rel_target,
+        probes=probes,
+    )
 
 
 @dataclass(frozen=True)
@@ -57,10 +73,18 @@ class Target:
     opts: RecipeOptions
 
 
-def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
-            label: str | None = None, repeat: RepeatPolicy | None = None, quick: bool = False,
-            bed: str | None = None, wipe: bool = False, probes: str | None = None,
-            rel_target: float | None = None) -> Target:
+def prepare(
+    target: str,
+    *,
+    sets: Sequence[tuple[str, list[Any]]] = (),
+    label: str | None = None,
+    repeat: RepeatPolicy | None = None,
+    quick: bool = False,
+    bed: str | None = None,
+    wipe: bool = False,
+    probes: str | None = None,
+    rel_target: float | None = None,
+) -> Target:
     """Load and check a plan file or a recipe's options — every check that needs no machine,
     refused knobs and the recipe's own ``--set`` axes included — before any store, lock or bed
     is touched."""
@@ -68,9 +92,17 @@ def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
     plan: Plan | None = None
     recipe: Recipe | None = None
     if is_plan_path(target):
-        plan = load_target_plan(target, sets=sets, label=label, repeat=policy, quick=quick,
-                                bed=bed, wipe=wipe, probes=probes,
-                                rel_target=rel_target)
+        plan = load_target_plan(
+            target,
+            sets=sets,
+            label=label,
+            repeat=policy,
+            quick=quick,
+            bed=bed,
+            wipe=wipe,
+            probes=probes,
+            rel_target=rel_target,
+        )
         preview(plan)
         title = f"plan {plan.label}"
     else:
@@ -80,8 +112,14 @@ def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
             if policy is None:
                 raise UserError("--target applies to --repeat auto[:MAX]: add --repeat auto")
             policy = policy.with_target(rel_target)
-    opts = RecipeOptions(quick=quick, sets=tuple((k, tuple(v)) for k, v in sets),
-                         label=label, repeat=policy, bed=bed, probes=probes or "default")
+    opts = RecipeOptions(
+        quick=quick,
+        sets=tuple((k, tuple(v)) for k, v in sets),
+        label=label,
+        repeat=policy,
+        bed=bed,
+        probes=probes or "default",
+    )
     if recipe is not None:
         recipe.checked(opts)
         spec = BedSpec.parse(bed) if bed is not None else None
@@ -90,8 +128,9 @@ def prepare(target: str, *, sets: Sequence[tuple[str, list[Any]]] = (),
     return Target(target, title, plan, recipe, opts)
 
 
-def execute(t: Target, store: Store, progress: ProgressOf, wait: float | None = None,
-            hold_memory: bool = False) -> Report:
+def execute(
+    t: Target, store: Store, progress: ProgressOf, wait: float | None = None, hold_memory: bool = False
+) -> Report:
     """Run a prepared target under the machine lock, after recovering what a crash left;
     ``hold_memory``: first hold guest memory as `limits` does (free page reporting off, the
     free memory touched), restored after, its note added to the report."""
@@ -105,12 +144,18 @@ def execute(t: Target, store: Store, progress: ProgressOf, wait: float | None = 
             report = t.recipe.run(t.opts, store, progress(t.title))
         if not hold_memory:
             return report
-        said = (gm.note() if gm is not None
-                else f"--hold-memory: nothing to hold, {nothing_to_hold()}")
+        said = gm.note() if gm is not None else f"--hold-memory: nothing to hold, {nothing_to_hold()}"
         return replace(report, notes=(*report.notes, said))
 
 
-def run_target(target: str, store: Store, progress: ProgressOf, *, wait: float | None = None,
-               hold_memory: bool = False, **kwargs: Any) -> Report:
+def run_target(
+    target: str,
+    store: Store,
+    progress: ProgressOf,
+    *,
+    wait: float | None = None,
+    hold_memory: bool = False,
+    **kwargs: Any,
+) -> Report:
     """Prepare and run a plan file or a recipe; ``kwargs`` are ``prepare``'s."""
     return execute(prepare(target, **kwargs), store, progress, wait, hold_memory)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cpuclasses import CLASSES, TITLES, UNATTRIBUTED
-from .paths import LABELS, PATHS, Attribution
+from .kernel_paths import LABELS, PATHS, Attribution
 
 #: Classes below this share of the busy CPU time are left out of sentences.
 MIN_SHARE = 0.03
@@ -31,8 +31,12 @@ def classes(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
         share = _share(metrics, f"tasks_{c}_share")
         if share is None:
             continue
-        row = {"class": c, "title": TITLES.get(c, c),
-               "cpu_s": _share(metrics, f"tasks_{c}_cpu_s") or 0.0, "share": share}
+        row = {
+            "class": c,
+            "title": TITLES.get(c, c),
+            "cpu_s": _share(metrics, f"tasks_{c}_cpu_s") or 0.0,
+            "share": share,
+        }
         if c == UNATTRIBUTED:
             rest.append(row)
         else:
@@ -74,10 +78,16 @@ def paths_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
 
 def top_paths(att: Attribution, top: int = 6) -> list[dict[str, Any]]:
     """The heaviest kernel paths of a profile with their heaviest functions, for JSON."""
-    return [{"path": p.path, "label": p.label, "samples": p.samples, "share": p.share,
-             "top_functions": [{"function": f.name, "share": f.share}
-                               for f in p.top_functions]}
-            for p in att.ranked()[:top]]
+    return [
+        {
+            "path": p.path,
+            "label": p.label,
+            "samples": p.samples,
+            "share": p.share,
+            "top_functions": [{"function": f.name, "share": f.share} for f in p.top_functions],
+        }
+        for p in att.ranked()[:top]
+    ]
 
 
 def lock_callers(att: Attribution, top: int = 3) -> str | None:

@@ -27,14 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .kernel_paths import attribute
 from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
-from .paths import attribute
 
 #: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
 ON_CPU = ("user", "kernel")
 RUNNABLE = ("runnable:quota", "runnable:own", "runnable:others")
-CATEGORIES: tuple[str, ...] = (*ON_CPU, *RUNNABLE, *(f"blocked:{r}" for r in ORDER),
-                               "unaccounted")
+CATEGORIES: tuple[str, ...] = (*ON_CPU, *RUNNABLE, *(f"blocked:{r}" for r in ORDER), "unaccounted")
 #: a thread is the point's worker when it moved at least this share of the busiest thread's
 #: bytes through read/write calls, or was on a CPU this share of its time, or was blocked
 #: for work (not sleeping or waiting on other threads) this share of its samples. Bytes, not
@@ -50,8 +49,24 @@ WORKER_BLOCKED_SHARE = 0.10
 QUOTA_BINDING = 0.9
 #: a window shorter than this is too short to explain (start-up and ends dominate it)
 MIN_WINDOW_S = 2.0
-_F = {n: i for i, n in enumerate(("t", "exec_ns", "delay_ns", "utime", "stime", "syscr",
-                                  "syscw", "rchar", "wchar", "samples", "running"))}
+_F = {
+    n: i
+    for i, n in enumerate(
+        (
+            "t",
+            "exec_ns",
+            "delay_ns",
+            "utime",
+            "stime",
+            "syscr",
+            "syscw",
+            "rchar",
+            "wchar",
+            "samples",
+            "running",
+        )
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -106,8 +121,7 @@ class Budget:
         return self.window[1] - self.window[0]
 
 
-def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float
-               ) -> tuple[int, int] | None:
+def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float) -> tuple[int, int] | None:
     """Indices of the rows that bracket the thread's part of the window."""
     idx = [i for i, r in enumerate(rows) if w0 <= r[0] <= w1]
     if not idx:
@@ -119,12 +133,10 @@ def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float
     return (a, b) if b > a else None
 
 
-def counter_window(doc: Mapping[str, Any], direction: str | None = None
-                   ) -> tuple[float, float] | None:
+def counter_window(doc: Mapping[str, Any], direction: str | None = None) -> tuple[float, float] | None:
     """The window in which the threads' read (``direction='read'``), write, or any I/O
     syscalls moved: from the row before the first move to the row of the last."""
-    cols = {"read": (_F["syscr"],), "write": (_F["syscw"],)}.get(
-        direction or "", (_F["syscr"], _F["syscw"]))
+    cols = {"read": (_F["syscr"],), "write": (_F["syscw"],)}.get(direction or "", (_F["syscr"], _F["syscw"]))
     moves: list[tuple[float, float]] = []
     for th in doc.get("threads", ()):
         rows = th.get("rows") or []
@@ -136,9 +148,13 @@ def counter_window(doc: Mapping[str, Any], direction: str | None = None
     return min(m[0] for m in moves), max(m[1] for m in moves)
 
 
-def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
-            profile: Mapping[str, int] | None = None,
-            cpus: tuple[float, float] | None = None) -> Budget | None:
+def compute(
+    doc: Mapping[str, Any],
+    window: tuple[float, float],
+    source: str,
+    profile: Mapping[str, int] | None = None,
+    cpus: tuple[float, float] | None = None,
+) -> Budget | None:
     """The budget over ``window`` (seconds on the probes' clock); None when no thread of the
     workload lived in it. ``cpus``: the mean CPUs over the window of the threads that do not
     work for the point (neighbours, iowall's probes, unrelated kernel threads) and of those
@@ -192,9 +208,11 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
     for th, d, wall, reasons in measured:
         by = d["rchar"] + d["wchar"]
         working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
-        if (by >= max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
-                or d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall
-                or working >= WORKER_BLOCKED_SHARE):
+        if (
+            by >= max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
+            or d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall
+            or working >= WORKER_BLOCKED_SHARE
+        ):
             workers.append((th, d, wall, reasons))
         else:
             left.append(f"{th.get('comm')} ({th.get('tid')})")
@@ -226,20 +244,39 @@ def compute(doc: Mapping[str, Any], window: tuple[float, float], source: str,
         for r, n in reasons.items():
             secs[f"blocked:{r}"] += blocked * covered * n / n_blocked if n_blocked else 0.0
         secs["unaccounted"] = blocked * (1.0 - covered) + max(0.0, oncpu + delay - wall)
-        kept.append(ThreadBudget(int(th.get("tid", 0)), str(th.get("comm", "")), cg, wall,
-                                 secs, d["syscr"] + d["syscw"], d["rchar"] + d["wchar"]))
+        kept.append(
+            ThreadBudget(
+                int(th.get("tid", 0)),
+                str(th.get("comm", "")),
+                cg,
+                wall,
+                secs,
+                d["syscr"] + d["syscw"],
+                d["rchar"] + d["wchar"],
+            )
+        )
     totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
     comms = {t.comm for t in kept}
     tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
-    cgs = tuple({"limits": c.get("limits", {}), "paths": c.get("paths", {}),
-                 "delta": cg_delta[i]} for i, c in enumerate(doc.get("cgroups", ()))
-                if any(t.cgroup == i for t in kept))
-    return Budget((w0, w1), source, tuple(kept), tuple(left), totals,
-                  kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
-                  kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"])
-                                   if profile else {}),
-                  top_functions=tops, cgroups=cgs,
-                  syscalls=_most(blocked_sys), leaves=_most(blocked_leaf), cpus=cpus)
+    cgs = tuple(
+        {"limits": c.get("limits", {}), "paths": c.get("paths", {}), "delta": cg_delta[i]}
+        for i, c in enumerate(doc.get("cgroups", ()))
+        if any(t.cgroup == i for t in kept)
+    )
+    return Budget(
+        (w0, w1),
+        source,
+        tuple(kept),
+        tuple(left),
+        totals,
+        kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
+        kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"]) if profile else {}),
+        top_functions=tops,
+        cgroups=cgs,
+        syscalls=_most(blocked_sys),
+        leaves=_most(blocked_leaf),
+        cpus=cpus,
+    )
 
 
 def _own_part(cpus: tuple[float, float] | None, self_cpus: float) -> float:
@@ -252,8 +289,9 @@ def _own_part(cpus: tuple[float, float] | None, self_cpus: float) -> float:
     return inside / (inside + outside) if inside + outside > 0 else 0.0
 
 
-def _quota_part(doc: Mapping[str, Any], cg_delta: Sequence[Mapping[str, float]], cg: int,
-                delay: float) -> float:
+def _quota_part(
+    doc: Mapping[str, Any], cg_delta: Sequence[Mapping[str, float]], cg: int, delay: float
+) -> float:
     """The share of group ``cg``'s run delay that its CPU quota explains. When the group used
     at least ``QUOTA_BINDING`` of its quota over the window and was throttled, all of it: the
     quota is binding, and other processes only decide when in each period the group gets its
@@ -267,8 +305,13 @@ def _quota_part(doc: Mapping[str, Any], cg_delta: Sequence[Mapping[str, float]],
     cgs = doc.get("cgroups") or ()
     quota = (cgs[cg].get("limits") or {}).get("cpu_quota_cpus") if cg < len(cgs) else None
     used, span = d.get("cg_cpu_usage_s"), d.get("span_s")
-    if (quota and used is not None and span and d.get("cg_cpu_nr_throttled", 0.0) > 0
-            and used >= QUOTA_BINDING * quota * span):
+    if (
+        quota
+        and used is not None
+        and span
+        and d.get("cg_cpu_nr_throttled", 0.0) > 0
+        and used >= QUOTA_BINDING * quota * span
+    ):
         return 1.0
     return min(1.0, thr / delay)
 
@@ -278,8 +321,7 @@ def _most(counts: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
     return {r: max(c.items(), key=lambda kv: kv[1])[0] for r, c in counts.items() if c}
 
 
-def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float
-                 ) -> dict[str, float]:
+def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
     """The workload's kernel on-CPU seconds split by path, in proportion to the profile's
     kernel samples of stacks whose task name is one of the workload's (``comm;…``)."""
     mine = {s: n for s, n in profile.items() if s.split(";", 1)[0] in comms}
@@ -296,8 +338,7 @@ def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float
 CONTEXTS = ("fsync", "fault", "reclaim", "dirty-throttle")
 
 
-def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float
-                    ) -> dict[str, float]:
+def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
     """The workload's kernel on-CPU seconds inside each of ``CONTEXTS``, in proportion to its
     profile stacks with kernel frames whose frames ``analysis.offcpu`` reads as that reason."""
     total = 0
@@ -328,8 +369,10 @@ def _cgroup_deltas(doc: Mapping[str, Any], w0: float, w1: float) -> list[dict[st
         if a is None or b is None or b[0] <= a[0]:
             out.append({})
             continue
-        out.append({k: float(v) - float(a[1].get(k, 0.0)) for k, v in b[1].items()
-                    if isinstance(v, int | float)} | {"span_s": b[0] - a[0]})
+        out.append(
+            {k: float(v) - float(a[1].get(k, 0.0)) for k, v in b[1].items() if isinstance(v, int | float)}
+            | {"span_s": b[0] - a[0]}
+        )
     return out
 
 
@@ -338,19 +381,33 @@ def to_json(b: Budget) -> dict[str, Any]:
     w = b.wall_s
     return {
         "window": [round(b.window[0], 3), round(b.window[1], 3)],
-        "window_source": b.window_source, "wall_s": round(w, 4),
+        "window_source": b.window_source,
+        "wall_s": round(w, 4),
         "shares": {c: round(s / w, 4) for c, s in b.totals.items() if s > 0} if w else {},
         "seconds": {c: round(s, 4) for c, s in b.totals.items() if s > 0},
         "kernel_paths": {p: round(s, 4) for p, s in b.kernel_paths.items()},
         "kernel_contexts": {r: round(s, 4) for r, s in b.kernel_contexts.items()},
-        "top_functions": {r: {"function": f, "caller": c, "syscall": b.syscalls.get(r, ""),
-                              "sleeps_in": b.leaves.get(r, "")}
-                          for r, (f, c) in b.top_functions.items()},
-        "threads": [{"tid": t.tid, "comm": t.comm, "wall_s": round(t.wall_s, 4),
-                     "seconds": {c: round(s, 4) for c, s in t.seconds.items() if s > 0}}
-                    for t in b.threads],
+        "top_functions": {
+            r: {
+                "function": f,
+                "caller": c,
+                "syscall": b.syscalls.get(r, ""),
+                "sleeps_in": b.leaves.get(r, ""),
+            }
+            for r, (f, c) in b.top_functions.items()
+        },
+        "threads": [
+            {
+                "tid": t.tid,
+                "comm": t.comm,
+                "wall_s": round(t.wall_s, 4),
+                "seconds": {c: round(s, 4) for c, s in t.seconds.items() if s > 0},
+            }
+            for t in b.threads
+        ],
         "left_out": list(b.left_out),
         "cgroups": [dict(c) for c in b.cgroups],
-        "cpus": ({"outside": round(b.cpus[0], 3), "working": round(b.cpus[1], 3)}
-                 if b.cpus is not None else None),
+        "cpus": (
+            {"outside": round(b.cpus[0], 3), "working": round(b.cpus[1], 3)} if b.cpus is not None else None
+        ),
     }

@@ -13,8 +13,11 @@ IO_UNITS = {"rbps": "B/s", "wbps": "B/s", "riops": "IO/s", "wiops": "IO/s"}
 
 
 def _io_text(lim: Mapping[str, Any]) -> str:
-    parts = [f"{k} {fmt_bytes(v)}/s" if IO_UNITS[k] == "B/s" else f"{k} {v}/s"
-             for k in IO_UNITS if isinstance(v := lim.get(k), int)]
+    parts = [
+        f"{k} {fmt_bytes(v)}/s" if IO_UNITS[k] == "B/s" else f"{k} {v}/s"
+        for k in IO_UNITS
+        if isinstance(v := lim.get(k), int)
+    ]
     return f"io {lim.get('dev', '?')} " + " ".join(parts) if parts else ""
 
 
@@ -31,8 +34,7 @@ def limits_text(doc: Mapping[str, Any] | None) -> str:
     if isinstance(mem, int) or isinstance(high, int):
         text = f"memory {fmt_bytes(mem)}" if isinstance(mem, int) else "memory"
         out.append(text + (f" (high {fmt_bytes(high)})" if isinstance(high, int) else ""))
-    out += [t for lim in doc.get("io_limits") or [] if isinstance(lim, Mapping)
-            and (t := _io_text(lim))]
+    out += [t for lim in doc.get("io_limits") or [] if isinstance(lim, Mapping) and (t := _io_text(lim))]
     return ", ".join(out)
 
 

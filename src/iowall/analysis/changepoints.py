@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..units import plural
-from .decide import median_ci
+from .repeat_rule import median_ci
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -112,15 +112,18 @@ def analyse(
     keep = np.flatnonzero(np.isfinite(raw))
     x = raw[keep]
     labels = [str(groups[int(i)]) for i in keep] if groups is not None else None
-    method = (f"binary segmentation, max standardised Mann-Whitney over cuts (then over arcs, "
-              f"for an excursion and back), permutation (shuffling {unit}s) p <= {alpha:g}, "
-              f">= {min_size} runs a side")
+    method = (
+        f"binary segmentation, max standardised Mann-Whitney over cuts (then over arcs, "
+        f"for an excursion and back), permutation (shuffling {unit}s) p <= {alpha:g}, "
+        f">= {min_size} runs a side"
+    )
     dropped = int(raw.size - keep.size)
     cuts = _group_cuts(labels, x.size)
     reason = ""
     if x.size < 2 * min_size:
-        reason = (f"{plural(int(x.size), 'finite value')}; at least {2 * min_size} are needed "
-                  f"({min_size} a side)")
+        reason = (
+            f"{plural(int(x.size), 'finite value')}; at least {2 * min_size} are needed ({min_size} a side)"
+        )
     elif not _allowed(cuts, 0, x.size, min_size).size:
         reason = f"no boundary between groups leaves {min_size} runs on each side"
     if reason:
@@ -129,8 +132,9 @@ def analyse(
     blocks_at = cuts if unit == "group" else np.arange(1, x.size, dtype=np.int64)
     search = _Search(x, cuts, blocks_at, min_size, b, seed)
     found = search.prune(search.segment(alpha), alpha)
-    points = tuple(replace(_describe(x, keep, labels, found, i), p_floor=1.0 / (1.0 + b))
-                   for i in range(len(found)))
+    points = tuple(
+        replace(_describe(x, keep, labels, found, i), p_floor=1.0 / (1.0 + b)) for i in range(len(found))
+    )
     return Detection(points, int(x.size), dropped, "", method)
 
 
@@ -156,7 +160,7 @@ def _ranks(seg: FloatArray) -> FloatArray:
         j = i
         while j + 1 < s.size and s[j + 1] == s[i]:
             j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
         i = j + 1
     return ranks
 
@@ -220,11 +224,11 @@ class _Search:
             null = _arc_null(n, key, self.b, self.seed)
         else:
             rs = _shuffled(r, blocks, (0, *key[0], 1, *key[1]), self.b, self.seed)
-            null = np.sort(np.concatenate([_arc_z(rs[i:i + 500], a, b).max(axis=1)
-                                           for i in range(0, self.b, 500)]))
+            null = np.sort(
+                np.concatenate([_arc_z(rs[i : i + 500], a, b).max(axis=1) for i in range(0, self.b, 500)])
+            )
         exceed = null.size - int(np.searchsorted(null, z[best] - 1e-9, side="left"))
-        return (int(a[best]) + lo, int(b[best]) + lo, (1.0 + exceed) / (1.0 + self.b),
-                float(z[best]))
+        return (int(a[best]) + lo, int(b[best]) + lo, (1.0 + exceed) / (1.0 + self.b), float(z[best]))
 
     def segment(self, alpha: float) -> list[int]:
         """Binary segmentation: split a segment at its best cut, or at both ends of its best
@@ -236,8 +240,11 @@ class _Search:
             lo, hi = todo.pop()
             one = self.scan(lo, hi)
             two = self.arc(lo, hi)
-            if two is not None and two[2] <= alpha and (
-                    one is None or one[1] > alpha or (two[2], -two[3]) < (one[1], -one[2])):
+            if (
+                two is not None
+                and two[2] <= alpha
+                and (one is None or one[1] > alpha or (two[2], -two[3]) < (one[1], -one[2]))
+            ):
                 found += [two[0], two[1]]
                 todo += [(lo, two[0]), (two[0], two[1]), (two[1], hi)]
             elif one is not None and one[1] <= alpha:
@@ -272,8 +279,7 @@ def _zstats(r: FloatArray, rel: tuple[int, ...]) -> FloatArray:
     return np.asarray(np.abs(np.cumsum(r, axis=1)[:, np.asarray(rel) - 1] - mean) / sd)
 
 
-def _shuffled(r: FloatArray, blocks: tuple[int, ...], rel: tuple[int, ...], b: int,
-              seed: int) -> FloatArray:
+def _shuffled(r: FloatArray, blocks: tuple[int, ...], rel: tuple[int, ...], b: int, seed: int) -> FloatArray:
     """``b`` permutations of the ranks that move whole blocks, from a generator seeded by
     the segment's shape only (a result does not depend on what was tested before it)."""
     rng = np.random.default_rng([seed, *blocks, 0, *rel])
@@ -302,13 +308,11 @@ def _arc_z(r: FloatArray, a: IntArray, b: IntArray) -> FloatArray:
 
 
 @functools.lru_cache(maxsize=128)
-def _arc_null(n: int, key: tuple[tuple[int, ...], tuple[int, ...]], b: int,
-              seed: int) -> FloatArray:
+def _arc_null(n: int, key: tuple[tuple[int, ...], tuple[int, ...]], b: int, seed: int) -> FloatArray:
     """Sorted permutation null of the maximum arc statistic for n untied single runs."""
     a, e = np.asarray(key[0], dtype=np.int64), np.asarray(key[1], dtype=np.int64)
     rs = _shuffled(np.arange(1.0, n + 1.0), (1,) * n, (0, *key[0], 1, *key[1]), b, seed)
-    return np.sort(np.concatenate([_arc_z(rs[i:i + 500], a, e).max(axis=1)
-                                   for i in range(0, b, 500)]))
+    return np.sort(np.concatenate([_arc_z(rs[i : i + 500], a, e).max(axis=1) for i in range(0, b, 500)]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -318,8 +322,9 @@ def _null_max(n: int, rel: tuple[int, ...], b: int, seed: int) -> FloatArray:
     return np.sort(_zstats(_shuffled(r, (1,) * n, rel, b, seed), rel).max(axis=1))
 
 
-def _describe(x: FloatArray, keep: IntArray, labels: Sequence[str] | None,
-              found: list[tuple[int, float]], i: int) -> ChangePoint:
+def _describe(
+    x: FloatArray, keep: IntArray, labels: Sequence[str] | None, found: list[tuple[int, float]], i: int
+) -> ChangePoint:
     """A change point with both sides' medians, intervals and groups."""
     cut, p = found[i]
     lo = found[i - 1][0] if i > 0 else 0

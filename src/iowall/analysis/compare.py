@@ -28,16 +28,27 @@ SCHEMA_VERSION = 1
 
 #: Metrics compared unless ``metrics=`` says otherwise: what a workload delivers, not the
 #: probes' diagnostics (those are one ``--metric`` away).
-HEADLINE = ("*_bw_bytes_per_s", "*_iops", "*_clat_p99_s", "*files_per_s", "*_wall_s",
-            "memcopy_bytes_per_s")
+HEADLINE = ("*_bw_bytes_per_s", "*_iops", "*_clat_p99_s", "*files_per_s", "*_wall_s", "memcopy_bytes_per_s")
 #: Probe metrics that a headline pattern would otherwise catch.
 NOT_HEADLINE = ("disk_*",)
 
 #: Environment and bed facts listed when they differ between sides (dotted paths).
 ENV_FIELDS = ("kernel", "host.hostname", "fio_version", "thp", "cmdline")
-BED_FIELDS = ("kind", "fs", "mkfs_opts", "mount_opts", "backing", "block_size", "image_bytes",
-              "capacity_bytes", "queue.scheduler", "queue.rotational", "queue.nr_requests",
-              "queue.max_sectors_kb", "queue.read_ahead_kb")
+BED_FIELDS = (
+    "kind",
+    "fs",
+    "mkfs_opts",
+    "mount_opts",
+    "backing",
+    "block_size",
+    "image_bytes",
+    "capacity_bytes",
+    "queue.scheduler",
+    "queue.rotational",
+    "queue.nr_requests",
+    "queue.max_sectors_kb",
+    "queue.read_ahead_kb",
+)
 
 
 @dataclass(frozen=True)
@@ -100,8 +111,10 @@ class CompareResult:
     unpaired: tuple[Unpaired, ...] = ()
     floor: float = 0.02
     confidence: float = 0.95
-    method: str = ("Hodges-Lehmann ratio new/base with a calibrated per-side (Welch) interval; "
-                   "significant when the interval excludes 1 and |change| > floor")
+    method: str = (
+        "Hodges-Lehmann ratio new/base with a calibrated per-side (Welch) interval; "
+        "significant when the interval excludes 1 and |change| > floor"
+    )
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: sides holding a run measured in an emulated guest (no KVM: timings are meaningless)
     emulated: tuple[str, ...] = ()
@@ -182,8 +195,11 @@ def select_metrics(names: Iterable[str], patterns: Sequence[str] | None) -> list
     out: list[str] = []
     for p in pats:
         for n in names:
-            if n not in out and fnmatch.fnmatchcase(n, p) \
-                    and not any(fnmatch.fnmatchcase(n, s) for s in skip):
+            if (
+                n not in out
+                and fnmatch.fnmatchcase(n, p)
+                and not any(fnmatch.fnmatchcase(n, s) for s in skip)
+            ):
                 out.append(n)
     return out
 
@@ -210,9 +226,10 @@ def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Differe
     fields: list[tuple[str, str, str]] = [(f, "env", f) for f in ENV_FIELDS]
     sysctl_names = sorted({k for s in sides for r in s.runs for k in (r.env.get("sysctls") or {})})
     fields += [(f"sysctl {k}", "sysctl", k) for k in sysctl_names]
-    knob_names = sorted({k for s in sides for r in s.runs for k in r.point.params
-                         if looks_like_knob(k)} | {k for s in sides for r in s.runs
-                                                   for k in (r.env.get("knobs") or {})})
+    knob_names = sorted(
+        {k for s in sides for r in s.runs for k in r.point.params if looks_like_knob(k)}
+        | {k for s in sides for r in s.runs for k in (r.env.get("knobs") or {})}
+    )
     fields += [(f"knob {k}", "knob", k) for k in knob_names]
     fields += [(f"bed {f}", "bed", f) for f in BED_FIELDS]
     fields += [("cgroup limits", "cgroup", ""), ("label", "label", "")]
@@ -230,8 +247,11 @@ def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Differe
             per_side.append(" | ".join(vals) if vals else "-")
         if len(set(per_side)) > 1:
             out.append(Difference(name, tuple(per_side)))
-    out += [Difference(name, vals) for name, vals in numeric_differences([s.runs for s in sides])
-            if name not in skip]
+    out += [
+        Difference(name, vals)
+        for name, vals in numeric_differences([s.runs for s in sides])
+        if name not in skip
+    ]
     return out
 
 
@@ -290,8 +310,15 @@ def _finite(runs: Iterable[Run], metric: str) -> tuple[list[float], list[str], i
 # ---------------------------------------------------------------------------- compare
 
 
-def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None = None,
-            floor: float = 0.02, confidence: float = 0.95, compared: str = "label") -> CompareResult:
+def compare(
+    base: Side,
+    news: Sequence[Side],
+    *,
+    metrics: Sequence[str] | None = None,
+    floor: float = 0.02,
+    confidence: float = 0.95,
+    compared: str = "label",
+) -> CompareResult:
     """Pair the points of each new side with the base's and compare every chosen metric.
 
     Only completed measurements count (status ok or filled). ``compared`` names the field
@@ -300,10 +327,20 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
     sides += [Side(s.name, [r for r in s.runs if r.status in MEASURED_STATUSES]) for s in news]
     # Knobs left out of the pairing: those constant within every side (a swept knob stays).
     consts = [constant_knobs(s.runs) for s in sides]
-    drop = {k for s, c in zip(sides, consts, strict=True) for r in s.runs for k in r.point.params
-            if looks_like_knob(k)}
-    drop = {k for k in drop if all(k in c or not any(k in r.point.params for r in s.runs)
-                                   for s, c in zip(sides, consts, strict=True))}
+    drop = {
+        k
+        for s, c in zip(sides, consts, strict=True)
+        for r in s.runs
+        for k in r.point.params
+        if looks_like_knob(k)
+    }
+    drop = {
+        k
+        for k in drop
+        if all(
+            k in c or not any(k in r.point.params for r in s.runs) for s, c in zip(sides, consts, strict=True)
+        )
+    }
     groups: list[dict[str, list[Run]]] = []
     for s in sides:
         g: dict[str, list[Run]] = {}
@@ -330,18 +367,17 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
         paired = [k for k in order if k in g]
         for k in order:
             if k not in g:
-                unpaired.append(Unpaired(base.name, text_of[k],
-                                         _why_unpaired(base_g[k][0], g, drop, s.name)))
+                unpaired.append(Unpaired(base.name, text_of[k], _why_unpaired(base_g[k][0], g, drop, s.name)))
         for k in g:
             if k not in base_g:
                 r = g[k][0]
-                unpaired.append(Unpaired(s.name, _point_text(r, drop),
-                                         _why_unpaired(r, base_g, drop, base.name)))
+                unpaired.append(
+                    Unpaired(s.name, _point_text(r, drop), _why_unpaired(r, base_g, drop, base.name))
+                )
         ratios: dict[str, list[float]] = {}
         for k in paired:
             b_runs, n_runs = base_g[k], g[k]
-            names = ({m.name for r in b_runs for m in r.metrics}
-                     & {m.name for r in n_runs for m in r.metrics})
+            names = {m.name for r in b_runs for m in r.metrics} & {m.name for r in n_runs for m in r.metrics}
             for m in select_metrics(names, metrics):
                 bv, bb, b_bad = _finite(b_runs, m)
                 nv, nb, n_bad = _finite(n_runs, m)
@@ -350,14 +386,25 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
                 if not bv or not nv or min(bv + nv) < 0:
                     continue
                 proto = next(x for r in b_runs for x in r.metrics if x.name == m)
-                c = compare_samples(bv, nv, direction=proto.direction, floor=floor,
-                                    confidence=confidence)
-                rows.append(Row(s.name, point_of[k], text_of[k], m, proto.unit,
-                                proto.direction, c, tuple(bv), tuple(nv),
-                                tuple(r.id for r in b_runs if r.id is not None),
-                                tuple(r.id for r in n_runs if r.id is not None),
-                                dropped=b_bad + n_bad, base_batches=tuple(bb),
-                                new_batches=tuple(nb)))
+                c = compare_samples(bv, nv, direction=proto.direction, floor=floor, confidence=confidence)
+                rows.append(
+                    Row(
+                        s.name,
+                        point_of[k],
+                        text_of[k],
+                        m,
+                        proto.unit,
+                        proto.direction,
+                        c,
+                        tuple(bv),
+                        tuple(nv),
+                        tuple(r.id for r in b_runs if r.id is not None),
+                        tuple(r.id for r in n_runs if r.id is not None),
+                        dropped=b_bad + n_bad,
+                        base_batches=tuple(bb),
+                        new_batches=tuple(nb),
+                    )
+                )
                 if c.ratio > 0 and c.ratio != float("inf"):
                     ratios.setdefault(m, []).append(c.ratio)
         gm[s.name] = {m: geomean(v) for m, v in ratios.items()}
@@ -365,38 +412,48 @@ def compare(base: Side, news: Sequence[Side], *, metrics: Sequence[str] | None =
     emulated = tuple(s.name for s in sides if any(r.env.get("emulated") for r in s.runs))
     if emulated:  # timings of an emulated guest say nothing: no verdict on them, ever
         rows = [replace(r, cmp=replace(r.cmp, significant=False, better=None)) for r in rows]
-        notes.append("nothing is marked better or worse: a side ran in an emulated guest, "
-                     "whose timings say nothing about the kernels (the intervals are shown, "
-                     "not judged)")
+        notes.append(
+            "nothing is marked better or worse: a side ran in an emulated guest, "
+            "whose timings say nothing about the kernels (the intervals are shown, "
+            "not judged)"
+        )
     if any(min(r.cmp.n_base, r.cmp.n_new) < 2 for r in rows):
-        notes.append("a point with one run on a side is never marked: repeat it (--repeat 3 or "
-                     "--repeat auto) to get an interval")
+        notes.append(
+            "a point with one run on a side is never marked: repeat it (--repeat 3 or "
+            "--repeat auto) to get an interval"
+        )
     if nonfinite:
-        notes.append("non-finite values (NaN, inf) treated as missing, not compared: "
-                     + "; ".join(nonfinite))
+        notes.append("non-finite values (NaN, inf) treated as missing, not compared: " + "; ".join(nonfinite))
     if drop:
-        notes.append("knobs constant within each side are the treatment, not the point: "
-                     + ", ".join(sorted(drop)))
+        notes.append(
+            "knobs constant within each side are the treatment, not the point: " + ", ".join(sorted(drop))
+        )
     return CompareResult(
-        base=base.name, news=tuple(s.name for s in news), compared=compared,
-        differences=tuple(differences(sides, skip=compared.split(","))), common=common,
-        rows=tuple(rows), geomean=gm, unpaired=tuple(unpaired), floor=floor,
-        confidence=confidence, notes=tuple(notes), emulated=emulated)
+        base=base.name,
+        news=tuple(s.name for s in news),
+        compared=compared,
+        differences=tuple(differences(sides, skip=compared.split(","))),
+        common=common,
+        rows=tuple(rows),
+        geomean=gm,
+        unpaired=tuple(unpaired),
+        floor=floor,
+        confidence=confidence,
+        notes=tuple(notes),
+        emulated=emulated,
+    )
 
 
 def _point_text(run: Run, drop: Iterable[str]) -> str:
     d = set(drop)
-    return run.point.recipe + " " + " ".join(f"{k}={v}" for k, v in run.point.params.items()
-                                             if k not in d)
+    return run.point.recipe + " " + " ".join(f"{k}={v}" for k, v in run.point.params.items() if k not in d)
 
 
-def _why_unpaired(run: Run, other: Mapping[str, list[Run]], drop: Iterable[str],
-                  other_name: str) -> str:
+def _why_unpaired(run: Run, other: Mapping[str, list[Run]], drop: Iterable[str], other_name: str) -> str:
     """Why a point found no partner: the other side never ran it, or ran it on a bed or
     host of another shape (fingerprints differ)."""
     shape = _shape_key(run, drop)
     for runs in other.values():
         if _shape_key(runs[0], drop) == shape:
-            return f"fingerprints differ from {other_name}'s: " + "; ".join(
-                _shape_diff(run, runs[0]))
+            return f"fingerprints differ from {other_name}'s: " + "; ".join(_shape_diff(run, runs[0]))
     return f"not measured in {other_name}"

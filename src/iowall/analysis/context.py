@@ -50,14 +50,16 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
             q = r.point.params
             v2 = r.metric(f"{d}_bw_bytes_per_s")
             same_rw = q.get("rw") == p.get("rw", d) and q.get("fs_block") == p.get("fs_block")
-            if q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2 \
-                    and r.point.key() != me:
+            if q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2 and r.point.key() != me:
                 direct.setdefault(int(q.get("jobs") or q.get("numjobs") or 0), []).append(v2)
         if direct:
             ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())
         t = min(jobs, cpus) if jobs and cpus else 0
-        mc = [r.metric("memcopy_bytes_per_s") for r in good
-              if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == t]
+        mc = [
+            r.metric("memcopy_bytes_per_s")
+            for r in good
+            if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == t
+        ]
         vals = [v for v in mc if v]
         if vals:
             ctx["memcopy_bytes_per_s"] = statistics.median(vals)
@@ -79,17 +81,21 @@ def phase_context(run: Run) -> dict[str, float]:
     p = run.point.params
     if p.get("rw") != "write" or p.get("direct") or not p.get("end_fsync"):
         return {}
-    series = next((s for s in run.series if s.probe in ("fio", "engine")
-                   and s.name == "write_bw"), None)
+    series = next((s for s in run.series if s.probe in ("fio", "engine") and s.name == "write_bw"), None)
     total, runtime = run.metric("write_io_bytes"), run.metric("write_runtime_s")
     if series is None or not total or not runtime:
         return {}
     ph = write_phases(series.samples, total_bytes=total, runtime_s=runtime)
     if ph is None:
         return {}
-    return {"copy_s": ph.copy_s, "writeback_s": ph.writeback_s, "write_bytes": ph.bytes,
-            "copy_bytes_per_s": ph.copy_bytes_per_s, "writeback_share": ph.writeback_share,
-            "phase_resolution_s": ph.resolution_s}
+    return {
+        "copy_s": ph.copy_s,
+        "writeback_s": ph.writeback_s,
+        "write_bytes": ph.bytes,
+        "copy_bytes_per_s": ph.copy_bytes_per_s,
+        "writeback_share": ph.writeback_share,
+        "phase_resolution_s": ph.resolution_s,
+    }
 
 
 #: Devices whose %util says nothing about saturation: loop, zram, RAM disks, virtual
@@ -107,8 +113,7 @@ def not_applicable(run: Run) -> str | None:
     """Why explaining ``run`` makes no sense, or None: a memory-copy ceiling measures the
     machine, not an I/O path."""
     if run.point.params.get("kind") == "memcopy":
-        return ("not applicable: a memory-copy ceiling measures the machine's copy bandwidth, "
-                "not an I/O path")
+        return "not applicable: a memory-copy ceiling measures the machine's copy bandwidth, not an I/O path"
     return None
 
 
@@ -124,6 +129,5 @@ def skipped_probes(run: Run) -> list[dict[str, Any]]:
 
 def representative(runs: Sequence[Run], metric: str) -> Run | None:
     """The run whose ``metric`` is the median of the group (lower middle for even counts)."""
-    have = sorted((r for r in runs if r.metric(metric) is not None),
-                  key=lambda r: r.metric(metric) or 0.0)
+    have = sorted((r for r in runs if r.metric(metric) is not None), key=lambda r: r.metric(metric) or 0.0)
     return have[(len(have) - 1) // 2] if have else None

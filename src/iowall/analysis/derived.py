@@ -10,7 +10,7 @@ from typing import Any
 
 from ..units import fmt_bytes, fmt_rate
 from .attribution import consumers_text, paths_text
-from .paths import LABELS
+from .kernel_paths import LABELS
 
 Values = Mapping[str, Any]
 Derive = Callable[[Values], Any]
@@ -71,8 +71,7 @@ def _lock_top(v: Values) -> str:
         for r in sorted(rows, key=lambda r: -float(r["total_wait_s"]))[:3]:
             wait = float(r["total_wait_s"])
             share = f", {100 * wait / cpu_s:.0f}%" if cpu_s else ""
-            parts.append(f"{r['caller']} ({r['type']}, {wait:.2f} s{share}, "
-                         f"{int(r['contended'])} contended)")
+            parts.append(f"{r['caller']} ({r['type']}, {wait:.2f} s{share}, {int(r['contended'])} contended)")
         return "top callers " + ", ".join(parts)
     top = _num(v, "lock_top_wait_s")
     return f"the top caller waited {top:.2f} s" if top is not None else "no caller table"
@@ -102,8 +101,7 @@ PATH_MEANING = {
     "filesystem": "the filesystem's own code path is the cost",
     "writeback": "writeback of dirty pages",
     "block": "the block layer's submission and completion",
-    "loop": "the bed's loop worker copying to or from its backing file, a cost a real "
-            "device would not have",
+    "loop": "the bed's loop worker copying to or from its backing file, a cost a real device would not have",
     "reclaim": "memory reclaim and compaction",
     "lock": "lock slow paths: contention",
     "other": "kernel code outside the known paths (see the profile's top functions)",
@@ -121,8 +119,11 @@ def _top_path(v: Values) -> tuple[str, float] | None:
 
 
 #: How the kernel-path sentence says what the CPU was doing in a path.
-_DOING = {"copy": "copies data to/from user space", "user": "runs in user space",
-          "lock": "spins or sleeps in lock slow paths"}
+_DOING = {
+    "copy": "copies data to/from user space",
+    "user": "runs in user space",
+    "lock": "spins or sleeps in lock slow paths",
+}
 
 
 def _top_field(v: Values, field: str) -> Any:
@@ -131,9 +132,12 @@ def _top_field(v: Values, field: str) -> Any:
     if top is None:
         return None
     path, share = top
-    return {"share": share, "pct": 100.0 * share,
-            "label": _DOING.get(path, f"is in the {LABELS.get(path, path)}"),
-            "meaning": PATH_MEANING[path]}[field]
+    return {
+        "share": share,
+        "pct": 100.0 * share,
+        "label": _DOING.get(path, f"is in the {LABELS.get(path, path)}"),
+        "meaning": PATH_MEANING[path],
+    }[field]
 
 
 def _busiest(v: Values) -> tuple[str, float, float] | None:
@@ -143,9 +147,13 @@ def _busiest(v: Values) -> tuple[str, float, float] | None:
     rows = v.get("tasks_top")
     if not isinstance(rows, Sequence):
         return None
-    mine = [r for r in rows if isinstance(r, Mapping)
-            and r.get("class") in ("workload", "io_uring", "loop", "flusher", "fs")
-            and not str(r.get("comm", "")).startswith("kworker/")]
+    mine = [
+        r
+        for r in rows
+        if isinstance(r, Mapping)
+        and r.get("class") in ("workload", "io_uring", "loop", "flusher", "fs")
+        and not str(r.get("comm", "")).startswith("kworker/")
+    ]
     if not mine:
         return None
     top = max(mine, key=lambda r: float(r["cpu_s"]))
@@ -158,8 +166,11 @@ def _busiest(v: Values) -> tuple[str, float, float] | None:
 def _window(v: Values) -> tuple[float, str] | None:
     """The time the workload did its I/O: a buffered write's copy phase, else fio's runtime,
     else the tasks probe's whole window."""
-    for key, what in (("copy_s", "the copy phase"), ("wall_s", "fio's runtime"),
-                      ("tasks_window_s", "the point")):
+    for key, what in (
+        ("copy_s", "the copy phase"),
+        ("wall_s", "fio's runtime"),
+        ("tasks_window_s", "the point"),
+    ):
         x = _num(v, key)
         if x:
             return x, what
@@ -175,8 +186,11 @@ def _busiest_share(v: Values) -> float | None:
 def _neighbours_top(v: Values) -> str:
     rows = v.get("tasks_top")
     if isinstance(rows, Sequence):
-        names = [f"{r['comm']} {float(r['cpu_s']):.2f} s" for r in rows
-                 if isinstance(r, Mapping) and r.get("class") == "neighbours"][:3]
+        names = [
+            f"{r['comm']} {float(r['cpu_s']):.2f} s"
+            for r in rows
+            if isinstance(r, Mapping) and r.get("class") == "neighbours"
+        ][:3]
         if names:
             return "top: " + ", ".join(names)
     return f"{_num(v, 'tasks_neighbours_cpu_s') or 0.0:.2f} CPU-seconds"
@@ -204,15 +218,15 @@ DERIVED: dict[str, Derive] = {
     "profile_top_label": lambda v: _top_field(v, "label"),
     "profile_top_meaning": lambda v: _top_field(v, "meaning"),
     "writeback_pct": _scaled("writeback_share", 100.0),
-    "write_size": lambda v: None if _num(v, "write_bytes") is None else fmt_bytes(
-        _num(v, "write_bytes") or 0.0),
+    "write_size": lambda v: (
+        None if _num(v, "write_bytes") is None else fmt_bytes(_num(v, "write_bytes") or 0.0)
+    ),
     "copy_rate": _rate("copy_bytes_per_s"),
     # an upper bound: some of the data may have been written back while the copy ran
     "writeback_bytes_per_s": _ratio("write_bytes", "writeback_s"),
     "writeback_rate": _rate("writeback_bytes_per_s"),
     "writeback_ceiling_ratio": _ratio("writeback_bytes_per_s", "direct_ceiling_bytes_per_s"),
-    "writeback_ceiling_pct": _ratio("writeback_bytes_per_s", "direct_ceiling_bytes_per_s",
-                                    100.0),
+    "writeback_ceiling_pct": _ratio("writeback_bytes_per_s", "direct_ceiling_bytes_per_s", 100.0),
     "phase_resolution_ms": _scaled("phase_resolution_s", 1000.0),
     "neighbours_pct": _scaled("tasks_neighbours_share", 100.0),
     "neighbours_top": _neighbours_top,
@@ -221,8 +235,9 @@ DERIVED: dict[str, Derive] = {
     "throttled_pct": lambda v: _div(_num(v, "throttle_pause_s"), _writer_time_s(v), 100.0),
     "throttle_limit_mib": _scaled("throttle_limit_bytes", 1 / (1 << 20)),
     "cpu_kernel_pct": _scaled("cpu_kernel_share", 100.0),
-    "kernel_cpus": lambda v: (None if _num(v, "cpus") is None
-                              else _div(_num(v, "cpu_kernel_share"), 1.0, _num(v, "cpus") or 0)),
+    "kernel_cpus": lambda v: (
+        None if _num(v, "cpus") is None else _div(_num(v, "cpu_kernel_share"), 1.0, _num(v, "cpus") or 0)
+    ),
     "cpu_free_share": lambda v: _div(_free_pct(v), 100.0),
     "cpu_free_pct": _free_pct,
     "cpu_busy_pct": lambda v: None if _free_pct(v) is None else 100.0 - (_free_pct(v) or 0.0),

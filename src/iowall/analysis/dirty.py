@@ -85,8 +85,13 @@ def is_buffered_write(run: Run) -> bool:
     p = run.point.params
     rw = str(p.get("rw", ""))
     writes = "write" in rw or rw in ("rw", "randrw")
-    return (run.status in MEASURED_STATUSES and writes and not p.get("direct")
-            and not p.get("uncached") and p.get("mode", "buffered") == "buffered")
+    return (
+        run.status in MEASURED_STATUSES
+        and writes
+        and not p.get("direct")
+        and not p.get("uncached")
+        and p.get("mode", "buffered") == "buffered"
+    )
 
 
 def _series_span(run: Run, probe: str, name: str) -> Span | None:
@@ -114,24 +119,58 @@ def applied_threshold(runs: Sequence[Run]) -> AppliedThreshold | None:
     writes = [r for r in runs if is_buffered_write(r)]
     if not writes:
         return None
-    thr = [_run_span(r, "vm_dirty_threshold_min_bytes", "vm_dirty_threshold_max_bytes",
-                     "vmstat", "dirty_threshold_bytes") for r in writes]
-    lim = [_run_span(r, "throttle_limit_min_bytes", "throttle_limit_bytes", "throttle",
-                     "dirty_limit_bytes") for r in writes]
-    pairs = [(ln.hi / t.hi, r.id) for r, t, ln in zip(writes, thr, lim, strict=True)
-             if t is not None and ln is not None and t.hi > 0]
+    thr = [
+        _run_span(
+            r,
+            "vm_dirty_threshold_min_bytes",
+            "vm_dirty_threshold_max_bytes",
+            "vmstat",
+            "dirty_threshold_bytes",
+        )
+        for r in writes
+    ]
+    lim = [
+        _run_span(r, "throttle_limit_min_bytes", "throttle_limit_bytes", "throttle", "dirty_limit_bytes")
+        for r in writes
+    ]
+    pairs = [
+        (ln.hi / t.hi, r.id)
+        for r, t, ln in zip(writes, thr, lim, strict=True)
+        if t is not None and ln is not None and t.hi > 0
+    ]
     worst = max(pairs, key=lambda p: p[0], default=(0.0, None))
     return AppliedThreshold(
         runs=len(writes),
         threshold=_union(thr),
-        background=_union([_run_span(r, "vm_dirty_background_threshold_min_bytes",
-                                     "vm_dirty_background_threshold_max_bytes", "vmstat",
-                                     "dirty_background_threshold_bytes") for r in writes]),
+        background=_union(
+            [
+                _run_span(
+                    r,
+                    "vm_dirty_background_threshold_min_bytes",
+                    "vm_dirty_background_threshold_max_bytes",
+                    "vmstat",
+                    "dirty_background_threshold_bytes",
+                )
+                for r in writes
+            ]
+        ),
         limit=_union(lim),
-        setpoint=_union([_run_span(r, "throttle_setpoint_min_bytes", "throttle_setpoint_bytes",
-                                   "throttle", "dirty_setpoint_bytes") for r in writes]),
+        setpoint=_union(
+            [
+                _run_span(
+                    r,
+                    "throttle_setpoint_min_bytes",
+                    "throttle_setpoint_bytes",
+                    "throttle",
+                    "dirty_setpoint_bytes",
+                )
+                for r in writes
+            ]
+        ),
         throttle_probe=any(r.metric("throttle_calls") is not None for r in writes),
-        worst_ratio=worst[0], worst_run=worst[1])
+        worst_ratio=worst[0],
+        worst_run=worst[1],
+    )
 
 
 def limit_sentence(a: AppliedThreshold) -> str:
@@ -139,23 +178,28 @@ def limit_sentence(a: AppliedThreshold) -> str:
     if a.limit is None:
         if not a.throttle_probe:
             return "the throttle probe did not run, so the kernel's hard limit was not recorded"
-        return ("no balance_dirty_pages event came: dirty pages never passed the freerun "
-                "ceiling, (threshold + background) / 2, so no writer was throttled")
+        return (
+            "no balance_dirty_pages event came: dirty pages never passed the freerun "
+            "ceiling, (threshold + background) / 2, so no writer was throttled"
+        )
     if a.threshold is None:
         return f"the tracepoint's limit was {a.limit.text()} (no vmstat threshold to compare)"
     thr, lim = a.threshold, a.limit
     if a.worst_ratio > 1 + SAME or thr.outside(lim.hi) == "above":
         where = f" in run {a.worst_run}" if a.worst_run is not None else ""
-        return (f"the tracepoint's limit ({lim.text()}) is the kernel's smoothed hard limit, "
-                "which follows the threshold up at once but down by 1/32 of the gap every "
-                "200 ms of throttling (update_dirty_limit), so it stays above a threshold that "
-                f"fell: up to {a.worst_ratio - 1:.0%} above it{where}")
+        return (
+            f"the tracepoint's limit ({lim.text()}) is the kernel's smoothed hard limit, "
+            "which follows the threshold up at once but down by 1/32 of the gap every "
+            "200 ms of throttling (update_dirty_limit), so it stays above a threshold that "
+            f"fell: up to {a.worst_ratio - 1:.0%} above it{where}"
+        )
     if thr.outside(lim.lo) == "below":
-        return (f"the tracepoint's limit ({lim.text()}) lags below the threshold "
-                f"({thr.text()}): the kernel updates it only every 200 ms while writers are "
-                "throttled (update_dirty_limit), so a threshold that rose is not in it yet")
-    return (f"the tracepoint's limit ({lim.text()}) agrees with the threshold within "
-            f"{SAME:.0%}")
+        return (
+            f"the tracepoint's limit ({lim.text()}) lags below the threshold "
+            f"({thr.text()}): the kernel updates it only every 200 ms while writers are "
+            "throttled (update_dirty_limit), so a threshold that rose is not in it yet"
+        )
+    return f"the tracepoint's limit ({lim.text()}) agrees with the threshold within {SAME:.0%}"
 
 
 def applied_threshold_note(runs: Sequence[Run], sized_from: int | None = None) -> str | None:
@@ -167,15 +211,18 @@ def applied_threshold_note(runs: Sequence[Run], sized_from: int | None = None) -
         return None
     n = f"{a.runs} buffered write run" + ("" if a.runs == 1 else "s")
     if a.threshold is None:
-        head = (f"the dirty threshold applied during the {n} was not recorded (no vmstat "
-                "probe)")
+        head = f"the dirty threshold applied during the {n} was not recorded (no vmstat probe)"
     else:
         bg = f", background {a.background.text()}" if a.background else ""
-        head = (f"during the {n} the kernel's dirty threshold (nr_dirty_threshold, "
-                f"/proc/vmstat) was {a.threshold.text()}{bg}")
+        head = (
+            f"during the {n} the kernel's dirty threshold (nr_dirty_threshold, "
+            f"/proc/vmstat) was {a.threshold.text()}{bg}"
+        )
         where = a.threshold.outside(sized_from) if sized_from else ""
         if sized_from and where:
             way = "fell" if where == "above" else "rose"
-            head += (f"; it {way} from the {fmt_bytes(sized_from)} the points were sized "
-                     "from, as dirtyable memory (free + file LRU pages) changed")
+            head += (
+                f"; it {way} from the {fmt_bytes(sized_from)} the points were sized "
+                "from, as dirtyable memory (free + file LRU pages) changed"
+            )
     return f"{head}; {limit_sentence(a)}"

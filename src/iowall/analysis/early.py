@@ -90,7 +90,7 @@ def _h(k: int, f: float) -> float:
         return f
     if k == 2:
         return f * f
-    return 2.0 * f * f - f ** 3
+    return 2.0 * f * f - f**3
 
 
 def _h_inverse(k: int, p: float) -> float:
@@ -120,9 +120,14 @@ def _cdf(z: float, df: float) -> float:
     return upper_tail(-z, df) if z < 0 else 1.0 - upper_tail(z, df)
 
 
-def check_window(base_logs: Sequence[float] | npt.NDArray[np.float64],
-                 new_logs: Sequence[float] | npt.NDArray[np.float64], *, base_from: int = 0,
-                split: int = 1, confidence: float = CONFIDENCE) -> Window:
+def check_window(
+    base_logs: Sequence[float] | npt.NDArray[np.float64],
+    new_logs: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    base_from: int = 0,
+    split: int = 1,
+    confidence: float = CONFIDENCE,
+) -> Window:
     """The order-statistic prediction test of one window (module docstring); ``split`` is the
     number of windows the level is shared by (Bonferroni) for the interval."""
     b = np.asarray(base_logs, dtype=np.float64)
@@ -140,8 +145,9 @@ def check_window(base_logs: Sequence[float] | npt.NDArray[np.float64],
     p_up = _h(k, 1.0 - _cdf((up - m) / s, df))
     tail = (1.0 - confidence) / 2.0 / split
     c = -t_quantile(df, _h_inverse(k, tail))
-    return Window(k, base_from, n, m, med, med - m, up - m - c * s, down - m + c * s,
-                  min(1.0, 2.0 * min(p_down, p_up)))
+    return Window(
+        k, base_from, n, m, med, med - m, up - m - c * s, down - m + c * s, min(1.0, 2.0 * min(p_down, p_up))
+    )
 
 
 def _baseline(end: int, changes: Sequence[int], min_base: int) -> tuple[int, int] | None:
@@ -157,9 +163,15 @@ def _baseline(end: int, changes: Sequence[int], min_base: int) -> tuple[int, int
     return None
 
 
-def early(values: Sequence[float], changes: Sequence[int] = (), *, windows: Sequence[int] =
-          WINDOWS, min_base: int = MIN_BASE, max_base: int = MAX_BASE,
-          prefer: float = PREFER_SEVERAL) -> Early:
+def early(
+    values: Sequence[float],
+    changes: Sequence[int] = (),
+    *,
+    windows: Sequence[int] = WINDOWS,
+    min_base: int = MIN_BASE,
+    max_base: int = MAX_BASE,
+    prefer: float = PREFER_SEVERAL,
+) -> Early:
     """Test the newest results of ``values`` (one value per result, oldest first, positive)
     against the results before them since the last of ``changes`` (indices of first results
     after a change point) that precedes the window (``_baseline``); see the module docstring.
@@ -177,11 +189,16 @@ def early(values: Sequence[float], changes: Sequence[int] = (), *, windows: Sequ
         if seg is None:
             continue
         lo, hi = max(seg[0], seg[1] - max_base), seg[1]
-        done.append(check_window(logs[lo:hi], logs[n - k:], base_from=lo, split=len(eligible)))
+        done.append(check_window(logs[lo:hi], logs[n - k :], base_from=lo, split=len(eligible)))
     if not done:
-        return Early(None, 1.0, (), f"{plural(n, 'result')}; at least {min_base + min(windows)} "
-                                    f"are needed ({min_base} before the newest) since the last "
-                                    "change")
+        return Early(
+            None,
+            1.0,
+            (),
+            f"{plural(n, 'result')}; at least {min_base + min(windows)} "
+            f"are needed ({min_base} before the newest) since the last "
+            "change",
+        )
     best = min(done, key=lambda w: (w.p_value, -w.k))
     several = [w for w in done if w.k >= 2]
     if several:  # a change shown by two or three results, rather than one far out, if any

@@ -25,10 +25,23 @@ from .derived import DERIVED, _num
 NO_RULE_FIRED = "no rule fired"
 
 #: Context keys ``explain`` understands (all optional).
-CONTEXT_KEYS = ("throughput_bytes_per_s", "direct_ceiling_bytes_per_s", "memcopy_bytes_per_s",
-                "wall_s", "jobs", "cpus", "device_bytes_per_s", "device_physical", "copy_s",
-                "writeback_s", "write_bytes", "copy_bytes_per_s", "writeback_share",
-                "phase_resolution_s", "memcopy_thread_bytes_per_s")
+CONTEXT_KEYS = (
+    "throughput_bytes_per_s",
+    "direct_ceiling_bytes_per_s",
+    "memcopy_bytes_per_s",
+    "wall_s",
+    "jobs",
+    "cpus",
+    "device_bytes_per_s",
+    "device_physical",
+    "copy_s",
+    "writeback_s",
+    "write_bytes",
+    "copy_bytes_per_s",
+    "writeback_share",
+    "phase_resolution_s",
+    "memcopy_thread_bytes_per_s",
+)
 
 
 @dataclass(frozen=True)
@@ -68,117 +81,161 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("flusher-saturated",
-         (Cond("flusher_cpu_share_max", ">=", 0.85), Cond("throttled_share", ">=", 0.05)),
-         "Writeback flusher saturated: the flush kworker of the bed's device used up to "
-         "{flusher_cpu_share_max:.2f} CPU ({flusher_cpu_share:.2f} on average) while writers "
-         "spent {throttled_pct:.0f}% of their time paused in balance_dirty_pages "
-         "({throttle_pause_s:.2f} s).",
-         replaces=("writers-throttled",), evidence=("wall_s", "jobs", "throttle_tasks")),
-    Rule("writers-throttled",
-         (Cond("throttled_share", ">=", 0.10),),
-         "Writers throttled: {throttle_tasks:.0f} task(s) paused in balance_dirty_pages for "
-         "{throttle_pause_s:.2f} s, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
-         "(dirty limit {throttle_limit_mib:.0f} MiB).",
-         evidence=("wall_s", "jobs", "throttle_events", "throttle_pause_max_s")),
-    Rule("reclaim-bound",
-         (Cond("kswapd_cpu_share", ">=", 0.30), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
-         "Reclaim-bound: kswapd used {kswapd_cpu_share:.2f} CPU on average (up to "
-         "{kswapd_cpu_share_max:.2f}), scanning {vm_pgscan_pages_per_s:.0f} and reclaiming "
-         "{vm_pgsteal_pages_per_s:.0f} pages/s.",
-         evidence=("vm_allocstall_events_per_s",)),
-    Rule("reclaim-bound",
-         (Cond("vm_allocstall_events_per_s", ">=", 10), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
-         "Reclaim-bound: allocations entered direct reclaim {vm_allocstall_events_per_s:.0f} "
-         "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed.",
-         evidence=("kswapd_cpu_share", "vm_pgscan_pages_per_s")),
-    Rule("device-bound",  # above 100% the "ceiling" was not the device's: never a verdict
-         (Cond("device_ratio", ">=", 0.90), Cond("device_ratio", "<=", 1.0)),
-         "Device-bound: the device moved {device_rate} during the point (writeback included), "
-         "{device_pct:.0f}% of its direct-I/O ceiling measured at other points "
-         "({direct_ceiling}).",
-         replaces=("latency-bound",),
-         evidence=("throughput_bytes_per_s", "device_bytes_per_s",
-                   "direct_ceiling_bytes_per_s", "disk_util")),
-    Rule("device-bound",  # a buffered write whose end_fsync writeback is most of its time
-         (Cond("writeback_share", ">=", 0.50), Cond("writeback_ceiling_ratio", ">=", 0.80)),
-         "Device-bound in writeback: end_fsync's writeback took {writeback_pct:.0f}% of the "
-         "point, writing {write_size} back at up to {writeback_rate} "
-         "({writeback_ceiling_pct:.0f}% of the direct-I/O ceiling measured at other points, "
-         "{direct_ceiling}).",
-         replaces=("latency-bound", "writeback-phase"),
-         evidence=("copy_s", "writeback_s", "direct_ceiling_bytes_per_s")),
-    Rule("device-bound",  # %util is saturation only on a physical device, never on loop/zram
-         (Cond("disk_util", ">=", 0.90), Cond("device_physical", ">=", 1)),
-         "Device-bound: the bed's device was busy {disk_util_pct:.0f}% of the run "
-         "(average queue depth {disk_queue_depth:.1f}).",
-         evidence=("disk_util_max",)),
-    Rule("memcopy-bound",
-         (Cond("memcopy_ratio", ">=", 0.80),),
-         "Memory-copy bound: {throughput} is {memcopy_pct:.0f}% of the machine's memory-copy "
-         "ceiling ({memcopy}).",
-         evidence=("throughput_bytes_per_s", "memcopy_bytes_per_s")),
-    Rule("lock-contention",
-         (Cond("lock_wait_share", ">=", 0.05),),
-         "Lock contention: tasks waited {lock_wait_total_s:.2f} s for kernel locks, equal to "
-         "{lock_wait_pct:.0f}% of the run's {cpu_time_s:.1f} CPU-seconds ({cpus:.0f} CPUs x "
-         "{wall_s:.1f} s); {lock_top}.",
-         evidence=("lock_top_wait_s", "lock_contended")),
-    Rule("lock-contention",  # from the profile: cheap, no locks probe needed
-         (Cond("profile_lock_share", ">=", 0.10),),
-         "Lock contention: {profile_lock_pct:.0f}% of the sampled CPU time spun or slept in "
-         "lock slow paths ({lock_callers}).",
-         evidence=("profile_lock_share",)),
-    Rule("kernel-cpu-bound",
-         (Cond("cpu_kernel_share", ">=", 0.85),),
-         "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
-         "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs); idle and iowait {cpu_free_pct:.0f}%.",
-         replaces=("cpu-saturated", "kernel-path"), evidence=("cpu_sys_share", "cpu_irq_share"),
-         tail="where_cpu"),
-    Rule("kernel-cpu-bound",  # a short point: the average includes start-up and fsync waits
-         (Cond("cpu_sys_share_max", ">=", 0.90),),
-         "CPU-bound in the kernel while it ran: in its busiest interval system time took "
-         "{cpu_sys_max_pct:.0f}% of all {cpus:.0f} CPUs ({cpu_kernel_pct:.0f}% on average over "
-         "the whole point, start-up and waits included).",
-         replaces=("cpu-saturated", "kernel-path", "latency-bound"),
-         evidence=("cpu_sys_share", "cpu_idle_share"), tail="where_cpu"),
-    Rule("cpu-saturated",
-         (Cond("cpu_free_share", "<=", 0.05),),
-         "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% "
-         "in the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the "
-         "machine).",
-         evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share"), tail="where_cpu",
-         replaces=("kernel-path",)),
-    Rule("writeback-phase",
-         (Cond("writeback_share", ">=", 0.25),),
-         "Writeback is {writeback_pct:.0f}% of the point: copying {write_size} into the page "
-         "cache took {copy_s:.2f} s ({copy_rate}), then end_fsync wrote back for "
-         "{writeback_s:.2f} s (fio's {phase_resolution_ms:.0f} ms bandwidth log: each phase "
-         "±{phase_resolution_ms:.0f} ms).",
-         evidence=("copy_bytes_per_s", "throughput_bytes_per_s")),
-    Rule("kernel-path",
-         (Cond("profile_top_share", ">=", 0.30),),
-         "Most of the CPU time is one path: {profile_top_pct:.0f}% of the sampled CPU time "
-         "{profile_top_label} ({profile_top_functions}): {profile_top_meaning}.",
-         evidence=("profile_copy_share", "profile_loop_share", "profile_filesystem_share")),
-    Rule("neighbours",
-         (Cond("tasks_neighbours_share", ">=", 0.20),),
-         "Other work shares the CPUs: processes outside the workload took "
-         "{neighbours_pct:.0f}% of the CPU time ({neighbours_top}).",
-         evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s")),
-    Rule("thread-bound",
-         (Cond("busiest_thread_share", ">=", 0.75), Cond("busiest_thread_alone", ">=", 0.6)),
-         "One thread is the wall: {busiest_thread} was on a CPU for {busiest_thread_s:.2f} s of "
-         "{busy_window}'s {busy_window_s:.2f} s ({busiest_thread_pct:.0f}%): it does the "
-         "point's work alone; more jobs or a deeper queue spread it.",
-         replaces=("latency-bound",), evidence=("jobs", "cpus")),
-    Rule("latency-bound",
-         (Cond("cpu_free_share", ">=", 0.40), Cond("device_ratio", "<=", 0.60),
-          Cond("cpu_sys_share_max", "<=", 0.60)),
-         "Neither the CPUs nor the device: the CPUs were {cpu_free_pct:.0f}% idle or waiting "
-         "and the device moved {device_pct:.0f}% of its direct-I/O ceiling, so the wall is "
-         "latency or queue depth ({jobs:.0f} job(s)): more jobs or a deeper queue would move "
-         "it.", evidence=("cpu_idle_share", "cpu_iowait_share", "disk_util")),
+    Rule(
+        "flusher-saturated",
+        (Cond("flusher_cpu_share_max", ">=", 0.85), Cond("throttled_share", ">=", 0.05)),
+        "Writeback flusher saturated: the flush kworker of the bed's device used up to "
+        "{flusher_cpu_share_max:.2f} CPU ({flusher_cpu_share:.2f} on average) while writers "
+        "spent {throttled_pct:.0f}% of their time paused in balance_dirty_pages "
+        "({throttle_pause_s:.2f} s).",
+        replaces=("writers-throttled",),
+        evidence=("wall_s", "jobs", "throttle_tasks"),
+    ),
+    Rule(
+        "writers-throttled",
+        (Cond("throttled_share", ">=", 0.10),),
+        "Writers throttled: {throttle_tasks:.0f} task(s) paused in balance_dirty_pages for "
+        "{throttle_pause_s:.2f} s, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
+        "(dirty limit {throttle_limit_mib:.0f} MiB).",
+        evidence=("wall_s", "jobs", "throttle_events", "throttle_pause_max_s"),
+    ),
+    Rule(
+        "reclaim-bound",
+        (Cond("kswapd_cpu_share", ">=", 0.30), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
+        "Reclaim-bound: kswapd used {kswapd_cpu_share:.2f} CPU on average (up to "
+        "{kswapd_cpu_share_max:.2f}), scanning {vm_pgscan_pages_per_s:.0f} and reclaiming "
+        "{vm_pgsteal_pages_per_s:.0f} pages/s.",
+        evidence=("vm_allocstall_events_per_s",),
+    ),
+    Rule(
+        "reclaim-bound",
+        (Cond("vm_allocstall_events_per_s", ">=", 10), Cond("vm_pgsteal_pages_per_s", ">=", 1000)),
+        "Reclaim-bound: allocations entered direct reclaim {vm_allocstall_events_per_s:.0f} "
+        "times/s while {vm_pgsteal_pages_per_s:.0f} pages/s were reclaimed.",
+        evidence=("kswapd_cpu_share", "vm_pgscan_pages_per_s"),
+    ),
+    Rule(
+        "device-bound",  # above 100% the "ceiling" was not the device's: never a verdict
+        (Cond("device_ratio", ">=", 0.90), Cond("device_ratio", "<=", 1.0)),
+        "Device-bound: the device moved {device_rate} during the point (writeback included), "
+        "{device_pct:.0f}% of its direct-I/O ceiling measured at other points "
+        "({direct_ceiling}).",
+        replaces=("latency-bound",),
+        evidence=("throughput_bytes_per_s", "device_bytes_per_s", "direct_ceiling_bytes_per_s", "disk_util"),
+    ),
+    Rule(
+        "device-bound",  # a buffered write whose end_fsync writeback is most of its time
+        (Cond("writeback_share", ">=", 0.50), Cond("writeback_ceiling_ratio", ">=", 0.80)),
+        "Device-bound in writeback: end_fsync's writeback took {writeback_pct:.0f}% of the "
+        "point, writing {write_size} back at up to {writeback_rate} "
+        "({writeback_ceiling_pct:.0f}% of the direct-I/O ceiling measured at other points, "
+        "{direct_ceiling}).",
+        replaces=("latency-bound", "writeback-phase"),
+        evidence=("copy_s", "writeback_s", "direct_ceiling_bytes_per_s"),
+    ),
+    Rule(
+        "device-bound",  # %util is saturation only on a physical device, never on loop/zram
+        (Cond("disk_util", ">=", 0.90), Cond("device_physical", ">=", 1)),
+        "Device-bound: the bed's device was busy {disk_util_pct:.0f}% of the run "
+        "(average queue depth {disk_queue_depth:.1f}).",
+        evidence=("disk_util_max",),
+    ),
+    Rule(
+        "memcopy-bound",
+        (Cond("memcopy_ratio", ">=", 0.80),),
+        "Memory-copy bound: {throughput} is {memcopy_pct:.0f}% of the machine's memory-copy "
+        "ceiling ({memcopy}).",
+        evidence=("throughput_bytes_per_s", "memcopy_bytes_per_s"),
+    ),
+    Rule(
+        "lock-contention",
+        (Cond("lock_wait_share", ">=", 0.05),),
+        "Lock contention: tasks waited {lock_wait_total_s:.2f} s for kernel locks, equal to "
+        "{lock_wait_pct:.0f}% of the run's {cpu_time_s:.1f} CPU-seconds ({cpus:.0f} CPUs x "
+        "{wall_s:.1f} s); {lock_top}.",
+        evidence=("lock_top_wait_s", "lock_contended"),
+    ),
+    Rule(
+        "lock-contention",  # from the profile: cheap, no locks probe needed
+        (Cond("profile_lock_share", ">=", 0.10),),
+        "Lock contention: {profile_lock_pct:.0f}% of the sampled CPU time spun or slept in "
+        "lock slow paths ({lock_callers}).",
+        evidence=("profile_lock_share",),
+    ),
+    Rule(
+        "kernel-cpu-bound",
+        (Cond("cpu_kernel_share", ">=", 0.85),),
+        "CPU-bound in the kernel: system and interrupt time took {cpu_kernel_pct:.0f}% of all "
+        "{cpus:.0f} CPUs ({kernel_cpus:.2f} CPUs); idle and iowait {cpu_free_pct:.0f}%.",
+        replaces=("cpu-saturated", "kernel-path"),
+        evidence=("cpu_sys_share", "cpu_irq_share"),
+        tail="where_cpu",
+    ),
+    Rule(
+        "kernel-cpu-bound",  # a short point: the average includes start-up and fsync waits
+        (Cond("cpu_sys_share_max", ">=", 0.90),),
+        "CPU-bound in the kernel while it ran: in its busiest interval system time took "
+        "{cpu_sys_max_pct:.0f}% of all {cpus:.0f} CPUs ({cpu_kernel_pct:.0f}% on average over "
+        "the whole point, start-up and waits included).",
+        replaces=("cpu-saturated", "kernel-path", "latency-bound"),
+        evidence=("cpu_sys_share", "cpu_idle_share"),
+        tail="where_cpu",
+    ),
+    Rule(
+        "cpu-saturated",
+        (Cond("cpu_free_share", "<=", 0.05),),
+        "CPU-bound: the {cpus:.0f} CPUs were {cpu_busy_pct:.0f}% busy, {cpu_kernel_pct:.0f}% "
+        "in the kernel and {cpu_user_pct:.0f}% in user space (counting every process on the "
+        "machine).",
+        evidence=("cpu_idle_share", "cpu_iowait_share", "cpu_steal_share"),
+        tail="where_cpu",
+        replaces=("kernel-path",),
+    ),
+    Rule(
+        "writeback-phase",
+        (Cond("writeback_share", ">=", 0.25),),
+        "Writeback is {writeback_pct:.0f}% of the point: copying {write_size} into the page "
+        "cache took {copy_s:.2f} s ({copy_rate}), then end_fsync wrote back for "
+        "{writeback_s:.2f} s (fio's {phase_resolution_ms:.0f} ms bandwidth log: each phase "
+        "±{phase_resolution_ms:.0f} ms).",
+        evidence=("copy_bytes_per_s", "throughput_bytes_per_s"),
+    ),
+    Rule(
+        "kernel-path",
+        (Cond("profile_top_share", ">=", 0.30),),
+        "Most of the CPU time is one path: {profile_top_pct:.0f}% of the sampled CPU time "
+        "{profile_top_label} ({profile_top_functions}): {profile_top_meaning}.",
+        evidence=("profile_copy_share", "profile_loop_share", "profile_filesystem_share"),
+    ),
+    Rule(
+        "neighbours",
+        (Cond("tasks_neighbours_share", ">=", 0.20),),
+        "Other work shares the CPUs: processes outside the workload took "
+        "{neighbours_pct:.0f}% of the CPU time ({neighbours_top}).",
+        evidence=("tasks_neighbours_cpu_s", "tasks_busy_cpu_s"),
+    ),
+    Rule(
+        "thread-bound",
+        (Cond("busiest_thread_share", ">=", 0.75), Cond("busiest_thread_alone", ">=", 0.6)),
+        "One thread is the wall: {busiest_thread} was on a CPU for {busiest_thread_s:.2f} s of "
+        "{busy_window}'s {busy_window_s:.2f} s ({busiest_thread_pct:.0f}%): it does the "
+        "point's work alone; more jobs or a deeper queue spread it.",
+        replaces=("latency-bound",),
+        evidence=("jobs", "cpus"),
+    ),
+    Rule(
+        "latency-bound",
+        (
+            Cond("cpu_free_share", ">=", 0.40),
+            Cond("device_ratio", "<=", 0.60),
+            Cond("cpu_sys_share_max", "<=", 0.60),
+        ),
+        "Neither the CPUs nor the device: the CPUs were {cpu_free_pct:.0f}% idle or waiting "
+        "and the device moved {device_pct:.0f}% of its direct-I/O ceiling, so the wall is "
+        "latency or queue depth ({jobs:.0f} job(s)): more jobs or a deeper queue would move "
+        "it.",
+        evidence=("cpu_idle_share", "cpu_iowait_share", "disk_util"),
+    ),
 )
 
 
@@ -190,11 +247,15 @@ def _round(x: Any) -> Any:
     return float(f"{x:.6g}") if isinstance(x, float) else x
 
 
-def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
-            lock_rows: Sequence[Mapping[str, Any]] = (),
-            tasks_top: Sequence[Mapping[str, Any]] = (),
-            lock_callers: str | None = None, top_functions: str | None = None
-            ) -> list[Verdict]:
+def explain(
+    metrics: Mapping[str, float],
+    context: Mapping[str, float],
+    *,
+    lock_rows: Sequence[Mapping[str, Any]] = (),
+    tasks_top: Sequence[Mapping[str, Any]] = (),
+    lock_callers: str | None = None,
+    top_functions: str | None = None,
+) -> list[Verdict]:
     """Verdicts of the rules that fire, in table order; ``[]`` when none does (the caller
     shows :data:`NO_RULE_FIRED`).
 
@@ -226,9 +287,11 @@ def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
         fields = _fields(row.sentence)
         if any(f not in values for f in fields):
             continue
-        evidence: dict[str, Any] = {k: _round(values[k])
-                                    for k in [*nums, *fields, *row.evidence]
-                                    if k in values and not isinstance(values[k], str)}
+        evidence: dict[str, Any] = {
+            k: _round(values[k])
+            for k in [*nums, *fields, *row.evidence]
+            if k in values and not isinstance(values[k], str)
+        }
         evidence["thresholds"] = {c.key: f"{c.op} {c.threshold:g}" for c in row.when}
         sentence = row.sentence.format(**values)
         if row.tail and isinstance(values.get(row.tail), str):
@@ -238,9 +301,12 @@ def explain(metrics: Mapping[str, float], context: Mapping[str, float], *,
     return [v for name, v in fired.items() if name not in dropped]
 
 
-def _values(metrics: Mapping[str, float], context: Mapping[str, float],
-            lock_rows: Sequence[Mapping[str, Any]] = (),
-            tasks_top: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def _values(
+    metrics: Mapping[str, float],
+    context: Mapping[str, float],
+    lock_rows: Sequence[Mapping[str, Any]] = (),
+    tasks_top: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
     """Metrics, context and every derived quantity that can be computed from them."""
     values: dict[str, Any] = {**metrics, **context}
     if lock_rows:
@@ -257,13 +323,19 @@ def _values(metrics: Mapping[str, float], context: Mapping[str, float],
 
 #: How a near miss names a quantity: label and how to print a value of it.
 _LABELS: dict[str, tuple[str, str]] = {
-    "flusher_cpu_share_max": ("flusher CPU", "cpu"), "throttled_share": ("time throttled", "%"),
-    "kswapd_cpu_share": ("kswapd CPU", "cpu"), "vm_pgsteal_pages_per_s": ("pages reclaimed/s", "n"),
+    "flusher_cpu_share_max": ("flusher CPU", "cpu"),
+    "throttled_share": ("time throttled", "%"),
+    "kswapd_cpu_share": ("kswapd CPU", "cpu"),
+    "vm_pgsteal_pages_per_s": ("pages reclaimed/s", "n"),
     "vm_allocstall_events_per_s": ("direct reclaim/s", "n"),
-    "device_ratio": ("share of the direct ceiling", "%"), "disk_util": ("device busy", "%"),
-    "device_physical": ("a physical device", "flag"), "memcopy_ratio": ("share of memory copy", "%"),
-    "lock_wait_share": ("lock wait", "%"), "cpu_kernel_share": ("kernel CPU", "%"),
-    "cpu_free_share": ("CPU idle or waiting", "%"), "cpu_sys_share_max": ("kernel CPU at peak", "%"),
+    "device_ratio": ("share of the direct ceiling", "%"),
+    "disk_util": ("device busy", "%"),
+    "device_physical": ("a physical device", "flag"),
+    "memcopy_ratio": ("share of memory copy", "%"),
+    "lock_wait_share": ("lock wait", "%"),
+    "cpu_kernel_share": ("kernel CPU", "%"),
+    "cpu_free_share": ("CPU idle or waiting", "%"),
+    "cpu_sys_share_max": ("kernel CPU at peak", "%"),
     "tasks_neighbours_share": ("neighbours' CPU", "%"),
     "writeback_share": ("writeback's share of the time", "%"),
     "writeback_ceiling_ratio": ("writeback's share of the direct ceiling", "%"),
@@ -284,8 +356,9 @@ def _fmt(kind: str, x: float) -> str:
     return f"{x:,.0f}"
 
 
-def near_misses(metrics: Mapping[str, float], context: Mapping[str, float], fired: Sequence[str]
-                ) -> list[str]:
+def near_misses(
+    metrics: Mapping[str, float], context: Mapping[str, float], fired: Sequence[str]
+) -> list[str]:
     """For every rule that did not fire, its closest row: each condition's value against its
     threshold (``kernel CPU 75%, needs >= 85%``); rows with a missing quantity are skipped."""
     values = _values(metrics, context)
@@ -323,13 +396,15 @@ def sentences(verdicts: Sequence[Verdict]) -> list[str]:
     return [v.sentence for v in verdicts] or [NO_RULE_FIRED]
 
 
-def to_json(run: Any, verdicts: Sequence[Verdict], skipped_probes: Sequence[Any] = ()
-            ) -> dict[str, Any]:
+def to_json(run: Any, verdicts: Sequence[Verdict], skipped_probes: Sequence[Any] = ()) -> dict[str, Any]:
     """``{"run", "verdicts": [{"rule", "sentence", "evidence"}], "skipped_probes": [...]}``.
 
     ``skipped_probes``: names, or ``{"probe", "reason"}`` mappings, as the caller keeps them.
     """
-    return {"run": run,
-            "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": dict(v.evidence)}
-                         for v in verdicts],
-            "skipped_probes": list(skipped_probes)}
+    return {
+        "run": run,
+        "verdicts": [
+            {"rule": v.rule, "sentence": v.sentence, "evidence": dict(v.evidence)} for v in verdicts
+        ],
+        "skipped_probes": list(skipped_probes),
+    }

@@ -55,7 +55,6 @@ def group_names(run: Run) -> dict[int, str]:
 def fio_groups(run: Run, metrics: Mapping[str, float] | None = None) -> list[FioGroup]:
     """The run's groups in id order (empty for a one-group run); ``metrics`` overrides the
     run's own values (e.g. medians over repeats)."""
-    vals = group_values(metrics if metrics is not None else {m.name: m.value
-                                                             for m in run.metrics})
+    vals = group_values(metrics if metrics is not None else {m.name: m.value for m in run.metrics})
     names = group_names(run)
     return [FioGroup(g, names.get(g, ""), v) for g, v in sorted(vals.items())]

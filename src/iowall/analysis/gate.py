@@ -45,9 +45,11 @@ class Accept:
     reason: str = ""
 
     def covers(self, row: Row, today: str) -> bool:
-        return (fnmatch.fnmatchcase(row.point_text, self.point)
-                and fnmatch.fnmatchcase(row.metric, self.metric)
-                and (not self.until or today <= self.until))
+        return (
+            fnmatch.fnmatchcase(row.point_text, self.point)
+            and fnmatch.fnmatchcase(row.metric, self.metric)
+            and (not self.until or today <= self.until)
+        )
 
 
 @dataclass(frozen=True)
@@ -97,20 +99,23 @@ class GateResult:
         how = "Welch's t-test" if kn >= 2 else "t prediction test"
         text = f"p-values from the means of invocations, {kb} base and {kn} new ({how})"
         if len(by) < len(rows):
-            text += (f" for {len(by)} of {len(rows)} gating rows; from single runs where the "
-                     "baseline holds one invocation")
+            text += (
+                f" for {len(by)} of {len(rows)} gating rows; from single runs where the "
+                "baseline holds one invocation"
+            )
         return text
 
     @property
     def method_notes(self) -> list[str]:
         """What the user should know about how the rows were tested, and what to do."""
-        if (self.method or self.compare.emulated
-                or all(v.by_invocation for v in self._gating())):
+        if self.method or self.compare.emulated or all(v.by_invocation for v in self._gating()):
             return []
-        return ["the baseline is one invocation, so how much whole invocations differ on this "
-                "machine is not counted and a machine that changed speed between them reads "
-                "as a change: give --baseline two or more stored invocations (the last few "
-                "nightly labels, say)"]
+        return [
+            "the baseline is one invocation, so how much whole invocations differ on this "
+            "machine is not counted and a machine that changed speed between them reads "
+            "as a change: give --baseline two or more stored invocations (the last few "
+            "nightly labels, say)"
+        ]
 
     def of(self, status: Status) -> list[Verdict]:
         return [v for v in self.verdicts if v.status == status]
@@ -120,10 +125,17 @@ class GateResult:
         """Rows worth confirming: regressions, inconclusive rows, and gating rows whose
         estimate is worse by more than half the floor (a regression the runs so far may
         have hidden)."""
-        return [v for v in self.verdicts
-                if v.status in ("regression", "inconclusive")
-                or (v.gating and v.status == "same" and _worse(v.row)
-                    and abs(v.row.cmp.ratio - 1.0) > self.floor / 2)]
+        return [
+            v
+            for v in self.verdicts
+            if v.status in ("regression", "inconclusive")
+            or (
+                v.gating
+                and v.status == "same"
+                and _worse(v.row)
+                and abs(v.row.cmp.ratio - 1.0) > self.floor / 2
+            )
+        ]
 
     @property
     def exit_code(self) -> int:
@@ -137,8 +149,9 @@ class GateResult:
 
     @property
     def word(self) -> str:
-        return {EXIT_PASS: "pass", EXIT_REGRESSION: "regression",
-                EXIT_INCONCLUSIVE: "inconclusive"}[self.exit_code]
+        return {EXIT_PASS: "pass", EXIT_REGRESSION: "regression", EXIT_INCONCLUSIVE: "inconclusive"}[
+            self.exit_code
+        ]
 
 
 def _worse(row: Row) -> bool:
@@ -190,8 +203,12 @@ def invocation_means(values: Sequence[float], batches: Sequence[str]) -> FloatAr
     return np.array([sum(g) / len(g) for g in groups.values()])
 
 
-def invocation_p(base: Sequence[float], new: Sequence[float], base_batches: Sequence[str] = (),
-                 new_batches: Sequence[str] = ()) -> tuple[float, int, int]:
+def invocation_p(
+    base: Sequence[float],
+    new: Sequence[float],
+    base_batches: Sequence[str] = (),
+    new_batches: Sequence[str] = (),
+) -> tuple[float, int, int]:
     """Two-sided p-value of a change between the sides, counting how much whole invocations
     differ, and the invocations on each side (a baseline of one: not counted).
 
@@ -233,21 +250,31 @@ def bh_qvalues(pvalues: Sequence[float]) -> list[float]:
 def gating(metric: str, fail_on: Sequence[str] | None) -> bool:
     """Whether a metric can fail the gate: the headline metrics by default."""
     if fail_on is None:
-        return (any(fnmatch.fnmatchcase(metric, p) for p in HEADLINE)
-                and not any(fnmatch.fnmatchcase(metric, p) for p in NOT_HEADLINE))
+        return any(fnmatch.fnmatchcase(metric, p) for p in HEADLINE) and not any(
+            fnmatch.fnmatchcase(metric, p) for p in NOT_HEADLINE
+        )
     return any(fnmatch.fnmatchcase(metric, p) for p in fail_on)
 
 
-def decide(res: CompareResult, *, fdr: float = 0.05, accept: Sequence[Accept] = (),
-           today: str = "", fail_on: Sequence[str] | None = None,
-           tests: Sequence[tuple[float, int, int]] | None = None,
-           method: str = "") -> GateResult:
+def decide(
+    res: CompareResult,
+    *,
+    fdr: float = 0.05,
+    accept: Sequence[Accept] = (),
+    today: str = "",
+    fail_on: Sequence[str] | None = None,
+    tests: Sequence[tuple[float, int, int]] | None = None,
+    method: str = "",
+) -> GateResult:
     """Every row's verdict (see the module docstring for the method). ``tests`` gives each
     row's p-value and invocations when the caller tested the rows itself (the series gate's
     early test: ``analysis.series_gate``), and ``method`` says how, for the report."""
     rows = list(res.rows)
-    tested = list(tests) if tests is not None else [
-        invocation_p(r.base_samples, r.new_samples, r.base_batches, r.new_batches) for r in rows]
+    tested = (
+        list(tests)
+        if tests is not None
+        else [invocation_p(r.base_samples, r.new_samples, r.base_batches, r.new_batches) for r in rows]
+    )
     ps = [p for p, _, _ in tested]
     gates = [gating(r.metric, fail_on) for r in rows]
     qs = _family_q(ps, gates)
@@ -270,8 +297,17 @@ def _family_q(ps: Sequence[float], gates: Sequence[bool]) -> list[float]:
     return out
 
 
-def _status(res: CompareResult, r: Row, q: float, gate: bool, fdr: float,
-            accept: Sequence[Accept], today: str, *, supplied: bool) -> tuple[Status, str]:
+def _status(
+    res: CompareResult,
+    r: Row,
+    q: float,
+    gate: bool,
+    fdr: float,
+    accept: Sequence[Accept],
+    today: str,
+    *,
+    supplied: bool,
+) -> tuple[Status, str]:
     """One row's status and why: a regression is called by compare's rule (or the caller's
     interval) and its family's q-value; worse beyond the floor but not shown is inconclusive."""
     c = r.cmp
@@ -284,21 +320,25 @@ def _status(res: CompareResult, r: Row, q: float, gate: bool, fdr: float,
             return "accepted", "a known change (--accept)"
         if not gate:
             return "changed", "changed, not a gating metric"
-        return ("regression" if bad else "improvement",
-                f"q = {q:.2g} <= {fdr:g} and beyond the {res.floor:.0%} floor")
-    if gate and _worse(r) and abs(c.ratio - 1.0) > res.floor and (
-            (one and not supplied) or q <= fdr):
+        return (
+            "regression" if bad else "improvement",
+            f"q = {q:.2g} <= {fdr:g} and beyond the {res.floor:.0%} floor",
+        )
+    if gate and _worse(r) and abs(c.ratio - 1.0) > res.floor and ((one and not supplied) or q <= fdr):
         if one and supplied:
-            return "inconclusive", (f"q = {q:.2g}, but from one result: a regression or an "
-                                    "outlier, the next result decides")
-        return "inconclusive", ("worse beyond the floor but not shown: "
-                                + ("one run on a side" if one
-                                   else f"q = {q:.2g}, but the interval includes no change"))
+            return "inconclusive", (
+                f"q = {q:.2g}, but from one result: a regression or an outlier, the next result decides"
+            )
+        return "inconclusive", (
+            "worse beyond the floor but not shown: "
+            + ("one run on a side" if one else f"q = {q:.2g}, but the interval includes no change")
+        )
     return "same", ""
 
 
-def confirm(decide_now: Callable[[], GateResult], run_more: Callable[[], None],
-            rounds: int) -> tuple[GateResult, int]:
+def confirm(
+    decide_now: Callable[[], GateResult], run_more: Callable[[], None], rounds: int
+) -> tuple[GateResult, int]:
     """Decide; while a row is suspected (``GateResult.suspected``) and rounds are left, run
     more and decide again (a regression must survive its confirmation to fail the gate).
     The final result and the confirmation rounds used."""
@@ -327,13 +367,19 @@ class Shift:
 def attribution_shift(base: Sequence[Run], new: Sequence[Run], top: int = 3) -> list[Shift]:
     """The CPU-time shares (``tasks_<class>_share``, ``profile_<path>_share``) that grew most
     from base to new, largest gain first: what the new side spends its time on instead."""
+
     def med(runs: Sequence[Run], name: str) -> float | None:
         vals = sorted(v for r in runs if (v := r.metric(name)) is not None and math.isfinite(v))
         return vals[len(vals) // 2] if vals else None
 
-    names = {m.name for r in [*base, *new] for m in r.metrics
-             if m.name.endswith("_share") and m.name.startswith(("tasks_", "profile_"))
-             and m.name not in ("tasks_unattributed_share",)}
+    names = {
+        m.name
+        for r in [*base, *new]
+        for m in r.metrics
+        if m.name.endswith("_share")
+        and m.name.startswith(("tasks_", "profile_"))
+        and m.name not in ("tasks_unattributed_share",)
+    }
     out = []
     for n in sorted(names):
         b, x = med(base, n), med(new, n)

@@ -104,8 +104,9 @@ def _windows(obs: Sequence[Observation], det: Detection) -> tuple[Window, ...]:
     return tuple(out)
 
 
-def from_runs(runs: Sequence[Run], *, metric: str | None = None, by: str = "time",
-              alpha: float | None = None) -> list[History]:
+def from_runs(
+    runs: Sequence[Run], *, metric: str | None = None, by: str = "time", alpha: float | None = None
+) -> list[History]:
     """One History per fingerprint with a measured value of ``metric`` (default: each run's
     primary metric), ordered by ``by``; change points by ``changepoints.analyse`` (a series
     too short to search carries its reason), the newest results by ``early``."""
@@ -120,13 +121,35 @@ def from_runs(runs: Sequence[Run], *, metric: str | None = None, by: str = "time
         rs = _ordered(rs, by)
         ms = [_metric(r, metric) for r in rs]
         first = next(m for m in ms if m is not None)
-        obs = tuple(Observation(i, m.value if m is not None else math.nan, _group(r, by), r.id,
-                                str(r.env.get("kernel", "")), str(r.env.get("commit", "")),
-                                r.label, r.started_at)
-                    for i, (r, m) in enumerate(zip(rs, ms, strict=True)))
+        obs = tuple(
+            Observation(
+                i,
+                m.value if m is not None else math.nan,
+                _group(r, by),
+                r.id,
+                str(r.env.get("kernel", "")),
+                str(r.env.get("commit", "")),
+                r.label,
+                r.started_at,
+            )
+            for i, (r, m) in enumerate(zip(rs, ms, strict=True))
+        )
         det = _detect(obs, by, alpha)
-        out.append(_with_newest(History(key, rs[0].point.describe(), first.name, first.unit,
-                                        first.direction, by, obs, det, _windows(obs, det))))
+        out.append(
+            _with_newest(
+                History(
+                    key,
+                    rs[0].point.describe(),
+                    first.name,
+                    first.unit,
+                    first.direction,
+                    by,
+                    obs,
+                    det,
+                    _windows(obs, det),
+                )
+            )
+        )
     return out
 
 
@@ -154,9 +177,14 @@ def _order_key(indices: Sequence[str]) -> list[tuple[float, str]] | None:
         return None
 
 
-def from_rows(rows: Sequence[SeriesRow | tuple[str, str | float, float]], *,
-              metric: str = "value", alpha: float | None = None, direction: str = "higher",
-              unit: str = "") -> list[History]:
+def from_rows(
+    rows: Sequence[SeriesRow | tuple[str, str | float, float]],
+    *,
+    metric: str = "value",
+    alpha: float | None = None,
+    direction: str = "higher",
+    unit: str = "",
+) -> list[History]:
     """Series from ``(series, index, value[, direction, unit])`` rows (another system's
     results): each series ordered by its index (numbers, ISO dates, or else as the file has
     them); rows with the same index are one result's repeats, kept together as a group. A
@@ -164,8 +192,7 @@ def from_rows(rows: Sequence[SeriesRow | tuple[str, str | float, float]], *,
     A series too short to search is kept, with its reason."""
     per: dict[str, list[SeriesRow]] = {}
     for r in rows:
-        row = r if isinstance(r, SeriesRow) else SeriesRow(str(r[0]), _index_text(r[1]),
-                                                            float(r[2]))
+        row = r if isinstance(r, SeriesRow) else SeriesRow(str(r[0]), _index_text(r[1]), float(r[2]))
         per.setdefault(row.series, []).append(row)
     out = []
     for name, rs in per.items():
@@ -173,10 +200,13 @@ def from_rows(rows: Sequence[SeriesRow | tuple[str, str | float, float]], *,
         first: dict[str, int] = {}
         for i, r in enumerate(rs):
             first.setdefault(_same(r.at, keys[i] if keys else None), i)
-        order = sorted(range(len(rs)), key=lambda i: (
-            keys[i] if keys else (float(first[_same(rs[i].at, None)]), ""), i))
-        obs = tuple(Observation(pos, rs[i].value, _same(rs[i].at, keys[i] if keys else None),
-                                at=rs[i].at) for pos, i in enumerate(order))
+        order = sorted(
+            range(len(rs)), key=lambda i: (keys[i] if keys else (float(first[_same(rs[i].at, None)]), ""), i)
+        )
+        obs = tuple(
+            Observation(pos, rs[i].value, _same(rs[i].at, keys[i] if keys else None), at=rs[i].at)
+            for pos, i in enumerate(order)
+        )
         d = next((r.direction for r in rs if r.direction), direction)
         u = next((r.unit for r in rs if r.unit), unit)
         det = _detect(obs, "index", alpha)
@@ -204,19 +234,29 @@ def results(h: History) -> SeriesResults:
     at, vals, reps = [], [], []
     for g, os_ in groups.items():
         v = [o.value for o in os_ if math.isfinite(o.value)]
-        at.append(os_[0].at or (f"run {os_[0].run_id}" if h.by == "time" and os_[0].run_id
-                                is not None else g))
+        at.append(
+            os_[0].at or (f"run {os_[0].run_id}" if h.by == "time" and os_[0].run_id is not None else g)
+        )
         vals.append(float(np.median(v)) if v else math.nan)
         reps.append(tuple(v))
     pos = {g: i for i, g in enumerate(groups)}
     changes = tuple(pos[w.first_bad.group] for w in h.windows)
-    return SeriesResults(h.name, h.metric, h.unit, h.direction, tuple(at), tuple(vals),
-                         tuple(reps), changes)
+    return SeriesResults(h.name, h.metric, h.unit, h.direction, tuple(at), tuple(vals), tuple(reps), changes)
 
 
 def _with_newest(h: History) -> History:
-    return History(h.key, h.name, h.metric, h.unit, h.direction, h.by, h.observations,
-                   h.detection, h.windows, newest_of(results(h)))
+    return History(
+        h.key,
+        h.name,
+        h.metric,
+        h.unit,
+        h.direction,
+        h.by,
+        h.observations,
+        h.detection,
+        h.windows,
+        newest_of(results(h)),
+    )
 
 
 def _detect(obs: Sequence[Observation], by: str, alpha: float | None) -> Detection:
@@ -232,7 +272,9 @@ def worse(h: History, w: Window) -> bool:
 
 def summary(histories: Sequence[History]) -> Mapping[str, int]:
     """Counts for the report's head: series, runs, change points, of them worse."""
-    return {"series": len(histories),
-            "observations": sum(len(h.observations) for h in histories),
-            "changes": sum(len(h.windows) for h in histories),
-            "worse": sum(worse(h, w) for h in histories for w in h.windows)}
+    return {
+        "series": len(histories),
+        "observations": sum(len(h.observations) for h in histories),
+        "changes": sum(len(h.windows) for h in histories),
+        "worse": sum(worse(h, w) for h in histories for w in h.windows),
+    }

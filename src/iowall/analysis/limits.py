@@ -220,8 +220,9 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
             if directs:
                 best, at = max(directs, key=lambda x: x[0].median)
                 ceilings[(block, direction)] = Ceiling(best, at)
-            sentences += _sentences(direction, drows, ceilings.get((block, direction)),
-                                    memcopy, block if len(blocks) > 1 else "")
+            sentences += _sentences(
+                direction, drows, ceilings.get((block, direction)), memcopy, block if len(blocks) > 1 else ""
+            )
     cache = _cache_left(groups)
     sentences += _uncached_sentences(rows, cache)
     sentences += _block_sentences(rows)
@@ -230,20 +231,31 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
     if noisy:
         n_cells = sum(len(r.cells) for r in rows)
         worst = max(noisy, key=lambda n: n.spread)
-        sentences.append(f"{len(noisy)} of {n_cells} cells spread more than ±{NOISY:.0%} "
-                         f"(worst: {worst.cell}, ±{worst.spread:.0%}): see 'Noise' for what "
-                         "disturbed them; rerun on a quiet machine, or with more runs "
-                         "(--repeat auto:20).")
+        sentences.append(
+            f"{len(noisy)} of {n_cells} cells spread more than ±{NOISY:.0%} "
+            f"(worst: {worst.cell}, ±{worst.spread:.0%}): see 'Noise' for what "
+            "disturbed them; rerun on a quiet machine, or with more runs "
+            "(--repeat auto:20)."
+        )
     if statuses.get("failed") or statuses.get("interrupted"):
-        sentences.append(f"Not every run completed: {statuses.get('failed', 0)} failed, "
-                         f"{statuses.get('interrupted', 0)} interrupted; they are left out.")
-    return LimitsSummary(memcopy, ceilings, tuple(rows), tuple(sentences),
-                         tuple(r.id for r in runs if r.id is not None), statuses, cache,
-                         tuple(noise), tuple(agreement))
+        sentences.append(
+            f"Not every run completed: {statuses.get('failed', 0)} failed, "
+            f"{statuses.get('interrupted', 0)} interrupted; they are left out."
+        )
+    return LimitsSummary(
+        memcopy,
+        ceilings,
+        tuple(rows),
+        tuple(sentences),
+        tuple(r.id for r in runs if r.id is not None),
+        statuses,
+        cache,
+        tuple(noise),
+        tuple(agreement),
+    )
 
 
-def _cache_left(groups: Mapping[tuple[str, ...], Sequence[Run]]) -> dict[tuple[str, str, str],
-                                                                         float]:
+def _cache_left(groups: Mapping[tuple[str, ...], Sequence[Run]]) -> dict[tuple[str, str, str], float]:
     """Per (block, direction, mode): the median over runs of the page cache a point left
     behind (``page_cache_growth_bytes``: Cached less Shmem, read by the task right before
     and right after the workload) per byte of its files: the bytes it moved, or its file set
@@ -281,8 +293,7 @@ def _noise(rows: Sequence[Row], by_id: Mapping[int, Run]) -> list[Noise]:
             if not reasons and c.spread > NOISY:
                 reasons.append("the repeats disagree; no outside cause was recorded")
             if reasons:
-                name = f"{r.direction} {mode} {_jobs(r.jobs)}" + (f" ({r.block} blocks)"
-                                                                   if r.block else "")
+                name = f"{r.direction} {mode} {_jobs(r.jobs)}" + (f" ({r.block} blocks)" if r.block else "")
                 out.append(Noise(name, c.spread, c.n, "; ".join(reasons)))
     return sorted(out, key=lambda n: -n.spread)
 
@@ -292,8 +303,9 @@ def _median_metric(runs: Sequence[Run], name: str) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def _sentences(direction: str, rows: Sequence[Row], ceiling: Ceiling | None,
-               memcopy: dict[int, Cell], block: str) -> list[str]:
+def _sentences(
+    direction: str, rows: Sequence[Row], ceiling: Ceiling | None, memcopy: dict[int, Cell], block: str
+) -> list[str]:
     """Where buffered I/O of one direction stops scaling (the knee, as ``iowall scaling``
     finds it) and how close it gets to the ceilings."""
     pts = [(r.jobs, r.buffered.median) for r in rows if r.buffered]
@@ -309,63 +321,82 @@ def _sentences(direction: str, rows: Sequence[Row], ceiling: Ceiling | None,
     if len(pts) == 1:
         out.append(f"{name} was measured at {_jobs(pts[0][0])} only: no scaling can be judged.")
     elif kn is not None:
-        s = (f"{name} stops scaling at {_jobs(kn)} (the knee): there it runs at "
-             f"{eff[kn]:.0%} of linear scaling from {_jobs(ns[0])} "
-             f"({fmt_rate(at[ns[0]])} → {fmt_rate(at[kn])}; the knee is the first count "
-             f"below {KNEE:.0%}, as in 'iowall scaling').")
+        s = (
+            f"{name} stops scaling at {_jobs(kn)} (the knee): there it runs at "
+            f"{eff[kn]:.0%} of linear scaling from {_jobs(ns[0])} "
+            f"({fmt_rate(at[ns[0]])} → {fmt_rate(at[kn])}; the knee is the first count "
+            f"below {KNEE:.0%}, as in 'iowall scaling')."
+        )
         last_j, last_v = pts[-1]
         if last_j != peak_j and last_v < peak_v * 0.9:
-            s += (f" It peaks at {peak_j} jobs ({fmt_rate(peak_v)}) and falls to "
-                  f"{last_v / peak_v:.0%} of that at {last_j} jobs.")
+            s += (
+                f" It peaks at {peak_j} jobs ({fmt_rate(peak_v)}) and falls to "
+                f"{last_v / peak_v:.0%} of that at {last_j} jobs."
+            )
         out.append(s)
     else:
-        out.append(f"{name} keeps at least {KNEE:.0%} of linear scaling up to "
-                   f"{_jobs(ns[-1])} ({eff[ns[-1]]:.0%}); its wall lies beyond: try larger "
-                   "--jobs.")
+        out.append(
+            f"{name} keeps at least {KNEE:.0%} of linear scaling up to "
+            f"{_jobs(ns[-1])} ({eff[ns[-1]]:.0%}); its wall lies beyond: try larger "
+            "--jobs."
+        )
     best_row = next(r for r in rows if r.jobs == peak_j)
     parts = []
     if ceiling:
-        parts.append(f"{peak_v / ceiling.cell.median:.0%} of the direct-I/O ceiling "
-                     f"({fmt_rate(ceiling.cell.median)} at {_jobs(ceiling.at)})")
+        parts.append(
+            f"{peak_v / ceiling.cell.median:.0%} of the direct-I/O ceiling "
+            f"({fmt_rate(ceiling.cell.median)} at {_jobs(ceiling.at)})"
+        )
     mc = memcopy.get(best_row.memcopy_threads)
     if mc:
-        parts.append(f"{peak_v / mc.median:.0%} of memory-copy bandwidth at "
-                     f"{best_row.memcopy_threads} thread{'s' if best_row.memcopy_threads > 1 else ''}"
-                     f" ({fmt_rate(mc.median)})")
+        parts.append(
+            f"{peak_v / mc.median:.0%} of memory-copy bandwidth at "
+            f"{best_row.memcopy_threads} thread{'s' if best_row.memcopy_threads > 1 else ''}"
+            f" ({fmt_rate(mc.median)})"
+        )
     if parts:
-        out.append(f"At its best ({_jobs(peak_j)}, {fmt_rate(peak_v)}) {name.lower()} reaches "
-                   + " and ".join(parts) + ".")
+        out.append(
+            f"At its best ({_jobs(peak_j)}, {fmt_rate(peak_v)}) {name.lower()} reaches "
+            + " and ".join(parts)
+            + "."
+        )
     return out
 
 
-def _uncached_sentences(rows: Sequence[Row],
-                        cache: Mapping[tuple[str, str, str], float]) -> list[str]:
+def _uncached_sentences(rows: Sequence[Row], cache: Mapping[tuple[str, str, str], float]) -> list[str]:
     """What uncached buffered I/O buys over buffered: throughput at the buffered peak's job
     count, and the page cache each leaves behind per GiB of its files."""
     out = []
     for block in dict.fromkeys(r.block for r in rows):
         for direction in ("write", "read"):
-            both = [r for r in rows if r.block == block and r.direction == direction
-                    and r.buffered and r.uncached]
+            both = [
+                r for r in rows if r.block == block and r.direction == direction and r.buffered and r.uncached
+            ]
             if not both:
                 continue
             best = max(both, key=lambda r: r.buffered.median if r.buffered else 0.0)
             ratio = best.ratio("uncached", "buffered")
             assert ratio is not None
             where = f" ({block} blocks)" if block else ""
-            s = (f"Uncached {direction}{where} at {_jobs(best.jobs)} runs at "
-                 f"{fmt_rate(best.uncached.median if best.uncached else 0.0)}, "
-                 f"{ratio:.2f}x buffered")
+            s = (
+                f"Uncached {direction}{where} at {_jobs(best.jobs)} runs at "
+                f"{fmt_rate(best.uncached.median if best.uncached else 0.0)}, "
+                f"{ratio:.2f}x buffered"
+            )
             if best.direct:
                 s += f" and {best.ratio('uncached', 'direct'):.0%} of direct"
-            cb, cu = cache.get((block, direction, "buffered")), cache.get(
-                (block, direction, "uncached"))
+            cb, cu = cache.get((block, direction, "buffered")), cache.get((block, direction, "uncached"))
             if cb is not None and cu is not None:
-                s += (f"; it leaves {fmt_bytes(max(cu, 0.0) * GIB)} of page cache per GiB "
-                      f"of its files, buffered {fmt_bytes(max(cb, 0.0) * GIB)}"
-                      + ("" if direction == "write" else
-                         " (a read that passes over its files again ends partway through a "
-                         "pass: buffered keeps that pass's pages)"))
+                s += (
+                    f"; it leaves {fmt_bytes(max(cu, 0.0) * GIB)} of page cache per GiB "
+                    f"of its files, buffered {fmt_bytes(max(cb, 0.0) * GIB)}"
+                    + (
+                        ""
+                        if direction == "write"
+                        else " (a read that passes over its files again ends partway through a "
+                        "pass: buffered keeps that pass's pages)"
+                    )
+                )
             out.append(s + ".")
     return out
 
@@ -378,17 +409,23 @@ def _block_sentences(rows: Sequence[Row]) -> list[str]:
         return []
     out = []
     for direction in ("write", "read"):
-        best = {b: max((r.buffered.median for r in rows if r.block == b
-                        and r.direction == direction and r.buffered), default=0.0)
-                for b in blocks}
+        best = {
+            b: max(
+                (r.buffered.median for r in rows if r.block == b and r.direction == direction and r.buffered),
+                default=0.0,
+            )
+            for b in blocks
+        }
         base = best[blocks[0]]
         if not base:
             continue
-        parts = [f"{b} {fmt_rate(best[b])} ({best[b] / base - 1:+.0%})" for b in blocks[1:]
-                 if best[b]]
+        parts = [f"{b} {fmt_rate(best[b])} ({best[b] / base - 1:+.0%})" for b in blocks[1:] if best[b]]
         if parts:
-            out.append(f"Best buffered {direction} with {blocks[0]} blocks: {fmt_rate(base)}; "
-                       + ", ".join(parts) + ".")
+            out.append(
+                f"Best buffered {direction} with {blocks[0]} blocks: {fmt_rate(base)}; "
+                + ", ".join(parts)
+                + "."
+            )
     return out
 
 
@@ -404,10 +441,8 @@ def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, An
     by_id = {r.id: r for r in runs}
     for block in summary.blocks:
         for direction in ("write", "read"):
-            rows = [r for r in summary.rows
-                    if r.direction == direction and r.buffered and r.block == block]
-            peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0,
-                       default=None)
+            rows = [r for r in summary.rows if r.direction == direction and r.buffered and r.block == block]
+            peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0, default=None)
             for row in sorted(rows, key=lambda r: (r is not peak, r.jobs)):
                 assert row.buffered is not None
                 group = [by_id[i] for i in row.buffered.run_ids if i in by_id]
@@ -418,6 +453,12 @@ def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, An
                 tag = ", the peak" if row is peak else ""
                 jobs = f"{row.jobs} job" + ("" if row.jobs == 1 else "s")
                 where = f" ({block} blocks)" if block else ""
-                out.append({**w, "point": f"buffered {direction} at {jobs}{where}{tag}",
-                            "direction": direction, "jobs": row.jobs})
+                out.append(
+                    {
+                        **w,
+                        "point": f"buffered {direction} at {jobs}{where}{tag}",
+                        "direction": direction,
+                        "jobs": row.jobs,
+                    }
+                )
     return out

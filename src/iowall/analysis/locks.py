@@ -69,28 +69,30 @@ def _totals(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], LockTota
     for r in rows:
         key = (str(r["caller"]), str(r["type"]))
         t = out.get(key, LockTotals())
-        out[key] = LockTotals(t.contended + int(r["contended"]),
-                              t.total_wait_s + float(r["total_wait_s"]),
-                              max(t.max_wait_s, float(r.get("max_wait_s", 0.0))), t.rows + 1)
+        out[key] = LockTotals(
+            t.contended + int(r["contended"]),
+            t.total_wait_s + float(r["total_wait_s"]),
+            max(t.max_wait_s, float(r.get("max_wait_s", 0.0))),
+            t.rows + 1,
+        )
     return out
 
 
-def join_contention(a_rows: Iterable[Mapping[str, Any]], b_rows: Iterable[Mapping[str, Any]]
-                    ) -> list[JoinedLock]:
+def join_contention(
+    a_rows: Iterable[Mapping[str, Any]], b_rows: Iterable[Mapping[str, Any]]
+) -> list[JoinedLock]:
     """Full outer join of two contention tables on (caller, type); a side without the caller
     has zeros. Sorted by the larger of the two total waits, largest first."""
     a, b = _totals(a_rows), _totals(b_rows)
     keys = list(a) + [k for k in b if k not in a]
-    joined = [JoinedLock(k[0], k[1], a.get(k, LockTotals()), b.get(k, LockTotals()))
-              for k in keys]
+    joined = [JoinedLock(k[0], k[1], a.get(k, LockTotals()), b.get(k, LockTotals())) for k in keys]
     joined.sort(key=lambda j: (-max(j.a.total_wait_s, j.b.total_wait_s), j.caller, j.type))
     return joined
 
 
 def fmt_wait(seconds: float, signed: bool = False) -> str:
     """A wait the way perf prints it: ``64.69 h``, ``769.04 us``, ``12 ns``."""
-    sign = ("+" if seconds > 0 else "-" if seconds < 0 else "") if signed else \
-        ("-" if seconds < 0 else "")
+    sign = ("+" if seconds > 0 else "-" if seconds < 0 else "") if signed else ("-" if seconds < 0 else "")
     s = abs(seconds)
     for unit, scale in (("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if s >= scale:
@@ -109,18 +111,21 @@ def _fit(text: str, width: int) -> str:
     return name[:keep] + "~+" + off if keep > 0 else text[: width - 1] + "~"
 
 
-HEADER = (f"{'contended':>10} {'contended':>10} {'delta':>11} {'wait':>9} {'wait':>9} "
-          f"{'delta':>10} {'type':<9} caller")
-HEADER2 = (f"{'(a)':>10} {'(b)':>10} {'contended':>11} {'(a)':>9} {'(b)':>9} "
-           f"{'wait':>10} {'':<9}")
+HEADER = (
+    f"{'contended':>10} {'contended':>10} {'delta':>11} {'wait':>9} {'wait':>9} "
+    f"{'delta':>10} {'type':<9} caller"
+)
+HEADER2 = f"{'(a)':>10} {'(b)':>10} {'contended':>11} {'(a)':>9} {'(b)':>9} {'wait':>10} {'':<9}"
 
 
 def format_locks_table(rows: Sequence[JoinedLock], width: int = 100) -> str:
     """Plain text, one line per caller, no wider than ``width`` (callers are shortened)."""
     lines = [HEADER, HEADER2.rstrip(), ""]
     for j in rows:
-        left = (f"{j.a.contended:>10} {j.b.contended:>10} {j.delta_contended:>+11} "
-                f"{fmt_wait(j.a.total_wait_s):>9} {fmt_wait(j.b.total_wait_s):>9} "
-                f"{fmt_wait(j.delta_wait_s, signed=True):>10} {j.type:<9} ")
+        left = (
+            f"{j.a.contended:>10} {j.b.contended:>10} {j.delta_contended:>+11} "
+            f"{fmt_wait(j.a.total_wait_s):>9} {fmt_wait(j.b.total_wait_s):>9} "
+            f"{fmt_wait(j.delta_wait_s, signed=True):>10} {j.type:<9} "
+        )
         lines.append(left + _fit(j.caller, max(8, width - len(left))))
     return "\n".join(lines)

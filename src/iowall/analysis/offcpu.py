@@ -18,70 +18,221 @@ from functools import lru_cache
 
 #: (reason, label, patterns), in the order they are tried.
 REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("lock", "kernel locks (mutex, rwsem)", (
-        "rwsem_down_*", "__mutex_lock*", "mutex_lock_*slowpath*", "rt_mutex_*slowpath*",
-        "percpu_rwsem_wait", "__percpu_down_read*", "__down_*", "down_read_*slowpath*",
-        "rwbase_*", "__rt_mutex_*", "osq_lock", "xfs_ilock", "xfs_iolock*", "inode_lock*",
-        "xfs_buf_lock", "xfs_buf_find_lock", "lock_buffer", "__lock_buffer", "__folio_lock*")),
-    ("reclaim", "memory reclaim", (
-        "try_to_free_mem_cgroup_pages", "try_to_free_pages", "__alloc_pages_direct_reclaim",
-        "__perform_reclaim", "mem_cgroup_handle_over_high", "reclaim_throttle",
-        "shrink_node*", "shrink_lruvec", "shrink_folio_list", "do_try_to_free_pages",
-        "memory_max_write", "mem_cgroup_out_of_memory", "__alloc_pages_direct_compact",
-        "compact_zone*", "try_charge_memcg", "charge_memcg")),
-    ("dirty-throttle", "dirty throttling (balance_dirty_pages)", (
-        "balance_dirty_pages*",)),
-    ("fsync", "fsync and synchronous writeback (fdatasync, fadvise, the log)", (
-        "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "vfs_fsync*", "*_sync_file",
-        "generic_fadvise", "__x64_sys_fadvise64", "__filemap_fdatawrite_range",
-        "filemap_fdatawrite*", "filemap_write_and_wait*",
-        "xfs_file_fsync", "xlog_*", "xfs_log_force*", "jbd2_*", "btrfs_sync_*",
-        "file_write_and_wait_range", "__x64_sys_sync_file_range", "sync_file_range",
-        "io_fsync", "blkdev_fsync", "__x64_sys_sync*", "ksys_sync*")),
-    ("fault", "page faults of mapped files", (
-        "handle_mm_fault", "exc_page_fault", "do_user_addr_fault", "filemap_fault",
-        "__do_fault", "do_swap_page")),
-    ("block-queue", "block-layer queueing (tags, rq-qos)", (
-        "blk_mq_get_tag", "rq_qos_wait", "wbt_wait", "__rq_qos_throttle", "blk_throtl_*",
-        "blkcg_maybe_throttle_current", "iolatency_*", "ioc_rqos_throttle")),
-    ("io", "I/O completion", (
-        "io_schedule*", "blkdev_direct_IO*", "__blkdev_direct_IO*", "iomap_dio_rw",
-        "__iomap_dio_rw", "submit_bio_wait", "folio_wait_bit*", "folio_wait_locked*",
-        "folio_wait_writeback", "__folio_lock*", "filemap_get_pages", "filemap_read",
-        "wait_on_page_*", "io_cqring_wait", "io_uring_*wait*", "blk_*poll*",
-        "__wait_on_buffer", "bit_wait_io", "dio_await_completion", "aio_read_events*",
-        "read_events", "__x64_sys_io_getevents", "__x64_sys_io_uring_enter",
-        "io_wq_*", "ext4_*_io_end*")),
-    ("worker", "kernel workers' work (flush_work, completions)", (
-        "__flush_work", "flush_work", "__flush_workqueue", "flush_workqueue", "drain_workqueue",
-        "xfs_inodegc_flush", "xfs_flush_inodes", "wait_for_completion*", "synchronize_rcu*",
-        "rcu_barrier", "flush_delayed_work", "cancel_work_sync", "kthread_flush_work")),
-    ("sleep", "voluntary sleep (nanosleep)", (
-        "hrtimer_nanosleep", "do_nanosleep", "common_nsleep", "__x64_sys_nanosleep",
-        "__x64_sys_clock_nanosleep", "schedule_hrtimeout*", "msleep*")),
-    ("wait", "other threads or events (futex, poll, pipes)", (
-        "futex_*", "do_futex", "__x64_sys_futex*", "do_sys_poll", "do_select",
-        "core_sys_select", "do_epoll_wait", "ep_poll", "pipe_read", "pipe_write",
-        "do_wait", "kernel_wait4", "__x64_sys_wait4", "unix_stream_read_generic",
-        "wait_woken", "sk_wait_data", "do_sigtimedwait", "__x64_sys_pause",
-        "sigsuspend", "__x64_sys_rt_sigsuspend", "n_tty_read", "io_wq_worker",
-        "kthread_worker_fn", "worker_thread")),
+    (
+        "lock",
+        "kernel locks (mutex, rwsem)",
+        (
+            "rwsem_down_*",
+            "__mutex_lock*",
+            "mutex_lock_*slowpath*",
+            "rt_mutex_*slowpath*",
+            "percpu_rwsem_wait",
+            "__percpu_down_read*",
+            "__down_*",
+            "down_read_*slowpath*",
+            "rwbase_*",
+            "__rt_mutex_*",
+            "osq_lock",
+            "xfs_ilock",
+            "xfs_iolock*",
+            "inode_lock*",
+            "xfs_buf_lock",
+            "xfs_buf_find_lock",
+            "lock_buffer",
+            "__lock_buffer",
+            "__folio_lock*",
+        ),
+    ),
+    (
+        "reclaim",
+        "memory reclaim",
+        (
+            "try_to_free_mem_cgroup_pages",
+            "try_to_free_pages",
+            "__alloc_pages_direct_reclaim",
+            "__perform_reclaim",
+            "mem_cgroup_handle_over_high",
+            "reclaim_throttle",
+            "shrink_node*",
+            "shrink_lruvec",
+            "shrink_folio_list",
+            "do_try_to_free_pages",
+            "memory_max_write",
+            "mem_cgroup_out_of_memory",
+            "__alloc_pages_direct_compact",
+            "compact_zone*",
+            "try_charge_memcg",
+            "charge_memcg",
+        ),
+    ),
+    ("dirty-throttle", "dirty throttling (balance_dirty_pages)", ("balance_dirty_pages*",)),
+    (
+        "fsync",
+        "fsync and synchronous writeback (fdatasync, fadvise, the log)",
+        (
+            "do_fsync",
+            "__x64_sys_fsync",
+            "__x64_sys_fdatasync",
+            "vfs_fsync*",
+            "*_sync_file",
+            "generic_fadvise",
+            "__x64_sys_fadvise64",
+            "__filemap_fdatawrite_range",
+            "filemap_fdatawrite*",
+            "filemap_write_and_wait*",
+            "xfs_file_fsync",
+            "xlog_*",
+            "xfs_log_force*",
+            "jbd2_*",
+            "btrfs_sync_*",
+            "file_write_and_wait_range",
+            "__x64_sys_sync_file_range",
+            "sync_file_range",
+            "io_fsync",
+            "blkdev_fsync",
+            "__x64_sys_sync*",
+            "ksys_sync*",
+        ),
+    ),
+    (
+        "fault",
+        "page faults of mapped files",
+        (
+            "handle_mm_fault",
+            "exc_page_fault",
+            "do_user_addr_fault",
+            "filemap_fault",
+            "__do_fault",
+            "do_swap_page",
+        ),
+    ),
+    (
+        "block-queue",
+        "block-layer queueing (tags, rq-qos)",
+        (
+            "blk_mq_get_tag",
+            "rq_qos_wait",
+            "wbt_wait",
+            "__rq_qos_throttle",
+            "blk_throtl_*",
+            "blkcg_maybe_throttle_current",
+            "iolatency_*",
+            "ioc_rqos_throttle",
+        ),
+    ),
+    (
+        "io",
+        "I/O completion",
+        (
+            "io_schedule*",
+            "blkdev_direct_IO*",
+            "__blkdev_direct_IO*",
+            "iomap_dio_rw",
+            "__iomap_dio_rw",
+            "submit_bio_wait",
+            "folio_wait_bit*",
+            "folio_wait_locked*",
+            "folio_wait_writeback",
+            "__folio_lock*",
+            "filemap_get_pages",
+            "filemap_read",
+            "wait_on_page_*",
+            "io_cqring_wait",
+            "io_uring_*wait*",
+            "blk_*poll*",
+            "__wait_on_buffer",
+            "bit_wait_io",
+            "dio_await_completion",
+            "aio_read_events*",
+            "read_events",
+            "__x64_sys_io_getevents",
+            "__x64_sys_io_uring_enter",
+            "io_wq_*",
+            "ext4_*_io_end*",
+        ),
+    ),
+    (
+        "worker",
+        "kernel workers' work (flush_work, completions)",
+        (
+            "__flush_work",
+            "flush_work",
+            "__flush_workqueue",
+            "flush_workqueue",
+            "drain_workqueue",
+            "xfs_inodegc_flush",
+            "xfs_flush_inodes",
+            "wait_for_completion*",
+            "synchronize_rcu*",
+            "rcu_barrier",
+            "flush_delayed_work",
+            "cancel_work_sync",
+            "kthread_flush_work",
+        ),
+    ),
+    (
+        "sleep",
+        "voluntary sleep (nanosleep)",
+        (
+            "hrtimer_nanosleep",
+            "do_nanosleep",
+            "common_nsleep",
+            "__x64_sys_nanosleep",
+            "__x64_sys_clock_nanosleep",
+            "schedule_hrtimeout*",
+            "msleep*",
+        ),
+    ),
+    (
+        "wait",
+        "other threads or events (futex, poll, pipes)",
+        (
+            "futex_*",
+            "do_futex",
+            "__x64_sys_futex*",
+            "do_sys_poll",
+            "do_select",
+            "core_sys_select",
+            "do_epoll_wait",
+            "ep_poll",
+            "pipe_read",
+            "pipe_write",
+            "do_wait",
+            "kernel_wait4",
+            "__x64_sys_wait4",
+            "unix_stream_read_generic",
+            "wait_woken",
+            "sk_wait_data",
+            "do_sigtimedwait",
+            "__x64_sys_pause",
+            "sigsuspend",
+            "__x64_sys_rt_sigsuspend",
+            "n_tty_read",
+            "io_wq_worker",
+            "kthread_worker_fn",
+            "worker_thread",
+        ),
+    ),
 )
 #: Every reason, plus the stack that matched nothing.
 ORDER: tuple[str, ...] = tuple(r[0] for r in REASONS) + ("other",)
 #: A stack whose leaf is one of these is a task preempted, runnable (not blocked): the
 #: ``threadstate`` probe reads only stacks, and a runnable task off its CPU has one too.
 PREEMPTED = "preempted"
-_PREEMPT_LEAF = re.compile(r"^(irqentry_exit.*|preempt_schedule.*|_?_cond_resched|"
-                           r"exit_to_user_mode.*|asm_sysvec_.*|schedule_preempt_disabled|"
-                           r"raw_irqentry_exit_cond_resched)$")
+_PREEMPT_LEAF = re.compile(
+    r"^(irqentry_exit.*|preempt_schedule.*|_?_cond_resched|"
+    r"exit_to_user_mode.*|asm_sysvec_.*|schedule_preempt_disabled|"
+    r"raw_irqentry_exit_cond_resched)$"
+)
 LABELS: dict[str, str] = {r[0]: r[1] for r in REASONS} | {"other": "other kernel waits"}
 #: Reasons that are not work of the point (an idle helper thread waits in these).
 IDLE = ("sleep", "wait")
 #: Frames that say nothing of why (the scheduler, generic plumbing).
-_PLUMBING = re.compile(r"^(__schedule|schedule|schedule_timeout|io_schedule|"
-                       r"do_syscall_64|entry_SYSCALL_64.*|x64_sys_call|__x64_sys_.*|"
-                       r"ret_from_fork.*|kthread)$")
+_PLUMBING = re.compile(
+    r"^(__schedule|schedule|schedule_timeout|io_schedule|"
+    r"do_syscall_64|entry_SYSCALL_64.*|x64_sys_call|__x64_sys_.*|"
+    r"ret_from_fork.*|kthread)$"
+)
 #: Frames of the XFS, ext4 (jbd2) and btrfs logs: an fsync waiting in them waits for a log force.
 LOG_FORCE = re.compile(r"^(xlog_|xfs_log_force|jbd2_|btrfs_sync_log|btrfs_commit_transaction)")
 
@@ -95,8 +246,9 @@ class Reason:
 
 
 def _compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((name, re.compile("|".join(fnmatch.translate(p) for p in pats)))
-                 for name, _, pats in REASONS)
+    return tuple(
+        (name, re.compile("|".join(fnmatch.translate(p) for p in pats))) for name, _, pats in REASONS
+    )
 
 
 _TABLE = _compiled()

@@ -49,8 +49,13 @@ def step_of(samples: Sequence[tuple[float, float]]) -> float:
     return round(statistics.median(gaps), 6) if gaps else 0.0
 
 
-def write_phases(samples: Sequence[tuple[float, float]], *, total_bytes: float,
-                 runtime_s: float, interval_s: float | None = None) -> WritePhases | None:
+def write_phases(
+    samples: Sequence[tuple[float, float]],
+    *,
+    total_bytes: float,
+    runtime_s: float,
+    interval_s: float | None = None,
+) -> WritePhases | None:
     """Split ``runtime_s`` by fio's write bandwidth series ``samples`` (step end time in s,
     B/s; its step ``interval_s``, by default read from the samples), or None when the series
     has no step or no data."""
@@ -69,5 +74,6 @@ def write_phases(samples: Sequence[tuple[float, float]], *, total_bytes: float,
     else:
         copy_s = min(runtime_s, last_busy - (samples[0][0] - step))
         writeback_s = max(0.0, runtime_s - copy_s)
-    return WritePhases(bytes=total_bytes, runtime_s=runtime_s, copy_s=copy_s,
-                       writeback_s=writeback_s, resolution_s=step)
+    return WritePhases(
+        bytes=total_bytes, runtime_s=runtime_s, copy_s=copy_s, writeback_s=writeback_s, resolution_s=step
+    )

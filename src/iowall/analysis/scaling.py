@@ -163,6 +163,7 @@ def usl_fit(
     """
     from scipy import optimize  # heavy: imported when used
     from scipy import stats as _st  # heavy (0.8 s): imported when used
+
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
     na, xa = _pair(n, x)

@@ -28,8 +28,10 @@ from .stats import Comparison
 #: alarms stayed within 0.77 per 100 gated results on the calibration corpus
 #: (benchmarks/replay.py, docs/benchmarks.md).
 FDR_SERIES = 0.01
-METHOD = ("p-values from the early test: the newest 1-3 results against the history since its "
-          "last change point (order-statistic t prediction test, Shamos scale)")
+METHOD = (
+    "p-values from the early test: the newest 1-3 results against the history since its "
+    "last change point (order-statistic t prediction test, Shamos scale)"
+)
 
 
 @dataclass(frozen=True)
@@ -65,21 +67,39 @@ def _row(s: SeriesResults, e: Early, floor: float) -> Row:
     w = e.window
     assert w is not None
     n = len(s.values)
-    base = s.values[w.base_from:n - w.k]
-    new = s.values[n - w.k:]
+    base = s.values[w.base_from : n - w.k]
+    new = s.values[n - w.k :]
     ratio, low, high = math.exp(w.shift), math.exp(w.low), math.exp(w.high)
     significant = (low > 1.0 or high < 1.0) and abs(ratio - 1.0) > floor and w.k >= 2
     better = None
     if significant:
         better = (ratio > 1.0) == (s.direction == "higher")
-    cmp = Comparison(base_median=float(np.median(base)), new_median=float(np.median(new)),
-                     n_base=len(base), n_new=len(new), ratio=ratio, ci_low=low, ci_high=high,
-                     significant=significant, better=better,
-                     direction="lower" if s.direction == "lower" else "higher", floor=floor)
-    return Row(label=s.name, point={"series": s.name}, point_text=s.name, metric=s.metric,
-               unit=s.unit, direction=s.direction, cmp=cmp, base_samples=tuple(base),
-               new_samples=tuple(new), base_batches=s.at[w.base_from:n - w.k],
-               new_batches=s.at[n - w.k:])
+    cmp = Comparison(
+        base_median=float(np.median(base)),
+        new_median=float(np.median(new)),
+        n_base=len(base),
+        n_new=len(new),
+        ratio=ratio,
+        ci_low=low,
+        ci_high=high,
+        significant=significant,
+        better=better,
+        direction="lower" if s.direction == "lower" else "higher",
+        floor=floor,
+    )
+    return Row(
+        label=s.name,
+        point={"series": s.name},
+        point_text=s.name,
+        metric=s.metric,
+        unit=s.unit,
+        direction=s.direction,
+        cmp=cmp,
+        base_samples=tuple(base),
+        new_samples=tuple(new),
+        base_batches=s.at[w.base_from : n - w.k],
+        new_batches=s.at[n - w.k :],
+    )
 
 
 def newest_of(s: SeriesResults, level: float = FDR_SERIES) -> Tested:
@@ -87,42 +107,56 @@ def newest_of(s: SeriesResults, level: float = FDR_SERIES) -> Tested:
     change point the history's own detection finds; ``level`` is the level it is judged at."""
     vals = [v for v in s.values if math.isfinite(v) and v > 0]
     if len(vals) != len(s.values):
-        bad = next(a for a, v in zip(s.at, s.values, strict=True)
-                   if not (math.isfinite(v) and v > 0))
-        return Tested(s.name, Early(None, 1.0, (), f"result {bad} is not a positive number"),
-                      (), "", 0)
-    changes = (list(s.changes) if s.changes is not None
-               else [c.index for c in analyse(vals).points])
+        bad = next(a for a, v in zip(s.at, s.values, strict=True) if not (math.isfinite(v) and v > 0))
+        return Tested(s.name, Early(None, 1.0, (), f"result {bad} is not a positive number"), (), "", 0)
+    changes = list(s.changes) if s.changes is not None else [c.index for c in analyse(vals).points]
     e = early(vals, changes, prefer=level)
     if e.window is None:
         return Tested(s.name, e, (), "", 0)
     n = len(vals)
-    return Tested(s.name, e, s.at[n - e.window.k:], s.at[e.window.base_from],
-                  e.window.n_base)
+    return Tested(s.name, e, s.at[n - e.window.k :], s.at[e.window.base_from], e.window.n_base)
 
 
-def gate_series(series: Sequence[SeriesResults], *, fdr: float = FDR_SERIES,
-                floor: float = 0.02, accept: Sequence[Accept] = (), today: str = "",
-                source: str = "series") -> tuple[GateResult, list[Tested]]:
+def gate_series(
+    series: Sequence[SeriesResults],
+    *,
+    fdr: float = FDR_SERIES,
+    floor: float = 0.02,
+    accept: Sequence[Accept] = (),
+    today: str = "",
+    source: str = "series",
+) -> tuple[GateResult, list[Tested]]:
     """The gate's decision on the newest result of every series (module docstring), and what
     each series' test saw (untested series carry their reason)."""
     tested = [newest_of(s, fdr) for s in series]
-    rows = [_row(s, t.early, floor) for s, t in zip(series, tested, strict=True)
-            if t.early.window is not None]
-    tests = [(t.early.p_value, t.early.window.n_base, t.early.window.k) for t in tested
-             if t.early.window is not None]
-    res = CompareResult(base=f"{source}: the history before the newest results",
-                        news=(f"{source}: the newest results",), compared="index",
-                        differences=(), common={}, rows=tuple(rows), geomean={}, floor=floor)
-    return decide(res, fdr=fdr, accept=accept, today=today, fail_on=["*"], tests=tests,
-                  method=METHOD), tested
+    rows = [
+        _row(s, t.early, floor) for s, t in zip(series, tested, strict=True) if t.early.window is not None
+    ]
+    tests = [
+        (t.early.p_value, t.early.window.n_base, t.early.window.k)
+        for t in tested
+        if t.early.window is not None
+    ]
+    res = CompareResult(
+        base=f"{source}: the history before the newest results",
+        news=(f"{source}: the newest results",),
+        compared="index",
+        differences=(),
+        common={},
+        rows=tuple(rows),
+        geomean={},
+        floor=floor,
+    )
+    return decide(res, fdr=fdr, accept=accept, today=today, fail_on=["*"], tests=tests, method=METHOD), tested
 
 
-def gate_newest(values: Sequence[float], *, fdr: float = FDR_SERIES, floor: float = 0.02,
-                direction: str = "higher") -> Verdict | Tested:
+def gate_newest(
+    values: Sequence[float], *, fdr: float = FDR_SERIES, floor: float = 0.02, direction: str = "higher"
+) -> Verdict | Tested:
     """One series of single results gated at its newest: the verdict, or what was tested
     when nothing could be (too short). For replaying a history one result at a time."""
-    s = SeriesResults("series", "value", "", direction, tuple(str(i) for i in range(len(values))),
-                      tuple(values))
+    s = SeriesResults(
+        "series", "value", "", direction, tuple(str(i) for i in range(len(values))), tuple(values)
+    )
     res, (t,) = gate_series([s], fdr=fdr, floor=floor)
     return res.verdicts[0] if res.verdicts else t

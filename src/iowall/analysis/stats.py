@@ -350,8 +350,10 @@ def rule_calls(
 
     m, n = base_logs.shape[1], new_logs.shape[1]
     step = max(1, 4_000_000 // (m * n))  # bound the (S, m, n) differences held at once
-    parts = [hl_studentised(base_logs[i : i + step], new_logs[i : i + step])
-             for i in range(0, base_logs.shape[0], step)]
+    parts = [
+        hl_studentised(base_logs[i : i + step], new_logs[i : i + step])
+        for i in range(0, base_logs.shape[0], step)
+    ]
     est, se, nu = (np.concatenate([p[k] for p in parts]) for k in range(3))
     crit = kappa(m, n, confidence) * stdtrit(np.maximum(nu, 1.0), 0.5 + confidence / 2.0)
     called = (np.abs(est) > crit * se) & (np.abs(np.expm1(est)) > floor)

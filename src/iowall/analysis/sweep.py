@@ -223,8 +223,10 @@ def pick_metrics(runs: Sequence[Run], axis: str, metric: str | None) -> tuple[li
         if _is_time(unit, direction):
             if weak and unit == "s":
                 return [_weak(metric, axis)], ""
-            return [], (f"{metric} is {'a time' if unit == 's' else 'lower-is-better'}, not a "
-                        "throughput, and the work per thread is not fixed: pick a rate")
+            return [], (
+                f"{metric} is {'a time' if unit == 's' else 'lower-is-better'}, not a "
+                "throughput, and the work per thread is not fixed: pick a rate"
+            )
         return [_stored(metric, unit)], ""
     if weak:
         phases = [n for n, (u, _) in units.items() if n.endswith("_wall_s") and u == "s"]
@@ -253,8 +255,16 @@ def _fit(ns: Sequence[int], xs: Sequence[float]) -> tuple[UslFit | None, str]:
     return usl_fit(ns, xs), ""
 
 
-def _curve(label: str, recipe: str, params: Mapping[str, Any], bed: Mapping[str, Any],
-           axis: str, m: Rate, runs: Sequence[Run], knee_at: float) -> Curve | None:
+def _curve(
+    label: str,
+    recipe: str,
+    params: Mapping[str, Any],
+    bed: Mapping[str, Any],
+    axis: str,
+    m: Rate,
+    runs: Sequence[Run],
+    knee_at: float,
+) -> Curve | None:
     obs: list[tuple[int, float, int]] = []
     for r in runs:
         v = m.value(r)
@@ -274,22 +284,38 @@ def _curve(label: str, recipe: str, params: Mapping[str, Any], bed: Mapping[str,
     else:
         note = f"throughput at N={ns[0]} is 0: no efficiency"
     fit, fit_note = _fit([o[0] for o in obs], [o[1] for o in obs])
-    return Curve(label=label, recipe=recipe, group="", params=dict(params), bed=dict(bed),
-                 axis=axis, metric=m.name, unit=m.unit, derivation=m.derivation, n=tuple(ns),
-                 median=med, low=tuple(min(by_n[n]) for n in ns),
-                 high=tuple(max(by_n[n]) for n in ns),
-                 runs_per_n=tuple(len(by_n[n]) for n in ns),
-                 run_ids=tuple(sorted(o[2] for o in obs if o[2] >= 0)), efficiency=eff,
-                 knee=kn, knee_threshold=knee_at, fit=fit,
-                 fit_note="; ".join(x for x in (note, fit_note) if x),
-                 key="")
+    return Curve(
+        label=label,
+        recipe=recipe,
+        group="",
+        params=dict(params),
+        bed=dict(bed),
+        axis=axis,
+        metric=m.name,
+        unit=m.unit,
+        derivation=m.derivation,
+        n=tuple(ns),
+        median=med,
+        low=tuple(min(by_n[n]) for n in ns),
+        high=tuple(max(by_n[n]) for n in ns),
+        runs_per_n=tuple(len(by_n[n]) for n in ns),
+        run_ids=tuple(sorted(o[2] for o in obs if o[2] >= 0)),
+        efficiency=eff,
+        knee=kn,
+        knee_threshold=knee_at,
+        fit=fit,
+        fit_note="; ".join(x for x in (note, fit_note) if x),
+        key="",
+    )
 
 
 def _distinguishing(groups: Sequence[Mapping[str, Any]]) -> list[str]:
     """The fewest parameters (in NAME_ORDER, then alphabetical, greedily) that tell these
     groups apart."""
-    keys = sorted({k for g in groups for k in g},
-                  key=lambda k: (NAME_ORDER.index(k) if k in NAME_ORDER else len(NAME_ORDER), k))
+    keys = sorted(
+        {k for g in groups for k in g},
+        key=lambda k: (NAME_ORDER.index(k) if k in NAME_ORDER else len(NAME_ORDER), k),
+    )
     chosen: list[str] = []
     classes = 1
     for k in keys:
@@ -310,26 +336,32 @@ def _line_keys(curves: Sequence[Curve]) -> dict[str, list[str]]:
     for recipe in dict.fromkeys(c.recipe for c in curves):
         keys: list[str] = []
         for label in dict.fromkeys(c.label for c in curves if c.recipe == recipe):
-            groups = list({_key(c.params): c.params for c in curves
-                           if c.recipe == recipe and c.label == label}.values())
+            groups = list(
+                {_key(c.params): c.params for c in curves if c.recipe == recipe and c.label == label}.values()
+            )
             keys += [k for k in _distinguishing(groups) if k not in keys]
-        out[recipe] = sorted(keys, key=lambda k: (NAME_ORDER.index(k) if k in NAME_ORDER
-                                                  else len(NAME_ORDER), k))
+        out[recipe] = sorted(
+            keys, key=lambda k: (NAME_ORDER.index(k) if k in NAME_ORDER else len(NAME_ORDER), k)
+        )
     return out
 
 
 def _named(c: Curve, keys: Sequence[str]) -> Curve:
     line = {k: c.params.get(k) for k in keys}
     words = [f"{k}={c.params[k]}" for k in keys if k in c.params]
-    return replace(c, group=" ".join([c.recipe] + words),
-                   key=_key({"recipe": c.recipe, "line": line, "metric": c.metric}))
+    return replace(
+        c,
+        group=" ".join([c.recipe] + words),
+        key=_key({"recipe": c.recipe, "line": line, "metric": c.metric}),
+    )
 
 
 # ------------------------------------------------------------------------------ public
 
 
-def build_curves(sides: Sequence[tuple[str, Sequence[Run]]], *, metric: str | None = None,
-                 knee_at: float = 0.8) -> list[Curve]:
+def build_curves(
+    sides: Sequence[tuple[str, Sequence[Run]]], *, metric: str | None = None, knee_at: float = 0.8
+) -> list[Curve]:
     """The curves of several sides, each a (label, runs) pair, in side order.
 
     Within a side, runs are grouped by recipe and by their point parameters other than the
@@ -390,9 +422,14 @@ def why_no_curves(runs: Sequence[Run], *, metric: str | None = None) -> str:
         # the reason of the groups that have the metric (a time on a strong-scaling sweep,
         # say), not that of others in the selection which never measured it (memcopy points)
         whys = []
-        for (rec, a) in counts:
-            rs = [r for r in swept if r.point.recipe == rec and axis_of(r.point.params) == a
-                  and (metric == TOTAL_BW or r.metric(metric) is not None)]
+        for rec, a in counts:
+            rs = [
+                r
+                for r in swept
+                if r.point.recipe == rec
+                and axis_of(r.point.params) == a
+                and (metric == TOTAL_BW or r.metric(metric) is not None)
+            ]
             _, why = pick_metrics(rs, a, metric) if rs else ([], "")
             if why:
                 whys.append(why)
@@ -408,14 +445,21 @@ def side_by_side(curves: Sequence[Curve]) -> list[SideBySide]:
         rows.setdefault(c.key, []).append(c)
     out = []
     for key, cs in rows.items():
-        entries = tuple(SideEntry(
-            label=c.label, knee=c.knee, max_n=max(c.n),
-            sigma=c.fit.sigma if c.fit else None, kappa=c.fit.kappa if c.fit else None,
-            n_star=c.fit.n_star if c.fit else None, x_peak=c.fit.x_peak if c.fit else None,
-            fit_note=c.fit_note) for c in cs)
+        entries = tuple(
+            SideEntry(
+                label=c.label,
+                knee=c.knee,
+                max_n=max(c.n),
+                sigma=c.fit.sigma if c.fit else None,
+                kappa=c.fit.kappa if c.fit else None,
+                n_star=c.fit.n_star if c.fit else None,
+                x_peak=c.fit.x_peak if c.fit else None,
+                fit_note=c.fit_note,
+            )
+            for c in cs
+        )
         c0 = cs[0]
-        out.append(SideBySide(key, c0.recipe, c0.group, c0.metric, c0.unit, entries,
-                              _differs(cs)))
+        out.append(SideBySide(key, c0.recipe, c0.group, c0.metric, c0.unit, entries, _differs(cs)))
     return out
 
 
@@ -426,32 +470,19 @@ def _differs(cs: Sequence[Curve]) -> tuple[str, ...]:
         for k in sorted({k for m in maps for k in m}):
             vals = [m.get(k) for m in maps]
             if len({_key({"v": v}) for v in vals}) > 1:
-                out.append(f"{what}{k}: " + ", ".join(f"{v if v is not None else '-'} ({c.label})"
-                                                      for c, v in zip(cs, vals, strict=True)))
+                out.append(
+                    f"{what}{k}: "
+                    + ", ".join(
+                        f"{v if v is not None else '-'} ({c.label})" for c, v in zip(cs, vals, strict=True)
+                    )
+                )
     return tuple(out)
 
 
-def analyse(sides: Sequence[tuple[str, Sequence[Run]]], *, metric: str | None = None,
-            knee_at: float = 0.8) -> Scaling:
+def analyse(
+    sides: Sequence[tuple[str, Sequence[Run]]], *, metric: str | None = None, knee_at: float = 0.8
+) -> Scaling:
     """Curves and side-by-side for several (label, runs) sides."""
     curves = build_curves(sides, metric=metric, knee_at=knee_at)
     labels = tuple(dict.fromkeys(c.label for c in curves))
     return Scaling(labels, knee_at, tuple(curves), tuple(side_by_side(curves)))
-
-
-def sides_of(selections: Sequence[tuple[str, Sequence[Run]]]) -> list[tuple[str, list[Run]]]:
-    """Name the sides of ``iowall scaling SEL…``: with one selection, one side per stored run
-    label; with several, one side per selection named by its text (``TEXT:LABEL`` when a
-    selection holds several labels)."""
-    out: list[tuple[str, list[Run]]] = []
-    for text, runs in selections:
-        by_label: dict[str, list[Run]] = {}
-        for r in runs:
-            by_label.setdefault(r.label, []).append(r)
-        if len(selections) == 1:
-            out += list(by_label.items())
-        elif len(by_label) == 1:
-            out.append((text, list(runs)))
-        else:
-            out += [(f"{text}:{lab}", rs) for lab, rs in by_label.items()]
-    return out

@@ -29,8 +29,10 @@ def _beta_cf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 100_000):
         m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
             d = 1.0 + aa * d
             d = 1.0 / (d if abs(d) > _TINY else _TINY)
             c = 1.0 + aa / c
@@ -61,8 +63,7 @@ def upper_tail(t: float, df: float) -> float:
     x, y = df / den, t * t / den  # x + y = 1, each without the other's cancellation
     if y == 0.0:
         return 0.5
-    log_front = (_log_gamma_ratio(a) - math.lgamma(b)
-                 - a * math.log1p(t * t / df) + b * math.log(y))
+    log_front = _log_gamma_ratio(a) - math.lgamma(b) - a * math.log1p(t * t / df) + b * math.log(y)
     if x < (a + 1.0) / (a + b + 2.0):
         ix = math.exp(log_front) * _beta_cf(a, b, x) / a
     else:
@@ -72,8 +73,9 @@ def upper_tail(t: float, df: float) -> float:
 
 def density(t: float, df: float) -> float:
     """Student's t density at ``t``."""
-    return math.exp(_log_gamma_ratio(df / 2.0)
-                    - 0.5 * math.log(df * math.pi) - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+    return math.exp(
+        _log_gamma_ratio(df / 2.0) - 0.5 * math.log(df * math.pi) - (df + 1.0) / 2.0 * math.log1p(t * t / df)
+    )
 
 
 def _cornish_fisher(z: float, df: float) -> float:

@@ -7,11 +7,10 @@ named with its mechanism and the numbers that show it:
   one was measured), another kernel path, or user space;
 - runnable but not running: the cgroup's CPU quota (its throttling counters) or other
   processes (their CPU time);
-- blocked: on I/O completion, where the device side decides between the device (busy, with
-  requests queued), serial latency (one I/O in flight, the device idle between them) and a
-  hold above the device (the workload waits far longer per I/O than the device takes: a
-  block-layer limit when the cgroup sets one); fsync and the log; dirty throttling; reclaim
-  (the memory cgroup's limit when it was hit); locks; voluntary sleeps; faults.
+- blocked: on I/O completion, named by the device side (``analysis.device_wall``); fsync
+  and the log; dirty throttling; reclaim (the memory cgroup's limit when it was hit); locks
+  (the part of a lock wait the CPUs could have served: ``lock_turns``); voluntary sleeps;
+  faults.
 
 No verdict (silence) when the window is too short, when no state holds at least
 ``MIN_SHARE`` of the time, or when the unaccounted time is the largest part: a confident
@@ -21,107 +20,26 @@ wrong verdict is worse than none.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .budget import MIN_WINDOW_S, Budget
+from .device_wall import Device, io_wall
+from .kernel_paths import LABELS as PATH_LABELS
 from .offcpu import LABELS, LOG_FORCE
-from .paths import LABELS as PATH_LABELS
+from .wall_verdict import Wall
+from .wall_verdict import pct as _pct
+from .wall_verdict import rate as _rate
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
 #: a second state holding at least this share is named beside the wall
 ALSO_SHARE = 0.25
-#: the device is the wall when busy at least this share of the window with requests queued
-DEVICE_BUSY = 0.80
-#: ... or when this many requests were in flight on it on average while it was busy at least
-#: this share: they queue at the device, not above it (a limit above the device keeps them
-#: from reaching it), so a deeper queue would not move the point
-DEVICE_QUEUED = 8.0
-DEVICE_QUEUED_BUSY = 0.50
 #: the copy's own rate (bytes per second spent in the copy path) at least this share of the
 #: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by
 #: page from scattered folios: 40-45% of the engine's rep-movsb rate on this VM's page-cache
 #: reads and tmpfs reads (docs/explain.md), 2% when every fresh page faults on the host.
 MEMCOPY_NEAR = 0.25
-#: the workload's wait per I/O this many times the device's own time per I/O: held above it
-HELD_RATIO = 3.0
-
-
-@dataclass(frozen=True)
-class Wall:
-    """The verdict: its kind, one sentence with its numbers, the share of time it holds."""
-
-    kind: str
-    sentence: str
-    share: float
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Device:
-    """The bed's device over the window: busy share, mean requests in flight, time per I/O
-    (Little's law: time in queue / I/Os), I/Os per second; None where not measured."""
-
-    util: float | None = None
-    queue_depth: float | None = None
-    await_s: float | None = None
-    iops: float | None = None
-    #: the loop worker's CPUs over the window (a ram or loop bed's device is a kernel thread)
-    loop_cpus: float | None = None
-
-
-def window_mean(samples: Sequence[tuple[float, float]], w0: float, w1: float) -> float | None:
-    """The mean of a probe series' values over ``[w0, w1]``: of the samples whose intervals
-    lie wholly inside it when there are any, else of those whose intervals end inside it. A
-    sample straddling the window's start carries what happened before it: the file layout's
-    writes, completing in a direct-read point's first second, counted 4.4 requests in flight
-    on the device against 0.6 in every second after."""
-    ending, inside = [], []
-    prev: float | None = None
-    for t, v in samples:
-        if w0 < t <= w1 + 1e-9:
-            ending.append(v)
-            if prev is not None and prev >= w0 - 1e-9:
-                inside.append(v)
-        prev = t
-    vals = inside or ending
-    return sum(vals) / len(vals) if vals else None
-
-
-def device_in_window(series: Mapping[str, Sequence[tuple[float, float]]], w0: float,
-                     w1: float) -> Device:
-    """``Device`` from the diskstats series (``DEV_util``, ``DEV_queue_depth``,
-    ``DEV_read_iops``, ``DEV_write_iops``: the busiest device) and the tasks probe's
-    ``loop_cpus``."""
-    best: Device | None = None
-    for name, pts in series.items():
-        if not name.endswith("_util"):
-            continue
-        dev = name[: -len("_util")]
-        util = window_mean(pts, w0, w1)
-        qd = window_mean(series.get(f"{dev}_queue_depth", ()), w0, w1)
-        iops = sum(x for x in (window_mean(series.get(f"{dev}_{d}_iops", ()), w0, w1)
-                               for d in ("read", "write")) if x is not None)
-        aw = qd / iops if qd is not None and iops else None
-        d = Device(util, qd, aw, iops)
-        if best is None or (util or 0) > (best.util or 0):
-            best = d
-    loop = window_mean(series.get("loop_cpus", ()), w0, w1)
-    b = best or Device()
-    return Device(b.util, b.queue_depth, b.await_s, b.iops, loop)
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def _us(s: float) -> str:
-    return f"{s * 1e6:.0f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
-
-
-def _rate(b: float) -> str:
-    return f"{b / 2**30:.2f} GiB/s" if b >= 2**30 else f"{b / 2**20:.0f} MiB/s"
 
 
 def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
@@ -172,10 +90,12 @@ def _states(b: Budget, ctx: Mapping[str, float]) -> dict[str, float]:
     # runnable behind its own threads and the bed's workers: more runnable threads than
     # CPUs, so the CPUs are the wall
     turns = lock_turns(b, ctx) / wall
-    out = {"cpu": oncpu - moved + s.get("runnable:own", 0) + turns,
-           "runnable:quota": s.get("runnable:quota", 0),
-           "runnable:others": s.get("runnable:others", 0),
-           "unaccounted": s.get("unaccounted", 0)}
+    out = {
+        "cpu": oncpu - moved + s.get("runnable:own", 0) + turns,
+        "runnable:quota": s.get("runnable:quota", 0),
+        "runnable:others": s.get("runnable:others", 0),
+        "unaccounted": s.get("unaccounted", 0),
+    }
     for c, v in s.items():
         if c.startswith("blocked:"):
             out[c] = v
@@ -195,8 +115,13 @@ class Decision:
     notes: tuple[str, ...] = ()
 
 
-def decide(b: Budget, device: Device, ctx: Mapping[str, float],
-           neighbours: Sequence[tuple[str, float]] = (), devnos: Sequence[str] = ()) -> Decision:
+def decide(
+    b: Budget,
+    device: Device,
+    ctx: Mapping[str, float],
+    neighbours: Sequence[tuple[str, float]] = (),
+    devnos: Sequence[str] = (),
+) -> Decision:
     """The wall, a second state of at least ``ALSO_SHARE``, and the notes that go with them
     (too short, unaccounted time, the neighbours' share). ``ctx``: ``memcopy_bytes_per_s``,
     ``jobs`` and ``cpus`` when known; ``neighbours``: the busiest other processes as (name,
@@ -208,15 +133,20 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
     their shares taken of the time the neighbours left (the neighbours' share is noted)."""
     notes: list[str] = []
     if b.window_s < MIN_WINDOW_S:
-        return Decision(None, (), (f"The I/O lasted {b.window_s:.2f} s: too short to explain "
-                                   f"(start-up and the ends weigh too much under "
-                                   f"{MIN_WINDOW_S:.0f} s); run it longer (a larger size or a "
-                                   "runtime).",))
+        return Decision(
+            None,
+            (),
+            (
+                f"The I/O lasted {b.window_s:.2f} s: too short to explain "
+                f"(start-up and the ends weigh too much under "
+                f"{MIN_WINDOW_S:.0f} s); run it longer (a larger size or a "
+                "runtime).",
+            ),
+        )
     states = _states(b, ctx)
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
-        notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no "
-                     "stack sampled).")
+        notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no stack sampled).")
     others = states.get("runnable:others", 0.0)
     ranked = sorted(states.items(), key=lambda kv: -kv[1])
     if ranked[0][0] != "runnable:others" and others < 1.0:
@@ -224,22 +154,35 @@ def decide(b: Budget, device: Device, ctx: Mapping[str, float],
     top, share = ranked[0]
     if others >= 0.05 or top == "runnable:others":
         names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3]) or "not named"
-        rest = ("" if top == "runnable:others" else
-                f"; the wall's share is of the {_pct(1 - others)} they left it")
-        notes.append(f"Other processes shared the CPUs ({names}): the workload waited "
-                     f"{_pct(others)} of its time runnable behind them{rest}.")
+        rest = (
+            ""
+            if top == "runnable:others"
+            else f"; the wall's share is of the {_pct(1 - others)} they left it"
+        )
+        notes.append(
+            f"Other processes shared the CPUs ({names}): the workload waited "
+            f"{_pct(others)} of its time runnable behind them{rest}."
+        )
     if share < MIN_SHARE or unacc >= share:
-        notes.append(f"No single state holds most of the workload's time (largest: "
-                     f"{top} {_pct(share)}): no wall is named.")
+        notes.append(
+            f"No single state holds most of the workload's time (largest: "
+            f"{top} {_pct(share)}): no wall is named."
+        )
         return Decision(None, (), tuple(notes))
     wall = _name(top, share, b, device, ctx, neighbours, devnos)
-    also = tuple(_name(k, v, b, device, ctx, neighbours, devnos) for k, v in ranked[1:2]
-                 if v >= ALSO_SHARE)
+    also = tuple(_name(k, v, b, device, ctx, neighbours, devnos) for k, v in ranked[1:2] if v >= ALSO_SHARE)
     return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
 
 
-def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, float],
-          neighbours: Sequence[tuple[str, float]], devnos: Sequence[str] = ()) -> Wall:
+def _name(
+    top: str,
+    share: float,
+    b: Budget,
+    dev: Device,
+    ctx: Mapping[str, float],
+    neighbours: Sequence[tuple[str, float]],
+    devnos: Sequence[str] = (),
+) -> Wall:
     who = _who(b)
     if top == "cpu":
         return _cpu(share, b, ctx, who)
@@ -247,45 +190,76 @@ def _name(top: str, share: float, b: Budget, dev: Device, ctx: Mapping[str, floa
         return _quota(share, b, who)
     if top == "runnable:others":
         names = ", ".join(n for n, _ in neighbours[:3]) or "other processes"
-        return Wall("cpu-contention", f"Waiting for a CPU: {who} was runnable but not running "
-                    f"{_pct(share)} of its time while other processes used the CPUs "
-                    f"({names}).", share)
+        return Wall(
+            "cpu-contention",
+            f"Waiting for a CPU: {who} was runnable but not running "
+            f"{_pct(share)} of its time while other processes used the CPUs "
+            f"({names}).",
+            share,
+        )
     reason = top.split(":", 1)[1]
     fn, caller = b.top_functions.get(reason, ("", ""))
     if reason == "io":
-        return _io(share, b, dev, who, devnos)
+        return io_wall(share, b, dev, who, devnos)
     on = _on_cpu(b, reason, share)
     if reason == "fsync":
         log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
         call = b.syscalls.get("fsync", "")
-        what = ("fsync" if call in ("", "fsync") else
-                f"{call} writing back its dirty pages" if call == "fadvise64" else call)
+        what = (
+            "fsync"
+            if call in ("", "fsync")
+            else f"{call} writing back its dirty pages"
+            if call == "fadvise64"
+            else call
+        )
         leaf = b.leaves.get("fsync", "")
         where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
-        return Wall("fsync", f"{who} spent {_pct(share)} of its time in {what}{on}, most of "
-                    f"its wait{log} ({where}).", share,
-                    {"function": fn, "syscall": call, "sleeps_in": leaf})
+        return Wall(
+            "fsync",
+            f"{who} spent {_pct(share)} of its time in {what}{on}, most of its wait{log} ({where}).",
+            share,
+            {"function": fn, "syscall": call, "sleeps_in": leaf},
+        )
     if reason == "dirty-throttle":
-        return Wall("dirty-throttle", f"Dirty throttling: {who} was paused in "
-                    f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
-                    "to bring the dirty pages under the limit.", share)
+        return Wall(
+            "dirty-throttle",
+            f"Dirty throttling: {who} was paused in "
+            f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
+            "to bring the dirty pages under the limit.",
+            share,
+        )
     if reason == "reclaim":
         return _reclaim(share, b, who, fn)
     if reason == "lock":
         where = f", taken in {caller}" if caller else ""
-        return Wall("lock", f"Lock contention: {who} waited {_pct(share)} of its time for "
-                    f"kernel locks ({fn}{where}).", share, {"function": fn, "caller": caller})
+        return Wall(
+            "lock",
+            f"Lock contention: {who} waited {_pct(share)} of its time for kernel locks ({fn}{where}).",
+            share,
+            {"function": fn, "caller": caller},
+        )
     if reason == "sleep":
-        return Wall("sleep", f"{who} slept voluntarily {_pct(share)} of its time ({fn}): "
-                    "its own rate limit or think time holds it, not the I/O path.", share)
+        return Wall(
+            "sleep",
+            f"{who} slept voluntarily {_pct(share)} of its time ({fn}): "
+            "its own rate limit or think time holds it, not the I/O path.",
+            share,
+        )
     if reason == "block-queue":
-        return Wall("block-queue", f"{who} waited {_pct(share)} of its time in the block "
-                    f"layer's queueing ({fn}) before its I/O reached the device.", share)
+        return Wall(
+            "block-queue",
+            f"{who} waited {_pct(share)} of its time in the block "
+            f"layer's queueing ({fn}) before its I/O reached the device.",
+            share,
+        )
     label = LABELS.get(reason, reason)
     via = f", from {caller}" if caller and caller != fn else ""
-    return Wall(reason, f"{who} spent {_pct(share)} of its time blocked on {label}{on} "
-                f"({fn}{via}).",
-                share, {"function": fn, "caller": caller})
+    return Wall(
+        reason,
+        f"{who} spent {_pct(share)} of its time blocked on {label}{on} ({fn}{via}).",
+        share,
+        {"function": fn, "caller": caller},
+    )
 
 
 def _on_cpu(b: Budget, reason: str, share: float) -> str:
@@ -307,25 +281,37 @@ def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
     if own >= 0.05:
         jobs, cpus = ctx.get("jobs"), ctx.get("cpus")
         many = f" ({jobs:.0f} jobs on {cpus:.0f} CPUs)" if jobs and cpus else ""
-        w = Wall(w.kind, w.sentence + f" That includes {_pct(own)} of its time runnable behind "
-                 f"its own threads and the bed's workers: more runnable threads than CPUs"
-                 f"{many}.", share, w.evidence | {"own_run_delay_share": round(own, 4)})
+        w = Wall(
+            w.kind,
+            w.sentence + f" That includes {_pct(own)} of its time runnable behind "
+            f"its own threads and the bed's workers: more runnable threads than CPUs"
+            f"{many}.",
+            share,
+            w.evidence | {"own_run_delay_share": round(own, 4)},
+        )
     turns = lock_turns(b, ctx) / (b.wall_s or 1.0)
     if turns >= 0.05:
         fn, caller = b.top_functions.get("lock", ("", ""))
         where = f" ({fn}" + (f", taken in {caller})" if caller else ")") if fn else ""
-        busy = f" ({b.cpus[1]:.2f} of {ctx.get('cpus', 0):.0f} busy with the point's work)" \
-            if b.cpus else ""
-        w = Wall(w.kind, w.sentence + f" And {_pct(turns)} asleep on a kernel lock{where} that "
-                 f"its threads take in turn: the CPUs were full{busy}, so the lock only chose "
-                 "which thread waited; it would cost throughput with more CPUs than threads.",
-                 share, w.evidence | {"lock_turn_share": round(turns, 4)})
+        busy = f" ({b.cpus[1]:.2f} of {ctx.get('cpus', 0):.0f} busy with the point's work)" if b.cpus else ""
+        w = Wall(
+            w.kind,
+            w.sentence + f" And {_pct(turns)} asleep on a kernel lock{where} that "
+            f"its threads take in turn: the CPUs were full{busy}, so the lock only chose "
+            "which thread waited; it would cost throughput with more CPUs than threads.",
+            share,
+            w.evidence | {"lock_turn_share": round(turns, 4)},
+        )
     alone = b.threads[0] if len(b.threads) == 1 else None
     oncpu = b.share("user") + b.share("kernel")
     if alone is not None and oncpu >= 0.80:
-        return Wall(w.kind, w.sentence + f" One thread does the point's work: on a CPU "
-                    f"{_pct(oncpu)} of the window, it is the wall; more jobs would spread it.",
-                    share, w.evidence | {"thread_bound": True})
+        return Wall(
+            w.kind,
+            w.sentence + f" One thread does the point's work: on a CPU "
+            f"{_pct(oncpu)} of the window, it is the wall; more jobs would spread it.",
+            share,
+            w.evidence | {"thread_bound": True},
+        )
     return w
 
 
@@ -339,41 +325,74 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wa
     threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
     waits = b.share("runnable:own") + lock_turns(b, ctx) / (b.wall_s or 1.0)
     # the CPU state holds the waits for a CPU too: say so when they weigh
-    on = (f"on a CPU {_pct(share)} of its time" if waits < 0.05 else
-          f"on a CPU or waiting for one {_pct(share)} of its time "
-          f"({_pct(max(0.0, share - waits))} on one)")
-    ev: dict[str, Any] = {"on_cpu_s": round(oncpu, 3), "kernel_s": round(kernel, 3),
-                          "bytes_per_cpu_s": round(per_cpu_s)}
+    on = (
+        f"on a CPU {_pct(share)} of its time"
+        if waits < 0.05
+        else f"on a CPU or waiting for one {_pct(share)} of its time ({_pct(max(0.0, share - waits))} on one)"
+    )
+    ev: dict[str, Any] = {
+        "on_cpu_s": round(oncpu, 3),
+        "kernel_s": round(kernel, 3),
+        "bytes_per_cpu_s": round(per_cpu_s),
+    }
     if user >= kernel:
-        return Wall("cpu-user", f"On a CPU in user space: {who} ran its own code {_pct(user / b.wall_s)} "
-                    f"of its time ({_pct(share)} on a CPU in all).", share, ev)
+        return Wall(
+            "cpu-user",
+            f"On a CPU in user space: {who} ran its own code {_pct(user / b.wall_s)} "
+            f"of its time ({_pct(share)} on a CPU in all).",
+            share,
+            ev,
+        )
     top_path, top_s = paths[0] if paths else ("", 0.0)
     if top_path == "copy" and top_s >= 0.4 * kernel:
         copy_rate = moved / top_s if top_s else 0.0  # bytes per second spent copying
         ev["copy_bytes_per_s"] = round(copy_rate)
         ref = ctx.get("memcopy_thread_bytes_per_s")
         ceiling = mc / threads if mc and threads else ref
-        copying = (f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
-                   f"time) at {_rate(copy_rate)} while copying")
+        copying = (
+            f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
+            f"time) at {_rate(copy_rate)} while copying"
+        )
         if not ceiling:
-            return Wall("memcopy", f"Copying: {who} was {on}, "
-                        f"{copying} (no memory-copy rate of this machine to compare).",
-                        share, ev)
+            return Wall(
+                "memcopy",
+                f"Copying: {who} was {on}, {copying} (no memory-copy rate of this machine to compare).",
+                share,
+                ev,
+            )
         ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
-        what = ("the memory-copy ceiling measured beside it" if mc and threads else
-                "this machine's one-thread memory-copy rate (measured once this boot)")
+        what = (
+            "the memory-copy ceiling measured beside it"
+            if mc and threads
+            else "this machine's one-thread memory-copy rate (measured once this boot)"
+        )
         if copy_rate >= MEMCOPY_NEAR * ceiling:
-            return Wall("memcopy", f"The memory-copy wall: {who} was {on}"
-                        f", {copying}, {_pct(copy_rate / ceiling)} of {what}, "
-                        f"{_rate(ceiling)} per thread.", share, ev)
-        return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was {on}"
-                    f", {copying}, only {_pct(copy_rate / ceiling)} of {what} "
-                    f"({_rate(ceiling)} per thread): something slows the copy itself "
-                    "(faults on fresh pages, memory the host must back first).", share, ev)
+            return Wall(
+                "memcopy",
+                f"The memory-copy wall: {who} was {on}"
+                f", {copying}, {_pct(copy_rate / ceiling)} of {what}, "
+                f"{_rate(ceiling)} per thread.",
+                share,
+                ev,
+            )
+        return Wall(
+            "cpu-kernel",
+            f"On a CPU in the kernel: {who} was {on}"
+            f", {copying}, only {_pct(copy_rate / ceiling)} of {what} "
+            f"({_rate(ceiling)} per thread): something slows the copy itself "
+            "(faults on fresh pages, memory the host must back first).",
+            share,
+            ev,
+        )
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
-    return Wall("cpu-kernel", f"On a CPU in the kernel: {who} was {on}"
-                f", {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
-                f"{label}.", share, ev | {"path": top_path})
+    return Wall(
+        "cpu-kernel",
+        f"On a CPU in the kernel: {who} was {on}"
+        f", {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
+        f"{label}.",
+        share,
+        ev | {"path": top_path},
+    )
 
 
 def _quota(share: float, b: Budget, who: str) -> Wall:
@@ -383,10 +402,14 @@ def _quota(share: float, b: Budget, who: str) -> Wall:
     per, thr = d.get("cg_cpu_nr_periods", 0.0), d.get("cg_cpu_nr_throttled", 0.0)
     quota = f" ({q:.2f} CPU)" if q else ""
     periods = f": throttled in {_pct(thr / per)} of periods" if per else ""
-    return Wall("cpu-quota", f"Capped by its cgroup's CPU quota{quota}{periods} "
-                f"({d.get('cg_cpu_throttled_s', 0.0):.1f} s throttled); {who} waited "
-                f"{_pct(share)} of its time runnable but not allowed to run.", share,
-                {"quota_cpus": q, "nr_periods": per, "nr_throttled": thr})
+    return Wall(
+        "cpu-quota",
+        f"Capped by its cgroup's CPU quota{quota}{periods} "
+        f"({d.get('cg_cpu_throttled_s', 0.0):.1f} s throttled); {who} waited "
+        f"{_pct(share)} of its time runnable but not allowed to run.",
+        share,
+        {"quota_cpus": q, "nr_periods": per, "nr_throttled": thr},
+    )
 
 
 def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
@@ -395,59 +418,17 @@ def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
         lim = cg["limits"]["mem_limit_bytes"]
         hits = cg.get("delta", {}).get("cg_mem_max_events", 0.0)
         if hits > 0:
-            return Wall("memcg-reclaim", f"Reclaiming memory in its own context: the memory "
-                        f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
-                        f"{who} spent {_pct(share)} of its time in reclaim"
-                        f"{_on_cpu(b, 'reclaim', share)} ({fn}).", share,
-                        {"limit_bytes": lim, "hits": hits})
-    return Wall("reclaim", f"Memory reclaim: {who} spent {_pct(share)} of its time reclaiming "
-                f"memory itself ({fn}).", share)
-
-
-def _io(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str] = ()) -> Wall:
-    ios = sum(t.syscalls for t in b.threads)
-    wait = b.totals.get("blocked:io", 0.0)
-    per_io = wait / ios if ios else None
-    ev = {"device_util": dev.util, "device_queue_depth": dev.queue_depth,
-          "device_await_s": dev.await_s, "workload_wait_per_io_s": per_io}
-    limits = [lim for c in b.cgroups for lim in c.get("limits", {}).get("io_limits") or ()
-              if not devnos or lim.get("dev") in devnos]
-    busy = f"{_pct(dev.util)} busy" if dev.util is not None else "busy time not measured"
-    if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
-        return Wall("device", f"Device-bound: {who} waited {_pct(share)} of its time for I/O "
-                    f"while the loop device's worker was on a CPU {_pct(min(1, dev.loop_cpus))} "
-                    "of the window (the bed's device is that kernel thread).", share, ev)
-    held = (per_io is not None and dev.await_s is not None and dev.await_s > 0
-            and per_io >= HELD_RATIO * dev.await_s and (dev.util or 0) < 0.5)
-    if held or (limits and (dev.util or 0) < 0.5):
-        what = ", ".join(_io_limit(x) for x in limits)
-        detail = (f" (each I/O waited {_us(per_io)} against the device's {_us(dev.await_s)})"
-                  if per_io and dev.await_s else "")
-        if limits:
-            return Wall("block-throttle", f"Held by a block-layer limit ({what}) while the "
-                        f"device was {busy}: {who} waited {_pct(share)} of its time for I/O"
-                        f"{detail}.", share, ev | {"io_limits": limits})
-        return Wall("above-device", f"Held above the device: {who} waited {_pct(share)} of its "
-                    f"time for I/O while the device was {busy}{detail}: the requests queue in "
-                    "the layers above it.", share, ev)
-    if dev.queue_depth is not None and dev.queue_depth <= 1.5:
-        lat = f"each I/O took {_us(dev.await_s)} on the device" if dev.await_s else \
-            "one I/O at a time"
-        return Wall("io-latency", f"Latency-bound: {who} waited {_pct(share)} of its time for "
-                    f"I/O with {dev.queue_depth:.1f} request(s) in flight on average; {lat}, "
-                    f"and the device was {busy}: more jobs or a deeper queue would move it.",
-                    share, ev)
-    queued = (dev.queue_depth or 0) >= DEVICE_QUEUED and (dev.util or 0) >= DEVICE_QUEUED_BUSY
-    if dev.util is not None and (dev.util >= DEVICE_BUSY or queued):
-        return Wall("device", f"Device-bound: {who} waited {_pct(share)} of its time for I/O "
-                    f"while the device was {busy} with {dev.queue_depth or 0:.1f} requests in "
-                    f"flight on average (each took {_us(dev.await_s or 0)}).", share, ev)
-    return Wall("io", f"{who} waited {_pct(share)} of its time for I/O to complete; the "
-                f"device was {busy}" + (f" with {dev.queue_depth:.1f} requests in flight"
-                                       if dev.queue_depth is not None else "") + ".", share, ev)
-
-
-def _io_limit(x: Mapping[str, Any]) -> str:
-    parts = [f"{k} {v / 2**20:.0f} MiB/s" if k.endswith("bps") else f"{k} {v:,.0f}"
-             for k, v in x.items() if k != "dev" and v]
-    return f"{x.get('dev', '?')} " + " ".join(parts)
+            return Wall(
+                "memcg-reclaim",
+                f"Reclaiming memory in its own context: the memory "
+                f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
+                f"{who} spent {_pct(share)} of its time in reclaim"
+                f"{_on_cpu(b, 'reclaim', share)} ({fn}).",
+                share,
+                {"limit_bytes": lim, "hits": hits},
+            )
+    return Wall(
+        "reclaim",
+        f"Memory reclaim: {who} spent {_pct(share)} of its time reclaiming memory itself ({fn}).",
+        share,
+    )

@@ -13,9 +13,11 @@ from .attribution import classes, lock_callers, top_functions, top_paths
 from .budget import Budget, compute, counter_window
 from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
+from .device_wall import device_in_window, window_mean
 from .explain import Verdict, explain, near_misses, sentences
-from .paths import attribute, decode_folded, path_metrics
-from .wall import Decision, Wall, decide, device_in_window, window_mean
+from .kernel_paths import attribute, decode_folded, path_metrics
+from .wall import Decision, decide
+from .wall_verdict import Wall
 
 #: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
 #: evidence of the same mechanism. The others account the whole machine's CPU time and are
@@ -24,7 +26,8 @@ CONSISTENT: dict[str, tuple[str, ...]] = {
     "dirty-throttle": ("writers-throttled", "flusher-saturated", "writeback-phase"),
     "device": ("device-bound", "writeback-phase"),
     "lock": ("lock-contention",),
-    "reclaim": ("reclaim-bound",), "memcg-reclaim": ("reclaim-bound",),
+    "reclaim": ("reclaim-bound",),
+    "memcg-reclaim": ("reclaim-bound",),
     "memcopy": ("writeback-phase",),
     "cpu-kernel": ("writeback-phase", "lock-contention"),
 }
@@ -93,8 +96,7 @@ def neighbours(run: Run) -> list[tuple[str, float]]:
     one name together (``sh ×3``), busiest first."""
     by: dict[str, list[float]] = {}
     for r in tasks_top(run):
-        if isinstance(r, dict) and r.get("class") == "neighbours" \
-                and float(r.get("cpu_s") or 0.0) > 0.05:
+        if isinstance(r, dict) and r.get("class") == "neighbours" and float(r.get("cpu_s") or 0.0) > 0.05:
             by.setdefault(str(r.get("comm")), []).append(float(r.get("cpu_s") or 0.0))
     named = [(f"{c} ×{len(v)}" if len(v) > 1 else c, sum(v)) for c, v in by.items()]
     return sorted(named, key=lambda x: -x[1])
@@ -121,8 +123,7 @@ def helpers(run: Run, window: tuple[float, float]) -> dict[str, float]:
 def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
     """The wall verdict from the budget, with the device seen over the same window."""
     series = {s.name: s.samples for s in run.series if s.probe == "diskstats"}
-    series.update({s.name: s.samples for s in run.series
-                   if s.probe == "tasks" and s.name == "loop_cpus"})
+    series.update({s.name: s.samples for s in run.series if s.probe == "tasks" and s.name == "loop_cpus"})
     dev = device_in_window(series, *b.window)
     devno = run.bed.get("devno")
     return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else ())
@@ -136,8 +137,11 @@ OUTSIDE = ("neighbours", "iowall", "kthreads")
 def cpu_split(run: Run, window: tuple[float, float]) -> tuple[float, float] | None:
     """Mean CPUs over the window of the threads that do not work for the point (``OUTSIDE``)
     and of those that do, from the tasks probe's per-class series; None without them."""
-    per = {s.name.removesuffix("_cpus"): window_mean(s.samples, *window)
-           for s in run.series if s.probe == "tasks" and s.name.endswith("_cpus")}
+    per = {
+        s.name.removesuffix("_cpus"): window_mean(s.samples, *window)
+        for s in run.series
+        if s.probe == "tasks" and s.name.endswith("_cpus")
+    }
     busy = sum(v for v in per.values() if v)
     if not busy:
         return None
@@ -151,19 +155,32 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     base = {"run": run.id, "point": run.point.describe(), "skipped_probes": skipped_probes(run)}
     na = not_applicable(run)
     if na is not None:
-        return {**base, "sentences": [na], "fired": False, "applicable": False,
-                "verdicts": [], "near_misses": [], "attribution": [], "paths": [],
-                "wall": None, "budget": None}
+        return {
+            **base,
+            "sentences": [na],
+            "fired": False,
+            "applicable": False,
+            "verdicts": [],
+            "near_misses": [],
+            "attribution": [],
+            "paths": [],
+            "wall": None,
+            "budget": None,
+        }
     metrics = {m.name: m.value for m in run.metrics}
     ctx = explain_context(run, batch)
     stacks = _profile_stacks(run)  # decoded once: the attribution and the budget read it
     att = attribute(stacks) if stacks else None
-    if att is not None and not any(k.startswith("profile_") and k.endswith("_share")
-                                   for k in metrics):
+    if att is not None and not any(k.startswith("profile_") and k.endswith("_share") for k in metrics):
         metrics.update({m.name: m.value for m in path_metrics(att)})  # older runs
-    verdicts = explain(metrics, ctx, lock_rows=lock_rows(run), tasks_top=tasks_top(run),
-                       lock_callers=lock_callers(att) if att is not None else None,
-                       top_functions=top_functions(att) if att is not None else None)
+    verdicts = explain(
+        metrics,
+        ctx,
+        lock_rows=lock_rows(run),
+        tasks_top=tasks_top(run),
+        lock_callers=lock_callers(att) if att is not None else None,
+        top_functions=top_functions(att) if att is not None else None,
+    )
     b = budget(run, stacks)
     wall: Wall | None = None
     notes: list[str] = []
@@ -171,26 +188,36 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     if b is not None:
         d = wall_of(run, b, ctx)
         wall, notes = d.wall, list(d.notes)
-        keep = (*(r for w in (wall, *d.also) if w for r in CONSISTENT.get(w.kind, ())),
-                "writeback-phase")
+        keep = (*(r for w in (wall, *d.also) if w for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
         verdicts = [v for v in verdicts if v.rule in keep]
-        verdicts[:0] = [Verdict(w.kind, w.sentence if i == 0 else "Also: " + w.sentence,
-                                {**w.evidence, "share": round(w.share, 4)})
-                        for i, w in enumerate(x for x in (wall, *d.also) if x)]
+        verdicts[:0] = [
+            Verdict(
+                w.kind,
+                w.sentence if i == 0 else "Also: " + w.sentence,
+                {**w.evidence, "share": round(w.share, 4)},
+            )
+            for i, w in enumerate(x for x in (wall, *d.also) if x)
+        ]
     said = sentences(verdicts) if verdicts or b is None else []
-    return {**base, "sentences": said + notes or sentences([]), "fired": bool(verdicts),
-            "applicable": True,
-            "wall": ({"kind": wall.kind, "sentence": wall.sentence,
-                      "share": round(wall.share, 4)} if wall else None),
-            "budget": ({**budget_json(b), "helpers_cpus": helpers(run, b.window)}
-                       if b is not None else None),
-            "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence}
-                         for v in verdicts],
-            # with a budget, only the near misses of the rules that may stand beside its wall
-            "near_misses": [m for m in near_misses(metrics, ctx, [v.rule for v in verdicts])
-                            if b is None or m.split(":", 1)[0] in keep],
-            "attribution": classes(metrics),
-            "paths": top_paths(att) if att is not None else []}
+    return {
+        **base,
+        "sentences": said + notes or sentences([]),
+        "fired": bool(verdicts),
+        "applicable": True,
+        "wall": (
+            {"kind": wall.kind, "sentence": wall.sentence, "share": round(wall.share, 4)} if wall else None
+        ),
+        "budget": ({**budget_json(b), "helpers_cpus": helpers(run, b.window)} if b is not None else None),
+        "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence} for v in verdicts],
+        # with a budget, only the near misses of the rules that may stand beside its wall
+        "near_misses": [
+            m
+            for m in near_misses(metrics, ctx, [v.rule for v in verdicts])
+            if b is None or m.split(":", 1)[0] in keep
+        ],
+        "attribution": classes(metrics),
+        "paths": top_paths(att) if att is not None else [],
+    }
 
 
 def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:
@@ -209,4 +236,3 @@ def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:
         if run is not None:
             out.append(why_run(run, good))
     return out
-

@@ -18,8 +18,18 @@ from .ram import provision_ram
 from .room import check_memory_room
 from .tmpfs import provision_tmpfs
 
-__all__ = ["Bed", "BedSpec", "FILESYSTEMS", "KINDS", "bed_with_wipe", "default_size", "provision",
-           "check_dir", "check_fs", "check_fs_name"]
+__all__ = [
+    "Bed",
+    "BedSpec",
+    "FILESYSTEMS",
+    "KINDS",
+    "bed_with_wipe",
+    "default_size",
+    "provision",
+    "check_dir",
+    "check_fs",
+    "check_fs_name",
+]
 
 #: Smallest image each filesystem formats (btrfs refuses below ~114 MiB).
 MIN_SIZE = 256 << 20
@@ -56,24 +66,31 @@ def check_fs_name(spec: BedSpec, fs: str) -> None:
 
 
 @contextlib.contextmanager
-def provision(spec: BedSpec, *, fs: str = "xfs", size_bytes: int | None = None,
-              mkfs_opts: str = "", mount_opts: str = "") -> Iterator[Bed]:
+def provision(
+    spec: BedSpec,
+    *,
+    fs: str = "xfs",
+    size_bytes: int | None = None,
+    mkfs_opts: str = "",
+    mount_opts: str = "",
+) -> Iterator[Bed]:
     """Provision the bed, yield it ready (``bed.path`` mounted), and tear it down on any exit:
     success, error, Ctrl-C or SIGTERM (with ``signals.interruptible``)."""
     check_fs(spec, fs)
     if spec.kind != "dir" and os.geteuid() != 0:
-        raise UserError(f"the {spec.kind} bed needs root (losetup, mkfs, mount): run as root, "
-                        "or use --bed dir:PATH")
+        raise UserError(
+            f"the {spec.kind} bed needs root (losetup, mkfs, mount): run as root, or use --bed dir:PATH"
+        )
     size = size_bytes or default_size()
     if spec.kind in ("ram", "loop") and size < MIN_SIZE:
-        raise UserError(f"--size {fmt_bytes(size)} is too small for a filesystem image "
-                        f"(at least {fmt_bytes(MIN_SIZE)})")
+        raise UserError(
+            f"--size {fmt_bytes(size)} is too small for a filesystem image (at least {fmt_bytes(MIN_SIZE)})"
+        )
     check_memory_room(spec.kind, size, MIN_SIZE if spec.kind == "ram" else 0)
     bed = Bed(spec)
     try:
         if spec.kind == "device":  # the device's size is given; size_bytes is what it needs
-            provision_device(bed, spec, fs, max(size_bytes or 0, MIN_SIZE), mkfs_opts,
-                             mount_opts)
+            provision_device(bed, spec, fs, max(size_bytes or 0, MIN_SIZE), mkfs_opts, mount_opts)
         elif spec.kind == "ram":
             provision_ram(bed, fs, size, mkfs_opts, mount_opts)
         elif spec.kind == "loop":

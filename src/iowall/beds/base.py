@@ -20,8 +20,16 @@ from ..signals import shielded
 KINDS = ("ram", "loop", "tmpfs", "dir", "device")
 FILESYSTEMS = ("xfs", "ext4", "btrfs")
 #: Queue attributes recorded as bed facts (they shape what the block layer does).
-QUEUE_ATTRS = ("max_sectors_kb", "max_hw_sectors_kb", "nr_requests", "scheduler",
-               "logical_block_size", "physical_block_size", "rotational", "nomerges")
+QUEUE_ATTRS = (
+    "max_sectors_kb",
+    "max_hw_sectors_kb",
+    "nr_requests",
+    "scheduler",
+    "logical_block_size",
+    "physical_block_size",
+    "rotational",
+    "nomerges",
+)
 MKFS = {
     "xfs": ("mkfs.xfs", "xfsprogs", ["-f", "-q"]),
     # Lazy inode-table and journal init would run in a kworker during the measurement.
@@ -55,13 +63,14 @@ class BedSpec:
         if kind in ("device", "device+wipe"):
             paths = [p.strip() for p in rest.split(",") if p.strip()]
             if not paths or not all(p.startswith("/") for p in paths):
-                raise UserError("--bed device:PATH needs block devices by absolute path, e.g. "
-                                "--bed device:/dev/sdb or device:/dev/sdb1,/dev/sdb2")
+                raise UserError(
+                    "--bed device:PATH needs block devices by absolute path, e.g. "
+                    "--bed device:/dev/sdb or device:/dev/sdb1,/dev/sdb2"
+                )
             return BedSpec("device", ",".join(paths), wipe=kind == "device+wipe")
         if kind in ("ram", "loop", "tmpfs") and not rest:
             return BedSpec(kind)
-        raise UserError(f"unknown bed {text!r}: use ram (default), loop, tmpfs, dir:PATH or "
-                        "device:/dev/X")
+        raise UserError(f"unknown bed {text!r}: use ram (default), loop, tmpfs, dir:PATH or device:/dev/X")
 
     @property
     def paths(self) -> list[str]:
@@ -81,8 +90,9 @@ def bed_with_wipe(text: str | None, wipe: bool) -> str | None:
         return text
     spec = BedSpec.parse(text or "ram")
     if spec.kind != "device":
-        raise UserError("--wipe applies to --bed device:/dev/X only (it erases the signatures "
-                        "of an allow-listed device)")
+        raise UserError(
+            "--wipe applies to --bed device:/dev/X only (it erases the signatures of an allow-listed device)"
+        )
     return str(replace(spec, wipe=True))
 
 
@@ -134,8 +144,7 @@ class Bed:
         self.remember({"undo": "rmdir", "path": d})
         return d
 
-    def attach_loop(self, image: str, *, direct_io: bool, offset: int = 0,
-                    sizelimit: int = 0) -> str:
+    def attach_loop(self, image: str, *, direct_io: bool, offset: int = 0, sizelimit: int = 0) -> str:
         """``losetup --find --show`` on an image (optionally at an offset); journaled for detach."""
         need("losetup", "util-linux")
         argv = ["losetup", "--find", "--show", f"--direct-io={'on' if direct_io else 'off'}"]
@@ -157,8 +166,9 @@ class Bed:
         self._undo.append(({**intent, "device": dev}, token))
         return dev
 
-    def format_and_mount(self, dev: str, fs: str, mkfs_opts: str, mount_opts: str, *,
-                         discard: bool = True) -> None:
+    def format_and_mount(
+        self, dev: str, fs: str, mkfs_opts: str, mount_opts: str, *, discard: bool = True
+    ) -> None:
         """mkfs + mount on a private mount point; records the facts of both. ``discard=False``
         keeps mkfs from discarding the device (a ram bed's image stays allocated)."""
         if fs not in MKFS:
@@ -178,8 +188,9 @@ class Bed:
         self.remember({"undo": "umount", "path": mnt})
         run(margv + [dev, mnt])
         self.path = mnt
-        self.facts.update(fs=fs, mkfs_opts=mkfs_opts, mkfs_cmd=" ".join(argv[1:-1]),
-                          mount_opts=mount_options(mnt))
+        self.facts.update(
+            fs=fs, mkfs_opts=mkfs_opts, mkfs_cmd=" ".join(argv[1:-1]), mount_opts=mount_options(mnt)
+        )
         if fs == "xfs" and shutil.which("xfs_info"):
             self.facts["fs_info"] = run(["xfs_info", mnt], check=False).stdout.strip()
 
@@ -196,14 +207,18 @@ class Bed:
         if loop.is_dir():
             self.facts["loop"] = {
                 f: (loop / f).read_text().strip()
-                for f in ("backing_file", "dio", "offset", "sizelimit") if (loop / f).exists()
+                for f in ("backing_file", "dio", "offset", "sizelimit")
+                if (loop / f).exists()
             }
 
     def record_space(self) -> None:
         """Block size and capacity of the mounted filesystem."""
         sv = os.statvfs(self.path)
-        self.facts.update(block_size=sv.f_bsize, capacity_bytes=sv.f_blocks * sv.f_frsize,
-                          free_bytes=sv.f_bavail * sv.f_frsize)
+        self.facts.update(
+            block_size=sv.f_bsize,
+            capacity_bytes=sv.f_blocks * sv.f_frsize,
+            free_bytes=sv.f_bavail * sv.f_frsize,
+        )
 
     def free_bytes(self) -> int:
         """Space left for the workload right now."""

@@ -94,8 +94,9 @@ def extents(name: str, sys: Path = SYS, depth: int = 0) -> list[Extent]:
         return [shift(e, start, size) for e in extents(par, sys, depth + 1)]
     slaves = listing(name, "slaves", sys)
     if slaves:
-        return [Extent(e.base, e.start, e.end, exact=False)
-                for s in slaves for e in extents(s, sys, depth + 1)]
+        return [
+            Extent(e.base, e.start, e.end, exact=False) for s in slaves for e in extents(s, sys, depth + 1)
+        ]
     backing = read(d / "loop" / "backing_file")
     if backing:
         offset = int(read(d / "loop" / "offset", "0") or 0)

@@ -16,8 +16,10 @@ from .base import Bed, BedSpec
 from .guard import Verdict, check_all
 
 #: The refusal of a device list where a filesystem is made.
-ONE_DEVICE = ("--bed {spec}: a filesystem bed takes one device; a list of devices is the "
-              "partitions form, for raw recipes (bdev-rwmix)")
+ONE_DEVICE = (
+    "--bed {spec}: a filesystem bed takes one device; a list of devices is the "
+    "partitions form, for raw recipes (bdev-rwmix)"
+)
 
 
 def device_facts(name: str) -> dict[str, Any]:
@@ -25,14 +27,21 @@ def device_facts(name: str) -> dict[str, Any]:
     partition's come from its disk."""
     disk = bd.parent(name) or name
     d = bd.block_dir(disk)
-    out: dict[str, Any] = {"name": name, "size_bytes": bd.size_bytes(name),
-                           "rotational": bd.read(d / "queue" / "rotational") == "1",
-                           "removable": bd.read(d / "removable") == "1"}
+    out: dict[str, Any] = {
+        "name": name,
+        "size_bytes": bd.size_bytes(name),
+        "rotational": bd.read(d / "queue" / "rotational") == "1",
+        "removable": bd.read(d / "removable") == "1",
+    }
     if disk != name:
         out["disk"] = disk
-    for key, p in (("model", d / "device" / "model"), ("vendor", d / "device" / "vendor"),
-                   ("serial", d / "device" / "serial"), ("serial", d / "serial"),
-                   ("wwid", d / "device" / "wwid")):
+    for key, p in (
+        ("model", d / "device" / "model"),
+        ("vendor", d / "device" / "vendor"),
+        ("serial", d / "device" / "serial"),
+        ("serial", d / "serial"),
+        ("wwid", d / "device" / "wwid"),
+    ):
         v = bd.read(p)
         if v and key not in out:
             out[key] = v
@@ -48,8 +57,10 @@ def wipe(v: Verdict) -> str:
         run(["blockdev", "--rereadpt", v.path], check=False)
         left = bd.partitions(v.name)
         if left:
-            raise UserError(f"{v.path}: wiped its partition table but the kernel still shows "
-                            f"{', '.join(left)}: run 'partx -d {v.path}' and retry")
+            raise UserError(
+                f"{v.path}: wiped its partition table but the kernel still shows "
+                f"{', '.join(left)}: run 'partx -d {v.path}' and retry"
+            )
     return listing
 
 
@@ -65,15 +76,18 @@ def guard_devices(bed: Bed, spec: BedSpec, need_bytes: int) -> list[Verdict]:
         if v.signatures:
             listing = wipe(v)
             f["wiped"] = listing.splitlines()
-            bed.notes.append(f"wiped {v.path} before use (listed in the allow-list, --wipe): "
-                             + "; ".join(listing.splitlines()))
+            bed.notes.append(
+                f"wiped {v.path} before use (listed in the allow-list, --wipe): "
+                + "; ".join(listing.splitlines())
+            )
         facts.append(f)
     bed.facts.update(backing="device", devices=facts)
     return verdicts
 
 
-def provision_device(bed: Bed, spec: BedSpec, fs: str, need_bytes: int, mkfs_opts: str,
-                     mount_opts: str) -> None:
+def provision_device(
+    bed: Bed, spec: BedSpec, fs: str, need_bytes: int, mkfs_opts: str, mount_opts: str
+) -> None:
     """Guard → (wipe) → mkfs → mount on a private directory; the teardown unmounts and erases
     the filesystem iowall made, so the device is left blank for the next run."""
     if len(spec.paths) != 1:
@@ -83,19 +97,24 @@ def provision_device(bed: Bed, spec: BedSpec, fs: str, need_bytes: int, mkfs_opt
     bed.remember({"undo": "wipefs", "device": v.path, "devno": bed.devno})
     bed.format_and_mount(v.path, fs, mkfs_opts, mount_opts)
     model = bed.facts["devices"][0].get("model") or v.name
-    bed.notes.append(f"device bed: {fs} made on {v.path} ({model}); it is erased again "
-                     "(wipefs -a) when the bed is torn down")
+    bed.notes.append(
+        f"device bed: {fs} made on {v.path} ({model}); it is erased again "
+        "(wipefs -a) when the bed is torn down"
+    )
 
 
 @contextlib.contextmanager
-def raw_devices(spec: BedSpec, *, need_bytes: int, count: int | None = None,
-                recipe: str = "") -> Iterator[Bed]:
+def raw_devices(
+    spec: BedSpec, *, need_bytes: int, count: int | None = None, recipe: str = ""
+) -> Iterator[Bed]:
     """The devices of a device bed, guarded (and wiped if allowed), with no filesystem: fio
     writes the block device nodes. ``count`` devices exactly when given."""
     if count is not None and len(spec.paths) != count:
-        raise UserError(f"{recipe} needs {count} devices (one per partition), --bed {spec} "
-                        f"gives {len(spec.paths)}: list {count} partitions, e.g. "
-                        "device:/dev/sdb1,/dev/sdb2,/dev/sdb3,/dev/sdb4")
+        raise UserError(
+            f"{recipe} needs {count} devices (one per partition), --bed {spec} "
+            f"gives {len(spec.paths)}: list {count} partitions, e.g. "
+            "device:/dev/sdb1,/dev/sdb2,/dev/sdb3,/dev/sdb4"
+        )
     bed = Bed(spec)
     try:
         guard_devices(bed, spec, need_bytes)

@@ -24,12 +24,19 @@ DEVICES_FILE = "/etc/iowall/devices"
 DEVICES_ENV = "IOWALL_DEVICES_FILE"
 
 #: How a wipefs signature type reads in a sentence.
-KINDS = {"dos": "a dos partition table", "gpt": "a gpt partition table",
-         "PMBR": "a protective MBR (gpt)", "linux_raid_member": "a RAID member (md) signature",
-         "LVM2_member": "an LVM physical volume signature", "swap": "a swap signature",
-         "isw_raid_member": "a RAID member (Intel) signature",
-         "ddf_raid_member": "a RAID member (DDF) signature", "crypto_LUKS": "a LUKS header",
-         "zfs_member": "a ZFS member signature", "bcache": "a bcache signature"}
+KINDS = {
+    "dos": "a dos partition table",
+    "gpt": "a gpt partition table",
+    "PMBR": "a protective MBR (gpt)",
+    "linux_raid_member": "a RAID member (md) signature",
+    "LVM2_member": "an LVM physical volume signature",
+    "swap": "a swap signature",
+    "isw_raid_member": "a RAID member (Intel) signature",
+    "ddf_raid_member": "a RAID member (DDF) signature",
+    "crypto_LUKS": "a LUKS header",
+    "zfs_member": "a ZFS member signature",
+    "bcache": "a bcache signature",
+}
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,11 @@ class Verdict:
     passed: tuple[str, ...] = field(default_factory=tuple)
 
     def facts(self) -> dict[str, Any]:
-        return {"checks_passed": list(self.passed), "allow_listed": self.allow_listed,
-                "signatures_found": [describe(s) for s in self.signatures]}
+        return {
+            "checks_passed": list(self.passed),
+            "allow_listed": self.allow_listed,
+            "signatures_found": [describe(s) for s in self.signatures],
+        }
 
 
 def devices_file() -> str:
@@ -96,12 +106,16 @@ def system_use(name: str, host: Host = Host()) -> str | None:
     mine = bd.extents(name, host.sys)
     for point, other in bd.mounts(host.mountinfo, host.sys):
         if point in bd.SYSTEM_MOUNTS and bd.overlap(mine, bd.extents(other, host.sys)):
-            return (f"it holds {point} (mounted from /dev/{other}): iowall never writes to the "
-                    "running system's disk; give a spare disk")
+            return (
+                f"it holds {point} (mounted from /dev/{other}): iowall never writes to the "
+                "running system's disk; give a spare disk"
+            )
     for other in bd.swaps(host.swaps, host.sys):
         if bd.overlap(mine, bd.extents(other, host.sys)):
-            return (f"it holds active swap (/dev/{other} in /proc/swaps): swapoff it first, "
-                    "or give another device")
+            return (
+                f"it holds active swap (/dev/{other} in /proc/swaps): swapoff it first, "
+                "or give another device"
+            )
     return None
 
 
@@ -122,8 +136,10 @@ def held(name: str, host: Host = Host()) -> str | None:
     for n in [name, *bd.partitions(name, host.sys)]:
         holders = bd.listing(n, "holders", host.sys)
         if holders:
-            return (f"/dev/{n} is held by {', '.join(holders)} (device-mapper, md or LVM): "
-                    "stop what is stacked on it first")
+            return (
+                f"/dev/{n} is held by {', '.join(holders)} (device-mapper, md or LVM): "
+                "stop what is stacked on it first"
+            )
     return None
 
 
@@ -139,8 +155,10 @@ def busy(path: str) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_EXCL)
     except OSError as e:
         if e.errno == errno.EBUSY:
-            return ("it is busy (an exclusive open fails: something holds it open): find the "
-                    "user with 'lsof' or 'fuser -v', stop it, and retry")
+            return (
+                "it is busy (an exclusive open fails: something holds it open): find the "
+                "user with 'lsof' or 'fuser -v', stop it, and retry"
+            )
         return f"it cannot be opened ({e.strerror})"
     os.close(fd)
     return None
@@ -149,8 +167,10 @@ def busy(path: str) -> str | None:
 def too_small(name: str, need_bytes: int, host: Host = Host()) -> str | None:
     have = bd.size_bytes(name, host.sys)
     if have < need_bytes:
-        return (f"it has {fmt_bytes(have)} and the bed needs {fmt_bytes(need_bytes)}: "
-                "give a larger device (or a smaller --size)")
+        return (
+            f"it has {fmt_bytes(have)} and the bed needs {fmt_bytes(need_bytes)}: "
+            "give a larger device (or a smaller --size)"
+        )
     return None
 
 
@@ -165,13 +185,13 @@ def signatures(path: str) -> list[dict[str, Any]]:
 
 def describe(sig: dict[str, Any]) -> str:
     t = str(sig.get("type", "?"))
-    what = KINDS.get(t) or (f"an {t} filesystem" if t[:1].lower() in "aeiox"
-                            else f"a {t} filesystem")
+    what = KINDS.get(t) or (f"an {t} filesystem" if t[:1].lower() in "aeiox" else f"a {t} filesystem")
     return f"{what} at offset {sig.get('offset', '?')}"
 
 
 def check(path: str, *, need_bytes: int, wipe: bool, host: Host = Host()) -> Verdict:
     """Run every check on ``path``; a UserError for the first that fails, else the Verdict."""
+
     def refuse(reason: str) -> UserError:
         return UserError(f"refusing {path}: {reason}")
 
@@ -198,24 +218,34 @@ def check(path: str, *, need_bytes: int, wipe: bool, host: Host = Host()) -> Ver
     if sigs:
         found = "; ".join(describe(s) for s in sigs)
         if not listed:
-            raise refuse(f"it carries {found} (wipefs -n); list it in {devices_file()} and "
-                         "pass --wipe to overwrite it")
+            raise refuse(
+                f"it carries {found} (wipefs -n); list it in {devices_file()} and pass --wipe to overwrite it"
+            )
         if not wipe:
-            raise refuse(f"it carries {found} (wipefs -n) and is listed in {devices_file()}: "
-                         "pass --wipe to erase it")
+            raise refuse(
+                f"it carries {found} (wipefs -n) and is listed in {devices_file()}: pass --wipe to erase it"
+            )
         passed.append(f"signatures allowed to be wiped (listed in {devices_file()}, --wipe)")
     else:
         passed.append("no signature (wipefs -n)")
-    return Verdict(path=path, name=name, size_bytes=bd.size_bytes(name, host.sys),
-                   signatures=tuple(sigs), allow_listed=listed, passed=tuple(passed))
+    return Verdict(
+        path=path,
+        name=name,
+        size_bytes=bd.size_bytes(name, host.sys),
+        signatures=tuple(sigs),
+        allow_listed=listed,
+        passed=tuple(passed),
+    )
 
 
 def check_all(paths: list[str], *, need_bytes: int, wipe: bool) -> list[Verdict]:
     """Check every device, and refuse a list whose devices share blocks with each other."""
     verdicts = [check(p, need_bytes=need_bytes, wipe=wipe) for p in paths]
     for i, a in enumerate(verdicts):
-        for b in verdicts[i + 1:]:
+        for b in verdicts[i + 1 :]:
             if bd.overlap(bd.extents(a.name), bd.extents(b.name)):
-                raise UserError(f"refusing {a.path} and {b.path}: they share blocks (the same "
-                                "device, or one inside the other); give separate devices")
+                raise UserError(
+                    f"refusing {a.path} and {b.path}: they share blocks (the same "
+                    "device, or one inside the other); give separate devices"
+                )
     return verdicts

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import os
 
+from ..dirs import data_dir
 from ..errors import UserError
-from ..paths import data_dir
 from ..units import fmt_bytes
 from .base import Bed
 from .ram import make_image
 
 
-def disk_image(bed: Bed, size: int, *, preallocate: bool = False,
-               what: str = "loop bed", fix: str = "pass a smaller --size") -> tuple[str, str]:
+def disk_image(
+    bed: Bed,
+    size: int,
+    *,
+    preallocate: bool = False,
+    what: str = "loop bed",
+    fix: str = "pass a smaller --size",
+) -> tuple[str, str]:
     """An image in ``<data>/beds`` on disk, checked against free space, attached to a loop
     device with direct I/O; returns (image, device), both journaled for removal."""
     d = data_dir() / "beds"
@@ -21,8 +27,7 @@ def disk_image(bed: Bed, size: int, *, preallocate: bool = False,
     sv = os.statvfs(d)
     free = sv.f_bavail * sv.f_frsize
     if size > free * 0.9:
-        raise UserError(f"{what} of {fmt_bytes(size)} does not fit in {d} "
-                        f"({fmt_bytes(free)} free): {fix}")
+        raise UserError(f"{what} of {fmt_bytes(size)} does not fit in {d} ({fmt_bytes(free)} free): {fix}")
     image = make_image(str(d), size, bed, preallocate=preallocate)
     return image, bed.attach_loop(image, direct_io=True)
 

@@ -12,8 +12,9 @@ from ..units import fmt_bytes
 from .base import Bed
 
 
-def make_image(directory: str, size: int, bed: Bed, *, preallocate: bool = False,
-               zero_fill: bool = False) -> str:
+def make_image(
+    directory: str, size: int, bed: Bed, *, preallocate: bool = False, zero_fill: bool = False
+) -> str:
     """An image file of ``size`` bytes in ``directory``: sparse, allocated, or allocated and
     zero-filled (no block then is written for the first time during a measurement);
     journaled for deletion."""
@@ -36,8 +37,10 @@ def provision_ram(bed: Bed, fs: str, size: int, mkfs_opts: str, mount_opts: str)
     sv = os.statvfs("/dev/shm")
     free = sv.f_bavail * sv.f_frsize
     if size > free:
-        raise UserError(f"ram bed of {fmt_bytes(size)} does not fit in /dev/shm "
-                        f"({fmt_bytes(free)} free): pass a smaller --size")
+        raise UserError(
+            f"ram bed of {fmt_bytes(size)} does not fit in /dev/shm "
+            f"({fmt_bytes(free)} free): pass a smaller --size"
+        )
     # Preallocated and written once: the first write to a block of a sparse (or only
     # fallocated) tmpfs image pays for page allocation and zeroing (measured here: 4x slower
     # first pass), which is the bed's cost, not the kernel path under test. pmem, which this

@@ -23,12 +23,17 @@ def refusal(kind: str, need: int, room: MemoryRoom, least: int = 0) -> str | Non
         return None
     fits = (room.free_bytes - MARGIN) // MIB * MIB
     limit = "memory.max/high" if room.version == 2 else "memory.limit_in_bytes"
-    advice = (f"give the bed at most {fmt_bytes(fits)} (--size / [bed] size), or run iowall "
-              "outside that cgroup" if fits >= max(least, 1) else "run iowall outside that cgroup")
-    return (f"the {kind} bed needs {fmt_bytes(need)} of memory, but this process's memory "
-            f"cgroup {room.path} (cgroup v{room.version}) is limited to "
-            f"{fmt_bytes(room.limit_bytes)} ({limit}) with {fmt_bytes(room.usage_bytes)} in use "
-            f"({fmt_bytes(room.reclaimable_bytes)} of it reclaimable cache): {advice}")
+    advice = (
+        f"give the bed at most {fmt_bytes(fits)} (--size / [bed] size), or run iowall outside that cgroup"
+        if fits >= max(least, 1)
+        else "run iowall outside that cgroup"
+    )
+    return (
+        f"the {kind} bed needs {fmt_bytes(need)} of memory, but this process's memory "
+        f"cgroup {room.path} (cgroup v{room.version}) is limited to "
+        f"{fmt_bytes(room.limit_bytes)} ({limit}) with {fmt_bytes(room.usage_bytes)} in use "
+        f"({fmt_bytes(room.reclaimable_bytes)} of it reclaimable cache): {advice}"
+    )
 
 
 def check_memory_room(kind: str, need: int, least: int = 0) -> None:

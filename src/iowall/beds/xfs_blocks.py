@@ -27,8 +27,9 @@ def parse_fs_blocks(text: str) -> list[int]:
             continue
         b = parse_size(part, what="--fs-block")
         if b & (b - 1) or not XFS_MIN_BLOCK <= b <= XFS_MAX_BLOCK:
-            raise UserError(f"--fs-block {part}: XFS block sizes are powers of two from 1k to "
-                            "64k, e.g. 4k,16k,64k")
+            raise UserError(
+                f"--fs-block {part}: XFS block sizes are powers of two from 1k to 64k, e.g. 4k,16k,64k"
+            )
         if b not in out:
             out.append(b)
     if not out:
@@ -49,30 +50,32 @@ def _kernel() -> tuple[int, int]:
         return (0, 0)
 
 
-def check_fs_blocks(spec: BedSpec, fs: str, blocks: list[int] | tuple[int, ...],
-                    mkfs_opts: str) -> None:
+def check_fs_blocks(spec: BedSpec, fs: str, blocks: list[int] | tuple[int, ...], mkfs_opts: str) -> None:
     """A UserError unless every block size can be used here: XFS on a ram or loop bed, a
     kernel that mounts blocks above the page size when asked for, and a trial mkfs + mount of
     each size that works (xfsprogs and kernel agree)."""
     if fs != "xfs":
         raise UserError(f"--fs-block applies to XFS (--fs xfs), not {fs}")
     if spec.kind not in ("ram", "loop", "device"):
-        raise UserError(f"--fs-block needs a bed iowall formats (ram, loop or device), "
-                        f"not {spec.kind}")
+        raise UserError(f"--fs-block needs a bed iowall formats (ram, loop or device), not {spec.kind}")
     if "-b" in mkfs_opts.split():
         raise UserError("--fs-block and a -b in --mkfs-opts both set the block size: keep one")
     page = resource.getpagesize()
     kernel = _kernel()
     for b in blocks:
         if b > page and kernel < LBS_KERNEL:
-            raise UserError(f"--fs-block {fmt_block(b)}: XFS blocks larger than the "
-                            f"{fmt_block(page)} page size need kernel "
-                            f"{'.'.join(map(str, LBS_KERNEL))} or later (this is "
-                            f"{os.uname().release})")
+            raise UserError(
+                f"--fs-block {fmt_block(b)}: XFS blocks larger than the "
+                f"{fmt_block(page)} page size need kernel "
+                f"{'.'.join(map(str, LBS_KERNEL))} or later (this is "
+                f"{os.uname().release})"
+            )
         opts = " ".join(x for x in (mkfs_opts, f"-b size={b}") if x)
         try:
             with provision(BedSpec("ram"), fs="xfs", size_bytes=TRIAL_BYTES, mkfs_opts=opts):
                 pass
         except IowallError as e:
-            raise UserError(f"--fs-block {fmt_block(b)}: a trial XFS with {fmt_block(b)} "
-                            f"blocks could not be made and mounted here: {e}") from None
+            raise UserError(
+                f"--fs-block {fmt_block(b)}: a trial XFS with {fmt_block(b)} "
+                f"blocks could not be made and mounted here: {e}"
+            ) from None

@@ -28,15 +28,23 @@ def _kernel(r: Run) -> str:
 
 
 def export(
-    output: Annotated[str, typer.Option(
-        "-o", "--output", metavar="FILE.json",
-        help="bundle file to write, atomically (- for stdout)")],
-    selections: Annotated[list[str] | None, typer.Argument(
-        metavar="SELECTION",
-        help="runs to export: a label, FIELD=V[,…], ids=3-9 or FILE.json[:…]; none = every run",
-        show_default=False)] = None,
-    measured_only: Annotated[bool, typer.Option(
-        "--measured-only", help="only completed measurements (ok, filled)")] = False,
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o", "--output", metavar="FILE.json", help="bundle file to write, atomically (- for stdout)"
+        ),
+    ],
+    selections: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SELECTION",
+            help="runs to export: a label, FIELD=V[,…], ids=3-9 or FILE.json[:…]; none = every run",
+            show_default=False,
+        ),
+    ] = None,
+    measured_only: Annotated[
+        bool, typer.Option("--measured-only", help="only completed measurements (ok, filled)")
+    ] = False,
     db: DbOpt = None,
 ) -> None:
     """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
@@ -49,8 +57,7 @@ def export(
         assert store is not None
         every = RunFilter(statuses=MEASURED_STATUSES if measured_only else ())
         if not store.count(every):
-            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in "
-                            f"{store.shown}")
+            raise UserError(f"no {'completed ' if measured_only else ''}runs to export in {store.shown}")
         runs = store.iter_runs(every, with_series=True, with_artifacts=True)
     labels: set[str] = set()
     kernels: set[str] = set()
@@ -71,10 +78,13 @@ def export(
 
 
 def import_(
-    files: Annotated[list[str], typer.Argument(
-        metavar="FILE.json", help="bundle files to import (- for stdin)", show_default=False)],
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="list what would be imported, change nothing")] = False,
+    files: Annotated[
+        list[str],
+        typer.Argument(metavar="FILE.json", help="bundle files to import (- for stdin)", show_default=False),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="list what would be imported, change nothing")
+    ] = False,
     db: DbOpt = None,
 ) -> None:
     """Add the runs of bundle files to the store; runs already present (same uuid) are skipped."""
@@ -83,12 +93,26 @@ def import_(
     if dry_run:
         new, present = plan_import(store, runs)
         known = {id(r) for r in present}
-        rows = [["present" if id(r) in known else "import", r.uuid[:8], str(r.id), r.label,
-                 r.point.recipe, r.status, _kernel(r), r.point.describe()] for r in runs]
-        table = text_table(["action", "uuid", "source id", "label", "recipe", "status", "kernel",
-                            "point"], rows, left=8, indent=0)
-        write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n",
-              None)
+        rows = [
+            [
+                "present" if id(r) in known else "import",
+                r.uuid[:8],
+                str(r.id),
+                r.label,
+                r.point.recipe,
+                r.status,
+                _kernel(r),
+                r.point.describe(),
+            ]
+            for r in runs
+        ]
+        table = text_table(
+            ["action", "uuid", "source id", "label", "recipe", "status", "kernel", "point"],
+            rows,
+            left=8,
+            indent=0,
+        )
+        write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n", None)
         return
     added, skipped = import_runs(store, runs)
     write(f"imported {_n(added, 'run')}, {skipped} already present\n", None)

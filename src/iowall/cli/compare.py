@@ -13,10 +13,11 @@ from .options import CompareMetricOpt, DbOpt, FloorOpt, OutputOpt, RunSetsArg, T
 
 def compare_cmd(
     sets: RunSetsArg = None,
-    base: Annotated[str | None, typer.Option("--base", metavar="SET",
-                                             help="the base run set")] = None,
-    new: Annotated[list[str] | None, typer.Option(
-        "--new", metavar="SET", help="a new run set (repeatable: one column per set)")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="SET", help="the base run set")] = None,
+    new: Annotated[
+        list[str] | None,
+        typer.Option("--new", metavar="SET", help="a new run set (repeatable: one column per set)"),
+    ] = None,
     metric: CompareMetricOpt = None,
     floor: FloorOpt = "2%",
     fmt: TableFormatOpt = TableFormat.text,

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ..dirs import db_url, redact_url
 from ..errors import UserError
-from ..paths import db_url, redact_url
 from ..report.emit import write
 from ..selection import parse_selection
 from ..store import RunFilter, Store
@@ -18,15 +18,26 @@ db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs
 
 
 def copy(
-    src: Annotated[str, typer.Argument(
-        metavar="SRC", help="the store to copy from: a SQLite file path or a URL",
-        show_default=False)],
-    dst: Annotated[str, typer.Argument(
-        metavar="DST", help="the store to copy into (created or migrated as needed)",
-        show_default=False)],
-    select: Annotated[str | None, typer.Option(
-        "--select", metavar="SEL",
-        help="only these runs: a label, FIELD=V[,…] or ids=3-9 (default: every run)")] = None,
+    src: Annotated[
+        str,
+        typer.Argument(
+            metavar="SRC", help="the store to copy from: a SQLite file path or a URL", show_default=False
+        ),
+    ],
+    dst: Annotated[
+        str,
+        typer.Argument(
+            metavar="DST", help="the store to copy into (created or migrated as needed)", show_default=False
+        ),
+    ],
+    select: Annotated[
+        str | None,
+        typer.Option(
+            "--select",
+            metavar="SEL",
+            help="only these runs: a label, FIELD=V[,…] or ids=3-9 (default: every run)",
+        ),
+    ] = None,
 ) -> None:
     """Copy runs, whole, from SRC to DST, with their batches' reports; runs DST already has
     (same uuid) are skipped, so a second copy copies nothing."""
@@ -36,14 +47,18 @@ def copy(
     if select is not None:
         sel = parse_selection(select)
         if sel.bundle is not None:
-            raise UserError(f"--select {select!r}: a bundle file is not a store; use "
-                            "'iowall import' for bundles")
+            raise UserError(
+                f"--select {select!r}: a bundle file is not a store; use 'iowall import' for bundles"
+            )
         flt = sel.flt
     source, target = Store.existing(src), Store(dst)
     done = copy_runs(source, target, flt)
-    write(f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
-          f"report{'' if done.reports == 1 else 's'} from {source.shown} to "
-          f"{target.shown}; {done.skipped} already there\n", None)
+    write(
+        f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
+        f"report{'' if done.reports == 1 else 's'} from {source.shown} to "
+        f"{target.shown}; {done.skipped} already there\n",
+        None,
+    )
 
 
 db_app.command("copy")(copy)

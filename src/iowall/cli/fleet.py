@@ -15,8 +15,9 @@ from ..results import IMPORTED
 from ..store import Store
 from .options import CommitOpt, DbOpt, LabelOpt, QuickOpt
 
-fleet_app = typer.Typer(no_args_is_help=True,
-                        help="Run on many hosts through Ansible; every bundle into one store.")
+fleet_app = typer.Typer(
+    no_args_is_help=True, help="Run on many hosts through Ansible; every bundle into one store."
+)
 
 
 def _say(line: str) -> None:
@@ -25,11 +26,18 @@ def _say(line: str) -> None:
 
 @fleet_app.command("run")
 def fleet_run(
-    inventory: Annotated[str, typer.Argument(
-        metavar="INVENTORY", help="an Ansible inventory (file or directory)", show_default=False)],
-    target: Annotated[str, typer.Argument(
-        metavar="RECIPE|PLAN.toml", help="a recipe name, limits, or a plan file",
-        show_default=False)],
+    inventory: Annotated[
+        str,
+        typer.Argument(
+            metavar="INVENTORY", help="an Ansible inventory (file or directory)", show_default=False
+        ),
+    ],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="RECIPE|PLAN.toml", help="a recipe name, limits, or a plan file", show_default=False
+        ),
+    ],
     label: LabelOpt = None,
     commit: CommitOpt = None,
     quick: QuickOpt = False,
@@ -42,6 +50,8 @@ def fleet_run(
     emit(Hosts(tuple(states)))
     failed = [s.host for s in states if s.status != IMPORTED]
     if failed:
-        _say(f"iowall: {len(failed)} of {len(states)} hosts failed ({', '.join(failed)}); "
-             "run the same command again to complete them")
+        _say(
+            f"iowall: {len(failed)} of {len(states)} hosts failed ({', '.join(failed)}); "
+            "run the same command again to complete them"
+        )
         raise typer.Exit(1)

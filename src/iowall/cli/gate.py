@@ -33,51 +33,92 @@ from .progress import RichProgress
 
 
 def gate(
-    target: Annotated[str | None, typer.Argument(
-        metavar="RECIPE|PLAN.toml|SELECTION",
-        help="run a recipe or plan now, or gate stored runs (a label, FIELD=VALUE,…, ids=…)",
-        show_default=False)] = None,
-    baseline: Annotated[list[str] | None, typer.Option(
-        "--baseline", metavar="SELECTION",
-        help="the stored runs to gate against (repeatable: their union)")] = None,
-    series: Annotated[str | None, typer.Option(
-        "--series", metavar="FILE",
-        help="gate the newest result of each series of a series,index,value file (CSV or "
-             "JSON) against its own history, instead of TARGET and --baseline")] = None,
-    direction: Annotated[str, typer.Option(
-        "--direction", metavar="higher|lower",
-        help="with --series: which way is better, unless the file has a direction column")
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="RECIPE|PLAN.toml|SELECTION",
+            help="run a recipe or plan now, or gate stored runs (a label, FIELD=VALUE,…, ids=…)",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline",
+            metavar="SELECTION",
+            help="the stored runs to gate against (repeatable: their union)",
+        ),
+    ] = None,
+    series: Annotated[
+        str | None,
+        typer.Option(
+            "--series",
+            metavar="FILE",
+            help="gate the newest result of each series of a series,index,value file (CSV or "
+            "JSON) against its own history, instead of TARGET and --baseline",
+        ),
+    ] = None,
+    direction: Annotated[
+        str,
+        typer.Option(
+            "--direction",
+            metavar="higher|lower",
+            help="with --series: which way is better, unless the file has a direction column",
+        ),
     ] = "higher",
-    unit: Annotated[str, typer.Option(
-        "--unit", metavar="UNIT", help="with --series: the values' unit")] = "",
-    label: Annotated[str | None, typer.Option(
-        "--label", help="label of the new runs (when TARGET is run)")] = None,
+    unit: Annotated[str, typer.Option("--unit", metavar="UNIT", help="with --series: the values' unit")] = "",
+    label: Annotated[
+        str | None, typer.Option("--label", help="label of the new runs (when TARGET is run)")
+    ] = None,
     commit: CommitOpt = None,
-    repeat: Annotated[int, typer.Option(
-        "--repeat", min=1, help="runs of every point when TARGET is run")] = 3,
-    confirm: Annotated[int | None, typer.Option(
-        "--confirm", min=0, metavar="N",
-        help="re-run the target up to N more times while a regression is suspected, before "
-             "deciding (default 2 when the gate runs TARGET, 0 for stored runs)")] = None,
+    repeat: Annotated[
+        int, typer.Option("--repeat", min=1, help="runs of every point when TARGET is run")
+    ] = 3,
+    confirm: Annotated[
+        int | None,
+        typer.Option(
+            "--confirm",
+            min=0,
+            metavar="N",
+            help="re-run the target up to N more times while a regression is suspected, before "
+            "deciding (default 2 when the gate runs TARGET, 0 for stored runs)",
+        ),
+    ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="the recipe's small sizes")] = False,
-    fdr: Annotated[float | None, typer.Option(
-        "--fdr", help="false-discovery rate across the tests that can fail the gate "
-                      f"(default 0.05; {FDR_SERIES:g} with --series)")] = None,
-    floor: Annotated[str, typer.Option(
-        "--floor", help="smallest change that counts, e.g. 2%")] = "2%",
-    metric: Annotated[list[str] | None, typer.Option(
-        "--metric", metavar="GLOB", help="metrics to test (default: all)")] = None,
-    fail_on: Annotated[list[str] | None, typer.Option(
-        "--fail-on", metavar="GLOB",
-        help="metrics that can fail the gate (default: throughput, latency, runtime)")] = None,
-    accept: Annotated[str | None, typer.Option(
-        "--accept", metavar="FILE.toml", help="known changes that do not fail the gate")] = None,
-    junit: Annotated[str | None, typer.Option(
-        "--junit", metavar="FILE.xml", help="also write JUnit XML (one case per point and "
-                                            "metric)")] = None,
-    flames: Annotated[str | None, typer.Option(
-        "--flames", metavar="DIR", help="write each regression's differential flame graph "
-                                        "here")] = None,
+    fdr: Annotated[
+        float | None,
+        typer.Option(
+            "--fdr",
+            help="false-discovery rate across the tests that can fail the gate "
+            f"(default 0.05; {FDR_SERIES:g} with --series)",
+        ),
+    ] = None,
+    floor: Annotated[str, typer.Option("--floor", help="smallest change that counts, e.g. 2%")] = "2%",
+    metric: Annotated[
+        list[str] | None, typer.Option("--metric", metavar="GLOB", help="metrics to test (default: all)")
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            metavar="GLOB",
+            help="metrics that can fail the gate (default: throughput, latency, runtime)",
+        ),
+    ] = None,
+    accept: Annotated[
+        str | None,
+        typer.Option("--accept", metavar="FILE.toml", help="known changes that do not fail the gate"),
+    ] = None,
+    junit: Annotated[
+        str | None,
+        typer.Option(
+            "--junit", metavar="FILE.xml", help="also write JUnit XML (one case per point and metric)"
+        ),
+    ] = None,
+    flames: Annotated[
+        str | None,
+        typer.Option("--flames", metavar="DIR", help="write each regression's differential flame graph here"),
+    ] = None,
     wait: WaitOpt = None,
     hold_memory: HoldMemoryOpt = False,
     fmt: ReportFormatOpt = ReportFormat.text,
@@ -95,19 +136,31 @@ def gate(
     if series is not None:
         if target is not None or baseline:
             raise UserError("give TARGET --baseline SELECTION or --series FILE, not both")
-        report = gate_file(series, fdr=fdr, floor=fl, direction=direction, unit=unit,
-                           accepted=accepted)
+        report = gate_file(series, fdr=fdr, floor=fl, direction=direction, unit=unit, accepted=accepted)
     else:
         if target is None or not baseline:
-            raise UserError("gate needs TARGET and --baseline SELECTION (stored runs), or "
-                            "--series FILE")
+            raise UserError("gate needs TARGET and --baseline SELECTION (stored runs), or --series FILE")
         wait_s = parse_wait(wait)
         record_commit(commit)
         store = Store.existing(db)  # the baselines are stored runs: a store must be there
-        report = gate_runs(store, target, baseline, RichProgress, label=label, repeat=repeat,
-                           confirm=confirm, quick=quick, fdr=0.05 if fdr is None else fdr,
-                           floor=fl, metric=metric, fail_on=fail_on, accepted=accepted,
-                           flames=flames, wait=wait_s, hold_memory=hold_memory)
+        report = gate_runs(
+            store,
+            target,
+            baseline,
+            RichProgress,
+            label=label,
+            repeat=repeat,
+            confirm=confirm,
+            quick=quick,
+            fdr=0.05 if fdr is None else fdr,
+            floor=fl,
+            metric=metric,
+            fail_on=fail_on,
+            accepted=accepted,
+            flames=flames,
+            wait=wait_s,
+            hold_memory=hold_memory,
+        )
     if junit is not None:
         write_text(junit, junit_xml(report))
         wrote(junit)

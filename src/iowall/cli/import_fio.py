@@ -27,22 +27,40 @@ def _read(path: str) -> bytes:
 
 
 def import_fio(
-    files: Annotated[list[str], typer.Argument(
-        metavar="FILE", help="fio output files (--output-format=json or json+, fio --client "
-        "included); text around the JSON is skipped", show_default=False)],
-    label: Annotated[str | None, typer.Option(
-        "--label", help="label of every imported run (default: each file's name without "
-        "its extension, e.g. base.json → base)")] = None,
-    host: Annotated[str | None, typer.Option(
-        "--host", metavar="NAME", help="the host that ran fio, for output without one "
-        "(fio --client output names its hosts itself)")] = None,
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="FILE",
+            help="fio output files (--output-format=json or json+, fio --client "
+            "included); text around the JSON is skipped",
+            show_default=False,
+        ),
+    ],
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            help="label of every imported run (default: each file's name without "
+            "its extension, e.g. base.json → base)",
+        ),
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            metavar="NAME",
+            help="the host that ran fio, for output without one (fio --client output names its hosts itself)",
+        ),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Import fio's JSON as runs: one per reporting group (and host), figures as fio's."""
     runs: list[Run] = []
     for f in files:  # every file valid before anything is written
-        name = check_label(label if label is not None else Path(f).stem or f,
-                           "--label" if label is not None else f"the label {Path(f).stem!r}")
+        name = check_label(
+            label if label is not None else Path(f).stem or f,
+            "--label" if label is not None else f"the label {Path(f).stem!r}",
+        )
         runs += read_runs(_read(f), f, label=name, hostname=host or "")
     store = Store(db)
     present = store.known_uuids(r.uuid for r in runs)

@@ -46,8 +46,11 @@ def summary(target: str) -> str | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == attr:
             return ast.get_docstring(node, clean=True)
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets)):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets)
+        ):
             for kw in node.value.keywords:
                 if kw.arg == "help" and isinstance(kw.value, ast.Constant):
                     return str(kw.value.value)
@@ -98,6 +101,5 @@ class LazyGroup(TyperGroup):
         except UsageError as e:
             matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
             if matches and "Did you mean" not in e.message:
-                e.message = (f"{e.message.rstrip('.')}. Did you mean "
-                             f"{', '.join(repr(m) for m in matches)}?")
+                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
             raise

@@ -38,24 +38,34 @@ def limits(
     bed: Annotated[str, typer.Option(help=BED_HELP)] = "ram",
     wipe: WipeOpt = False,
     fs: Annotated[str, typer.Option(help="xfs, ext4 or btrfs (ram, loop and device beds)")] = "xfs",
-    size: Annotated[str | None, typer.Option(
-        help="bed size, e.g. 8G; default: sized for the job")] = None,
-    jobs: Annotated[str | None, typer.Option(
-        help="job counts, e.g. 1,2,4 (default: powers of two to 2×nproc, at least 4 counts)")] = None,
-    repeat: Annotated[str | None, typer.Option(
-        metavar="N|auto[:MAX]",
-        help="runs of every point, interleaved: a number, or auto: repeat each point until "
-             "the 95% interval of its median is within ±--target (at most MAX, default 10); "
-             "default auto to ±5%, 3 with --quick")] = None,
+    size: Annotated[str | None, typer.Option(help="bed size, e.g. 8G; default: sized for the job")] = None,
+    jobs: Annotated[
+        str | None,
+        typer.Option(help="job counts, e.g. 1,2,4 (default: powers of two to 2×nproc, at least 4 counts)"),
+    ] = None,
+    repeat: Annotated[
+        str | None,
+        typer.Option(
+            metavar="N|auto[:MAX]",
+            help="runs of every point, interleaved: a number, or auto: repeat each point until "
+            "the 95% interval of its median is within ±--target (at most MAX, default 10); "
+            "default auto to ±5%, 3 with --quick",
+        ),
+    ] = None,
     rel_target: TargetOpt = None,
     quick: QuickOpt = False,
     label: Annotated[str, typer.Option(help="label stored with every run")] = "limits",
     commit: CommitOpt = None,
     mkfs_opts: Annotated[str, typer.Option("--mkfs-opts", help="extra mkfs options")] = "",
     mount_opts: Annotated[str, typer.Option("--mount-opts", help="mount options")] = "",
-    fs_block: Annotated[str | None, typer.Option(
-        "--fs-block", metavar="4k,16k,…",
-        help="XFS block sizes, one bed each, side by side (large block sizes)")] = None,
+    fs_block: Annotated[
+        str | None,
+        typer.Option(
+            "--fs-block",
+            metavar="4k,16k,…",
+            help="XFS block sizes, one bed each, side by side (large block sizes)",
+        ),
+    ] = None,
     probes: ProbesOpt = "default",
     wait: WaitOpt = None,
     fmt: ReportFormatOpt = ReportFormat.text,
@@ -71,9 +81,19 @@ def limits(
         policy = (policy or RepeatPolicy.until_decided()).with_target(parse_target(rel_target))
     resolve(probes)
     bed = bed_with_wipe(bed, wipe) or bed
-    opts = limits_options(bed=bed, fs=fs, size=size, jobs=jobs, fs_block=fs_block,
-                          repeat=policy, quick=quick, label=label, mkfs_opts=mkfs_opts,
-                          mount_opts=mount_opts, probes=probes)
+    opts = limits_options(
+        bed=bed,
+        fs=fs,
+        size=size,
+        jobs=jobs,
+        fs_block=fs_block,
+        repeat=policy,
+        quick=quick,
+        label=label,
+        mkfs_opts=mkfs_opts,
+        mount_opts=mount_opts,
+        probes=probes,
+    )
     check_fs(BedSpec.parse(opts.bed), opts.fs)  # before the store, the lock, guest memory
     store = Store(db)
     with exclusive("limits", wait_s), interruptible():

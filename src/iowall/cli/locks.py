@@ -14,14 +14,15 @@ from ..report.emit import emit
 from ..store import RunFilter, Store
 from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt
 
-SideArg = Annotated[str, typer.Argument(metavar="A|B", help="a run id or a label: A the base, "
-                                        "B the new side", show_default=False)]
+SideArg = Annotated[
+    str,
+    typer.Argument(metavar="A|B", help="a run id or a label: A the base, B the new side", show_default=False),
+]
 
 
 def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list[int]]:
     """Rows of the locks probe for a run id or every run of a label (summed by the join)."""
-    runs = store.runs(RunFilter(ids=[int(side)])) if side.isdigit() else \
-        store.runs(RunFilter(label=side))
+    runs = store.runs(RunFilter(ids=[int(side)])) if side.isdigit() else store.runs(RunFilter(label=side))
     if not runs:
         raise UserError(f"no run or label {side!r} in the store")
     rows: list[dict[str, Any]] = []
@@ -48,5 +49,8 @@ def locks(
     store = Store.existing(db)
     a_rows, a_ids = contention_rows(store, a)
     b_rows, b_ids = contention_rows(store, b)
-    emit(LockComparison(a, tuple(a_ids), b, tuple(b_ids),
-                        tuple(join_contention(a_rows, b_rows)[:top])), fmt, output)
+    emit(
+        LockComparison(a, tuple(a_ids), b, tuple(b_ids), tuple(join_contention(a_rows, b_rows)[:top])),
+        fmt,
+        output,
+    )

@@ -78,15 +78,23 @@ class Iowall(LazyGroup):
     prepare = staticmethod(_flags_as_flags)
 
 
-app = typer.Typer(cls=Iowall, add_completion=False, no_args_is_help=True,
-                  pretty_exceptions_enable=False, context_settings=CONTEXT,
-                  help="Find, explain and track the walls of Linux storage I/O.")
+app = typer.Typer(
+    cls=Iowall,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
+    help="Find, explain and track the walls of Linux storage I/O.",
+)
 
 
 @app.callback()
-def _root(version_: Annotated[bool, typer.Option(
-        "--version", "-V", is_eager=True, callback=_version,
-        help="print the version and exit")] = False) -> None:
+def _root(
+    version_: Annotated[
+        bool,
+        typer.Option("--version", "-V", is_eager=True, callback=_version, help="print the version and exit"),
+    ] = False,
+) -> None:
     """Find, explain and track the walls of Linux storage I/O."""
 
 
@@ -149,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"iowall: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except Interrupted as e:
-        print(f"iowall: {e}; the bed is torn down and the run in flight is stored as "
-              "'interrupted'", file=sys.stderr)
+        print(
+            f"iowall: {e}; the bed is torn down and the run in flight is stored as 'interrupted'",
+            file=sys.stderr,
+        )
         return 130 if e.signame == "SIGINT" else 143
     except KeyboardInterrupt:
         print("iowall: interrupted", file=sys.stderr)

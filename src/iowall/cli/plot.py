@@ -30,8 +30,11 @@ from .options import (
     SelectionsArg,
 )
 
-plot_app = typer.Typer(no_args_is_help=True, help="Draw figures (PNG or SVG) from stored runs.",
-                       context_settings={"help_option_names": ["-h", "--help"]})
+plot_app = typer.Typer(
+    no_args_is_help=True,
+    help="Draw figures (PNG or SVG) from stored runs.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
 @plot_app.command("run")
@@ -74,11 +77,17 @@ def plot_scaling(
 
 @plot_app.command("flame")
 def plot_flame(
-    runs: Annotated[list[str], typer.Argument(
-        metavar="RUN [NEW_RUN]", help="one run: its flame graph; two: base and new, coloured "
-        "by the difference", show_default=False)],
-    output: Annotated[str, typer.Option(
-        "-o", "--output", metavar="FILE.svg", help="the SVG to write", show_default=False)],
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN [NEW_RUN]",
+            help="one run: its flame graph; two: base and new, coloured by the difference",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        str, typer.Option("-o", "--output", metavar="FILE.svg", help="the SVG to write", show_default=False)
+    ],
     db: DbOpt = None,
 ) -> None:
     """A CPU flame graph of a run (perf at 99 Hz, kernel frames orange), or of two runs with

@@ -16,11 +16,18 @@ class RichProgress(ProgressProtocol):
 
     def __init__(self, title: str) -> None:
         self.title = title
-        self._p = Progress(TextColumn("{task.description}"), BarColumn(),
-                           TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
-                           TextColumn("eta"), TimeRemainingColumn(), transient=True,
-                           redirect_stdout=False, redirect_stderr=False,
-                           disable=not sys.stderr.isatty())
+        self._p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            disable=not sys.stderr.isatty(),
+        )
         self._task: Any = None
 
     def begin(self, total: float) -> None:

@@ -22,21 +22,25 @@ class RecipeList:
 @renders(RecipeList, Format.text)
 def _text(rl: RecipeList) -> str:
     rows = [[r.name, r.seed, r.description] for r in rl.recipes]
-    return (text_table(["recipe", "seed", "description"], rows, left=3)
-            + "\n\n  run one with: iowall run RECIPE [--quick] [--set AXIS=V1,V2 …]\n")
+    return (
+        text_table(["recipe", "seed", "description"], rows, left=3)
+        + "\n\n  run one with: iowall run RECIPE [--quick] [--set AXIS=V1,V2 …]\n"
+    )
 
 
 @renders(RecipeList, Format.json)
 def _json(rl: RecipeList) -> str:
-    return json_text({"recipes": [{"name": r.name, "seed": r.seed, "description": r.description}
-                                  for r in rl.recipes],
-                      "broken": rl.broken})
+    return json_text(
+        {
+            "recipes": [{"name": r.name, "seed": r.seed, "description": r.description} for r in rl.recipes],
+            "broken": rl.broken,
+        }
+    )
 
 
 @renders(RecipeList, Format.csv)
 def _csv(rl: RecipeList) -> str:
-    return "recipe,seed,description\n" + "".join(
-        f'{r.name},{r.seed},"{r.description}"\n' for r in rl.recipes)
+    return "recipe,seed,description\n" + "".join(f'{r.name},{r.seed},"{r.description}"\n' for r in rl.recipes)
 
 
 def recipes_cmd(fmt: ListFormatOpt = ListFormat.text, output: OutputOpt = None) -> None:

@@ -43,5 +43,8 @@ def recover_cmd(wait: WaitOpt = None) -> None:
         undone = journal.recover()
     for a in undone:
         print(f"{describe(a)} (left by pid {a.get('pid')})")
-    print(f"recovered {len(undone)} step{'s' * (len(undone) != 1)}" if undone
-          else "nothing to recover: no crashed iowall left anything behind")
+    print(
+        f"recovered {len(undone)} step{'s' * (len(undone) != 1)}"
+        if undone
+        else "nothing to recover: no crashed iowall left anything behind"
+    )

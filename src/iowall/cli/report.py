@@ -14,9 +14,14 @@ from .options import DbOpt, OutputOpt, ReportFormat, ReportFormatOpt
 
 
 def report_cmd(
-    batch: Annotated[str, typer.Argument(
-        metavar="BATCH", help="the batch id of a limits, recipe or plan run (or a unique "
-                              "prefix of one; 'iowall runs' shows batches)")],
+    batch: Annotated[
+        str,
+        typer.Argument(
+            metavar="BATCH",
+            help="the batch id of a limits, recipe or plan run (or a unique "
+            "prefix of one; 'iowall runs' shows batches)",
+        ),
+    ],
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,

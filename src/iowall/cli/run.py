@@ -37,32 +37,52 @@ from .progress import RichProgress
 
 
 def run_cmd(
-    target: Annotated[str, typer.Argument(
-        metavar="PLAN.toml|FILE.fio|RECIPE",
-        help="a plan file, a fio job file (run on the bed: its directory is the bed's, a "
-             "/dev/ filename is refused), or a recipe name (see: iowall recipes)")],
-    sets: Annotated[list[str] | None, typer.Option(
-        "--set", metavar="AXIS=V1,V2", help="set an axis (repeatable), e.g. --set jobs=1,2 "
-        "--set sysctl:vm.dirty_ratio=5,10")] = None,
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="PLAN.toml|FILE.fio|RECIPE",
+            help="a plan file, a fio job file (run on the bed: its directory is the bed's, a "
+            "/dev/ filename is refused), or a recipe name (see: iowall recipes)",
+        ),
+    ],
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="AXIS=V1,V2",
+            help="set an axis (repeatable), e.g. --set jobs=1,2 --set sysctl:vm.dirty_ratio=5,10",
+        ),
+    ] = None,
     label: LabelOpt = None,
     commit: CommitOpt = None,
     repeat: RepeatOpt = None,
     rel_target: TargetOpt = None,
-    quick: Annotated[bool, typer.Option(
-        "--quick", help="small and fast: one repeat for a plan; the recipe's own small sizes "
-                        "for a recipe")] = False,
-    bed: Annotated[str | None, typer.Option(
-        help=f"{BED_HELP}; overrides the plan's bed kind")] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick", help="small and fast: one repeat for a plan; the recipe's own small sizes for a recipe"
+        ),
+    ] = False,
+    bed: Annotated[str | None, typer.Option(help=f"{BED_HELP}; overrides the plan's bed kind")] = None,
     wipe: WipeOpt = False,
-    probes: Annotated[str | None, typer.Option(
-        "--probes", metavar="LIST|default|all|none",
-        help="what to watch during every point (default: the plan's list, else default)")
+    probes: Annotated[
+        str | None,
+        typer.Option(
+            "--probes",
+            metavar="LIST|default|all|none",
+            help="what to watch during every point (default: the plan's list, else default)",
+        ),
     ] = None,
     wait: WaitOpt = None,
     hold_memory: HoldMemoryOpt = False,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="check the plan completely and print the points it would run, with "
-        "their knobs, and the number of runs; run nothing, open no store")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="check the plan completely and print the points it would run, with "
+            "their knobs, and the number of runs; run nothing, open no store",
+        ),
+    ] = False,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
@@ -80,15 +100,36 @@ def run_cmd(
     bed = bed if plan_wipe else bed_with_wipe(bed, wipe)
     if dry_run:
         if not is_plan_path(target):
-            raise UserError(f"--dry-run checks a plan file (PLAN.toml or FILE.fio), not recipe "
-                            f"{target!r}")
-        emit(preview(load_target_plan(target, sets=parsed, label=label, repeat=policy,
-                                      quick=quick, bed=bed, wipe=plan_wipe, probes=probes,
-                                      rel_target=tgt)),
-             fmt, output)
+            raise UserError(f"--dry-run checks a plan file (PLAN.toml or FILE.fio), not recipe {target!r}")
+        emit(
+            preview(
+                load_target_plan(
+                    target,
+                    sets=parsed,
+                    label=label,
+                    repeat=policy,
+                    quick=quick,
+                    bed=bed,
+                    wipe=plan_wipe,
+                    probes=probes,
+                    rel_target=tgt,
+                )
+            ),
+            fmt,
+            output,
+        )
         return
-    prepared = prepare(target, sets=parsed, label=label, repeat=policy, quick=quick, bed=bed,
-                       wipe=plan_wipe, probes=probes, rel_target=tgt)
+    prepared = prepare(
+        target,
+        sets=parsed,
+        label=label,
+        repeat=policy,
+        quick=quick,
+        bed=bed,
+        wipe=plan_wipe,
+        probes=probes,
+        rel_target=tgt,
+    )
     store = Store(db)  # opened once the input is known to be good: a refusal writes nothing
     report = execute(prepared, store, RichProgress, wait_s, hold_memory)
     add_report(store, report)

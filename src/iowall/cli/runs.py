@@ -37,18 +37,29 @@ def runs(
     batch: Annotated[str | None, typer.Option(help="only this batch (one invocation)")] = None,
     status: Annotated[Status | None, typer.Option(help="only runs with this status")] = None,
     host: Annotated[str | None, typer.Option(help="only this host")] = None,
-    kernel: Annotated[str | None, typer.Option(
-        metavar="RELEASE", help="only kernels whose release starts with this, e.g. 6.18 or "
-        "6.18.44")] = None,
-    last: Annotated[int | None, typer.Option(
-        min=0, metavar="N", help="only the last N runs (0: none; a negative N is refused)")
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RELEASE", help="only kernels whose release starts with this, e.g. 6.18 or 6.18.44"
+        ),
     ] = None,
-    page: Annotated[int | None, typer.Option(
-        min=1, metavar="P", help="page P of the list, newest first (1: the newest runs)")
+    last: Annotated[
+        int | None,
+        typer.Option(min=0, metavar="N", help="only the last N runs (0: none; a negative N is refused)"),
     ] = None,
-    limit: Annotated[int | None, typer.Option(
-        min=1, metavar="N", help=f"runs per page (text shows the newest {PAGE_SIZE} unless "
-        "told; json and csv stream every run unless --page or --limit is given)")] = None,
+    page: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="P", help="page P of the list, newest first (1: the newest runs)"),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"runs per page (text shows the newest {PAGE_SIZE} unless "
+            "told; json and csv stream every run unless --page or --limit is given)",
+        ),
+    ] = None,
     fmt: ListFormatOpt = ListFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
@@ -57,9 +68,15 @@ def runs(
     if last is not None and (page is not None or limit is not None):
         raise UserError("give --last N, or --page/--limit, not both")
     store = Store.existing(db)
-    flt = RunFilter(label=label, recipe=recipe, batch=batch,
-                    status=status.value if status else None, host=host, kernel=kernel,
-                    limit=last)
+    flt = RunFilter(
+        label=label,
+        recipe=recipe,
+        batch=batch,
+        status=status.value if status else None,
+        host=host,
+        kernel=kernel,
+        limit=last,
+    )
     if last is not None:
         found = store.runs(flt)
     elif fmt != ListFormat.text and page is None and limit is None:
@@ -70,9 +87,12 @@ def runs(
         found, total = store.page(flt, number=number, size=size)
         older = max(0, total - number * size)
         if older and fmt == ListFormat.text:
-            print(f"{older} older run{'' if older == 1 else 's'} not shown: --page "
-                  f"{number + 1} for the next page, --limit N for longer pages, "
-                  "--format csv or json for every run", file=sys.stderr)
+            print(
+                f"{older} older run{'' if older == 1 else 's'} not shown: --page "
+                f"{number + 1} for the next page, --limit N for longer pages, "
+                "--format csv or json for every run",
+                file=sys.stderr,
+            )
     emit(RunList.of(found), fmt, output)
 
 
@@ -90,8 +110,7 @@ def stream_runs(store: Store, flt: RunFilter, fmt: ListFormat, output: str | Non
             head, tail = json_text({"runs": []}).split("[]", 1)  # the one "[]" of that head
             f.write(head + "[")
             for n, r in enumerate(store.iter_runs(flt)):
-                f.write(("," if n else "") + json.dumps(run_json(r), separators=(",", ":"),
-                                                        default=str))
+                f.write(("," if n else "") + json.dumps(run_json(r), separators=(",", ":"), default=str))
             f.write("]" + tail)
     if output not in (None, "-"):
         wrote(output)
@@ -100,9 +119,14 @@ def stream_runs(store: Store, flt: RunFilter, fmt: ListFormat, output: str | Non
 def show(
     run_id: RunIdArg,
     fmt: RecordFormatOpt = RecordFormat.text,
-    raw: Annotated[str | None, typer.Option(
-        metavar="NAME", help="print one raw artifact (e.g. fio.json, job.fio; a compressed "
-        "one, such as profile.folded.gz, as its text)")] = None,
+    raw: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="print one raw artifact (e.g. fio.json, job.fio; a compressed "
+            "one, such as profile.folded.gz, as its text)",
+        ),
+    ] = None,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:

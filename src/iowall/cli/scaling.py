@@ -26,8 +26,9 @@ def scaling(
     knee: KneeOpt = 0.8,
     fmt: ScalingFormatOpt = ScalingFormat.text,
     output: OutputOpt = None,
-    plot: Annotated[str | None, typer.Option(
-        metavar="FILE.png|FILE.svg", help="also draw the curves into this file")] = None,
+    plot: Annotated[
+        str | None, typer.Option(metavar="FILE.png|FILE.svg", help="also draw the curves into this file")
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Scaling over a thread or job sweep: efficiency, knee, USL fit (σ, κ, N*, peak)."""

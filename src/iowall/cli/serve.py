@@ -41,31 +41,51 @@ def bound_socket(host: str, port: int) -> socket.socket:
 
 
 def serve(
-    host: Annotated[str, typer.Option(
-        metavar="ADDR", help="the address to listen on; beyond this machine only with "
-        "--allow-remote")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, metavar="PORT",
-                                      help="the port (0: any free one)")] = 8040,
-    allow_remote: Annotated[bool, typer.Option(
-        "--allow-remote", help="listen on a non-loopback --host: every stored run, its "
-        "environment and raw data become readable from the network")] = False,
-    server_name: Annotated[list[str] | None, typer.Option(
-        "--server-name", metavar="NAME", help="a host name the dashboard is reached by besides "
-        "its address (a reverse proxy's), repeatable: other Host headers are refused (DNS "
-        "rebinding)")] = None,
+    host: Annotated[
+        str,
+        typer.Option(
+            metavar="ADDR", help="the address to listen on; beyond this machine only with --allow-remote"
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, metavar="PORT", help="the port (0: any free one)")
+    ] = 8040,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="listen on a non-loopback --host: every stored run, its "
+            "environment and raw data become readable from the network",
+        ),
+    ] = False,
+    server_name: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--server-name",
+            metavar="NAME",
+            help="a host name the dashboard is reached by besides "
+            "its address (a reverse proxy's), repeatable: other Host headers are refused (DNS "
+            "rebinding)",
+        ),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Serve the dashboard of the store: runs, a run with its Why and flame graph, compare,
     history with change points, stored reports. Read-only; prints its URL."""
     if not loopback(host) and not allow_remote:
-        raise UserError(f"--host {host} listens beyond this machine: every stored run would be "
-                        "readable from the network; add --allow-remote if that is meant")
+        raise UserError(
+            f"--host {host} listens beyond this machine: every stored run would be "
+            "readable from the network; add --allow-remote if that is meant"
+        )
     store = Store.existing(db)
     sock = bound_socket(host, port)
     addr, bound = sock.getsockname()[:2]
     shown = f"[{addr}]" if ":" in addr else addr
-    print(f"iowall: serving {store.shown} at http://{shown}:{bound}/ (Ctrl-C stops)",
-          file=sys.stderr, flush=True)
+    print(
+        f"iowall: serving {store.shown} at http://{shown}:{bound}/ (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
     app = create_app(store, HostNames.of(addr, server_name or ()))
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])

@@ -33,8 +33,9 @@ def tool(name: str) -> str:
     local = Path(sys.executable).parent / name
     found = str(local) if local.is_file() else shutil.which(name)
     if not found:
-        raise UserError(f"{name} not found: install ansible-core (pip install 'iowall[fleet]', "
-                        "or make setup)")
+        raise UserError(
+            f"{name} not found: install ansible-core (pip install 'iowall[fleet]', or make setup)"
+        )
     return found
 
 
@@ -42,8 +43,9 @@ def inventory_hosts(inventory: str) -> list[str]:
     """Every host the inventory names, in its order (``ansible-inventory --list``)."""
     if not os.path.exists(inventory):
         raise UserError(f"no inventory at {inventory}")
-    cp = subprocess.run([tool("ansible-inventory"), "-i", inventory, "--list"],
-                        capture_output=True, text=True)
+    cp = subprocess.run(
+        [tool("ansible-inventory"), "-i", inventory, "--list"], capture_output=True, text=True
+    )
     if cp.returncode != 0:
         last = (cp.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"inventory {inventory}: {last}")
@@ -71,22 +73,46 @@ def _event(line: str) -> Event | None:
         return None
     if not isinstance(doc, dict) or "event" not in doc:
         return None
-    return Event(str(doc["event"]), str(doc.get("host", "")), str(doc.get("task", "")),
-                 str(doc.get("msg", "")), str(doc.get("stdout", "")))
+    return Event(
+        str(doc["event"]),
+        str(doc.get("host", "")),
+        str(doc.get("task", "")),
+        str(doc.get("msg", "")),
+        str(doc.get("stdout", "")),
+    )
 
 
-def play(playbook: Path, inventory: str, limit: Sequence[str], extra_vars: Mapping[str, Any],
-         log: Path, on_event: Callable[[Event], None]) -> int:
+def play(
+    playbook: Path,
+    inventory: str,
+    limit: Sequence[str],
+    extra_vars: Mapping[str, Any],
+    log: Path,
+    on_event: Callable[[Event], None],
+) -> int:
     """Run ``playbook`` on the ``limit`` hosts of ``inventory``; every event goes to
     ``on_event`` as it arrives; everything Ansible prints goes to ``log``. Returns the exit code
     (2 and 4: some host failed or was unreachable, which the events tell)."""
     extra = log.with_name("extra-vars.json")
     extra.write_text(json.dumps(dict(extra_vars)))
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="iowall_events",
-               ANSIBLE_CALLBACK_PLUGINS=str(playbook.parent / "callback_plugins"),
-               ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
-    cmd = [tool("ansible-playbook"), "-i", inventory, "--limit", ",".join(limit),
-           "-e", f"@{extra}", str(playbook)]
+    env = dict(
+        os.environ,
+        ANSIBLE_STDOUT_CALLBACK="iowall_events",
+        ANSIBLE_CALLBACK_PLUGINS=str(playbook.parent / "callback_plugins"),
+        ANSIBLE_RETRY_FILES_ENABLED="0",
+        ANSIBLE_NOCOLOR="1",
+        PYTHONUNBUFFERED="1",
+    )
+    cmd = [
+        tool("ansible-playbook"),
+        "-i",
+        inventory,
+        "--limit",
+        ",".join(limit),
+        "-e",
+        f"@{extra}",
+        str(playbook),
+    ]
     with open(log, "a") as lf:
         lf.write(f"$ {' '.join(cmd)}\n")
         lf.flush()

@@ -21,9 +21,13 @@ from .state import FleetDir, run_key
 from .wheelhouse import build, checkout
 
 #: The playbook's tasks that mark a stage, and the progress line each one prints.
-STAGES = {"iowall: copy wheelhouse": "wheelhouse copied", "iowall: dependencies": "installed",
-          "iowall: doctor": "doctor: limits can run", "iowall: run": "measured",
-          "iowall: fetch bundle": "bundle fetched"}
+STAGES = {
+    "iowall: copy wheelhouse": "wheelhouse copied",
+    "iowall: dependencies": "installed",
+    "iowall: doctor": "doctor: limits can run",
+    "iowall: run": "measured",
+    "iowall: fetch bundle": "bundle fetched",
+}
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,10 @@ class FleetSpec:
 def _fingerprint_line(stdout: str) -> str:
     try:
         f = json.loads(stdout)
-        return (f"fingerprint: {f['hostname']}, {plural(int(f['cpu_count']), 'CPU')} {f['cpu_model']}, "
-                f"{fmt_bytes(int(f['mem_total_bytes']))}, kernel {f['kernel']}")
+        return (
+            f"fingerprint: {f['hostname']}, {plural(int(f['cpu_count']), 'CPU')} {f['cpu_model']}, "
+            f"{fmt_bytes(int(f['mem_total_bytes']))}, kernel {f['kernel']}"
+        )
     except (ValueError, KeyError, TypeError):
         return "fingerprint: unreadable"
 
@@ -90,22 +96,26 @@ def _import(fd: FleetDir, host: str, store: Store) -> HostState:
     return HostState(host, IMPORTED, runs=len(runs), hostnames=tuple(names))
 
 
-def run_fleet(spec: FleetSpec, store: Store, say: Callable[[str], None],
-              root: Path | None = None) -> list[HostState]:
+def run_fleet(
+    spec: FleetSpec, store: Store, say: Callable[[str], None], root: Path | None = None
+) -> list[HostState]:
     """Run ``spec`` on every inventory host not yet imported and import what lands; returns
     every host's state, in inventory order. ``root`` holds the fleet run directories."""
     target, keyed = spec.resolved_target()
     hosts = inventory_hosts(spec.inventory)
     fd = FleetDir(run_key(spec.label, keyed, spec.commit), root)
-    say(f"fleet: {len(hosts)} hosts, {keyed}, label {spec.label or '-'}, commit "
-        f"{spec.commit or '-'}; state in {fd.path}")
+    say(
+        f"fleet: {len(hosts)} hosts, {keyed}, label {spec.label or '-'}, commit "
+        f"{spec.commit or '-'}; state in {fd.path}"
+    )
     progress = _Progress(say)
     todo = []
     for h in hosts:
         st = fd.state(h)
         if st is not None and st.status == IMPORTED:
-            progress.line(h, f"already imported ({plural(st.runs, 'run')} from {', '.join(st.hostnames)}): "
-                             "skipped")
+            progress.line(
+                h, f"already imported ({plural(st.runs, 'run')} from {', '.join(st.hostnames)}): skipped"
+            )
             continue
         if fd.bundle(h).is_file():  # fetched by an earlier attempt, not imported then
             got = _import(fd, h, store)
@@ -120,19 +130,31 @@ def run_fleet(spec: FleetSpec, store: Store, say: Callable[[str], None],
         progress.line("controller", f"built {wheel} and its dependencies into {fd.wheelhouse}")
         for h in todo:
             fd.bundle(h).unlink(missing_ok=True)
-        extra = {"iowall_wheelhouse": f"{fd.wheelhouse}.tar", "iowall_wheel": wheel,
-                 "iowall_target": target, "iowall_label": spec.label,
-                 "iowall_commit": spec.commit, "iowall_quick": spec.quick,
-                 "iowall_key": fd.path.name, "iowall_fetch_dir": str(fd.fetched)}
+        extra = {
+            "iowall_wheelhouse": f"{fd.wheelhouse}.tar",
+            "iowall_wheel": wheel,
+            "iowall_target": target,
+            "iowall_label": spec.label,
+            "iowall_commit": spec.commit,
+            "iowall_quick": spec.quick,
+            "iowall_key": fd.path.name,
+            "iowall_fetch_dir": str(fd.fetched),
+        }
         play(source / "fleet" / "playbook.yml", spec.inventory, todo, extra, fd.log, progress)
         for h in todo:
             if fd.bundle(h).is_file():
                 st = _import(fd, h, store)
             else:
-                st = HostState(h, FAILED, error=progress.errors.get(
-                    h, f"the playbook ended without its bundle; see {fd.log}"))
+                st = HostState(
+                    h,
+                    FAILED,
+                    error=progress.errors.get(h, f"the playbook ended without its bundle; see {fd.log}"),
+                )
             fd.save(st)
-            progress.line(h, f"imported {plural(st.runs, 'run')} (host {', '.join(st.hostnames)}) into "
-                             f"{store.shown}" if st.status == IMPORTED
-                          else f"FAILED: {st.error}")
+            progress.line(
+                h,
+                f"imported {plural(st.runs, 'run')} (host {', '.join(st.hostnames)}) into {store.shown}"
+                if st.status == IMPORTED
+                else f"FAILED: {st.error}",
+            )
     return [fd.state(h) or HostState(h, FAILED, error="no state") for h in hosts]

@@ -10,8 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..atomic import write_text
+from ..dirs import data_dir
 from ..errors import UserError
-from ..paths import data_dir
 from ..results import HostState
 
 
@@ -51,5 +51,8 @@ class FleetDir:
         return HostState(**{**doc, "hostnames": tuple(doc.get("hostnames", ()))})
 
     def save(self, state: HostState) -> None:
-        write_text(str(self._state_file(state.host)), json.dumps(asdict(state), indent=1) + "\n",
-                   what="fleet host state")
+        write_text(
+            str(self._state_file(state.host)),
+            json.dumps(asdict(state), indent=1) + "\n",
+            what="fleet host state",
+        )

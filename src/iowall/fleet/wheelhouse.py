@@ -17,14 +17,19 @@ def checkout() -> Path:
     playbook is its ``fleet/``; an installed iowall without its checkout cannot drive one."""
     root = Path(__file__).resolve().parents[3]
     if not ((root / "setup.py").is_file() and (root / "fleet" / "playbook.yml").is_file()):
-        raise UserError(f"iowall fleet run needs iowall's source checkout (setup.py, fleet/); "
-                        f"this iowall is installed in {root}: run it from a checkout")
+        raise UserError(
+            f"iowall fleet run needs iowall's source checkout (setup.py, fleet/); "
+            f"this iowall is installed in {root}: run it from a checkout"
+        )
     return root
 
 
 def _pip(args: list[str], what: str) -> None:
-    cp = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
-                         *args], capture_output=True, text=True)
+    cp = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+    )
     if cp.returncode != 0:
         last = (cp.stderr.strip().splitlines() or ["no output"])[-1]
         raise IowallError(f"building {what} failed (pip wheel exit {cp.returncode}): {last}")
@@ -44,8 +49,10 @@ def build(root: Path, dest: Path) -> str:
         raise IowallError(f"building the iowall wheel left {len(wheels)} wheels in {dest}")
     _pip(["-w", str(dest), "--find-links", str(dest), str(wheels[0])], "the dependency wheels")
     tar = dest.with_suffix(".tar")
-    with open_atomic_bytes(tar, what="wheel archive") as f, \
-            tarfile.open(fileobj=f, mode="w") as t:  # wheels are compressed already
+    with (
+        open_atomic_bytes(tar, what="wheel archive") as f,
+        tarfile.open(fileobj=f, mode="w") as t,
+    ):  # wheels are compressed already
         for w in sorted(dest.glob("*.whl")):
             t.add(w, arcname=w.name)
     return wheels[0].name

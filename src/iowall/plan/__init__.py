@@ -18,8 +18,30 @@ from .preview import preview
 from .spec import BED_AXES, WORKLOAD_PARAMS, Where, key_line
 from .summary import plan_report, summarise, table_json
 
-__all__ = ["BED_AXES", "WORKLOAD_PARAMS", "Axis", "BedShape", "Plan", "PlanError", "PlanPoint",
-           "PlanResult", "Where", "Workload", "auto_bed_size", "build_job", "check_axis",
-           "interleave", "key_line", "load_jobfile", "load_plan", "parse_set", "plan_from_doc",
-           "plan_report", "preview",
-           "rounds", "run_plan", "summarise", "table_json"]
+__all__ = [
+    "BED_AXES",
+    "WORKLOAD_PARAMS",
+    "Axis",
+    "BedShape",
+    "Plan",
+    "PlanError",
+    "PlanPoint",
+    "PlanResult",
+    "Where",
+    "Workload",
+    "auto_bed_size",
+    "build_job",
+    "check_axis",
+    "interleave",
+    "key_line",
+    "load_jobfile",
+    "load_plan",
+    "parse_set",
+    "plan_from_doc",
+    "plan_report",
+    "preview",
+    "rounds",
+    "run_plan",
+    "summarise",
+    "table_json",
+]

@@ -15,7 +15,7 @@ from ..beds import FILESYSTEMS
 from ..beds.xfs_blocks import fmt_block, parse_fs_blocks
 from ..errors import UserError
 from ..knob import looks_like_knob, parse_knob
-from ..knobs import check_exists
+from ..knob_session import check_exists
 from .spec import _EXPECT, BED_AXES, WORKLOAD_PARAMS, FioModel, Where, _first_error, _size
 
 if sys.version_info >= (3, 11):
@@ -68,8 +68,9 @@ def check_axis(name: str, values: Any, w: Where, loc: tuple[str | int, ...]) -> 
                         raise ValueError(v)
                     (b,) = parse_fs_blocks(str(v))
                 except (UserError, ValueError):
-                    raise w.error(loc, f"expected {_EXPECT[canon]}: a power of two from 1k "
-                                       f"to 64k (got {v!r})") from None
+                    raise w.error(
+                        loc, f"expected {_EXPECT[canon]}: a power of two from 1k to 64k (got {v!r})"
+                    ) from None
                 out.append(fmt_block(b))
                 continue
             if canon == "bed_size":
@@ -109,9 +110,12 @@ def check_axis(name: str, values: Any, w: Where, loc: tuple[str | int, ...]) -> 
         choices = list(WORKLOAD_PARAMS) + list(BED_AXES)
         close = difflib.get_close_matches(canon, choices, n=1, cutoff=0.5)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise w.error(loc, f"unknown axis {name!r}: {hint}an axis is a workload parameter "
-                      f"({', '.join(WORKLOAD_PARAMS[:6])} …), one of {', '.join(BED_AXES)}, "
-                      "or a knob: sysctl:NAME, sysfs:ATTR, sysfs:/sys/PATH, xfs:extsize")
+        raise w.error(
+            loc,
+            f"unknown axis {name!r}: {hint}an axis is a workload parameter "
+            f"({', '.join(WORKLOAD_PARAMS[:6])} …), one of {', '.join(BED_AXES)}, "
+            "or a knob: sysctl:NAME, sysfs:ATTR, sysfs:/sys/PATH, xfs:extsize",
+        )
     seen: list[Any] = []
     for v in out:
         if v in seen:
@@ -139,8 +143,9 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not name:
-        raise UserError(f"--set {text!r}: write AXIS=V1,V2, e.g. --set jobs=1,2,4 or "
-                        "--set sysctl:vm.dirty_ratio=5,10")
+        raise UserError(
+            f"--set {text!r}: write AXIS=V1,V2, e.g. --set jobs=1,2,4 or --set sysctl:vm.dirty_ratio=5,10"
+        )
     raw = raw.strip()
     if raw.startswith("["):
         try:
@@ -152,5 +157,3 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     if not values:
         raise UserError(f"--set {text!r}: empty axis: give at least one value")
     return name, list(values)
-
-

@@ -15,7 +15,7 @@ from typing import Any
 from ..beds import Bed, BedSpec, check_fs, default_size, provision
 from ..beds.xfs_blocks import check_fs_blocks
 from ..errors import UserError, WorkloadError
-from ..knobs import KnobSession
+from ..knob_session import KnobSession
 from ..model import Run
 from ..repeat import Decider, pct, replay, summary
 from ..runner import Outcome, Partial, Progress, Task
@@ -45,8 +45,7 @@ def auto_bed_size(points: Sequence[PlanPoint], workload: Workload) -> int:
 # Order
 
 
-def interleave(points: Sequence[PlanPoint], repeat: int,
-               seed: int | None = None) -> list[tuple[int, int]]:
+def interleave(points: Sequence[PlanPoint], repeat: int, seed: int | None = None) -> list[tuple[int, int]]:
     """``(round, point index)`` in execution order: every round runs every point once (a b a b
     …, never all of a then all of b); points needing the same bed shape run together within a
     round so that each bed is provisioned at most once per round. With a seed, the order of
@@ -54,8 +53,12 @@ def interleave(points: Sequence[PlanPoint], repeat: int,
     return list(rounds(points, repeat, seed))
 
 
-def rounds(points: Sequence[PlanPoint], repeat: int, seed: int | None = None,
-           pending: Callable[[int], bool] | None = None) -> Iterator[tuple[int, int]]:
+def rounds(
+    points: Sequence[PlanPoint],
+    repeat: int,
+    seed: int | None = None,
+    pending: Callable[[int], bool] | None = None,
+) -> Iterator[tuple[int, int]]:
     """``interleave`` as a generator: each round is formed when the one before has been run,
     of the points for which ``pending(index)`` is then true (``--repeat auto``: the points
     not yet decided); it ends early when no point is pending."""
@@ -109,8 +112,7 @@ class _Beds:
     bed: Bed | None = None
 
 
-def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session,
-               engine: bool = False) -> Task:
+def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session, engine: bool = False) -> Task:
     def execute(partial: Partial) -> Outcome:
         bed = beds.bed
         assert bed is not None
@@ -134,9 +136,12 @@ def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session,
                     raise WorkloadError(f"uncached not possible on this bed: {why_not}")
             try:
                 res: FioResult | StreamResult = (
-                    run_engine_point(pp.fio, workdir, lambda: session.drop_caches(partial),
-                                     origin_s=partial.origin_s)
-                    if engine else run_fio(plan.job(pp, workdir), origin_s=partial.origin_s))
+                    run_engine_point(
+                        pp.fio, workdir, lambda: session.drop_caches(partial), origin_s=partial.origin_s
+                    )
+                    if engine
+                    else run_fio(plan.job(pp, workdir), origin_s=partial.origin_s)
+                )
             except FioFailure as e:
                 partial.artifacts.extend(e.result.artifacts())
                 raise
@@ -148,8 +153,7 @@ def _make_task(pp: PlanPoint, plan: Plan, beds: _Beds, session: Session,
     return Task(pp.point, execute, weight=weight, title=pp.title())
 
 
-def check_points(points: Sequence[PlanPoint], plan: Plan | None = None, *,
-                 trial: bool = True) -> set[str]:
+def check_points(points: Sequence[PlanPoint], plan: Plan | None = None, *, trial: bool = True) -> set[str]:
     """UserErrors, before anything runs, for knobs the points' beds cannot take and for modes
     nothing here can generate; the keys of the points iowall-engine runs (uncached where fio
     passes the old flag). ``trial=False`` (``--dry-run``) leaves out the two checks that touch
@@ -159,9 +163,13 @@ def check_points(points: Sequence[PlanPoint], plan: Plan | None = None, *,
         fio_ok, why_not = fio_dontcache_ok()
         for pp in points:
             if uses_engine(pp.fio, fio_ok):
-                check_engine_point(pp.fio, pp.title(), jobfile=bool(plan and plan.workload.jobfile),
-                                   options=plan.workload.options if plan else {},
-                                   why_not_fio=why_not)
+                check_engine_point(
+                    pp.fio,
+                    pp.title(),
+                    jobfile=bool(plan and plan.workload.jobfile),
+                    options=plan.workload.options if plan else {},
+                    why_not_fio=why_not,
+                )
                 engine.add(pp.point.key())
     for pp in points:
         if pp.fio.get("mode") is not None and "direct" in pp.fio:
@@ -169,17 +177,17 @@ def check_points(points: Sequence[PlanPoint], plan: Plan | None = None, *,
         spec = BedSpec.parse(pp.shape.kind)
         check_fs(spec, pp.shape.fs)
         for knob, _ in pp.knobs:
-            if knob.kind == "xfs" and (spec.kind not in ("ram", "loop", "device")
-                                       or pp.shape.fs != "xfs"):
-                raise UserError(f"knob {knob} needs an xfs bed, but point {pp.title()} runs on "
-                                f"{pp.shape.describe()}")
+            if knob.kind == "xfs" and (spec.kind not in ("ram", "loop", "device") or pp.shape.fs != "xfs"):
+                raise UserError(
+                    f"knob {knob} needs an xfs bed, but point {pp.title()} runs on {pp.shape.describe()}"
+                )
             if knob.needs_bed and spec.kind not in ("ram", "loop", "device"):
-                raise UserError(f"knob {knob} needs a bed with a block device (ram, loop or "
-                                f"device), not {spec}")
+                raise UserError(
+                    f"knob {knob} needs a bed with a block device (ram, loop or device), not {spec}"
+                )
     blocks = {pp.shape.fs_block: pp.shape for pp in points if pp.shape.fs_block}
     for b, shape in blocks.items():
-        check_fs_blocks(BedSpec.parse(shape.kind), shape.fs, [b] if trial else [],
-                        shape.mkfs_opts)
+        check_fs_blocks(BedSpec.parse(shape.kind), shape.fs, [b] if trial else [], shape.mkfs_opts)
     if any(pp.knobs for pp in points) and os.geteuid() != 0:
         raise UserError("knobs (sysctl, sysfs, xfs) need root: run iowall as root")
     return engine
@@ -198,14 +206,18 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     engine = check_points(points, plan)
     sizes: dict[BedShape, int] = {}
     for shape in dict.fromkeys(pp.shape for pp in points):
-        sizes[shape] = shape.size or auto_bed_size(
-            [pp for pp in points if pp.shape == shape], plan.workload)
+        sizes[shape] = shape.size or auto_bed_size([pp for pp in points if pp.shape == shape], plan.workload)
 
     batch = str(uuid.uuid4())
-    session = Session(store=store, label=plan.label, progress=progress,
-                      probes=",".join(plan.probes) if plan.probes else "default",
-                      extra={"plan": {**plan.describe(), "batch": batch}},
-                      shuffle=plan.shuffle, batch=batch)
+    session = Session(
+        store=store,
+        label=plan.label,
+        progress=progress,
+        probes=",".join(plan.probes) if plan.probes else "default",
+        extra={"plan": {**plan.describe(), "batch": batch}},
+        shuffle=plan.shuffle,
+        batch=batch,
+    )
     beds = _Beds()
     tasks = [_make_task(pp, plan, beds, session, pp.point.key() in engine) for pp in points]
     sched = session.schedule
@@ -213,8 +225,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     decider = sched.decider
     assert decider is not None
     keys = [pp.point.key() for pp in points]
-    order = rounds(points, policy.max_runs, plan.shuffle,
-                   pending=lambda i: not decider.done(keys[i]))
+    order = rounds(points, policy.max_runs, plan.shuffle, pending=lambda i: not decider.done(keys[i]))
     facts: dict[BedShape, Mapping[str, Any]] = {}
     progress.begin(sum(t.weight for t in tasks) * policy.max_runs)
     stack = contextlib.ExitStack()
@@ -226,9 +237,15 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
                 beds.bed, current = None, None
                 stack.close()
                 stack = contextlib.ExitStack()
-                beds.bed = stack.enter_context(provision(
-                    BedSpec.parse(pp.shape.kind), fs=pp.shape.fs, size_bytes=sizes[pp.shape],
-                    mkfs_opts=pp.shape.mkfs_argv, mount_opts=pp.shape.mount_opts))
+                beds.bed = stack.enter_context(
+                    provision(
+                        BedSpec.parse(pp.shape.kind),
+                        fs=pp.shape.fs,
+                        size_bytes=sizes[pp.shape],
+                        mkfs_opts=pp.shape.mkfs_argv,
+                        mount_opts=pp.shape.mount_opts,
+                    )
+                )
                 current = pp.shape
                 facts[pp.shape] = dict(beds.bed.facts)
                 session.use_beds(beds.bed)
@@ -242,13 +259,25 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     notes = list(session.notes)
     if len(facts) > 1:
         notes.append(f"{len(facts)} bed shapes: each was provisioned afresh once per round")
-    notes.append("caches are dropped (sync; drop_caches=3) before every point; points run "
-                 "interleaved, one round after another"
-                 + (f", shuffled with seed {plan.shuffle}" if plan.shuffle is not None else ""))
+    notes.append(
+        "caches are dropped (sync; drop_caches=3) before every point; points run "
+        "interleaved, one round after another"
+        + (f", shuffled with seed {plan.shuffle}" if plan.shuffle is not None else "")
+    )
     if policy.auto:
-        notes.append(f"repeat auto: each round runs the points not yet decided; a point stops "
-                     f"when the {policy.confidence:.0%} order-statistic interval of the median "
-                     f"of its throughput is within ±{pct(policy.target)} or at "
-                     f"{policy.max_runs} runs (why: the note on its last run)")
-    return PlanResult(plan, tuple(points), tuple(sched.runs), batch, tuple(facts.values()),
-                      tuple(notes), os.uname().release, decider)
+        notes.append(
+            f"repeat auto: each round runs the points not yet decided; a point stops "
+            f"when the {policy.confidence:.0%} order-statistic interval of the median "
+            f"of its throughput is within ±{pct(policy.target)} or at "
+            f"{policy.max_runs} runs (why: the note on its last run)"
+        )
+    return PlanResult(
+        plan,
+        tuple(points),
+        tuple(sched.runs),
+        batch,
+        tuple(facts.values()),
+        tuple(notes),
+        os.uname().release,
+        decider,
+    )

@@ -58,8 +58,7 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
         if not m and "end of document" in msg:
             line = text.count("\n") + 1
         raise PlanError(str(path), line, "", f"not valid TOML: {msg}") from None
-    return plan_from_doc(doc, where=Where(str(path), text), base_dir=str(p.parent),
-                         default_label=p.stem)
+    return plan_from_doc(doc, where=Where(str(path), text), base_dir=str(p.parent), default_label=p.stem)
 
 
 def load_jobfile(path: str | os.PathLike[str]) -> Plan:
@@ -68,12 +67,22 @@ def load_jobfile(path: str | os.PathLike[str]) -> Plan:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"job file {str(path)!r} not found")
-    return plan_from_doc({"workload": {"kind": "fio", "jobfile": p.name}},
-                         where=Where(str(path)), base_dir=str(p.parent), default_label=p.stem)
+    return plan_from_doc(
+        {"workload": {"kind": "fio", "jobfile": p.name}},
+        where=Where(str(path)),
+        base_dir=str(p.parent),
+        default_label=p.stem,
+    )
 
 
-def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_dir: str = ".",
-                  default_label: str = "plan", recipe: str = "") -> Plan:
+def plan_from_doc(
+    doc: Mapping[str, Any],
+    *,
+    where: Where | None = None,
+    base_dir: str = ".",
+    default_label: str = "plan",
+    recipe: str = "",
+) -> Plan:
     """Validate a plan given as a dict (a parsed TOML file, or a recipe's own plan)."""
     w = where or Where("<plan>")
     try:
@@ -85,8 +94,9 @@ def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_di
     wl = dict(m.workload)
     kind = wl.get("kind", "fio")
     if kind not in WORKLOAD_KINDS:
-        raise w.error(("workload", "kind"),
-                      f"unknown workload kind {kind!r}: use {', '.join(WORKLOAD_KINDS)}")
+        raise w.error(
+            ("workload", "kind"), f"unknown workload kind {kind!r}: use {', '.join(WORKLOAD_KINDS)}"
+        )
     try:
         fm = FioModel.model_validate(wl)
     except ValidationError as e:
@@ -105,12 +115,15 @@ def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_di
         try:
             jobfile_text = Path(jobfile).read_text()
         except OSError as e:
-            raise w.error(("workload", "jobfile"),
-                          f"cannot read job file {_shown(jobfile)}: {e.strerror or e}") from None
+            raise w.error(
+                ("workload", "jobfile"), f"cannot read job file {_shown(jobfile)}: {e.strerror or e}"
+            ) from None
         check_jobfile(jobfile_text, jobfile)
     elif "size" not in params and "filesize" not in params:
-        raise w.error(("workload",), "fio needs to know how much to write: add size "
-                      "(per job, e.g. size = \"256M\") or filesize")
+        raise w.error(
+            ("workload",),
+            'fio needs to know how much to write: add size (per job, e.g. size = "256M") or filesize',
+        )
     workload = Workload("fio", params, dict(fm.options), jobfile, jobfile_text)
 
     bed = _bed_shape(m.bed, w)
@@ -135,10 +148,17 @@ def plan_from_doc(doc: Mapping[str, Any], *, where: Where | None = None, base_di
         shuffle = None
     else:
         shuffle = m.shuffle
-    return Plan(label=m.label or default_label, workload=workload, bed=bed, axes=tuple(axes),
-                repeats=parse_repeat(m.repeat, what="repeat"), shuffle=shuffle,
-                probes=tuple(m.probes), recipe=recipe,
-                source=w.name if where is not None else (f"recipe {recipe}" if recipe else ""))
+    return Plan(
+        label=m.label or default_label,
+        workload=workload,
+        bed=bed,
+        axes=tuple(axes),
+        repeats=parse_repeat(m.repeat, what="repeat"),
+        shuffle=shuffle,
+        probes=tuple(m.probes),
+        recipe=recipe,
+        source=w.name if where is not None else (f"recipe {recipe}" if recipe else ""),
+    )
 
 
 def _bed_shape(b: BedModel, w: Where) -> BedShape:
@@ -147,14 +167,22 @@ def _bed_shape(b: BedModel, w: Where) -> BedShape:
     except UserError as e:
         raise w.error(("bed", "kind"), str(e).replace("--bed ", "")) from None
     if spec.wipe:  # erasing what a device holds is asked for here, never by a file
-        raise w.error(("bed", "kind"), "a plan file cannot wipe a device: name it "
-                                       f"device:{spec.path} and pass --wipe on the command line")
+        raise w.error(
+            ("bed", "kind"),
+            "a plan file cannot wipe a device: name it "
+            f"device:{spec.path} and pass --wipe on the command line",
+        )
     try:  # the guard and a dir's existence: for the bed the run uses (``--bed`` may replace it)
         check_fs_name(spec, b.fs)
     except UserError as e:
         raise w.error(("bed", "fs"), str(e).replace("--fs ", "")) from None
-    return BedShape(kind=str(spec), fs=b.fs, size=_bytes(b.size) if b.size is not None else None,
-                    mkfs_opts=b.mkfs_opts, mount_opts=b.mount_opts)
+    return BedShape(
+        kind=str(spec),
+        fs=b.fs,
+        size=_bytes(b.size) if b.size is not None else None,
+        mkfs_opts=b.mkfs_opts,
+        mount_opts=b.mount_opts,
+    )
 
 
 def _shown(path: str) -> str:

@@ -45,8 +45,7 @@ class BedShape:
     @property
     def mkfs_argv(self) -> str:
         """The mkfs options the bed is made with: the plan's, then the block size."""
-        return " ".join(x for x in (self.mkfs_opts,
-                                    f"-b size={self.fs_block}" if self.fs_block else "") if x)
+        return " ".join(x for x in (self.mkfs_opts, f"-b size={self.fs_block}" if self.fs_block else "") if x)
 
     def describe(self) -> str:
         out = [self.kind]
@@ -115,9 +114,11 @@ class Plan:
             object.__setattr__(self, "recipe", f"plan:{self.label}")
         check_label(self.label, "the plan's label")
         if len(self.recipe) > RECIPE_MAX:
-            raise UserError(f"the plan's label {self.label!r} is {len(self.label)} characters "
-                            f"long: its runs' recipe 'plan:LABEL' holds at most {RECIPE_MAX}; "
-                            "give a shorter label = … in the plan")
+            raise UserError(
+                f"the plan's label {self.label!r} is {len(self.label)} characters "
+                f"long: its runs' recipe 'plan:LABEL' holds at most {RECIPE_MAX}; "
+                "give a shorter label = … in the plan"
+            )
 
     @property
     def repeat(self) -> int:
@@ -127,10 +128,18 @@ class Plan:
     def axis(self, name: str) -> Axis | None:
         return next((a for a in self.axes if a.name == name), None)
 
-    def with_overrides(self, *, sets: Sequence[tuple[str, Sequence[Any]]] = (),
-                       label: str | None = None, repeat: RepeatPolicy | int | None = None,
-                       bed: str | None = None, wipe: bool = False, quick: bool = False,
-                       target: float | None = None, probes: str | None = None) -> Plan:
+    def with_overrides(
+        self,
+        *,
+        sets: Sequence[tuple[str, Sequence[Any]]] = (),
+        label: str | None = None,
+        repeat: RepeatPolicy | int | None = None,
+        bed: str | None = None,
+        wipe: bool = False,
+        quick: bool = False,
+        target: float | None = None,
+        probes: str | None = None,
+    ) -> Plan:
         """The plan with command-line overrides: ``--set`` axes replace (or add to) the plan's,
         ``--label``, ``--repeat``, ``--target`` (of auto), ``--bed``, ``--wipe`` (of the
         device bed, the plan's own when no ``--bed`` is given), ``--probes`` (replaces the
@@ -144,41 +153,46 @@ class Plan:
                 axes.append(ax)
             else:
                 axes[at] = ax
-        policy = as_policy(repeat) if repeat is not None else (
-            RepeatPolicy(1) if quick else self.repeats)
+        policy = as_policy(repeat) if repeat is not None else (RepeatPolicy(1) if quick else self.repeats)
         if target is not None:
             policy = policy.with_target(target)
         shape = self.bed
         if bed is not None or wipe:
             kind = bed_with_wipe(bed or shape.kind, wipe) or shape.kind
             shape = replace(shape, kind=str(BedSpec.parse(kind)))
-        return replace(self, axes=tuple(axes), label=label or self.label, bed=shape,
-                       repeats=policy,
-                       probes=self.probes if probes is None else (probes,))
+        return replace(
+            self,
+            axes=tuple(axes),
+            label=label or self.label,
+            bed=shape,
+            repeats=policy,
+            probes=self.probes if probes is None else (probes,),
+        )
 
     def job(self, pp: PlanPoint, directory: str) -> JobFile | str:
         """The fio job of point ``pp`` in ``directory`` (a JobFile, or the user's job file
         pointed at the bed)."""
-        return build_job(pp.fio, directory, options=self.workload.options,
-                         jobfile_text=self.workload.jobfile_text)
+        return build_job(
+            pp.fio, directory, options=self.workload.options, jobfile_text=self.workload.jobfile_text
+        )
 
     def expand(self) -> list[PlanPoint]:
         """The cartesian product of the axes, bed axes outermost (so points sharing a bed are
         neighbours), then the others in the order written, the last varying fastest."""
-        axes = [a for a in self.axes if a.role == "bed"] + [a for a in self.axes
-                                                             if a.role != "bed"]
+        axes = [a for a in self.axes if a.role == "bed"] + [a for a in self.axes if a.role != "bed"]
         n = math.prod(len(a.values) for a in axes)
         if n > MAX_POINTS:  # a typo'd range would expand (and run) for days, or exhaust memory
-            raise UserError(f"plan {self.label}: its axes make {n} points, more than the "
-                            f"{MAX_POINTS} one plan may have: split it, or shorten an axis")
+            raise UserError(
+                f"plan {self.label}: its axes make {n} points, more than the "
+                f"{MAX_POINTS} one plan may have: split it, or shorten an axis"
+            )
         names = [a.name for a in axes]
         base: dict[str, Any] = {"kind": self.workload.kind, **self.workload.params}
         if self.workload.options:
             base["options"] = dict(self.workload.options)
         if self.workload.jobfile:
             base["jobfile"] = os.path.basename(self.workload.jobfile)
-            base["jobfile_sha1"] = hashlib.sha1(
-                self.workload.jobfile_text.encode()).hexdigest()[:12]
+            base["jobfile_sha1"] = hashlib.sha1(self.workload.jobfile_text.encode()).hexdigest()[:12]
         out = []
         for combo in product(*[a.values for a in axes]):
             values = dict(zip(names, combo, strict=True))
@@ -186,19 +200,23 @@ class Plan:
             if "fs" in values:
                 shape = replace(shape, fs=str(values["fs"]))
             if "mkfs" in values:
-                shape = replace(shape, mkfs_opts=" ".join(
-                    x for x in (self.bed.mkfs_opts, str(values["mkfs"])) if x))
+                shape = replace(
+                    shape, mkfs_opts=" ".join(x for x in (self.bed.mkfs_opts, str(values["mkfs"])) if x)
+                )
             if "mount" in values:
-                shape = replace(shape, mount_opts=",".join(
-                    x for x in (self.bed.mount_opts, str(values["mount"])) if x))
+                shape = replace(
+                    shape, mount_opts=",".join(x for x in (self.bed.mount_opts, str(values["mount"])) if x)
+                )
             if "bed_size" in values:
                 shape = replace(shape, size=_bytes(values["bed_size"]))
             if "fs_block" in values:
                 shape = replace(shape, fs_block=_bytes(values["fs_block"]))
-            fio = {**self.workload.params,
-                   **{k: v for k, v in values.items() if k in WORKLOAD_PARAMS}}
-            knobs = tuple((parse_knob(k), v) for k, v in values.items()
-                          if k not in BED_AXES and k not in WORKLOAD_PARAMS)
+            fio = {**self.workload.params, **{k: v for k, v in values.items() if k in WORKLOAD_PARAMS}}
+            knobs = tuple(
+                (parse_knob(k), v)
+                for k, v in values.items()
+                if k not in BED_AXES and k not in WORKLOAD_PARAMS
+            )
             # Axis values come last so that they show in the order of the axes.
             params = {k: v for k, v in base.items() if k not in values}
             params.update(values)
@@ -207,21 +225,30 @@ class Plan:
 
     def describe(self) -> dict[str, Any]:
         """The plan as JSON (stored with every run's env and printed by ``--format json``)."""
-        return {"label": self.label, "recipe": self.recipe, "source": self.source,
-                "repeat": self.repeats.spec() if self.repeats.auto else self.repeat,
-                **({"target": self.repeats.target} if self.repeats.auto else {}),
-                "shuffle": self.shuffle, "probes": list(self.probes),
-                "workload": {"kind": self.workload.kind, **self.workload.params,
-                             **({"options": dict(self.workload.options)}
-                                if self.workload.options else {}),
-                             **({"jobfile": self.workload.jobfile}
-                                if self.workload.jobfile else {})},
-                "bed": {"kind": self.bed.kind, "fs": self.bed.fs, "size": self.bed.size,
-                        "mkfs_opts": self.bed.mkfs_opts, "mount_opts": self.bed.mount_opts},
-                "axes": {a.name: list(a.values) for a in self.axes}}
+        return {
+            "label": self.label,
+            "recipe": self.recipe,
+            "source": self.source,
+            "repeat": self.repeats.spec() if self.repeats.auto else self.repeat,
+            **({"target": self.repeats.target} if self.repeats.auto else {}),
+            "shuffle": self.shuffle,
+            "probes": list(self.probes),
+            "workload": {
+                "kind": self.workload.kind,
+                **self.workload.params,
+                **({"options": dict(self.workload.options)} if self.workload.options else {}),
+                **({"jobfile": self.workload.jobfile} if self.workload.jobfile else {}),
+            },
+            "bed": {
+                "kind": self.bed.kind,
+                "fs": self.bed.fs,
+                "size": self.bed.size,
+                "mkfs_opts": self.bed.mkfs_opts,
+                "mount_opts": self.bed.mount_opts,
+            },
+            "axes": {a.name: list(a.values) for a in self.axes},
+        }
 
 
 def _bytes(v: Any) -> int:
     return parse_size(v if isinstance(v, (int, str)) else str(v))
-
-

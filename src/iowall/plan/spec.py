@@ -101,8 +101,9 @@ Pct = Annotated[StrictInt, AfterValidator(_pct)]
 Name = Annotated[StrictStr, AfterValidator(_nonempty)]
 RepeatText = Annotated[StrictStr, AfterValidator(_repeat_text)]  # "auto", "auto:12"
 Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
-RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
-             "randtrim", "trimwrite"]
+RW = Literal[
+    "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"
+]
 
 WORKLOAD_KINDS = ("fio",)
 #: Axes that change the bed: points are grouped by the bed shape they need.
@@ -151,7 +152,8 @@ class FioModel(BaseModel):
 
 #: Workload parameters an axis (or ``--set``) may name; ``numjobs`` is spelled ``jobs``.
 WORKLOAD_PARAMS: tuple[str, ...] = tuple(
-    k for k in FioModel.model_fields if k not in ("kind", "jobfile", "options", "numjobs"))
+    k for k in FioModel.model_fields if k not in ("kind", "jobfile", "options", "numjobs")
+)
 
 
 class BedModel(BaseModel):
@@ -185,27 +187,47 @@ _KNOWN_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("workload",): tuple(FioModel.model_fields),
     ("bed",): tuple(BedModel.model_fields),
 }
-_FLAGS = ("direct", "time_based", "end_fsync", "create_on_open", "invalidate", "randrepeat",
-          "norandommap", "thread")
+_FLAGS = (
+    "direct",
+    "time_based",
+    "end_fsync",
+    "create_on_open",
+    "invalidate",
+    "randrepeat",
+    "norandommap",
+    "thread",
+)
 _EXPECT: dict[str, str] = {
     **{k: "0 or 1 (or true/false)" for k in _FLAGS},
     **{k: "a size such as 4k, 256M or 2G" for k in ("size", "filesize", "bed_size")},
     **{k: "a number or a string" for k in ("bs", "runtime", "ramp_time")},
-    **{k: "a whole number, at least 1" for k in ("iodepth", "jobs", "numjobs", "nrfiles",
-                                                  "openfiles")},
+    **{k: "a whole number, at least 1" for k in ("iodepth", "jobs", "numjobs", "nrfiles", "openfiles")},
     "repeat": 'a whole number, at least 1, or "auto" / "auto:MAX"',
     **{k: "a whole number, 0 or more" for k in ("fsync", "fdatasync")},
     **{k: "a whole number from 0 to 100" for k in ("rwmixwrite", "rwmixread")},
-    **{k: "a string" for k in ("ioengine", "file_service_type", "fallocate", "jobfile",
-                               "label", "kind", "fs", "mkfs_opts", "mount_opts", "mkfs",
-                               "mount")},
+    **{
+        k: "a string"
+        for k in (
+            "ioengine",
+            "file_service_type",
+            "fallocate",
+            "jobfile",
+            "label",
+            "kind",
+            "fs",
+            "mkfs_opts",
+            "mount_opts",
+            "mkfs",
+            "mount",
+        )
+    },
     "mode": "buffered, uncached or direct",
     "fs_block": "an XFS block size such as 4k, 16k or 64k",
     "shuffle": "a seed (a whole number, 0 or more) or true",
     "workload": "a table: [workload]",
     "bed": "a table: [bed]",
     "axes": "a table: [axes]",
-    "probes": "a list of probe names, e.g. [\"cpu\", \"vmstat\"]",
+    "probes": 'a list of probe names, e.g. ["cpu", "vmstat"]',
     "options": "a table of fio options",
 }
 
@@ -293,8 +315,9 @@ class Where:
 Loc = tuple[str | int, ...]
 
 
-def _first_error(e: ValidationError, prefix: Loc,
-                 known: Mapping[tuple[str, ...], tuple[str, ...]]) -> tuple[Loc, str]:
+def _first_error(
+    e: ValidationError, prefix: Loc, known: Mapping[tuple[str, ...], tuple[str, ...]]
+) -> tuple[Loc, str]:
     """The loc and a plain message of the first problem pydantic found."""
     errs = e.errors()
     first = errs[0]
@@ -310,8 +333,7 @@ def _first_error(e: ValidationError, prefix: Loc,
         keys = known.get(parent, ())
         close = difflib.get_close_matches(name, keys, n=1, cutoff=0.5)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        more = ("; other fio options go in [workload.options]"
-                if parent == ("workload",) else "")
+        more = "; other fio options go in [workload.options]" if parent == ("workload",) else ""
         return full, f"unknown key: {hint}known keys: {', '.join(keys)}{more}"
     if first["type"] == "missing":
         return full, f"missing: {_EXPECT.get(name, 'required')}"
@@ -325,5 +347,3 @@ def _first_error(e: ValidationError, prefix: Loc,
     if expect is None and len(full) >= 2 and full[-2] == "options":
         expect = "a number, a string or true/false"
     return full, f"expected {expect or first['msg']} (got {first['input']!r})"
-
-

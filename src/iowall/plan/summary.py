@@ -49,8 +49,7 @@ def summarise(points: Sequence[PlanPoint], runs: Sequence[Run]) -> list[Row]:
                 vals.setdefault(m.name, []).append(m.value)
                 units[m.name] = m.unit
         med = {k: statistics.median(v) for k, v in vals.items()}
-        rng = {k: (max(v) - min(v)) / med[k] if med[k] else 0.0
-               for k, v in vals.items() if len(v) > 1}
+        rng = {k: (max(v) - min(v)) / med[k] if med[k] else 0.0 for k, v in vals.items() if len(v) > 1}
         rows.append(Row(pp, mine, med, units, rng))
     return rows
 
@@ -85,8 +84,11 @@ def table(rows: Sequence[Row], axes: Sequence[str]) -> tuple[list[str], list[lis
     repeats), IOPS and p99 completion latency; ok runs. Numbers carry their units: the
     renderer formats them."""
     lines = [(r, ln) for r in rows for ln in _lines(r)]
-    dirs = [d for d in ("read", "write", "trim")
-            if any(f"{pre}{d}_bw_bytes_per_s" in med for _, (_, pre, med, _) in lines)]
+    dirs = [
+        d
+        for d in ("read", "write", "trim")
+        if any(f"{pre}{d}_bw_bytes_per_s" in med for _, (_, pre, med, _) in lines)
+    ]
     spread = any(r.rel_range for r in rows)
     grouped = any(title for _, (title, _, _, _) in lines)
     headers = (list(axes) or ["point"]) + (["group"] if grouped else [])
@@ -113,14 +115,20 @@ def table_json(res: PlanResult) -> list[dict[str, Any]]:
     """The table as JSON: per point its axis values, params, run ids and medians."""
     out = []
     for r in summarise(res.points, res.runs):
-        out.append({"point": dict(r.pp.values), "params": dict(r.pp.point.params),
-                    "run_ids": [x.id for x in r.runs], "ok": r.ok, "runs": len(r.runs),
-                    "groups": {str(g.groupid): g.name for g in fio_groups(r.runs[0], r.medians)}
-                    if r.runs else {},
-                    "median": {k: {"value": v, "unit": r.units.get(k, "")}
-                               for k, v in sorted(r.medians.items())}})
+        out.append(
+            {
+                "point": dict(r.pp.values),
+                "params": dict(r.pp.point.params),
+                "run_ids": [x.id for x in r.runs],
+                "ok": r.ok,
+                "runs": len(r.runs),
+                "groups": {str(g.groupid): g.name for g in fio_groups(r.runs[0], r.medians)}
+                if r.runs
+                else {},
+                "median": {k: {"value": v, "unit": r.units.get(k, "")} for k, v in sorted(r.medians.items())},
+            }
+        )
     return out
-
 
 
 def plan_report(res: PlanResult) -> Report:
@@ -130,25 +138,49 @@ def plan_report(res: PlanResult) -> Report:
     repeat = res.repeat_lines()
     left = max(1, len(res.plan.axes)) + ("group" in headers)
     bed = res.beds[0] if res.beds else {}
-    bed_desc = " ".join(str(x) for x in (bed.get("kind", res.plan.bed.kind), bed.get("fs", ""),
-                                          fmt_bytes(bed.get("image_bytes", 0))
-                                          if bed.get("image_bytes") else "") if x)
-    name = res.plan.recipe + (f"  label {res.plan.label}"
-                              if res.plan.recipe != f"plan:{res.plan.label}" else "")
-    head = (f"{res.plan.workload.describe()}  on {bed_desc}  kernel {res.kernel}",
-            f"{repeat[0]}, interleaved; medians over the ok runs"
-            + ("; ± is half the range over repeats" if "±" in headers else ""), *repeat[1:])
+    bed_desc = " ".join(
+        str(x)
+        for x in (
+            bed.get("kind", res.plan.bed.kind),
+            bed.get("fs", ""),
+            fmt_bytes(bed.get("image_bytes", 0)) if bed.get("image_bytes") else "",
+        )
+        if x
+    )
+    name = res.plan.recipe + (
+        f"  label {res.plan.label}" if res.plan.recipe != f"plan:{res.plan.label}" else ""
+    )
+    head = (
+        f"{res.plan.workload.describe()}  on {bed_desc}  kernel {res.kernel}",
+        f"{repeat[0]}, interleaved; medians over the ok runs"
+        + ("; ± is half the range over repeats" if "±" in headers else ""),
+        *repeat[1:],
+    )
     ids = [r.id for r in res.runs if r.id is not None]
     tail = [f"runs {id_ranges(ids)}  (iowall show RUN)  batch {res.batch}"]
-    tail += [f"run {r.id} {r.status}: {r.point.describe()}: {r.error}"
-             for r in res.runs if r.status != "ok"][:5]
+    tail += [f"run {r.id} {r.status}: {r.point.describe()}: {r.error}" for r in res.runs if r.status != "ok"][
+        :5
+    ]
     d = res.decider or replay(res.runs, res.plan.repeats)
-    data = {"recipe": res.plan.recipe, "plan": res.plan.describe(), "table": table_json(res),
-            "beds": list(res.beds), "kernel": res.kernel,
-            "repeat": to_json(res.plan.repeats, d, {pp.point.key(): pp.title()
-                                                    for pp in res.points})}
-    return Report(kind="plan", name=res.plan.recipe,
-                  title=f"{name}  ({res.plan.source})" if res.plan.source else name,
-                  head=head, sections=(Section(table=Table.of(headers, cells, left=left)),),
-                  tail=tuple(tail), notes=tuple(res.notes), why=tuple(why_points(res.runs)),
-                  label=res.plan.label, batch=res.batch, run_ids=tuple(ids), data=data)
+    data = {
+        "recipe": res.plan.recipe,
+        "plan": res.plan.describe(),
+        "table": table_json(res),
+        "beds": list(res.beds),
+        "kernel": res.kernel,
+        "repeat": to_json(res.plan.repeats, d, {pp.point.key(): pp.title() for pp in res.points}),
+    }
+    return Report(
+        kind="plan",
+        name=res.plan.recipe,
+        title=f"{name}  ({res.plan.source})" if res.plan.source else name,
+        head=head,
+        sections=(Section(table=Table.of(headers, cells, left=left)),),
+        tail=tuple(tail),
+        notes=tuple(res.notes),
+        why=tuple(why_points(res.runs)),
+        label=res.plan.label,
+        batch=res.batch,
+        run_ids=tuple(ids),
+        data=data,
+    )

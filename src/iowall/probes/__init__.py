@@ -25,18 +25,40 @@ from .threadstate import ThreadStateProbe
 from .throttle import ThrottleProbe
 from .vmstat import VmstatProbe
 
-__all__ = ["DEFAULT_PROBES", "REGISTRY", "Probe", "ProbeContext", "ProbeResult", "ProbeSet",
-           "resolve"]
+__all__ = ["DEFAULT_PROBES", "REGISTRY", "Probe", "ProbeContext", "ProbeResult", "ProbeSet", "resolve"]
 
 REGISTRY: dict[str, type[Probe]] = {
-    c.name: c for c in (CpuProbe, VmstatProbe, MeminfoProbe, DiskstatsProbe, PsiProbe,
-                        FlusherProbe, ThrottleProbe, ReclaimProbe, TasksProbe, LocksProbe,
-                        ProfileProbe, ThreadStateProbe)
+    c.name: c
+    for c in (
+        CpuProbe,
+        VmstatProbe,
+        MeminfoProbe,
+        DiskstatsProbe,
+        PsiProbe,
+        FlusherProbe,
+        ThrottleProbe,
+        ReclaimProbe,
+        TasksProbe,
+        LocksProbe,
+        ProfileProbe,
+        ThreadStateProbe,
+    )
 }
 #: Cheap enough to run always (docs/benchmarks.md, "What the probes cost"); ``locks`` is not.
 #: ``profile`` (perf at 99 Hz) reports itself skipped where perf is missing or refuses.
-DEFAULT_PROBES: tuple[str, ...] = ("cpu", "vmstat", "meminfo", "diskstats", "psi", "flusher",
-                                   "throttle", "reclaim", "tasks", "profile", "threadstate")
+DEFAULT_PROBES: tuple[str, ...] = (
+    "cpu",
+    "vmstat",
+    "meminfo",
+    "diskstats",
+    "psi",
+    "flusher",
+    "throttle",
+    "reclaim",
+    "tasks",
+    "profile",
+    "threadstate",
+)
 
 
 def resolve(spec: str) -> list[type[Probe]]:
@@ -52,8 +74,9 @@ def resolve(spec: str) -> list[type[Probe]]:
         elif word in REGISTRY:
             names = (word,)
         else:
-            raise UserError(f"unknown probe {word!r}: use default, all, none or a comma list "
-                            f"of {', '.join(REGISTRY)}")
+            raise UserError(
+                f"unknown probe {word!r}: use default, all, none or a comma list of {', '.join(REGISTRY)}"
+            )
         out += [REGISTRY[n] for n in names if REGISTRY[n] not in out]
     return out
 
@@ -121,14 +144,16 @@ class ProbeSet:
                     self._results[p.name] = p.stop()
                 except Exception as e:
                     self._results[p.name] = ProbeResult(p.name, skipped=f"failed: {e}")
-        self._stopped = [self._results.get(p.name, ProbeResult(p.name, skipped="not started"))
-                         for p in self.probes]
+        self._stopped = [
+            self._results.get(p.name, ProbeResult(p.name, skipped="not started")) for p in self.probes
+        ]
         return self._stopped
 
     def __enter__(self) -> ProbeSet:
         self.start()
         return self
 
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

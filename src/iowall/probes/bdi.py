@@ -13,8 +13,7 @@ from collections.abc import Sequence
 BTRFS_SYSFS = "/sys/fs/btrfs"
 
 
-def bdi_names(devices: Sequence[str], devnos: Sequence[str], root: str = BTRFS_SYSFS
-              ) -> tuple[str, ...]:
+def bdi_names(devices: Sequence[str], devnos: Sequence[str], root: str = BTRFS_SYSFS) -> tuple[str, ...]:
     """``devnos`` plus the bdi of every btrfs filesystem on one of ``devices``."""
     names = [d for d in devnos if d]
     try:

@@ -29,7 +29,7 @@ def parse_stat(text: str) -> Snapshot:
         if not line.startswith("cpu"):
             continue
         parts = line.split()
-        vals = [int(x) for x in parts[1:1 + len(FIELDS)]]
+        vals = [int(x) for x in parts[1 : 1 + len(FIELDS)]]
         vals += [0] * (len(FIELDS) - len(vals))
         out[parts[0]] = tuple(vals)
     return out
@@ -69,8 +69,7 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
     if "cpu" in first and "cpu" in last:
         whole = shares(first["cpu"], last["cpu"])
         for k, v in whole.items():
-            metrics.append(metric(f"cpu_{k}_share", v, "share",
-                                  "higher" if k == "idle" else "lower"))
+            metrics.append(metric(f"cpu_{k}_share", v, "share", "higher" if k == "idle" else "lower"))
         n = len(cpus)
         metrics.append(metric("cpus", n, "CPUs", "higher"))
         metrics.append(metric("cpu_sys_cpus", whole["sys"] * n, "CPUs"))
@@ -95,4 +94,3 @@ class CpuProbe(SampledProbe[Snapshot]):
 
     def read(self) -> Snapshot:
         return parse_stat(read_text("/proc/stat"))
-

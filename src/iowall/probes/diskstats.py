@@ -8,9 +8,25 @@ from ..model import Metric, Series
 from .sampling import SampledProbe, intervals, metric, read_text, series, span
 
 #: /proc/diskstats columns after ``major minor name`` (Documentation/admin-guide/iostats.rst).
-COLUMNS = ("reads", "reads_merged", "read_sectors", "read_ms", "writes", "writes_merged",
-           "write_sectors", "write_ms", "in_flight", "io_ticks_ms", "time_in_queue_ms",
-           "discards", "discards_merged", "discard_sectors", "discard_ms", "flushes", "flush_ms")
+COLUMNS = (
+    "reads",
+    "reads_merged",
+    "read_sectors",
+    "read_ms",
+    "writes",
+    "writes_merged",
+    "write_sectors",
+    "write_ms",
+    "in_flight",
+    "io_ticks_ms",
+    "time_in_queue_ms",
+    "discards",
+    "discards_merged",
+    "discard_sectors",
+    "discard_ms",
+    "flushes",
+    "flush_ms",
+)
 #: diskstats sectors are always 512 bytes, whatever the device's block size.
 SECTOR = 512
 
@@ -41,8 +57,7 @@ _SERIES: tuple[tuple[str, str, Rate], ...] = (
     ("read_iops", "ops_per_s", lambda dt, a, b: _d(a, b, "reads") / dt),
     ("write_iops", "ops_per_s", lambda dt, a, b: _d(a, b, "writes") / dt),
     ("read_bytes_per_s", "bytes_per_s", lambda dt, a, b: _d(a, b, "read_sectors") * SECTOR / dt),
-    ("write_bytes_per_s", "bytes_per_s",
-     lambda dt, a, b: _d(a, b, "write_sectors") * SECTOR / dt),
+    ("write_bytes_per_s", "bytes_per_s", lambda dt, a, b: _d(a, b, "write_sectors") * SECTOR / dt),
     ("util", "share", lambda dt, a, b: min(1.0, _d(a, b, "io_ticks_ms") / (dt * 1000))),
     ("queue_depth", "requests", lambda dt, a, b: _d(a, b, "time_in_queue_ms") / (dt * 1000)),
 )
@@ -71,20 +86,23 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
         return sum(_d(first[d], last[d], k) for d in devs)
 
     rb, wb = total("read_sectors") * SECTOR, total("write_sectors") * SECTOR
-    metrics += [metric("disk_read_bytes", rb, "bytes", "higher"),
-                metric("disk_write_bytes", wb, "bytes", "higher"),
-                metric("disk_read_ios", total("reads"), "ops", "higher"),
-                metric("disk_write_ios", total("writes"), "ops", "higher"),
-                metric("disk_util_max", util_max, "share")]
+    metrics += [
+        metric("disk_read_bytes", rb, "bytes", "higher"),
+        metric("disk_write_bytes", wb, "bytes", "higher"),
+        metric("disk_read_ios", total("reads"), "ops", "higher"),
+        metric("disk_write_ios", total("writes"), "ops", "higher"),
+        metric("disk_util_max", util_max, "share"),
+    ]
     if wall > 0:
         busiest = max((_d(first[d], last[d], "io_ticks_ms") for d in devs), default=0)
-        metrics += [metric("disk_read_bytes_per_s", rb / wall, "bytes_per_s", "higher"),
-                    metric("disk_write_bytes_per_s", wb / wall, "bytes_per_s", "higher"),
-                    metric("disk_read_iops", total("reads") / wall, "ops_per_s", "higher"),
-                    metric("disk_write_iops", total("writes") / wall, "ops_per_s", "higher"),
-                    metric("disk_util", min(1.0, busiest / (wall * 1000)), "share"),
-                    metric("disk_queue_depth", total("time_in_queue_ms") / (wall * 1000),
-                           "requests")]
+        metrics += [
+            metric("disk_read_bytes_per_s", rb / wall, "bytes_per_s", "higher"),
+            metric("disk_write_bytes_per_s", wb / wall, "bytes_per_s", "higher"),
+            metric("disk_read_iops", total("reads") / wall, "ops_per_s", "higher"),
+            metric("disk_write_iops", total("writes") / wall, "ops_per_s", "higher"),
+            metric("disk_util", min(1.0, busiest / (wall * 1000)), "share"),
+            metric("disk_queue_depth", total("time_in_queue_ms") / (wall * 1000), "requests"),
+        ]
     return out, metrics
 
 
@@ -107,4 +125,3 @@ class DiskstatsProbe(SampledProbe[Snapshot]):
 
     def read(self) -> Snapshot:
         return parse_diskstats(read_text("/proc/diskstats"), self._wanted())
-

@@ -39,8 +39,9 @@ def may_flush(comm: str) -> bool:
     return comm.startswith(("kworker/u", "kworker/R-writeback"))
 
 
-def attribute(samples: Sequence[tuple[float, TaskTimes]], bdis: Sequence[str] = ()
-              ) -> tuple[list[tuple[float, float, dict[str, float]]], set[int]]:
+def attribute(
+    samples: Sequence[tuple[float, TaskTimes]], bdis: Sequence[str] = ()
+) -> tuple[list[tuple[float, float, dict[str, float]]], set[int]]:
     """Per interval ``(t_end, dt, {bdi: CPU seconds})`` and the pids that flushed.
 
     ``bdis`` (``7:0``, ``btrfs-2``) empty means every device's flusher.
@@ -63,8 +64,9 @@ def attribute(samples: Sequence[tuple[float, TaskTimes]], bdis: Sequence[str] = 
     return rows, workers
 
 
-def summarize(samples: Sequence[tuple[float, TaskTimes]], bdis: Sequence[str] = (),
-              bucket_s: float = 1.0) -> tuple[list[Series], list[Metric]]:
+def summarize(
+    samples: Sequence[tuple[float, TaskTimes]], bdis: Sequence[str] = (), bucket_s: float = 1.0
+) -> tuple[list[Series], list[Metric]]:
     """``flusher_cpu_share`` per ``bucket_s`` (CPUs: 1.0 is one full CPU), its mean and max."""
     rows, workers = attribute(samples, bdis)
     out: list[Series] = []
@@ -76,14 +78,14 @@ def summarize(samples: Sequence[tuple[float, TaskTimes]], bdis: Sequence[str] = 
     if len(devs) > 1:
         for d in devs:
             per = rebucket(((t, dt, cpu.get(d, 0.0)) for t, dt, cpu in rows), bucket_s)
-            out.append(series("flusher", f"flush-{d}_cpu_share", "CPUs",
-                              ((t, c / dt) for t, dt, c in per if dt > 0)))
+            out.append(
+                series("flusher", f"flush-{d}_cpu_share", "CPUs", ((t, c / dt) for t, dt, c in per if dt > 0))
+            )
     wall = span(samples)
     total = sum(sum(cpu.values()) for _, _, cpu in rows)
     if wall > 0:
         metrics.append(metric("flusher_cpu_share", total / wall, "CPUs"))
-    metrics.append(metric("flusher_cpu_share_max", max((v for _, v in total_pts), default=0.0),
-                          "CPUs"))
+    metrics.append(metric("flusher_cpu_share_max", max((v for _, v in total_pts), default=0.0), "CPUs"))
     metrics.append(metric("flusher_cpu_s", total, "s"))
     metrics.append(metric("flusher_workers", len(workers), "threads"))
     return out, metrics
@@ -113,6 +115,9 @@ class FlusherProbe(SampledProbe[TaskTimes]):
 
     def result(self, samples: Sequence[tuple[float, TaskTimes]]) -> ProbeResult:
         s, m = summarize(samples, self.bdis, self.ctx.interval_s)
-        notes = [f"bdi: {', '.join(self.bdis)}"] if self.bdis else \
-            ["no bed device: flushers of every device counted"]
+        notes = (
+            [f"bdi: {', '.join(self.bdis)}"]
+            if self.bdis
+            else ["no bed device: flushers of every device counted"]
+        )
         return ProbeResult(self.name, series=tuple(s), metrics=tuple(m), notes=tuple(notes))

@@ -48,10 +48,15 @@ def parse_contention(text: str) -> list[dict[str, Any]]:
             break
         m = ROW.match(line)
         if m:
-            cur = {"caller": m[9], "type": m[8], "contended": int(m[1]),
-                   "total_wait_s": to_seconds(m[2], m[3]),
-                   "max_wait_s": to_seconds(m[4], m[5]),
-                   "avg_wait_s": to_seconds(m[6], m[7]), "stack": []}
+            cur = {
+                "caller": m[9],
+                "type": m[8],
+                "contended": int(m[1]),
+                "total_wait_s": to_seconds(m[2], m[3]),
+                "max_wait_s": to_seconds(m[4], m[5]),
+                "avg_wait_s": to_seconds(m[6], m[7]),
+                "stack": [],
+            }
             rows.append(cur)
             continue
         f = FRAME.match(line)
@@ -76,13 +81,21 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[list[Metric], list[str]]:
     spinlock inside a semaphore's slow path; its wait time is still real)."""
     total = sum(r["total_wait_s"] for r in rows)
     top = max(rows, key=lambda r: r["total_wait_s"], default=None)
-    metrics = [metric("lock_wait_total_s", total, "s"),
-               metric("lock_contended", sum(r["contended"] for r in rows), "events"),
-               metric("lock_callers", len(rows), "callers"),
-               metric("lock_top_wait_s", top["total_wait_s"] if top else 0.0, "s"),
-               metric("lock_top_contended", top["contended"] if top else 0, "events")]
-    notes = [f"top caller: {top['caller']} ({top['type']}), {top['contended']} contended, "
-             f"{top['total_wait_s']:.6g} s total wait"] if top else []
+    metrics = [
+        metric("lock_wait_total_s", total, "s"),
+        metric("lock_contended", sum(r["contended"] for r in rows), "events"),
+        metric("lock_callers", len(rows), "callers"),
+        metric("lock_top_wait_s", top["total_wait_s"] if top else 0.0, "s"),
+        metric("lock_top_contended", top["contended"] if top else 0, "events"),
+    ]
+    notes = (
+        [
+            f"top caller: {top['caller']} ({top['type']}), {top['contended']} contended, "
+            f"{top['total_wait_s']:.6g} s total wait"
+        ]
+        if top
+        else []
+    )
     odd = [r for r in rows if r["contended"] == 0 and r["total_wait_s"] > 0]
     if odd:
         notes.append(f"{len(odd)} row(s) with wait time but 0 contended, as perf printed them")
@@ -116,8 +129,7 @@ class LocksProbe(Probe):
             return "perf not found: install it with 'apt-get install linux-perf'"
         if os.geteuid() != 0:
             return "needs root (perf lock record -a)"
-        if tracefs.mounted() and not os.path.isdir(
-                f"{tracefs.TRACEFS}/events/lock/contention_begin"):
+        if tracefs.mounted() and not os.path.isdir(f"{tracefs.TRACEFS}/events/lock/contention_begin"):
             return "no lock:contention_begin tracepoint in this kernel (needs 5.19+)"
         return None
 
@@ -152,15 +164,21 @@ class LocksProbe(Probe):
             size = rec.size()
             if size == 0:
                 self._cleanup()
-                return ProbeResult(self.name, skipped="perf lock record wrote no data",
-                                   notes=tuple(self._notes))
-            r = subprocess.run(dies_with_us(["perf", "lock", "contention", "-v", "-i",
-                                             str(rec.data)]),
-                               capture_output=True, text=True, errors="replace", timeout=300)
+                return ProbeResult(
+                    self.name, skipped="perf lock record wrote no data", notes=tuple(self._notes)
+                )
+            r = subprocess.run(
+                dies_with_us(["perf", "lock", "contention", "-v", "-i", str(rec.data)]),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=300,
+            )
             text = r.stdout + r.stderr  # perf prints the table on stderr (pr_info)
             if r.returncode != 0 and not ROW.search(text):
-                raise IowallError(f"perf lock contention failed ({r.returncode}): "
-                                  f"{(text.strip().splitlines() or [''])[-1]}")
+                raise IowallError(
+                    f"perf lock contention failed ({r.returncode}): {(text.strip().splitlines() or [''])[-1]}"
+                )
         finally:
             self._cleanup()
         rows = parse_contention(text)
@@ -171,7 +189,12 @@ class LocksProbe(Probe):
         rows.sort(key=lambda r: -r["total_wait_s"])
         table = json.dumps(rows[:TOP_ROWS], indent=1)
         self._notes.append(f"perf.data was {size} bytes (removed)")
-        return ProbeResult(self.name, metrics=tuple(metrics),
-                           artifacts=(Artifact("lock_contention.json", "application/json", table),
-                                      Artifact("lock_contention.txt", "text/plain", text)),
-                           notes=tuple(self._notes + notes))
+        return ProbeResult(
+            self.name,
+            metrics=tuple(metrics),
+            artifacts=(
+                Artifact("lock_contention.json", "application/json", table),
+                Artifact("lock_contention.txt", "text/plain", text),
+            ),
+            notes=tuple(self._notes + notes),
+        )

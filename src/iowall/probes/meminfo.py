@@ -47,4 +47,3 @@ class MeminfoProbe(SampledProbe[Snapshot]):
 
     def read(self) -> Snapshot:
         return select(sysinfo.meminfo())
-

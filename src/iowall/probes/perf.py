@@ -42,9 +42,14 @@ class PerfRecording:
         # shielded(): perf would inherit SIGINT blocked and never write its trailer.
         self._child, env = journal.child("perf")
         with open(self.log, "wb") as log:
-            self._proc = subprocess.Popen(argv(str(self.data)), stdin=subprocess.DEVNULL,
-                                          stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          start_new_session=True)
+            self._proc = subprocess.Popen(
+                argv(str(self.data)),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:  # recording starts once the header is written
             if self._proc.poll() is not None:

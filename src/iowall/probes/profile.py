@@ -4,7 +4,7 @@ with the run as a compressed artifact. cpu-clock is a software event, so it work
 without hardware counters; 99 Hz on every CPU costs little (docs/probes.md).
 
 The probe only records and folds: which kernel path a stack belongs to is decided later, from
-the stored stacks, by ``iowall.analysis.paths`` (probes may not import analysis, and a better
+the stored stacks, by ``iowall.analysis.kernel_paths`` (probes may not import analysis, and a better
 table then applies to old runs too).
 """
 
@@ -29,7 +29,7 @@ from .sampling import metric
 
 FREQ_HZ = 99
 #: the folded stacks, gzip then base64 (artifact bodies are text); ``decode_folded`` in
-#: ``iowall.analysis.paths`` reads it back.
+#: ``iowall.analysis.kernel_paths`` reads it back.
 ARTIFACT = PROFILE_ARTIFACT
 CONTENT_TYPE = GZIP_BASE64
 COLLAPSE = "inferno-collapse-perf"
@@ -52,8 +52,7 @@ def inferno_tool(name: str) -> str | None:
 def record_argv(data: str) -> list[str]:
     """``perf record`` for the profile, under ``setpriv --pdeathsig INT`` when there is one, so
     perf stops even if iowall is killed. ``-N``: no copies of every binary in ~/.debug."""
-    argv = ["perf", "record", "-e", "cpu-clock", "-F", str(FREQ_HZ), "-a", "-g", "-N",
-            "-o", data]
+    argv = ["perf", "record", "-e", "cpu-clock", "-F", str(FREQ_HZ), "-a", "-g", "-N", "-o", data]
     if shutil.which("setpriv"):
         argv = ["setpriv", "--pdeathsig", "INT", "--", *argv]
     return argv
@@ -80,13 +79,22 @@ def encode_folded(stacks: dict[str, int]) -> str:
 
 def fold(data: Path, collapse: str) -> str:
     """``perf script -i DATA | inferno-collapse-perf --all`` (kernel frames marked ``_[k]``)."""
-    with tempfile.TemporaryFile() as err, subprocess.Popen(
+    with (
+        tempfile.TemporaryFile() as err,
+        subprocess.Popen(
             dies_with_us(["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(data)]),
-            stdout=subprocess.PIPE, stderr=err) as script:
+            stdout=subprocess.PIPE,
+            stderr=err,
+        ) as script,
+    ):
         assert script.stdout is not None
         try:
-            col = subprocess.run(dies_with_us([collapse, "--all", "--quiet"]), stdin=script.stdout,
-                                 capture_output=True, timeout=SCRIPT_TIMEOUT_S)
+            col = subprocess.run(
+                dies_with_us([collapse, "--all", "--quiet"]),
+                stdin=script.stdout,
+                capture_output=True,
+                timeout=SCRIPT_TIMEOUT_S,
+            )
         finally:
             script.stdout.close()
             try:
@@ -132,8 +140,10 @@ class ProfileProbe(Probe):
             except (OSError, ValueError):
                 level = 2
             if level > 0:
-                return (f"perf refuses system-wide sampling: kernel.perf_event_paranoid={level}"
-                        " (needs root or a value <= 0)")
+                return (
+                    f"perf refuses system-wide sampling: kernel.perf_event_paranoid={level}"
+                    " (needs root or a value <= 0)"
+                )
         return None
 
     def start(self) -> None:
@@ -154,8 +164,7 @@ class ProfileProbe(Probe):
             rec.stop()
             size = rec.size()
             if size == 0:
-                return ProbeResult(self.name, skipped="perf record wrote no data",
-                                   notes=tuple(notes))
+                return ProbeResult(self.name, skipped="perf record wrote no data", notes=tuple(notes))
             log = rec.log_text()
             collapse = inferno_tool(COLLAPSE)
             if collapse is None:
@@ -175,8 +184,11 @@ class ProfileProbe(Probe):
             notes.append(f"perf: {lost[0].strip()}")
         return ProbeResult(
             self.name,
-            metrics=(metric("profile_samples", samples, "samples"),
-                     metric("profile_cpu_s", samples / FREQ_HZ, "s"),
-                     metric("profile_stacks", len(stacks), "stacks")),
+            metrics=(
+                metric("profile_samples", samples, "samples"),
+                metric("profile_cpu_s", samples / FREQ_HZ, "s"),
+                metric("profile_stacks", len(stacks), "stacks"),
+            ),
             artifacts=(Artifact(ARTIFACT, CONTENT_TYPE, encode_folded(stacks)),),
-            notes=tuple(notes))
+            notes=tuple(notes),
+        )

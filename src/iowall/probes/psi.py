@@ -37,13 +37,16 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
     first, last = samples[0][1], samples[-1][1]
     wall = span(samples)
     for key in sorted(k for k in last if k in first):
-        pts = [(t, min(1.0, max(0, b[key] - a[key]) / (dt * 1e6)))
-               for t, dt, a, b in intervals(samples) if key in a and key in b]
+        pts = [
+            (t, min(1.0, max(0, b[key] - a[key]) / (dt * 1e6)))
+            for t, dt, a, b in intervals(samples)
+            if key in a and key in b
+        ]
         out.append(series("psi", f"{key}_share", "share", pts))
         if wall > 0:
-            metrics.append(metric(f"psi_{key}_share",
-                                  min(1.0, max(0, last[key] - first[key]) / (wall * 1e6)),
-                                  "share"))
+            metrics.append(
+                metric(f"psi_{key}_share", min(1.0, max(0, last[key] - first[key]) / (wall * 1e6)), "share")
+            )
         if pts:
             metrics.append(metric(f"psi_{key}_share_max", max(v for _, v in pts), "share"))
     return out, metrics
@@ -65,4 +68,3 @@ class PsiProbe(SampledProbe[Snapshot]):
         for r in RESOURCES:
             snap.update(parse_pressure(r, read_text(f"/proc/pressure/{r}")))
         return snap
-

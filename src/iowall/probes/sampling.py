@@ -57,8 +57,9 @@ class PeriodicSampler(Generic[S]):
     An exception in ``read`` is kept (first one) and the sample skipped; sampling goes on.
     """
 
-    def __init__(self, read: Callable[[], S], interval_s: float, t0: float | None = None,
-                 name: str = "sampler") -> None:
+    def __init__(
+        self, read: Callable[[], S], interval_s: float, t0: float | None = None, name: str = "sampler"
+    ) -> None:
         self._read = read
         self.interval_s = max(0.01, float(interval_s))
         self.t0 = time.monotonic() if t0 is None else t0
@@ -140,12 +141,14 @@ class SampledProbe(Probe, Generic[S]):
         res = self.result(samples)
         if self._sampler.error is not None:
             note = f"a sample failed: {self._sampler.error}"
-            res = ProbeResult(res.probe, res.series, res.metrics, res.artifacts, res.skipped,
-                              res.notes + (note,))
+            res = ProbeResult(
+                res.probe, res.series, res.metrics, res.artifacts, res.skipped, res.notes + (note,)
+            )
         return res
 
 
 # -- helpers for results ----------------------------------------------------------------------
+
 
 def intervals(samples: Sequence[tuple[float, S]]) -> Iterable[tuple[float, float, S, S]]:
     """``(t_end, dt, previous, current)`` for each pair of consecutive snapshots."""
@@ -155,8 +158,9 @@ def intervals(samples: Sequence[tuple[float, S]]) -> Iterable[tuple[float, float
             yield t_b, dt, a, b
 
 
-def rebucket(points: Iterable[tuple[float, float, float]], bucket_s: float
-             ) -> list[tuple[float, float, float]]:
+def rebucket(
+    points: Iterable[tuple[float, float, float]], bucket_s: float
+) -> list[tuple[float, float, float]]:
     """Fine ``(t_end, dt, amount)`` intervals summed into buckets of ``bucket_s`` seconds:
     ``(last t_end in the bucket, seconds covered, amount)``; amount / covered is the rate."""
     out: dict[int, list[float]] = {}
@@ -169,8 +173,7 @@ def rebucket(points: Iterable[tuple[float, float, float]], bucket_s: float
     return [(v[0], v[1], v[2]) for _, v in sorted(out.items())]
 
 
-def series(probe: str, name: str, unit: str,
-           points: Iterable[tuple[float, float]]) -> Series:
+def series(probe: str, name: str, unit: str, points: Iterable[tuple[float, float]]) -> Series:
     """A Series with times and values rounded to sensible precision."""
     return Series(probe, name, unit, tuple((round(t, 3), float(v)) for t, v in points))
 

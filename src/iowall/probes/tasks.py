@@ -82,8 +82,9 @@ def _descendants(procs: Mapping[int, tuple[int, bool]], root: int) -> set[int]:
     return out
 
 
-def classify(comm: str, *, kthread: bool, workload: bool, self_: bool,
-             devices: Sequence[str], devnos: Sequence[str]) -> str:
+def classify(
+    comm: str, *, kthread: bool, workload: bool, self_: bool, devices: Sequence[str], devnos: Sequence[str]
+) -> str:
     """The class of one thread from its name and whose it is (pure)."""
     if workload:
         if comm.startswith(IOWALL_TOOLS):  # the probes' own children: perf, its folding
@@ -101,8 +102,7 @@ def classify(comm: str, *, kthread: bool, workload: bool, self_: bool,
         return "flusher"
     if _FS.search(comm):
         return "fs"
-    if any(re.search(rf"(^|[-+]){re.escape(d)}$", comm) for d in devices
-           if d.startswith("loop")):
+    if any(re.search(rf"(^|[-+]){re.escape(d)}$", comm) for d in devices if d.startswith("loop")):
         return "loop"
     return "kthreads"
 
@@ -134,17 +134,22 @@ def snapshot(devices: Sequence[str], devnos: Sequence[str]) -> Snapshot:
                 ns = int(text.split()[0])
             except (IndexError, ValueError):
                 continue
-            cls = classify(comm, kthread=kthread, workload=pid in mine, self_=pid == me,
-                           devices=devices, devnos=devnos)
+            cls = classify(
+                comm, kthread=kthread, workload=pid in mine, self_=pid == me, devices=devices, devnos=devnos
+            )
             threads[(pid, int(tid))] = (comm, ns, cls)
     return Snapshot(threads, parse_stat(read_text("/proc/stat")), self_children_ns())
 
 
-def _busy_ns(a: Mapping[str, tuple[int, ...]], b: Mapping[str, tuple[int, ...]]
-             ) -> tuple[float, float]:
+def _busy_ns(a: Mapping[str, tuple[int, ...]], b: Mapping[str, tuple[int, ...]]) -> tuple[float, float]:
     """(busy ns, steal ns) of all CPUs between two /proc/stat snapshots."""
-    d = dict(zip(FIELDS, (max(0, y - x) for x, y in zip(a.get("cpu", ()), b.get("cpu", ()),
-                                                       strict=False)), strict=False))
+    d = dict(
+        zip(
+            FIELDS,
+            (max(0, y - x) for x, y in zip(a.get("cpu", ()), b.get("cpu", ()), strict=False)),
+            strict=False,
+        )
+    )
     tick = 1e9 / CLK_TCK
     busy = sum(v for k, v in d.items() if k not in ("idle", "iowait", "steal"))
     return busy * tick, d.get("steal", 0) * tick
@@ -190,8 +195,7 @@ def _counted(samples: Sequence[tuple[float, Snapshot]], key: tuple[int, int]) ->
     return max(0, seen[-1] - start) / 1e9 if seen else 0.0
 
 
-def top_threads(samples: Sequence[tuple[float, Snapshot]], n: int = 12
-                ) -> list[tuple[str, str, float]]:
+def top_threads(samples: Sequence[tuple[float, Snapshot]], n: int = 12) -> list[tuple[str, str, float]]:
     """The ``n`` threads with most CPU time during the samples: (class, comm, seconds)."""
     first = samples[0][1]
     best: dict[tuple[int, int], tuple[str, str, float]] = {}
@@ -208,8 +212,10 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
         return [], []
     cpu = attribute(samples)
     busy = cpu["busy"]
-    metrics = [metric("tasks_busy_cpu_s", busy, "s"),
-                metric("tasks_window_s", samples[-1][0] - samples[0][0], "s")]
+    metrics = [
+        metric("tasks_busy_cpu_s", busy, "s"),
+        metric("tasks_window_s", samples[-1][0] - samples[0][0], "s"),
+    ]
     for c in (*CLASSES, UNATTRIBUTED):
         metrics.append(metric(f"tasks_{c}_cpu_s", cpu[c], "s"))
         if busy > 0:
@@ -223,8 +229,9 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
             dt = t1 - t0
             if dt <= 0:
                 continue
-            ns = sum(max(0, v[1] - a.threads[k][1]) for k, v in b.threads.items()
-                     if v[2] == c and k in a.threads)
+            ns = sum(
+                max(0, v[1] - a.threads[k][1]) for k, v in b.threads.items() if v[2] == c and k in a.threads
+            )
             ns += sum(v[1] for k, v in b.threads.items() if v[2] == c and k not in a.threads)
             pts.append((t1, ns / 1e9 / dt))
         if any(v for _, v in pts):
@@ -251,7 +258,7 @@ class TasksProbe(SampledProbe[Snapshot]):
         res = super().result(samples)
         if len(samples) < 2:
             return res
-        doc = [{"class": c, "comm": comm, "cpu_s": round(s, 4)}
-               for c, comm, s in top_threads(samples)]
-        return ProbeResult(res.probe, res.series, res.metrics,
-                           (Artifact("tasks_top.json", "application/json", dumps(doc)),))
+        doc = [{"class": c, "comm": comm, "cpu_s": round(s, 4)} for c, comm, s in top_threads(samples)]
+        return ProbeResult(
+            res.probe, res.series, res.metrics, (Artifact("tasks_top.json", "application/json", dumps(doc)),)
+        )

@@ -42,8 +42,9 @@ def kernel_thread_pids() -> list[str] | None:
     return text.split() if text else None
 
 
-def scan(match: Callable[[str], bool], *, kernel_only: bool = True,
-         skip: set[str] | None = None) -> TaskTimes:
+def scan(
+    match: Callable[[str], bool], *, kernel_only: bool = True, skip: set[str] | None = None
+) -> TaskTimes:
     """Every kernel thread (or, ``kernel_only=False``, process) whose /proc/PID/comm
     satisfies ``match``, with its CPU time.
 

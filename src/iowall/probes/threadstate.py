@@ -108,8 +108,16 @@ def parse_row(stat: str, schedstat: str, io: str) -> list[float] | None:
         k, _, v = line.partition(":")
         if v.strip().isdigit():
             iod[k.strip()] = int(v)
-    return [exec_ns, delay_ns, utime, stime, iod.get("syscr", 0), iod.get("syscw", 0),
-            iod.get("rchar", 0), iod.get("wchar", 0)]
+    return [
+        exec_ns,
+        delay_ns,
+        utime,
+        stime,
+        iod.get("syscr", 0),
+        iod.get("syscw", 0),
+        iod.get("rchar", 0),
+        iod.get("wchar", 0),
+    ]
 
 
 def parse_stack(text: str) -> str:
@@ -124,12 +132,19 @@ def parse_stack(text: str) -> str:
 
 
 #: cgroup counters whose change over the point a run keeps as metrics (docs/cgroups.md)
-CGROUP_METRICS = {"cg_cpu_nr_periods": "periods", "cg_cpu_nr_throttled": "periods",
-                  "cg_cpu_throttled_s": "s", "cg_mem_max_events": "events",
-                  "cg_mem_high_events": "events", "cg_mem_oom_events": "events",
-                  "cg_mem_oom_kill_events": "events", "cg_mem_pgscan": "pages",
-                  "cg_mem_pgsteal": "pages", "cg_io_read_bytes": "bytes",
-                  "cg_io_write_bytes": "bytes"}
+CGROUP_METRICS = {
+    "cg_cpu_nr_periods": "periods",
+    "cg_cpu_nr_throttled": "periods",
+    "cg_cpu_throttled_s": "s",
+    "cg_mem_max_events": "events",
+    "cg_mem_high_events": "events",
+    "cg_mem_oom_events": "events",
+    "cg_mem_oom_kill_events": "events",
+    "cg_mem_pgscan": "pages",
+    "cg_mem_pgsteal": "pages",
+    "cg_io_read_bytes": "bytes",
+    "cg_io_write_bytes": "bytes",
+}
 
 
 def cgroup_metrics(rows: list[list[Any]]) -> list[Any]:
@@ -138,8 +153,9 @@ def cgroup_metrics(rows: list[list[Any]]) -> list[Any]:
     if len(rows) < 2:
         return []
     a, b = rows[0][1], rows[-1][1]
-    return [metric(k, float(b[k]) - float(a[k]), unit) for k, unit in CGROUP_METRICS.items()
-            if k in a and k in b]
+    return [
+        metric(k, float(b[k]) - float(a[k]), unit) for k, unit in CGROUP_METRICS.items() if k in a and k in b
+    ]
 
 
 class ThreadStateProbe(Probe):
@@ -169,7 +185,8 @@ class ThreadStateProbe(Probe):
         if not read_text("/proc/self/schedstat"):
             return "/proc/PID/schedstat is missing (kernel without CONFIG_SCHED_INFO)"
         if not read_text(f"/proc/{self._me}/task/{self._me}/children") and not os.path.exists(
-                f"/proc/{self._me}/task/{self._me}/children"):
+            f"/proc/{self._me}/task/{self._me}/children"
+        ):
             return "/proc/PID/task/TID/children is missing (kernel without CONFIG_PROC_CHILDREN)"
         return None
 
@@ -200,8 +217,9 @@ class ThreadStateProbe(Probe):
         key = (cg.cpu, cg.memory, cg.io)
         if key not in self._cg_index:
             self._cg_index[key] = len(self._cgroups)
-            self._cgroups.append({"paths": dict(cg.paths), "limits": cgroups.limits(cg),
-                                  "where": cg, "rows": []})
+            self._cgroups.append(
+                {"paths": dict(cg.paths), "limits": cgroups.limits(cg), "where": cg, "rows": []}
+            )
         return self._cg_index[key]
 
     def _discover(self) -> None:
@@ -315,8 +333,7 @@ class ThreadStateProbe(Probe):
             self.t0 = time.monotonic()
         self._cgroup_of(self._me)
         self._cgroup_rows(self._now())
-        self._thread = threading.Thread(target=self._loop, name="iowall-threadstate",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="iowall-threadstate", daemon=True)
         self._thread.start()
 
     def stop(self) -> ProbeResult:
@@ -335,13 +352,15 @@ class ThreadStateProbe(Probe):
         wall = max(1e-9, t)
         return ProbeResult(
             self.name,
-            metrics=(metric("threadstate_threads", len(self._threads), "threads"),
-                     metric("threadstate_ticks", self._ticks, "samples"),
-                     metric("threadstate_probe_cpu_share", self._busy_s / wall, "share"),
-                     *cgroup_metrics(self._cgroups[0]["rows"] if self._cgroups else [])),
-            artifacts=(Artifact(ARTIFACT, "application/json",
-                                json.dumps(doc, separators=(",", ":"))),),
-            notes=tuple(notes))
+            metrics=(
+                metric("threadstate_threads", len(self._threads), "threads"),
+                metric("threadstate_ticks", self._ticks, "samples"),
+                metric("threadstate_probe_cpu_share", self._busy_s / wall, "share"),
+                *cgroup_metrics(self._cgroups[0]["rows"] if self._cgroups else []),
+            ),
+            artifacts=(Artifact(ARTIFACT, "application/json", json.dumps(doc, separators=(",", ":"))),),
+            notes=tuple(notes),
+        )
 
     def document(self) -> dict[str, Any]:
         """The artifact: threads with their counter rows and blocked-stack counts, the
@@ -350,14 +369,37 @@ class ThreadStateProbe(Probe):
         for th in sorted(self._threads.values(), key=lambda x: x.tid):
             if len(th.rows) < 1:
                 continue
-            threads.append({
-                "pid": th.pid, "tid": th.tid, "comm": th.comm, "cgroup": th.cg,
-                "rows": th.rows,
-                "blocked": [[r, s, n] for (r, s), n in sorted(th.blocked.items())]})
+            threads.append(
+                {
+                    "pid": th.pid,
+                    "tid": th.tid,
+                    "comm": th.comm,
+                    "cgroup": th.cg,
+                    "rows": th.rows,
+                    "blocked": [[r, s, n] for (r, s), n in sorted(th.blocked.items())],
+                }
+            )
         stacks = [s for s, _ in sorted(self._stacks.items(), key=lambda kv: kv[1])]
-        cgs = [{"paths": c["paths"], "limits": c["limits"], "rows": c["rows"]}
-               for c in self._cgroups]
-        return {"version": VERSION, "hz": HZ, "bucket_s": BUCKET_S, "clk_tck": CLK_TCK,
-                "row_fields": ["t", "exec_ns", "delay_ns", "utime", "stime", "syscr", "syscw",
-                               "rchar", "wchar", "samples", "running"],
-                "threads": threads, "stacks": stacks, "cgroups": cgs}
+        cgs = [{"paths": c["paths"], "limits": c["limits"], "rows": c["rows"]} for c in self._cgroups]
+        return {
+            "version": VERSION,
+            "hz": HZ,
+            "bucket_s": BUCKET_S,
+            "clk_tck": CLK_TCK,
+            "row_fields": [
+                "t",
+                "exec_ns",
+                "delay_ns",
+                "utime",
+                "stime",
+                "syscr",
+                "syscw",
+                "rchar",
+                "wchar",
+                "samples",
+                "running",
+            ],
+            "threads": threads,
+            "stacks": stacks,
+            "cgroups": cgs,
+        }

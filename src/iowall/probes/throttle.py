@@ -41,9 +41,11 @@ RAW_LINES = 500
 #: fields the probe needs from the event (checked against the format file).
 NEEDED_FIELDS = ("pause", "limit", "setpoint", "dirty")
 
-LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*\S+\)\s+)?\[(?P<cpu>\d+)\]\s+"
-                  r"(?:\S+\s+)?(?P<ts>\d+\.\d+): balance_dirty_pages: bdi (?P<bdi>\S+?): "
-                  r"(?P<kv>.*)$")
+LINE = re.compile(
+    r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*\S+\)\s+)?\[(?P<cpu>\d+)\]\s+"
+    r"(?:\S+\s+)?(?P<ts>\d+\.\d+): balance_dirty_pages: bdi (?P<bdi>\S+?): "
+    r"(?P<kv>.*)$"
+)
 
 
 @dataclass
@@ -139,47 +141,60 @@ class ThrottleStats:
         if not self.buckets:
             return []
         iv = self.interval_s
-        rows = [((k + 1) * iv, self.buckets.get(k, Bucket()))
-                for k in range(min(self.buckets), max(self.buckets) + 1)]
+        rows = [
+            ((k + 1) * iv, self.buckets.get(k, Bucket()))
+            for k in range(min(self.buckets), max(self.buckets) + 1)
+        ]
         seen = [(t, b) for t, b in rows if b.limit]
         return [
-            series("throttle", "throttle_pause_s_per_s", "s_per_s",
-                   [(t, b.pause_ms / 1000 / iv) for t, b in rows]),
-            series("throttle", "throttle_events_per_s", "events_per_s",
-                   [(t, b.sleeps / iv) for t, b in rows]),
+            series(
+                "throttle",
+                "throttle_pause_s_per_s",
+                "s_per_s",
+                [(t, b.pause_ms / 1000 / iv) for t, b in rows],
+            ),
+            series(
+                "throttle", "throttle_events_per_s", "events_per_s", [(t, b.sleeps / iv) for t, b in rows]
+            ),
             series("throttle", "throttle_tasks", "tasks", [(t, len(b.pids)) for t, b in rows]),
-            series("throttle", "dirty_limit_bytes", "bytes",
-                   [(t, b.limit * PAGE_SIZE) for t, b in seen]),
-            series("throttle", "dirty_setpoint_bytes", "bytes",
-                   [(t, b.setpoint * PAGE_SIZE) for t, b in seen]),
-            series("throttle", "dirty_bytes", "bytes",
-                   [(t, b.dirty * PAGE_SIZE) for t, b in seen]),
+            series("throttle", "dirty_limit_bytes", "bytes", [(t, b.limit * PAGE_SIZE) for t, b in seen]),
+            series(
+                "throttle", "dirty_setpoint_bytes", "bytes", [(t, b.setpoint * PAGE_SIZE) for t, b in seen]
+            ),
+            series("throttle", "dirty_bytes", "bytes", [(t, b.dirty * PAGE_SIZE) for t, b in seen]),
         ]
 
     def metrics(self, lost: int) -> list[Metric]:
         """Summary metrics: total pause, sleeps, tasks, the range of limits and setpoints seen
         (0 when no event came), lost events."""
         top = max((t.pause_ms for t in self.tasks.values()), default=0)
-        return [metric("throttle_pause_s", self.pause_ms / 1000, "s"),
-                metric("throttle_events", self.sleeps, "events"),
-                metric("throttle_calls", self.calls, "events"),
-                metric("throttle_tasks", len(self.tasks), "tasks"),
-                metric("throttle_pause_max_s", self.max_pause_ms / 1000, "s"),
-                metric("throttle_task_pause_max_s", top / 1000, "s"),
-                metric("throttle_limit_bytes", self.limit_max * PAGE_SIZE, "bytes", "higher"),
-                metric("throttle_limit_min_bytes", self.limit_min * PAGE_SIZE, "bytes", "higher"),
-                metric("throttle_setpoint_bytes", self.setpoint_max * PAGE_SIZE, "bytes",
-                       "higher"),
-                metric("throttle_setpoint_min_bytes", self.setpoint_min * PAGE_SIZE, "bytes",
-                       "higher"),
-                metric("throttle_dirty_max_bytes", self.dirty_max * PAGE_SIZE, "bytes"),
-                metric("throttle_lost_events", lost, "events")]
+        return [
+            metric("throttle_pause_s", self.pause_ms / 1000, "s"),
+            metric("throttle_events", self.sleeps, "events"),
+            metric("throttle_calls", self.calls, "events"),
+            metric("throttle_tasks", len(self.tasks), "tasks"),
+            metric("throttle_pause_max_s", self.max_pause_ms / 1000, "s"),
+            metric("throttle_task_pause_max_s", top / 1000, "s"),
+            metric("throttle_limit_bytes", self.limit_max * PAGE_SIZE, "bytes", "higher"),
+            metric("throttle_limit_min_bytes", self.limit_min * PAGE_SIZE, "bytes", "higher"),
+            metric("throttle_setpoint_bytes", self.setpoint_max * PAGE_SIZE, "bytes", "higher"),
+            metric("throttle_setpoint_min_bytes", self.setpoint_min * PAGE_SIZE, "bytes", "higher"),
+            metric("throttle_dirty_max_bytes", self.dirty_max * PAGE_SIZE, "bytes"),
+            metric("throttle_lost_events", lost, "events"),
+        ]
 
     def table(self) -> list[dict[str, object]]:
         """Per-task pause table, most paused first (JSON-able)."""
-        return [{"pid": pid, "comm": t.comm, "pause_s": t.pause_ms / 1000, "sleeps": t.sleeps,
-                 "max_pause_ms": t.max_pause_ms}
-                for pid, t in sorted(self.tasks.items(), key=lambda kv: -kv[1].pause_ms)]
+        return [
+            {
+                "pid": pid,
+                "comm": t.comm,
+                "pause_s": t.pause_ms / 1000,
+                "sleeps": t.sleeps,
+                "max_pause_ms": t.max_pause_ms,
+            }
+            for pid, t in sorted(self.tasks.items(), key=lambda kv: -kv[1].pause_ms)
+        ]
 
 
 def format_fields(format_text: str) -> set[str]:
@@ -298,15 +313,23 @@ class ThrottleProbe(Probe):
             self._teardown()
         st = self._stats
         if lost:
-            self._notes.append(f"{lost} events lost (ring buffer of {BUFFER_KB} KiB per CPU "
-                               "overran): pause totals are a lower bound")
+            self._notes.append(
+                f"{lost} events lost (ring buffer of {BUFFER_KB} KiB per CPU "
+                "overran): pause totals are a lower bound"
+            )
         if st.unparsed:
             self._notes.append(f"{st.unparsed} trace lines could not be parsed")
-        arts = (Artifact("throttle_tasks.json", "application/json",
-                         json.dumps(st.table(), indent=1)),
-                Artifact("throttle_trace_head.txt", "text/plain", "\n".join(self._raw)))
-        return ProbeResult(self.name, series=tuple(st.series()), metrics=tuple(st.metrics(lost)),
-                           artifacts=arts, notes=tuple(self._notes))
+        arts = (
+            Artifact("throttle_tasks.json", "application/json", json.dumps(st.table(), indent=1)),
+            Artifact("throttle_trace_head.txt", "text/plain", "\n".join(self._raw)),
+        )
+        return ProbeResult(
+            self.name,
+            series=tuple(st.series()),
+            metrics=tuple(st.metrics(lost)),
+            artifacts=arts,
+            notes=tuple(self._notes),
+        )
 
     def _teardown(self) -> None:
         if self._fd is not None:

@@ -35,8 +35,9 @@ def mounted() -> bool:
     """tracefs is mounted at /sys/kernel/tracing."""
     try:
         with open("/proc/self/mounts") as f:
-            return any(p[1] == TRACEFS and p[2] == "tracefs"
-                       for p in (line.split() for line in f) if len(p) > 2)
+            return any(
+                p[1] == TRACEFS and p[2] == "tracefs" for p in (line.split() for line in f) if len(p) > 2
+            )
     except OSError:
         return False
 

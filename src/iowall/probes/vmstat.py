@@ -18,12 +18,18 @@ GAUGES = frozenset({"workingset_nodes"})
 LEVELS = ("nr_dirty", "nr_writeback", "nr_dirty_threshold", "nr_dirty_background_threshold")
 #: Aggregates that do not double count (pgscan_anon/_file split the same scans again).
 AGGREGATES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "pgscan": ("pages", ("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged",
-                         "pgscan_proactive")),
-    "pgsteal": ("pages", ("pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged",
-                          "pgsteal_proactive")),
-    "allocstall": ("events", ("allocstall_dma", "allocstall_dma32", "allocstall_normal",
-                              "allocstall_movable", "allocstall_device")),
+    "pgscan": ("pages", ("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged", "pgscan_proactive")),
+    "pgsteal": ("pages", ("pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged", "pgsteal_proactive")),
+    "allocstall": (
+        "events",
+        (
+            "allocstall_dma",
+            "allocstall_dma32",
+            "allocstall_normal",
+            "allocstall_movable",
+            "allocstall_device",
+        ),
+    ),
     "workingset_refault": ("pages", ("workingset_refault_anon", "workingset_refault_file")),
 }
 
@@ -32,16 +38,18 @@ Snapshot = dict[str, int]
 
 def select(vmstat: Mapping[str, int]) -> Snapshot:
     """The counters and levels iowall keeps, out of all of /proc/vmstat."""
-    return {k: v for k, v in vmstat.items()
-            if (k.startswith(COUNTER_PREFIXES) and k not in GAUGES) or k in LEVELS}
+    return {
+        k: v for k, v in vmstat.items() if (k.startswith(COUNTER_PREFIXES) and k not in GAUGES) or k in LEVELS
+    }
 
 
 def _unit(counter: str) -> str:
     """pgscan/pgsteal and workingset refault/activate/restore count pages; the rest events."""
     if counter == "pgscan_direct_throttle":
         return "events"
-    if counter.startswith(("pgscan", "pgsteal", "workingset_refault", "workingset_activate",
-                           "workingset_restore")):
+    if counter.startswith(
+        ("pgscan", "pgsteal", "workingset_refault", "workingset_activate", "workingset_restore")
+    ):
         return "pages"
     return "events"
 
@@ -61,16 +69,25 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
     counters = sorted(k for k in last if k.startswith(COUNTER_PREFIXES))
     changed = [k for k in counters if last.get(k, 0) != first.get(k, 0)]
     for k in changed:
-        out.append(series("vmstat", f"{k}_per_s", f"{_unit(k)}_per_s",
-                          ((t, max(0, b.get(k, 0) - a.get(k, 0)) / dt)
-                           for t, dt, a, b in intervals(samples))))
+        out.append(
+            series(
+                "vmstat",
+                f"{k}_per_s",
+                f"{_unit(k)}_per_s",
+                ((t, max(0, b.get(k, 0) - a.get(k, 0)) / dt) for t, dt, a, b in intervals(samples)),
+            )
+        )
         if wall > 0:
-            metrics.append(metric(f"vm_{k}_per_s", (last[k] - first.get(k, 0)) / wall,
-                                  f"{_unit(k)}_per_s"))
+            metrics.append(metric(f"vm_{k}_per_s", (last[k] - first.get(k, 0)) / wall, f"{_unit(k)}_per_s"))
     for name, (unit, parts) in AGGREGATES.items():
-        out.append(series("vmstat", f"{name}_per_s", f"{unit}_per_s",
-                          ((t, max(0, _agg(b, parts) - _agg(a, parts)) / dt)
-                           for t, dt, a, b in intervals(samples))))
+        out.append(
+            series(
+                "vmstat",
+                f"{name}_per_s",
+                f"{unit}_per_s",
+                ((t, max(0, _agg(b, parts) - _agg(a, parts)) / dt) for t, dt, a, b in intervals(samples)),
+            )
+        )
         delta = max(0, _agg(last, parts) - _agg(first, parts))
         metrics.append(metric(f"vm_{name}_{unit}", delta, unit))
         if wall > 0:
@@ -103,4 +120,3 @@ class VmstatProbe(SampledProbe[Snapshot]):
 
     def read(self) -> Snapshot:
         return select(sysinfo.vmstat())
-

@@ -50,20 +50,23 @@ def quarters(size: int) -> Iterator[tuple[Bed, list[str], int]]:
         raise UserError("bdev-rwmix needs root (losetup): run as root")
     sv = os.statvfs("/dev/shm")
     if size > sv.f_bavail * sv.f_frsize * 0.9:
-        raise UserError(f"an image of {fmt_bytes(size)} does not fit in /dev/shm: "
-                        "--set image_size= smaller")
+        raise UserError(f"an image of {fmt_bytes(size)} does not fit in /dev/shm: --set image_size= smaller")
     bed = Bed(BedSpec("ram"))
     q = size // PARTS // MIB * MIB
     try:
         image = make_image("/dev/shm", size, bed, preallocate=True, zero_fill=True)
-        devs = [bed.attach_loop(image, direct_io=False, offset=i * q, sizelimit=q)
-                for i in range(PARTS)]
+        devs = [bed.attach_loop(image, direct_io=False, offset=i * q, sizelimit=q) for i in range(PARTS)]
         bed.record_device(devs[0])
         bed.devices = [os.path.basename(d) for d in devs]
-        bed.facts.update(image=image, image_bytes=size, backing="tmpfs:/dev/shm",
-                         fs="none (raw block devices)", partitions=devs,
-                         partition_form=f"{PARTS} loop devices over consecutive quarters of "
-                                        "one image (losetup --offset --sizelimit)")
+        bed.facts.update(
+            image=image,
+            image_bytes=size,
+            backing="tmpfs:/dev/shm",
+            fs="none (raw block devices)",
+            partitions=devs,
+            partition_form=f"{PARTS} loop devices over consecutive quarters of "
+            "one image (losetup --offset --sizelimit)",
+        )
         yield bed, devs, q
     finally:
         bed.teardown()
@@ -78,18 +81,38 @@ def given_partitions(spec: BedSpec, part: int | None) -> Iterator[tuple[Bed, lis
         yield bed, spec.paths, part or smallest // MIB * MIB
 
 
-def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int,
-          part_size: int) -> Task:
-    point = Point(NAME, {"rwmixwrite": mix, "rw": "read" if mix == 0 else "rw", "bs": "64k",
-                         "ioengine": "sync", "direct": 0, "numjobs": jobs, "runtime": runtime,
-                         "instances": PARTS, "size": part_size})
+def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int, part_size: int) -> Task:
+    point = Point(
+        NAME,
+        {
+            "rwmixwrite": mix,
+            "rw": "read" if mix == 0 else "rw",
+            "bs": "64k",
+            "ioengine": "sync",
+            "direct": 0,
+            "numjobs": jobs,
+            "runtime": runtime,
+            "instances": PARTS,
+            "size": part_size,
+        },
+    )
 
     def job(dev: str) -> JobFile:
         g: dict[str, object] = {
-            "filename": dev, "direct": 0, "thread": 1, "size": fio_size(part_size),
-            "rw": "read" if mix == 0 else "rw", "norandommap": 1, "randrepeat": 0,
-            "ioengine": "sync", "bs": "64k", "numjobs": jobs, "runtime": runtime,
-            "time_based": 1, "group_reporting": 1}
+            "filename": dev,
+            "direct": 0,
+            "thread": 1,
+            "size": fio_size(part_size),
+            "rw": "read" if mix == 0 else "rw",
+            "norandommap": 1,
+            "randrepeat": 0,
+            "ioengine": "sync",
+            "bs": "64k",
+            "numjobs": jobs,
+            "runtime": runtime,
+            "time_based": 1,
+            "group_reporting": 1,
+        }
         if mix:
             g["rwmixwrite"] = mix
         return JobFile(g, [JobSection("instance", {})])
@@ -97,20 +120,19 @@ def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int,
     def execute(partial: Partial) -> Outcome:
         session.drop_caches(partial)
         with ThreadPoolExecutor(PARTS) as ex:
-            results: list[FioResult] = list(ex.map(
-                lambda d: run_fio(job(d), origin_s=partial.origin_s), devs))
+            results: list[FioResult] = list(
+                ex.map(lambda d: run_fio(job(d), origin_s=partial.origin_s), devs)
+            )
         metrics: list[Metric] = []
         arts: list[Artifact] = []
         sers: list[Series] = []
         for i, res in enumerate(results, 1):
             for m in res.metrics:
                 metrics.append(Metric(f"inst{i}_{m.name}", m.value, m.unit, m.direction))
-            arts += [Artifact(f"inst{i}_{a.name}", a.content_type, a.body)
-                     for a in res.artifacts()]
+            arts += [Artifact(f"inst{i}_{a.name}", a.content_type, a.body) for a in res.artifacts()]
             sers += [replace(s, name=f"inst{i}_{s.name}") for s in res.series]
         for d in ("read", "write"):
-            tot = sum(m.value for res in results for m in res.metrics
-                      if m.name == f"{d}_bw_bytes_per_s")
+            tot = sum(m.value for res in results for m in res.metrics if m.name == f"{d}_bw_bytes_per_s")
             if tot:
                 metrics.append(Metric(f"{d}_bw_bytes_per_s", tot, "B/s"))
         return Outcome(metrics=tuple(metrics), artifacts=tuple(arts), series=tuple(sers))
@@ -152,44 +174,56 @@ def _options(opts: RecipeOptions) -> _Options:
     runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
     spec = BedSpec.parse(opts.bed) if opts.bed else BedSpec("ram")
     size = size_opt(opts, "image_size", 4 * GIB if opts.quick else 8 * GIB)
-    return _Options(mixes=mixes, cpus=cpus, jobs=jobs, runtime=runtime, size=size,
-                    part=size // PARTS // MIB * MIB,
-                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
-                    spec=spec)
-
+    return _Options(
+        mixes=mixes,
+        cpus=cpus,
+        jobs=jobs,
+        runtime=runtime,
+        size=size,
+        part=size // PARTS // MIB * MIB,
+        repeat=opts.repeats(quick_default=1, default=3),
+        label=opts.label or NAME,
+        spec=spec,
+    )
 
 
 def _notes(o: _Options, devs: list[str], part: int) -> list[str]:
     if o.spec.kind == "device":
-        where = (f"partitions: the {PARTS} devices given ({', '.join(devs)}), raw, "
-                 f"guarded; each instance covers {fmt_bytes(part)}")
+        where = (
+            f"partitions: the {PARTS} devices given ({', '.join(devs)}), raw, "
+            f"guarded; each instance covers {fmt_bytes(part)}"
+        )
     else:
-        where = (f"partitions: {PARTS} loop devices over consecutive quarters of one "
-                 f"{fmt_bytes(o.size)} preallocated image in /dev/shm (losetup --offset "
-                 "--sizelimit; no partition-table parser here)")
-    return [where,
-            f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
-            f"node, bs 64k, ioengine=sync, thread, numjobs {o.jobs} (nproc = {o.cpus}; the "
-            f"seed used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, "
-            f"time_based {o.runtime} s, group_reporting",
-            "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped "
-            "before each mix"]
+        where = (
+            f"partitions: {PARTS} loop devices over consecutive quarters of one "
+            f"{fmt_bytes(o.size)} preallocated image in /dev/shm (losetup --offset "
+            "--sizelimit; no partition-table parser here)"
+        )
+    return [
+        where,
+        f"{PARTS} fio instances at once, each: buffered (direct=0) on its block device "
+        f"node, bs 64k, ioengine=sync, thread, numjobs {o.jobs} (nproc = {o.cpus}; the "
+        f"seed used 252), size {fmt_bytes(part)}, norandommap, randrepeat=0, "
+        f"time_based {o.runtime} s, group_reporting",
+        "read-only is rw=read; the mixes are rw=rw with rwmixwrite; caches dropped before each mix",
+    ]
 
 
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
     """Per mix, a heading row and each instance's read (and write) bandwidth."""
-    pts = sorted({r.point.key(): r.point for r in runs}.values(),
-                 key=lambda p: int(p.params["rwmixwrite"]))
+    pts = sorted({r.point.key(): r.point for r in runs}.values(), key=lambda p: int(p.params["rwmixwrite"]))
     rows: list[LabelRow] = []
     for p in pts:
         mix = int(p.params["rwmixwrite"])
         rows.append(LabelRow(("read-only" if mix == 0 else f"rwmixwrite={mix}%",)))
         for i in range(1, PARTS + 1):
+
             def cell(lab: str, p: Point = p, i: int = i, mix: int = mix) -> str:
                 med = {"r": cols.median(p, lab, f"inst{i}_read_bw_bytes_per_s")}
                 if mix:
                     med["w"] = cols.median(p, lab, f"inst{i}_write_bw_bytes_per_s")
                 return _cell(med)
+
             rows.append(LabelRow((f"Instance {i}",), (per_label(cols, cell),)))
     return LabelTable(("",), ("bandwidth",), tuple(rows))
 
@@ -209,12 +243,27 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     notes += session.notes
     notes.append(f"{o.repeat.summarise(runs, per='mix')}, interleaved; medians")
     cols = columns(store, NAME, runs, o.label)
-    title = "bdev-rwmix (seed 000): 4 buffered fio instances on 4 \"partitions\" of one device"
-    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
-                         table=_table(cols, runs), notes=notes, runs=runs)
+    title = 'bdev-rwmix (seed 000): 4 buffered fio instances on 4 "partitions" of one device'
+    return recipe_report(
+        NAME,
+        title,
+        label=o.label,
+        batch=session.batch,
+        cols=cols,
+        table=_table(cols, runs),
+        notes=notes,
+        runs=runs,
+    )
 
 
-register(Recipe(name=NAME, seed="000",
-                description="4 fio instances on 4 partitions of one device, buffered, bs 64k, "
-                            "sync, read-only and rwmixwrite 10/30/50",
-                execute=_execute, check=_options, module=__name__))
+register(
+    Recipe(
+        name=NAME,
+        seed="000",
+        description="4 fio instances on 4 partitions of one device, buffered, bs 64k, "
+        "sync, read-only and rwmixwrite 10/30/50",
+        execute=_execute,
+        check=_options,
+        module=__name__,
+    )
+)

@@ -72,36 +72,51 @@ def _options(opts: RecipeOptions) -> _Options:
     directs = tuple(sorted({int(d) for d in (opts.values("direct") or (0, 1))}))
     fs = str(one(opts, "fs", "xfs"))
     size = size_opt(opts, "bed_size", _bed_size(opts.quick))
-    return _Options(variant=variant, cpus=cpus, jobs=jobs, directs=directs, fs=fs, size=size,
-                    repeat=opts.repeats(quick_default=3, default=3), label=opts.label or NAME,
-                    spec=BedSpec.parse(opts.bed or "ram"))
-
+    return _Options(
+        variant=variant,
+        cpus=cpus,
+        jobs=jobs,
+        directs=directs,
+        fs=fs,
+        size=size,
+        repeat=opts.repeats(quick_default=3, default=3),
+        label=opts.label or NAME,
+        spec=BedSpec.parse(opts.bed or "ram"),
+    )
 
 
 def _notes(o: _Options, quick: bool) -> list[str]:
-    return [f"bed: {o.spec} {o.fs} of {fmt_bytes(o.size)} (scaled: {'--quick ' if quick else ''}"
-            f"at most a third of free memory)",
-            f"{o.jobs} jobs (nproc = {o.cpus}) x {NRFILES} files, bs 2M, io_uring, "
-            "fallocate=none, create_on_open=1, group_reporting (the seed's incantation)"]
+    return [
+        f"bed: {o.spec} {o.fs} of {fmt_bytes(o.size)} (scaled: {'--quick ' if quick else ''}"
+        f"at most a third of free memory)",
+        f"{o.jobs} jobs (nproc = {o.cpus}) x {NRFILES} files, bs 2M, io_uring, "
+        "fallocate=none, create_on_open=1, group_reporting (the seed's incantation)",
+    ]
 
 
 def _filesize(o: _Options, free: int) -> tuple[int, str]:
     """Each file's size on a bed with ``free`` bytes free, and the note that says why."""
     if o.variant == "fill":
         filesize = max(BS, int(free * 1.5) // (o.jobs * NRFILES) // BS * BS)
-        return filesize, (f"fill: filesize {fmt_bytes(filesize)}, "
-                          f"{fmt_bytes(filesize * o.jobs * NRFILES)} asked of a bed with "
-                          f"{fmt_bytes(free)} free; ENOSPC ends every point (status filled)")
+        return filesize, (
+            f"fill: filesize {fmt_bytes(filesize)}, "
+            f"{fmt_bytes(filesize * o.jobs * NRFILES)} asked of a bed with "
+            f"{fmt_bytes(free)} free; ENOSPC ends every point (status filled)"
+        )
     filesize = int(free * 0.8) // (o.jobs * NRFILES) // BS * BS
     if filesize < BS:
-        raise UserError(f"the bed has {fmt_bytes(free)} free: too little for {o.jobs} jobs "
-                        f"x {NRFILES} files of 2M blocks; --set bed_size= larger")
+        raise UserError(
+            f"the bed has {fmt_bytes(free)} free: too little for {o.jobs} jobs "
+            f"x {NRFILES} files of 2M blocks; --set bed_size= larger"
+        )
     thr, _ = dirty_thresholds_bytes()
     total = filesize * o.jobs * NRFILES
-    return filesize, (f"filesize {fmt_bytes(filesize)} per file (80% of the bed's "
-                      f"{fmt_bytes(free)} free): {fmt_bytes(total)} per point, "
-                      f"{total / thr if thr else 0:.1f}x the dirty threshold "
-                      f"({fmt_bytes(thr)}); no end_fsync, as in the seed")
+    return filesize, (
+        f"filesize {fmt_bytes(filesize)} per file (80% of the bed's "
+        f"{fmt_bytes(free)} free): {fmt_bytes(total)} per point, "
+        f"{total / thr if thr else 0:.1f}x the dirty threshold "
+        f"({fmt_bytes(thr)}); no end_fsync, as in the seed"
+    )
 
 
 def _tasks(o: _Options, session: Session, bed: Bed, filesize: int) -> list[Task]:
@@ -116,20 +131,47 @@ def _tasks(o: _Options, session: Session, bed: Bed, filesize: int) -> list[Task]
         shutil.rmtree(wdir, ignore_errors=True)
 
     def job_for(direct: int) -> Callable[[], JobFile]:
-        g = {"directory": wdir, "nrfiles": NRFILES, "bs": "2M", "ioengine": "io_uring",
-             "group_reporting": 1, "filesize": fio_size(filesize), "readwrite": "write",
-             "fallocate": "none", "numjobs": o.jobs, "create_on_open": 1, "direct": direct}
+        g = {
+            "directory": wdir,
+            "nrfiles": NRFILES,
+            "bs": "2M",
+            "ioengine": "io_uring",
+            "group_reporting": 1,
+            "filesize": fio_size(filesize),
+            "readwrite": "write",
+            "fallocate": "none",
+            "numjobs": o.jobs,
+            "create_on_open": 1,
+            "direct": direct,
+        }
         return lambda: JobFile(g, [JobSection("ten-files-per-thread", {})])
 
     tasks = []
     for d in o.directs:
-        pt = Point(NAME, {"variant": o.variant, "direct": d, "jobs": o.jobs, "nrfiles": NRFILES,
-                          "bs": "2m", "ioengine": "io_uring", "filesize": filesize,
-                          "rw": "write"})
-        tasks.append(fio_task(pt, job_for(d), drop=session.drop_caches, prepare=prepare,
-                              cleanup=cleanup,
-                              title=f"{o.variant} {'direct' if d else 'buffered'} {o.jobs} jobs",
-                              expect_enospc=o.variant == "fill"))
+        pt = Point(
+            NAME,
+            {
+                "variant": o.variant,
+                "direct": d,
+                "jobs": o.jobs,
+                "nrfiles": NRFILES,
+                "bs": "2m",
+                "ioengine": "io_uring",
+                "filesize": filesize,
+                "rw": "write",
+            },
+        )
+        tasks.append(
+            fio_task(
+                pt,
+                job_for(d),
+                drop=session.drop_caches,
+                prepare=prepare,
+                cleanup=cleanup,
+                title=f"{o.variant} {'direct' if d else 'buffered'} {o.jobs} jobs",
+                expect_enospc=o.variant == "fill",
+            )
+        )
     return tasks
 
 
@@ -145,8 +187,7 @@ def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
         return per_label(cols, lambda lab: fmt_mib(med(direct, lab, "write_bw_bytes_per_s")))
 
     def written(direct: bool) -> tuple[str, ...]:
-        return per_label(cols, lambda lab: fmt_bytes(v) if (
-            v := med(direct, lab, "write_io_bytes")) else "-")
+        return per_label(cols, lambda lab: fmt_bytes(v) if (v := med(direct, lab, "write_io_bytes")) else "-")
 
     def ratio(lab: str) -> str:
         dv = med(True, lab, "write_bw_bytes_per_s")
@@ -158,8 +199,7 @@ def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
     if o.variant == "fill":
         names += ["Direct written", "Buffered written"]
         values += [written(True), written(False)]
-    return LabelTable(("Variant", "Jobs"), tuple(names),
-                      (LabelRow((o.variant, str(o.jobs)), tuple(values)),))
+    return LabelTable(("Variant", "Jobs"), tuple(names), (LabelRow((o.variant, str(o.jobs)), tuple(values)),))
 
 
 def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
@@ -172,16 +212,30 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         notes.append(sized)
         runs = session.execute(_tasks(o, session, bed, filesize), o.repeat)
     notes += session.notes
-    notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians; caches dropped before "
-                 "each point")
+    notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians; caches dropped before each point")
     cols = columns(store, NAME, runs, o.label)
     title = f"buffered-wall (seed 002): sequential write, {o.fs} on a {o.spec} bed"
-    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
-                         table=_table(o, cols, runs), notes=notes, runs=runs,
-                         extra={"variant": o.variant, "jobs": o.jobs, "filesize": filesize})
+    return recipe_report(
+        NAME,
+        title,
+        label=o.label,
+        batch=session.batch,
+        cols=cols,
+        table=_table(o, cols, runs),
+        notes=notes,
+        runs=runs,
+        extra={"variant": o.variant, "jobs": o.jobs, "filesize": filesize},
+    )
 
 
-register(Recipe(name=NAME, seed="002",
-                description="buffered vs direct sequential write, nproc jobs x 10 files, 2M "
-                            "io_uring on XFS over RAM (variant=fill: write until ENOSPC)",
-                execute=_execute, check=_options, module=__name__))
+register(
+    Recipe(
+        name=NAME,
+        seed="002",
+        description="buffered vs direct sequential write, nproc jobs x 10 files, 2M "
+        "io_uring on XFS over RAM (variant=fill: write until ENOSPC)",
+        execute=_execute,
+        check=_options,
+        module=__name__,
+    )
+)

@@ -40,10 +40,10 @@ MKFS = {"ext4": "-i 4096"}
 TITLES = {"create": "Create", "walk": "Walk", "chmod": "chmod", "unlink": "Unlink"}
 
 
-def _task(session: Session, bed: Bed, fs: str, threads: int, files: int,
-          current: dict[str, Any]) -> Task:
-    point = Point(NAME, {"fs": fs, "threads": threads, "files_per_thread": files,
-                         "files": threads * files, "size": 0})
+def _task(session: Session, bed: Bed, fs: str, threads: int, files: int, current: dict[str, Any]) -> Task:
+    point = Point(
+        NAME, {"fs": fs, "threads": threads, "files_per_thread": files, "files": threads * files, "size": 0}
+    )
     d = os.path.join(bed.path, "ic")
 
     def execute(partial: Partial) -> Outcome:
@@ -62,7 +62,8 @@ def _task(session: Session, bed: Bed, fs: str, threads: int, files: int,
             records.append(rec)
             partial.metrics += [
                 Metric(f"{phase}_wall_s", float(rec["wall_s"]), "s", "lower"),
-                Metric(f"{phase}_files_per_s", float(rec.get("files_per_s", 0.0)), "files/s")]
+                Metric(f"{phase}_files_per_s", float(rec.get("files_per_s", 0.0)), "files/s"),
+            ]
         if fs == "btrfs-svol":  # unlink emptied them; remove what is left of the subvolumes
             for t in range(threads):
                 with contextlib.suppress(OSError):
@@ -70,11 +71,13 @@ def _task(session: Session, bed: Bed, fs: str, threads: int, files: int,
         shutil.rmtree(d, ignore_errors=True)
         metrics = tuple(partial.metrics)
         partial.metrics.clear()
-        return Outcome(metrics=metrics, artifacts=(
-            Artifact("engine.json", "application/json", json.dumps(records)),))
+        return Outcome(
+            metrics=metrics, artifacts=(Artifact("engine.json", "application/json", json.dumps(records)),)
+        )
 
-    return Task(point, execute, weight=threads * files / 20000,
-                title=f"{fs} {threads} threads x {files} files")
+    return Task(
+        point, execute, weight=threads * files / 20000, title=f"{fs} {threads} threads x {files} files"
+    )
 
 
 @dataclass(frozen=True)
@@ -103,22 +106,33 @@ def _options(opts: RecipeOptions) -> _Options:
     if files < 1:
         raise UserError("--set files= at least 1")
     size = size_opt(opts, "bed_size", max(GIB, (max(threads) * files * 5120) >> 20 << 20))
-    return _Options(filesystems=fss, cpus=cpus, threads=tuple(threads), files=files, size=size,
-                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
-                    spec=BedSpec.parse(opts.bed or "ram"))
-
+    return _Options(
+        filesystems=fss,
+        cpus=cpus,
+        threads=tuple(threads),
+        files=files,
+        size=size,
+        repeat=opts.repeats(quick_default=1, default=3),
+        label=opts.label or NAME,
+        spec=BedSpec.parse(opts.bed or "ram"),
+    )
 
 
 def _notes(o: _Options) -> list[str]:
-    return [f"threads {', '.join(map(str, o.threads))} (up to 2 x nproc = {2 * o.cpus}), "
-            f"{o.files} empty files per thread (the seed: 400000 per thread, 1..32 threads; "
-            "scaled to this machine)",
-            f"one {o.spec} bed of {fmt_bytes(o.size)} per filesystem"
-            + (" (ext4 made with -i 4096 for enough inodes)" if "ext4" in o.filesystems else "")
-            + ("; btrfs-svol uses the btrfs bed with one subvolume per thread"
-               if "btrfs-svol" in o.filesystems else ""),
-            "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
-            "before walk, chmod and unlink; times are wall seconds of all threads"]
+    return [
+        f"threads {', '.join(map(str, o.threads))} (up to 2 x nproc = {2 * o.cpus}), "
+        f"{o.files} empty files per thread (the seed: 400000 per thread, 1..32 threads; "
+        "scaled to this machine)",
+        f"one {o.spec} bed of {fmt_bytes(o.size)} per filesystem"
+        + (" (ext4 made with -i 4096 for enough inodes)" if "ext4" in o.filesystems else "")
+        + (
+            "; btrfs-svol uses the btrfs bed with one subvolume per thread"
+            if "btrfs-svol" in o.filesystems
+            else ""
+        ),
+        "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
+        "before walk, chmod and unlink; times are wall seconds of all threads",
+    ]
 
 
 def _real(fs: str) -> str:
@@ -134,10 +148,16 @@ def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
             pts.append(r.point)
     pts.sort(key=lambda p: (o.filesystems.index(str(p.params["fs"])), int(p.params["threads"])))
     return LabelTable(
-        ("Filesystem", "Files", "Threads"), tuple(TITLES[ph] for ph in PHASES),
-        tuple(LabelRow((str(p.params["fs"]), str(p.params["files"]), str(p.params["threads"])),
-                       tuple(cols.cells(p, f"{ph}_wall_s", lambda v: f"{v:.3f}") for ph in PHASES))
-              for p in pts))
+        ("Filesystem", "Files", "Threads"),
+        tuple(TITLES[ph] for ph in PHASES),
+        tuple(
+            LabelRow(
+                (str(p.params["fs"]), str(p.params["files"]), str(p.params["threads"])),
+                tuple(cols.cells(p, f"{ph}_wall_s", lambda v: f"{v:.3f}") for ph in PHASES),
+            )
+            for p in pts
+        ),
+    )
 
 
 def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
@@ -149,21 +169,40 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         beds: dict[str, Bed] = {}
         for fs in o.filesystems:
             if _real(fs) not in beds:
-                beds[_real(fs)] = stack.enter_context(provision(
-                    o.spec, fs=_real(fs), size_bytes=o.size, mkfs_opts=MKFS.get(_real(fs), "")))
-        tasks = [_task(session, beds[_real(fs)], fs, t, o.files, current)
-                 for fs in o.filesystems for t in o.threads]
+                beds[_real(fs)] = stack.enter_context(
+                    provision(o.spec, fs=_real(fs), size_bytes=o.size, mkfs_opts=MKFS.get(_real(fs), ""))
+                )
+        tasks = [
+            _task(session, beds[_real(fs)], fs, t, o.files, current)
+            for fs in o.filesystems
+            for t in o.threads
+        ]
         session.use_beds(*beds.values(), facts=lambda: dict(current["bed"]))
         runs = session.execute(tasks, o.repeat)
     notes += session.notes
     notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, o.label)
     title = "inode-cache (seed 003): wall seconds per phase, fixed files per thread"
-    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
-                         table=_table(o, cols, runs), notes=notes, runs=runs)
+    return recipe_report(
+        NAME,
+        title,
+        label=o.label,
+        batch=session.batch,
+        cols=cols,
+        table=_table(o, cols, runs),
+        notes=notes,
+        runs=runs,
+    )
 
 
-register(Recipe(name=NAME, seed="003",
-                description="Create/Walk/chmod/Unlink wall time, fixed files per thread, "
-                            "threads 1..2xnproc on xfs, ext4, btrfs, btrfs subvolume per thread",
-                execute=_execute, check=_options, module=__name__))
+register(
+    Recipe(
+        name=NAME,
+        seed="003",
+        description="Create/Walk/chmod/Unlink wall time, fixed files per thread, "
+        "threads 1..2xnproc on xfs, ext4, btrfs, btrfs subvolume per thread",
+        execute=_execute,
+        check=_options,
+        module=__name__,
+    )
+)

@@ -46,13 +46,20 @@ class RecipeOptions:
         """A UserError for a ``--set`` axis the recipe does not take."""
         bad = [k for k, _ in self.sets if k not in allowed]
         if bad:
-            raise UserError(f"recipe {recipe} has no axis {bad[0]!r}: it takes --set "
-                            + ", ".join(f"{a}=…" for a in allowed))
+            raise UserError(
+                f"recipe {recipe} has no axis {bad[0]!r}: it takes --set "
+                + ", ".join(f"{a}=…" for a in allowed)
+            )
 
     def session(self, store: Store, progress: Progress, label: str) -> Session:
         """The Session a recipe runs its points in."""
-        return Session(store=store, label=self.label or label, progress=progress,
-                       probes=self.probes, knobs=dict(self.knobs))
+        return Session(
+            store=store,
+            label=self.label or label,
+            progress=progress,
+            probes=self.probes,
+            knobs=dict(self.knobs),
+        )
 
 
 def one(opts: RecipeOptions, name: str, default: Any = None) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..knob import Knob, looks_like_knob, parse_knob
-from ..knobs import KnobSession, check_exists
+from ..knob_session import KnobSession, check_exists
 from ..repeat import policy_of, replay, to_json
 from ..results import Report
 from ..runner import Progress
@@ -64,8 +64,9 @@ class Recipe:
         return knobs, own
 
 
-def recipe_knobs(name: str, opts: RecipeOptions
-                 ) -> tuple[list[tuple[Knob, Any]], tuple[tuple[str, tuple[Any, ...]], ...]]:
+def recipe_knobs(
+    name: str, opts: RecipeOptions
+) -> tuple[list[tuple[Knob, Any]], tuple[tuple[str, tuple[Any, ...]], ...]]:
     """Split ``--set`` into knobs held for the whole recipe (one value each: a recipe does
     not sweep knobs, a plan does) and the recipe's own axes."""
     knobs: list[tuple[Knob, Any]] = []
@@ -76,8 +77,10 @@ def recipe_knobs(name: str, opts: RecipeOptions
             continue
         knob = parse_knob(k)
         if knob.kind not in ("sysctl", "sysfs") or knob.needs_bed:
-            raise UserError(f"--set {k}: a recipe holds sysctl: and sysfs:/sys/… knobs for its "
-                            "whole run; knobs of the bed's device need a plan (docs/plans.md)")
+            raise UserError(
+                f"--set {k}: a recipe holds sysctl: and sysfs:/sys/… knobs for its "
+                "whole run; knobs of the bed's device need a plan (docs/plans.md)"
+            )
         if len(vals) != 1:
             raise UserError(f"--set {k}= takes one value on recipe {name}; sweep it in a plan")
         if os.geteuid() != 0:
@@ -108,8 +111,7 @@ def register(recipe: Recipe) -> Recipe:
     """Add a recipe (called by recipe modules at import time); names are unique."""
     old = _REGISTRY.get(recipe.name)
     if old is not None and old.module != recipe.module:
-        raise ValueError(f"recipe {recipe.name!r} is registered twice ({old.module}, "
-                         f"{recipe.module})")
+        raise ValueError(f"recipe {recipe.name!r} is registered twice ({old.module}, {recipe.module})")
     _REGISTRY[recipe.name] = recipe
     return recipe
 
@@ -152,5 +154,6 @@ def get(name: str) -> Recipe:
     if name in _BROKEN:
         raise UserError(f"recipe {name} failed to load: {_BROKEN[name]}")
     known = ", ".join(r.name for r in recipes())
-    raise UserError(f"no plan file or recipe named {name!r}: give a PLAN.toml path or one of "
-                    f"{known} (iowall recipes)")
+    raise UserError(
+        f"no plan file or recipe named {name!r}: give a PLAN.toml path or one of {known} (iowall recipes)"
+    )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
 from ..knob import parse_knob
-from ..knobs import KnobSession
+from ..knob_session import KnobSession
 from ..model import Artifact, Metric, Point, Run
 from ..repeat import RepeatPolicy
 from ..results import Report
@@ -42,8 +42,17 @@ VARIANTS = ("default", "extsize")
 
 
 def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds: int) -> Task:
-    point = Point(NAME, {"kind": "smallfiles", "variant": variant, "threads": threads,
-                         "size": 4096, "seconds": seconds, "fsync": "none"})
+    point = Point(
+        NAME,
+        {
+            "kind": "smallfiles",
+            "variant": variant,
+            "threads": threads,
+            "size": 4096,
+            "seconds": seconds,
+            "fsync": "none",
+        },
+    )
     d = os.path.join(bed.path, "sf")
 
     def remove() -> None:
@@ -64,34 +73,70 @@ def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds
                     raise
                 rec = dict(e.record)
                 status, notes = "filled", ("the bed filled up (ENOSPC) before the time",)
-        metrics = [Metric("files_per_s", float(rec.get("files_per_s", 0.0)), "files/s"),
-                   Metric("files", float(rec.get("files", 0)), "files"),
-                   Metric("wall_s", float(rec.get("wall_s", 0.0)), "s", "lower")]
-        return Outcome(status=status, metrics=tuple(metrics), notes=notes,  # type: ignore[arg-type]
-                       artifacts=(Artifact("engine.json", "application/json", json.dumps(rec)),))
+        metrics = [
+            Metric("files_per_s", float(rec.get("files_per_s", 0.0)), "files/s"),
+            Metric("files", float(rec.get("files", 0)), "files"),
+            Metric("wall_s", float(rec.get("wall_s", 0.0)), "s", "lower"),
+        ]
+        return Outcome(
+            status=status,  # type: ignore[arg-type]
+            metrics=tuple(metrics),
+            notes=notes,
+            artifacts=(Artifact("engine.json", "application/json", json.dumps(rec)),),
+        )
 
-    return Task(point, execute, weight=seconds, title=f"small files {variant} {threads} threads",
-                prepare=remove, cleanup=remove)
+    return Task(
+        point,
+        execute,
+        weight=seconds,
+        title=f"small files {variant} {threads} threads",
+        prepare=remove,
+        cleanup=remove,
+    )
 
 
 def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int) -> Task:
-    point = Point(NAME, {"kind": "dio-ceiling", "rw": "randwrite", "bs": "4k",
-                         "ioengine": "io_uring", "direct": 1, "iodepth": 32, "jobs": jobs,
-                         "size": size, "seconds": seconds, "overwrite": 1})
+    point = Point(
+        NAME,
+        {
+            "kind": "dio-ceiling",
+            "rw": "randwrite",
+            "bs": "4k",
+            "ioengine": "io_uring",
+            "direct": 1,
+            "iodepth": 32,
+            "jobs": jobs,
+            "size": size,
+            "seconds": seconds,
+            "overwrite": 1,
+        },
+    )
     path = os.path.join(bed.path, "ceiling.dat")
 
     def job() -> JobFile:
-        g = {"filename": path, "size": fio_size(size), "rw": "randwrite", "bs": "4k",
-             "ioengine": "io_uring", "direct": 1, "iodepth": 32, "numjobs": jobs,
-             "time_based": 1, "runtime": seconds, "group_reporting": 1, "norandommap": 1,
-             "randrepeat": 0,
-             # lay the file out with real writes first: otherwise the first repeat writes
-             # into unwritten extents (measured: 0.3x the later repeats' IOPS)
-             "overwrite": 1}
+        g = {
+            "filename": path,
+            "size": fio_size(size),
+            "rw": "randwrite",
+            "bs": "4k",
+            "ioengine": "io_uring",
+            "direct": 1,
+            "iodepth": 32,
+            "numjobs": jobs,
+            "time_based": 1,
+            "runtime": seconds,
+            "group_reporting": 1,
+            "norandommap": 1,
+            "randrepeat": 0,
+            # lay the file out with real writes first: otherwise the first repeat writes
+            # into unwritten extents (measured: 0.3x the later repeats' IOPS)
+            "overwrite": 1,
+        }
         return JobFile(g, [JobSection("dio-ceiling", {})])
 
-    return fio_task(point, job, drop=session.drop_caches,
-                    title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds)
+    return fio_task(
+        point, job, drop=session.drop_caches, title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds
+    )
 
 
 @dataclass(frozen=True)
@@ -120,28 +165,38 @@ def _options(opts: RecipeOptions) -> _Options:
     if seconds < 1:
         raise UserError("--set seconds= at least 1")
     avail = meminfo().get("MemAvailable", 0)
-    size = size_opt(opts, "bed_size", max(GIB, min(4 * GIB if opts.quick else 8 * GIB,
-                                                   avail // 3)) >> 20 << 20)
-    return _Options(variants=variants, cpus=cpus, threads=tuple(threads), seconds=seconds,
-                    size=size, ceiling_size=min(GIB, size // 4) >> 20 << 20,
-                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
-                    spec=BedSpec.parse(opts.bed or "ram"))
-
+    size = size_opt(
+        opts, "bed_size", max(GIB, min(4 * GIB if opts.quick else 8 * GIB, avail // 3)) >> 20 << 20
+    )
+    return _Options(
+        variants=variants,
+        cpus=cpus,
+        threads=tuple(threads),
+        seconds=seconds,
+        size=size,
+        ceiling_size=min(GIB, size // 4) >> 20 << 20,
+        repeat=opts.repeats(quick_default=1, default=3),
+        label=opts.label or NAME,
+        spec=BedSpec.parse(opts.bed or "ram"),
+    )
 
 
 def _notes(o: _Options) -> list[str]:
-    notes = [f"bed: {o.spec} xfs of {fmt_bytes(o.size)} (scaled to a third of free memory at "
-             "most)",
-             f"small files: 4 KiB each, {', '.join(map(str, o.threads))} thread(s) (nproc = "
-             f"{o.cpus}), {o.seconds} s per point, no fsync: writeback is the flusher's job",
-             f"ceiling: fio randwrite bs 4k io_uring direct iodepth 32, {o.cpus} job(s), "
-             f"{o.seconds} s on a {fmt_bytes(o.ceiling_size)} file on the same bed",
-             "device write IOPS from /proc/diskstats of the bed's device during the stream; "
-             "flusher busy % is the bdi writeback kworker CPU (100% = one CPU); throttled is "
-             "the writers' total pause in balance_dirty_pages"]
+    notes = [
+        f"bed: {o.spec} xfs of {fmt_bytes(o.size)} (scaled to a third of free memory at most)",
+        f"small files: 4 KiB each, {', '.join(map(str, o.threads))} thread(s) (nproc = "
+        f"{o.cpus}), {o.seconds} s per point, no fsync: writeback is the flusher's job",
+        f"ceiling: fio randwrite bs 4k io_uring direct iodepth 32, {o.cpus} job(s), "
+        f"{o.seconds} s on a {fmt_bytes(o.ceiling_size)} file on the same bed",
+        "device write IOPS from /proc/diskstats of the bed's device during the stream; "
+        "flusher busy % is the bdi writeback kworker CPU (100% = one CPU); throttled is "
+        "the writers' total pause in balance_dirty_pages",
+    ]
     if "extsize" in o.variants:
-        notes.append("extsize: a 4 KiB extent size hint on the root directory (xfs:extsize, "
-                     "inherited), so delayed allocation is not used (as in the seed)")
+        notes.append(
+            "extsize: a 4 KiB extent size hint on the root directory (xfs:extsize, "
+            "inherited), so delayed allocation is not used (as in the seed)"
+        )
     return notes
 
 
@@ -165,17 +220,27 @@ def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
     def row(p: Point) -> LabelRow:
         f = [cols.median(p, lab, "files_per_s") for lab in cols.labels]
         c = [cols.median(ceil_pt, lab, "write_iops") for lab in cols.labels]
-        return LabelRow((str(p.params["variant"]), str(p.params["threads"])), (
-            cols.cells(p, "files_per_s", _n), cols.cells(p, "disk_write_iops", _n),
-            cols.cells(ceil_pt, "write_iops", _n),
-            tuple(f"{fi / ci * 100:.1f}%" if fi is not None and ci else "-"
-                  for fi, ci in zip(f, c, strict=True)),
-            cols.cells(p, "flusher_cpu_share", lambda v: f"{v * 100:.0f}%"),
-            cols.cells(p, "throttle_pause_s", lambda v: f"{v:.1f}s")))
+        return LabelRow(
+            (str(p.params["variant"]), str(p.params["threads"])),
+            (
+                cols.cells(p, "files_per_s", _n),
+                cols.cells(p, "disk_write_iops", _n),
+                cols.cells(ceil_pt, "write_iops", _n),
+                tuple(
+                    f"{fi / ci * 100:.1f}%" if fi is not None and ci else "-"
+                    for fi, ci in zip(f, c, strict=True)
+                ),
+                cols.cells(p, "flusher_cpu_share", lambda v: f"{v * 100:.0f}%"),
+                cols.cells(p, "throttle_pause_s", lambda v: f"{v:.1f}s"),
+            ),
+        )
 
-    return LabelTable(("Variant", "Threads"), ("Files/s", "Write IOPS", "DIO IOPS", "Share",
-                                               "Flusher busy", "Throttled"),
-                      tuple(row(p) for p in stream_pts), left=2)
+    return LabelTable(
+        ("Variant", "Threads"),
+        ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher busy", "Throttled"),
+        tuple(row(p) for p in stream_pts),
+        left=2,
+    )
 
 
 def _under_threshold(runs: Sequence[Run]) -> list[str]:
@@ -183,9 +248,11 @@ def _under_threshold(runs: Sequence[Run]) -> list[str]:
     thr, _ = dirty_thresholds_bytes()
     most = max((r.metric("files") or 0.0 for r in runs), default=0.0) * 4096
     if thr and most < thr:
-        return [f"at most {fmt_bytes(most)} of files were written per point, under the "
-                f"dirty threshold ({fmt_bytes(thr)}): writers were not throttled; "
-                "--set seconds= longer (or a lower vm.dirty_bytes) to reach the wall"]
+        return [
+            f"at most {fmt_bytes(most)} of files were written per point, under the "
+            f"dirty threshold ({fmt_bytes(thr)}): writers were not throttled; "
+            "--set seconds= longer (or a lower vm.dirty_bytes) to reach the wall"
+        ]
     return []
 
 
@@ -201,12 +268,14 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     cols = columns(store, NAME, runs, o.label)
     table = _table(cols, runs)
     notes += _under_threshold(runs)
-    notes.append("Share = files/s as a fraction of the direct-I/O 4k write IOPS ceiling "
-                 "(one file = one 4 KiB write)")
+    notes.append(
+        "Share = files/s as a fraction of the direct-I/O 4k write IOPS ceiling (one file = one 4 KiB write)"
+    )
     notes += sorted({s for r in runs for s in _skipped(r)})
     title = "small-file-writeback (seed 004): 4 KiB files through the page cache, xfs"
-    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
-                         table=table, notes=notes, runs=runs)
+    return recipe_report(
+        NAME, title, label=o.label, batch=session.batch, cols=cols, table=table, notes=notes, runs=runs
+    )
 
 
 def _n(v: float) -> str:
@@ -217,7 +286,14 @@ def _skipped(r: Run) -> list[str]:
     return [n for n in r.notes if "skipped" in n]
 
 
-register(Recipe(name=NAME, seed="004",
-                description="4 KiB files through the page cache vs the device's direct-I/O "
-                            "4k IOPS ceiling; flusher busy %, throttled time; xfs extsize 4k",
-                execute=_execute, check=_options, module=__name__))
+register(
+    Recipe(
+        name=NAME,
+        seed="004",
+        description="4 KiB files through the page cache vs the device's direct-I/O "
+        "4k IOPS ceiling; flusher busy %, throttled time; xfs extsize 4k",
+        execute=_execute,
+        check=_options,
+        module=__name__,
+    )
+)

@@ -37,8 +37,7 @@ class Columns:
     def runs(self, point: Point, label: str) -> list[Run]:
         return self.samples.get((point.key(), label), [])
 
-    def median(self, point: Point, label: str, metric: str | Callable[[Run], float | None]
-               ) -> float | None:
+    def median(self, point: Point, label: str, metric: str | Callable[[Run], float | None]) -> float | None:
         vals = []
         for r in self.runs(point, label):
             v = metric(r) if callable(metric) else r.metric(metric)
@@ -48,8 +47,7 @@ class Columns:
 
     def cells(self, point: Point, metric: str, fmt: Callable[[float], str]) -> tuple[str, ...]:
         """One cell per label: the median of ``metric`` at ``point`` formatted, or "-"."""
-        return tuple("-" if (v := self.median(point, lab, metric)) is None else fmt(v)
-                     for lab in self.labels)
+        return tuple("-" if (v := self.median(point, lab, metric)) is None else fmt(v) for lab in self.labels)
 
 
 def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Columns:
@@ -62,8 +60,15 @@ def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Colum
     order: list[str] = []
     # only the runs of these fingerprints, measured, in SQL: the cost grows with the runs
     # compared, not with every stored run of the recipe
-    for r in store.runs(RunFilter(recipe=recipe, statuses=tuple(sorted(MEASURED_STATUSES)),
-                                  fingerprints=tuple(sorted(fps)))) if fps else ():
+    for r in (
+        store.runs(
+            RunFilter(
+                recipe=recipe, statuses=tuple(sorted(MEASURED_STATUSES)), fingerprints=tuple(sorted(fps))
+            )
+        )
+        if fps
+        else ()
+    ):
         if r.point.key() not in keys or r.fingerprint() not in fps:
             continue
         if r.label not in order:
@@ -105,16 +110,17 @@ def lay_out(t: LabelTable, names: Sequence[str]) -> Table:
     row and label, the label (its name in ``names``) in a first column."""
     blank = ("",) * len(t.values)
     if len(names) == 1:
-        return Table.of(t.keys + t.values, [r.keys + (tuple(v[0] for v in r.values)
-                                                       if r.values else blank)
-                                            for r in t.rows], left=t.left)
+        return Table.of(
+            t.keys + t.values,
+            [r.keys + (tuple(v[0] for v in r.values) if r.values else blank) for r in t.rows],
+            left=t.left,
+        )
     rows: list[tuple[str, ...]] = []
     for r in t.rows:
         if not r.values:
             rows.append(("",) + r.keys + blank)
             continue
-        rows += [(name,) + r.keys + tuple(v[i] for v in r.values)
-                 for i, name in enumerate(names)]
+        rows += [(name,) + r.keys + tuple(v[i] for v in r.values) for i, name in enumerate(names)]
     return Table.of(("Label",) + t.keys + t.values, rows, left=t.left + 1)
 
 
@@ -152,8 +158,7 @@ def label_sides(cols: Columns) -> list[Side]:
     return [Side(lab, by_label[lab]) for lab in cols.labels]
 
 
-def compare_sides(sides: Sequence[Side], metrics: Sequence[str] | None = None
-                  ) -> CompareResult | None:
+def compare_sides(sides: Sequence[Side], metrics: Sequence[str] | None = None) -> CompareResult | None:
     """Every side against the first, or None with one side or nothing paired."""
     if len(sides) < 2:
         return None
@@ -161,17 +166,28 @@ def compare_sides(sides: Sequence[Side], metrics: Sequence[str] | None = None
     return res if res.rows else None
 
 
-def recipe_report(name: str, title: str, *, label: str, batch: str, cols: Columns,
-                  table: LabelTable, notes: Sequence[str], runs: Sequence[Run],
-                  extra: Mapping[str, Any] | None = None,
-                  metrics: Sequence[str] | None = None) -> Report:
+def recipe_report(
+    name: str,
+    title: str,
+    *,
+    label: str,
+    batch: str,
+    cols: Columns,
+    table: LabelTable,
+    notes: Sequence[str],
+    runs: Sequence[Run],
+    extra: Mapping[str, Any] | None = None,
+    metrics: Sequence[str] | None = None,
+) -> Report:
     """A seed recipe's Report: its table laid out for its labels (``fitted``; the JSON's
     ``table`` with the labels' names), the notes with run statuses and the first failures,
     the Why section (explain on each point's median run) and, when other labels share the
     points, the compare of every label against the first on ``metrics``."""
     notes = list(notes)
-    notes.append("statuses: " + ", ".join(f"{s} {sum(r.status == s for r in runs)}"
-                                           for s in sorted({r.status for r in runs})))
+    notes.append(
+        "statuses: "
+        + ", ".join(f"{s} {sum(r.status == s for r in runs)}" for s in sorted({r.status for r in runs}))
+    )
     notes += [f"run {r.id} failed: {r.error}" for r in runs if r.status == "failed"][:3]
     sides = label_sides(cols)
     cmp = compare_sides(sides, metrics)
@@ -179,16 +195,27 @@ def recipe_report(name: str, title: str, *, label: str, batch: str, cols: Column
     full = lay_out(table, cols.labels)
     shown, legend = fitted(table, cols.labels)
     return Report(
-        kind="recipe", name=name, title=title,
+        kind="recipe",
+        name=name,
+        title=title,
         sections=(Section(table=shown, bullets=legend),),
-        notes=tuple(notes), why=tuple(why_points(runs)), label=label, batch=batch,
-        run_ids=ids, data={"recipe": name, **(extra or {}), "labels": list(cols.labels),
-                           "table": {"headers": list(full.headers),
-                                     "rows": [list(r) for r in full.rows]},
-                           "compare_metrics": list(metrics) if metrics else None},
-        compare_sides=tuple((s.name, tuple(r.id for r in s.runs if r.id is not None))
-                            for s in sides) if cmp is not None else (),
-        compare=cmp)
+        notes=tuple(notes),
+        why=tuple(why_points(runs)),
+        label=label,
+        batch=batch,
+        run_ids=ids,
+        data={
+            "recipe": name,
+            **(extra or {}),
+            "labels": list(cols.labels),
+            "table": {"headers": list(full.headers), "rows": [list(r) for r in full.rows]},
+            "compare_metrics": list(metrics) if metrics else None,
+        },
+        compare_sides=tuple((s.name, tuple(r.id for r in s.runs if r.id is not None)) for s in sides)
+        if cmp is not None
+        else (),
+        compare=cmp,
+    )
 
 
 def reload_compare(store: Store, rep: Report) -> Report:

@@ -21,7 +21,7 @@ from ..beds.device import raw_devices
 from ..beds.loop import disk_image
 from ..errors import UserError
 from ..knob import parse_knob
-from ..knobs import KnobSession
+from ..knob_session import KnobSession
 from ..model import Point, Run
 from ..repeat import RepeatPolicy
 from ..results import Report
@@ -47,13 +47,12 @@ def raw_loop(size: int) -> Iterator[Bed]:
         raise UserError("tag-fairness needs root (losetup): run as root")
     bed = Bed(BedSpec("loop"))
     try:
-        image, dev = disk_image(bed, size, preallocate=True, what="an image",
-                                fix="--set image_size= smaller")
+        image, dev = disk_image(bed, size, preallocate=True, what="an image", fix="--set image_size= smaller")
         bed.record_device(dev)
         bed.path = os.path.dirname(image)
-        bed.facts.update(image=image, image_bytes=size, backing=f"disk:{bed.path}",
-                         fs="none (raw)",
-                         preallocated=True)
+        bed.facts.update(
+            image=image, image_bytes=size, backing=f"disk:{bed.path}", fs="none (raw)", preallocated=True
+        )
         yield bed
     finally:
         bed.teardown()
@@ -97,26 +96,40 @@ def _options(opts: RecipeOptions) -> _Options:
         size = min(size, have) if opts.values("image_size") and have else have or size
     region = size // max(jobs) // MIB * MIB
     if region < 16 * MIB:
-        raise UserError(f"{fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
-                        "each: --set image_size= larger (or a larger device) or fewer numjobs")
-    return _Options(cpus=cpus, cap=cap, jobs=tuple(jobs), runtime=runtime, ramp=ramp,
-                    max_sectors_kb=msk, size=size, region=region,
-                    repeat=opts.repeats(quick_default=1, default=3), label=opts.label or NAME,
-                    spec=spec)
-
+        raise UserError(
+            f"{fmt_bytes(size)} gives {max(jobs)} jobs less than 16 MiB "
+            "each: --set image_size= larger (or a larger device) or fewer numjobs"
+        )
+    return _Options(
+        cpus=cpus,
+        cap=cap,
+        jobs=tuple(jobs),
+        runtime=runtime,
+        ramp=ramp,
+        max_sectors_kb=msk,
+        size=size,
+        region=region,
+        repeat=opts.repeats(quick_default=1, default=3),
+        label=opts.label or NAME,
+        spec=spec,
+    )
 
 
 def _notes(o: _Options, quick: bool) -> list[str]:
-    where = (f"raw device {o.spec.path} (guarded), no filesystem; {fmt_bytes(o.size)} used"
-             if o.spec.kind == "device" else
-             f"raw loop device (direct-io on) over a preallocated {fmt_bytes(o.size)} image on "
-             "disk, no filesystem")
-    return [f"numjobs {', '.join(map(str, o.jobs))}: capped at {o.cap} on this machine "
-            f"({o.cpus} CPUs{', --quick' if quick else ', 32 x nproc'}; the seed went to "
-            "512 on 96 cores)",
-            f"{where}; offset_increment {fio_size(o.region)} (size / max numjobs)",
-            f"psync, direct=1, randwrite, bs 1M, time_based runtime {o.runtime} s after "
-            f"ramp_time {o.ramp} s, group_reporting"]
+    where = (
+        f"raw device {o.spec.path} (guarded), no filesystem; {fmt_bytes(o.size)} used"
+        if o.spec.kind == "device"
+        else f"raw loop device (direct-io on) over a preallocated {fmt_bytes(o.size)} image on "
+        "disk, no filesystem"
+    )
+    return [
+        f"numjobs {', '.join(map(str, o.jobs))}: capped at {o.cap} on this machine "
+        f"({o.cpus} CPUs{', --quick' if quick else ', 32 x nproc'}; the seed went to "
+        "512 on 96 cores)",
+        f"{where}; offset_increment {fio_size(o.region)} (size / max numjobs)",
+        f"psync, direct=1, randwrite, bs 1M, time_based runtime {o.runtime} s after "
+        f"ramp_time {o.ramp} s, group_reporting",
+    ]
 
 
 def _lower_max_sectors(o: _Options, session: Session, bed: Bed, ks: KnobSession) -> str:
@@ -127,23 +140,46 @@ def _lower_max_sectors(o: _Options, session: Session, bed: Bed, ks: KnobSession)
     now = ks.set(knob, o.max_sectors_kb)
     session.knobs[str(knob)] = now
     bed.facts["queue"] = dict(bed.facts.get("queue") or {}, max_sectors_kb=now)
-    return (f"queue/max_sectors_kb of {os.path.basename(bed.device or '')} set to {now} "
-            f"(was {old}; restored afterwards)")
+    return (
+        f"queue/max_sectors_kb of {os.path.basename(bed.device or '')} set to {now} "
+        f"(was {old}; restored afterwards)"
+    )
 
 
 def _tasks(o: _Options, dev: str) -> list[Task]:
     """One fio point per numjobs, each job writing its own region of ``dev``."""
     tasks = []
     for j in o.jobs:
-        pt = Point(NAME, {"rw": "randwrite", "bs": "1m", "ioengine": "psync", "direct": 1,
-                          "numjobs": j, "offset_increment": o.region, "runtime": o.runtime,
-                          "ramp_time": o.ramp, "max_sectors_kb": o.max_sectors_kb})
-        g = {"filename": dev, "ioengine": "psync", "allow_mounted_write": 0,
-             "group_reporting": 1, "direct": 1, "offset_increment": fio_size(o.region),
-             "size": fio_size(o.region), "rw": "randwrite", "bs": "1024k", "numjobs": j,
-             "time_based": 1, "runtime": o.runtime, "ramp_time": o.ramp}
-        tasks.append(fio_task(pt, _job(g), title=f"randwrite 1M numjobs={j}",
-                              weight=o.runtime + o.ramp))
+        pt = Point(
+            NAME,
+            {
+                "rw": "randwrite",
+                "bs": "1m",
+                "ioengine": "psync",
+                "direct": 1,
+                "numjobs": j,
+                "offset_increment": o.region,
+                "runtime": o.runtime,
+                "ramp_time": o.ramp,
+                "max_sectors_kb": o.max_sectors_kb,
+            },
+        )
+        g = {
+            "filename": dev,
+            "ioengine": "psync",
+            "allow_mounted_write": 0,
+            "group_reporting": 1,
+            "direct": 1,
+            "offset_increment": fio_size(o.region),
+            "size": fio_size(o.region),
+            "rw": "randwrite",
+            "bs": "1024k",
+            "numjobs": j,
+            "time_based": 1,
+            "runtime": o.runtime,
+            "ramp_time": o.ramp,
+        }
+        tasks.append(fio_task(pt, _job(g), title=f"randwrite 1M numjobs={j}", weight=o.runtime + o.ramp))
     return tasks
 
 
@@ -153,20 +189,30 @@ def _job(g: dict[str, object]) -> Callable[[], JobFile]:
 
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
     """MiB/s per numjobs."""
-    pts = sorted({r.point.key(): r.point for r in runs}.values(),
-                 key=lambda p: int(p.params["numjobs"]))
-    return LabelTable(("numjobs",), ("MiB/s",), tuple(
-        LabelRow((str(p.params["numjobs"]),),
-                 (cols.cells(p, "write_bw_bytes_per_s", lambda v: f"{v / MIB:.1f}"),))
-        for p in pts), left=0)
+    pts = sorted({r.point.key(): r.point for r in runs}.values(), key=lambda p: int(p.params["numjobs"]))
+    return LabelTable(
+        ("numjobs",),
+        ("MiB/s",),
+        tuple(
+            LabelRow(
+                (str(p.params["numjobs"]),),
+                (cols.cells(p, "write_bw_bytes_per_s", lambda v: f"{v / MIB:.1f}"),),
+            )
+            for p in pts
+        ),
+        left=0,
+    )
 
 
 def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     o = _options(opts)
     notes = _notes(o, opts.quick)
     session = opts.session(store, progress, NAME)
-    bed_ctx = (raw_devices(o.spec, need_bytes=o.size, count=1, recipe=NAME)
-               if o.spec.kind == "device" else raw_loop(o.size))
+    bed_ctx = (
+        raw_devices(o.spec, need_bytes=o.size, count=1, recipe=NAME)
+        if o.spec.kind == "device"
+        else raw_loop(o.size)
+    )
     with bed_ctx as bed, KnobSession(bed) as ks:
         session.use_beds(bed)
         notes.append(_lower_max_sectors(o, session, bed, ks))
@@ -175,11 +221,26 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, o.label)
     title = f"tag-fairness (seed 001): direct 1M randwrite, max_sectors_kb {o.max_sectors_kb}"
-    return recipe_report(NAME, title, label=o.label, batch=session.batch, cols=cols,
-                         table=_table(cols, runs), notes=notes, runs=runs)
+    return recipe_report(
+        NAME,
+        title,
+        label=o.label,
+        batch=session.batch,
+        cols=cols,
+        table=_table(cols, runs),
+        notes=notes,
+        runs=runs,
+    )
 
 
-register(Recipe(name=NAME, seed="001",
-                description="direct 1M randwrite, psync, numjobs 1.. on a raw loop device "
-                            "with queue max_sectors_kb lowered to 128",
-                execute=_execute, check=_options, module=__name__))
+register(
+    Recipe(
+        name=NAME,
+        seed="001",
+        description="direct 1M randwrite, psync, numjobs 1.. on a raw loop device "
+        "with queue max_sectors_kb lowered to 128",
+        execute=_execute,
+        check=_options,
+        module=__name__,
+    )
+)

@@ -10,11 +10,17 @@ from ..runner import Outcome, Partial, Task
 from ..workloads.fio import FioFailure, JobFile, run_fio
 
 
-def fio_task(point: Point, job: Callable[[], JobFile], *, title: str, weight: float = 1.0,
-             prepare: Callable[[], None] | None = None,
-             cleanup: Callable[[], None] | None = None,
-             drop: Callable[[Partial], object] | None = None,
-             expect_enospc: bool = False) -> Task:
+def fio_task(
+    point: Point,
+    job: Callable[[], JobFile],
+    *,
+    title: str,
+    weight: float = 1.0,
+    prepare: Callable[[], None] | None = None,
+    cleanup: Callable[[], None] | None = None,
+    drop: Callable[[Partial], object] | None = None,
+    expect_enospc: bool = False,
+) -> Task:
     """A task that prepares, drops caches (``drop``: a Session's ``drop_caches``, which knows
     the rules without root) and runs one fio job."""
 
@@ -29,9 +35,13 @@ def fio_task(point: Point, job: Callable[[], JobFile], *, title: str, weight: fl
             if expect_enospc and (e.result.metrics and _enospc(e)):
                 if cleanup:
                     cleanup()
-                return Outcome(status="filled", metrics=e.result.metrics,
-                               artifacts=e.result.artifacts(), series=e.result.series,
-                               notes=("fio stopped on ENOSPC (the fill's expected end)",))
+                return Outcome(
+                    status="filled",
+                    metrics=e.result.metrics,
+                    artifacts=e.result.artifacts(),
+                    series=e.result.series,
+                    notes=("fio stopped on ENOSPC (the fill's expected end)",),
+                )
             partial.artifacts.extend(e.result.artifacts())
             raise
         if cleanup:

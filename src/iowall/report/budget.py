@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..analysis.kernel_paths import LABELS as PATH_LABELS
 from ..analysis.offcpu import LABELS
-from ..analysis.paths import LABELS as PATH_LABELS
 from ..cpuclasses import TITLES
 from .table import text_table
 
-_TITLES = {"user": "on a CPU: user space", "runnable:quota": "runnable: cgroup CPU quota",
-           "runnable:own": "runnable: behind its own threads and the bed's workers",
-           "runnable:others": "runnable: other processes", "unaccounted": "unaccounted"}
+_TITLES = {
+    "user": "on a CPU: user space",
+    "runnable:quota": "runnable: cgroup CPU quota",
+    "runnable:own": "runnable: behind its own threads and the bed's workers",
+    "runnable:others": "runnable: other processes",
+    "unaccounted": "unaccounted",
+}
 
 
 def _title(category: str) -> str:
@@ -36,33 +40,38 @@ def budget_lines(b: Mapping[str, Any]) -> list[str]:
         if cat == "kernel":
             paths = b.get("kernel_paths") or {}
             for p, ps in sorted(paths.items(), key=lambda kv: -kv[1]):
-                rows.append([f"on a CPU: kernel, {PATH_LABELS.get(p, p)}", f"{ps:.2f}",
-                             f"{100 * ps / wall:.1f}%", ""])
+                rows.append(
+                    [f"on a CPU: kernel, {PATH_LABELS.get(p, p)}", f"{ps:.2f}", f"{100 * ps / wall:.1f}%", ""]
+                )
             if not paths:
                 rows.append(["on a CPU: kernel", f"{s:.2f}", f"{100 * s / wall:.1f}%", ""])
             continue
         fn = tops.get(cat.split(":", 1)[1], {}) if cat.startswith("blocked:") else {}
         caller = fn.get("caller", "")
-        where = fn.get("function", "") + (f" < {caller}" if caller and caller !=
-                                           fn.get("function") else "")
+        where = fn.get("function", "") + (f" < {caller}" if caller and caller != fn.get("function") else "")
         rows.append([_title(cat), f"{s:.2f}", f"{100 * s / wall:.1f}%", where])
     threads = b.get("threads", [])
     w0, w1 = b.get("window", [0, 0])
-    head = (f"  where the workload's wall-clock time went (I/O window {w0:.2f}-{w1:.2f} s "
-            f"from {b.get('window_source')}; {len(threads)} thread(s), {wall:.2f} "
-            "thread-seconds):")
-    out = [head, text_table(["state", "s", "share", "most sampled (< caller)"], rows,
-                            indent=4, left=1)]
+    head = (
+        f"  where the workload's wall-clock time went (I/O window {w0:.2f}-{w1:.2f} s "
+        f"from {b.get('window_source')}; {len(threads)} thread(s), {wall:.2f} "
+        "thread-seconds):"
+    )
+    out = [head, text_table(["state", "s", "share", "most sampled (< caller)"], rows, indent=4, left=1)]
     inside = b.get("kernel_contexts") or {}
     if inside:
-        parts = ", ".join(f"{LABELS.get(r, r)} {v:.2f} s" for r, v in
-                          sorted(inside.items(), key=lambda kv: -kv[1]))
-        out.append(f"    of the time on a CPU in the kernel, inside: {parts} (counted with "
-                   "those waits in the wall)")
+        parts = ", ".join(
+            f"{LABELS.get(r, r)} {v:.2f} s" for r, v in sorted(inside.items(), key=lambda kv: -kv[1])
+        )
+        out.append(
+            f"    of the time on a CPU in the kernel, inside: {parts} (counted with those waits in the wall)"
+        )
     helpers = b.get("helpers_cpus") or {}
     if helpers:
-        out.append("    threads working for the point, CPUs over the window: " + ", ".join(
-            f"{TITLES.get(c, c)} {v:.2f}" for c, v in helpers.items()))
+        out.append(
+            "    threads working for the point, CPUs over the window: "
+            + ", ".join(f"{TITLES.get(c, c)} {v:.2f}" for c, v in helpers.items())
+        )
     if b.get("left_out"):
         out.append(f"    left out (did none of the point's work): {', '.join(b['left_out'])}")
     return out

@@ -23,8 +23,14 @@ if TYPE_CHECKING:
 
 WIDTH = 80
 
-_SHORT = {"_bw_bytes_per_s": " bw", "_clat_p99_s": " p99", "_clat_p50_s": " p50",
-          "_files_per_s": "/s", "_wall_s": " time", "_iops": " iops"}
+_SHORT = {
+    "_bw_bytes_per_s": " bw",
+    "_clat_p99_s": " p99",
+    "_clat_p50_s": " p50",
+    "_files_per_s": "/s",
+    "_wall_s": " time",
+    "_iops": " iops",
+}
 
 
 def short_metric(name: str) -> str:
@@ -75,8 +81,9 @@ def _sides(res: CompareResult) -> str:
 
 def _wrap(text: str, indent: str = "", more: str = "  ") -> list[str]:
     """``text`` in lines of at most WIDTH columns; long words (paths) are broken too."""
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + more,
-                         break_on_hyphens=False) or [indent.rstrip()]
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=indent, subsequent_indent=indent + more, break_on_hyphens=False
+    ) or [indent.rstrip()]
 
 
 def _differences_text(res: CompareResult) -> list[str]:
@@ -97,8 +104,10 @@ def emulated_line(res: CompareResult) -> str:
     """The first line of every rendering when a side ran in an emulated guest, else ""."""
     if not res.emulated:
         return ""
-    return (f"EMULATED: {', '.join(res.emulated)} ran without KVM (software emulation); "
-            "these timings say nothing about the kernels")
+    return (
+        f"EMULATED: {', '.join(res.emulated)} ran without KVM (software emulation); "
+        "these timings say nothing about the kernels"
+    )
 
 
 def _title(res: CompareResult) -> str:
@@ -109,8 +118,7 @@ def _header(res: CompareResult, *, markdown: bool = False) -> list[str]:
     title = _title(res)
     out = [title] if markdown else _wrap(title)
     if res.emulated:
-        out = [f"**{emulated_line(res)}**", "", *out] if markdown else [
-            *_wrap(emulated_line(res)), *out]
+        out = [f"**{emulated_line(res)}**", "", *out] if markdown else [*_wrap(emulated_line(res)), *out]
     if res.differences:
         out.append("")
         out.append(f"Differences besides {res.compared}:")
@@ -138,8 +146,7 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
         for lab, m, v in gm:
             n = sum(1 for r in res.rows if r.label == lab and r.metric == m)
             who = f"{lab}: " if len(res.news) > 1 else ""
-            line = (f"{who}{short_metric(m)} {v:.3f} "
-                    f"({_pct(v)}, {n} point{'s' if n != 1 else ''})")
+            line = f"{who}{short_metric(m)} {v:.3f} ({_pct(v)}, {n} point{'s' if n != 1 else ''})"
             out += [f"- {line}"] if markdown else _wrap(line, "  ")
     if res.unpaired:
         out += ["", "Not compared:"]
@@ -147,28 +154,37 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
             line = f"{u.side}: {u.point_text}: {u.reason}"
             out += [f"- {line}"] if markdown else _wrap(line, "  ")
     conf = f"{res.confidence * 100:.0f}%"
-    legend = (f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
-              f"minus 1; {conf} CI: calibrated, per-side spread; marked better/worse only when the "
-              f"interval excludes 0 and |change| > {res.floor * 100:g}%; n: runs base:new; "
-              f"base/new: medians.")
+    legend = (
+        f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
+        f"minus 1; {conf} CI: calibrated, per-side spread; marked better/worse only when the "
+        f"interval excludes 0 and |change| > {res.floor * 100:g}%; n: runs base:new; "
+        f"base/new: medians."
+    )
     out += [""] + (["_" + legend + "_"] if markdown else textwrap.wrap(legend, WIDTH))
     for note in res.notes:
-        out += [f"- {note}"] if markdown else textwrap.wrap(
-            "note: " + note, WIDTH, subsequent_indent="  ")
+        out += [f"- {note}"] if markdown else textwrap.wrap("note: " + note, WIDTH, subsequent_indent="  ")
     return out
 
 
 def _two_side_rows(rows: Sequence[Row]) -> list[list[str]]:
-    return [[short_metric(r.metric), fmt_value(r.cmp.base_median, r.unit),
-             fmt_value(r.cmp.new_median, r.unit), _pct(r.cmp.ratio), fmt_ci(r),
-             f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)] for r in rows]
+    return [
+        [
+            short_metric(r.metric),
+            fmt_value(r.cmp.base_median, r.unit),
+            fmt_value(r.cmp.new_median, r.unit),
+            _pct(r.cmp.ratio),
+            fmt_ci(r),
+            f"{r.cmp.n_base}:{r.cmp.n_new}",
+            mark(r),
+        ]
+        for r in rows
+    ]
 
 
 _TWO_HEAD = ["metric", "base", "new", "change", "95% CI", "n", ""]
 
 
-def _multi(res: CompareResult, *, short: bool = False
-           ) -> tuple[list[str], list[tuple[str, list[str]]]]:
+def _multi(res: CompareResult, *, short: bool = False) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """One column per new label against the base: ``-10.9% W`` (W worse, B better); with
     ``short``, the columns are headed base, new1, new2 … (for labels too long for WIDTH)."""
     cells: dict[tuple[str, str], dict[str, Row]] = {}
@@ -184,9 +200,11 @@ def _multi(res: CompareResult, *, short: bool = False
         row = [short_metric(first.metric), fmt_value(first.cmp.base_median, first.unit)]
         for lab in res.news:
             c = cells[k].get(lab)
-            row.append("-" if c is None else
-                       (_pct(c.cmp.ratio) + (" " + ("B" if c.cmp.better else "W")
-                                             if c.cmp.significant else "")))
+            row.append(
+                "-"
+                if c is None
+                else (_pct(c.cmp.ratio) + (" " + ("B" if c.cmp.better else "W") if c.cmp.significant else ""))
+            )
         out.append((k[0], row))
     if short:
         return ["metric", "[base]", *[f"[new{i}]" for i in range(1, len(res.news) + 1)]], out
@@ -199,8 +217,7 @@ def _multi_text(res: CompareResult) -> list[str]:
     if max(len(line) for line in lines) <= WIDTH:
         return lines
     key = [f"base: {res.base}"] + [f"new{i}: {lab}" for i, lab in enumerate(res.news, 1)]
-    return [x for k in key for x in _wrap(k, "  ", "    ")] + [""] + \
-        _layout(*_multi(res, short=True))
+    return [x for k in key for x in _wrap(k, "  ", "    ")] + [""] + _layout(*_multi(res, short=True))
 
 
 @renders(CompareResult, Format.text)
@@ -210,8 +227,9 @@ def render_text(res: CompareResult) -> str:
     if not res.rows:
         out += ["", "No metric could be compared."]
     elif len(res.news) == 1:
-        out += [""] + _layout(_TWO_HEAD, [(r.point_text, c) for r, c in
-                                          zip(res.rows, _two_side_rows(res.rows), strict=True)])
+        out += [""] + _layout(
+            _TWO_HEAD, [(r.point_text, c) for r, c in zip(res.rows, _two_side_rows(res.rows), strict=True)]
+        )
     else:
         out += [""] + _multi_text(res)
         out += ["", "B: significantly better, W: significantly worse (rule below)"]
@@ -248,9 +266,17 @@ _FULL_HEAD = ["new", "point", "metric", "base", "new", "change", "95% CI", "n", 
 
 def _full_cells(r: Row) -> list[str]:
     """Every column of a row, as the Markdown and HTML tables show it."""
-    return [r.label, r.point_text, short_metric(r.metric), fmt_value(r.cmp.base_median, r.unit),
-            fmt_value(r.cmp.new_median, r.unit), _pct(r.cmp.ratio), fmt_ci(r),
-            f"{r.cmp.n_base}:{r.cmp.n_new}", mark(r)]
+    return [
+        r.label,
+        r.point_text,
+        short_metric(r.metric),
+        fmt_value(r.cmp.base_median, r.unit),
+        fmt_value(r.cmp.new_median, r.unit),
+        _pct(r.cmp.ratio),
+        fmt_ci(r),
+        f"{r.cmp.n_base}:{r.cmp.n_new}",
+        mark(r),
+    ]
 
 
 @renders(CompareResult, Format.md)
@@ -258,10 +284,9 @@ def render_md(res: CompareResult) -> str:
     """The same in Markdown, with every column (medians of each side, interval, n)."""
     head = _header(res, markdown=True)
     i = 2 if res.emulated else 0
-    out = head[:i] + ["## " + head[i]] + head[i + 1:]
+    out = head[:i] + ["## " + head[i]] + head[i + 1 :]
     if res.rows:
-        rows = [[*c[:-1], f"**{c[-1]}**" if c[-1] else ""]
-                for c in map(_full_cells, res.rows)]
+        rows = [[*c[:-1], f"**{c[-1]}**" if c[-1] else ""] for c in map(_full_cells, res.rows)]
         out += ["", md_table(_FULL_HEAD, rows, left=3)]
     else:
         out += ["", "No metric could be compared."]
@@ -273,31 +298,51 @@ def row_json(r: Row) -> dict[str, Any]:
     """One row as the JSON format names it (see docs/compare.md)."""
     c = r.cmp
     ci = interval(r)
-    return {"label": r.label, "point": dict(r.point), "point_text": r.point_text,
-            "metric": r.metric, "unit": r.unit, "direction": r.direction,
-            "base": c.base_median, "new": c.new_median, "n_base": c.n_base, "n_new": c.n_new,
-            "ratio": json_number(c.ratio), "ci_low": ci[0] if ci else None,
-            "ci_high": ci[1] if ci else None,
-            "significant": c.significant, "better": c.better,
-            "base_samples": list(r.base_samples), "new_samples": list(r.new_samples),
-            "base_runs": list(r.base_runs), "new_runs": list(r.new_runs)}
+    return {
+        "label": r.label,
+        "point": dict(r.point),
+        "point_text": r.point_text,
+        "metric": r.metric,
+        "unit": r.unit,
+        "direction": r.direction,
+        "base": c.base_median,
+        "new": c.new_median,
+        "n_base": c.n_base,
+        "n_new": c.n_new,
+        "ratio": json_number(c.ratio),
+        "ci_low": ci[0] if ci else None,
+        "ci_high": ci[1] if ci else None,
+        "significant": c.significant,
+        "better": c.better,
+        "base_samples": list(r.base_samples),
+        "new_samples": list(r.new_samples),
+        "base_runs": list(r.base_runs),
+        "new_runs": list(r.new_runs),
+    }
 
 
 def render_json(res: CompareResult) -> dict[str, Any]:
     """``{"schema_version", "base", "new", "differences", "rows", "geomean", …}``."""
-    return {"schema_version": SCHEMA_VERSION, "emulated": list(res.emulated), "base": res.base,
-            "new": res.news[0] if len(res.news) == 1 else list(res.news),
-            "compared": res.compared,
-            "differences": [{"field": d.field, "values": list(d.values)}
-                            for d in res.differences],
-            "common": dict(res.common),
-            "rows": [row_json(r) for r in res.rows],
-            "geomean": (dict(res.geomean.get(res.news[0], {})) if len(res.news) == 1
-                        else {k: dict(v) for k, v in res.geomean.items()}),
-            "unpaired": [{"side": u.side, "point": u.point_text, "reason": u.reason}
-                         for u in res.unpaired],
-            "floor": res.floor, "confidence": res.confidence, "method": res.method,
-            "notes": list(res.notes)}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "emulated": list(res.emulated),
+        "base": res.base,
+        "new": res.news[0] if len(res.news) == 1 else list(res.news),
+        "compared": res.compared,
+        "differences": [{"field": d.field, "values": list(d.values)} for d in res.differences],
+        "common": dict(res.common),
+        "rows": [row_json(r) for r in res.rows],
+        "geomean": (
+            dict(res.geomean.get(res.news[0], {}))
+            if len(res.news) == 1
+            else {k: dict(v) for k, v in res.geomean.items()}
+        ),
+        "unpaired": [{"side": u.side, "point": u.point_text, "reason": u.reason} for u in res.unpaired],
+        "floor": res.floor,
+        "confidence": res.confidence,
+        "method": res.method,
+        "notes": list(res.notes),
+    }
 
 
 @renders(CompareResult, Format.json)
@@ -305,8 +350,22 @@ def _json(res: CompareResult) -> str:
     return json_text(render_json(res))
 
 
-CSV_FIELDS = ("label", "point", "metric", "unit", "direction", "base", "new", "n_base", "n_new",
-              "ratio", "ci_low", "ci_high", "significant", "better")
+CSV_FIELDS = (
+    "label",
+    "point",
+    "metric",
+    "unit",
+    "direction",
+    "base",
+    "new",
+    "n_base",
+    "n_new",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "better",
+)
 
 
 @renders(CompareResult, Format.csv)
@@ -330,36 +389,45 @@ def render_html(res: CompareResult, svg: str | None = None) -> str:
     if res.emulated:
         parts.insert(0, f"<p><strong>{e(emulated_line(res))}</strong></p>")
     if res.differences:
-        parts.append(f"<h2>Differences besides {e(res.compared)}</h2><table><tr><th>fact</th>"
-                     + "".join(f"<th>{e(s)}</th>" for s in (res.base, *res.news)) + "</tr>")
+        parts.append(
+            f"<h2>Differences besides {e(res.compared)}</h2><table><tr><th>fact</th>"
+            + "".join(f"<th>{e(s)}</th>" for s in (res.base, *res.news))
+            + "</tr>"
+        )
         for d in res.differences:
-            parts.append("<tr>" + f"<td>{e(d.field)}</td>"
-                         + "".join(f"<td>{e(v)}</td>" for v in d.values) + "</tr>")
+            parts.append(
+                "<tr>" + f"<td>{e(d.field)}</td>" + "".join(f"<td>{e(v)}</td>" for v in d.values) + "</tr>"
+            )
         parts.append("</table>")
     else:
         parts.append(f"<p>Nothing differs besides {e(res.compared)}.</p>")
     if res.common:
-        parts.append("<p>Common to every point: <code>"
-                     + e(" ".join(f"{k}={v}" for k, v in res.common.items())) + "</code></p>")
-    parts.append("<h2>Results</h2><table><tr>" + "".join(f"<th>{h}</th>" for h in _FULL_HEAD)
-                 + "</tr>")
+        parts.append(
+            "<p>Common to every point: <code>"
+            + e(" ".join(f"{k}={v}" for k, v in res.common.items()))
+            + "</code></p>"
+        )
+    parts.append("<h2>Results</h2><table><tr>" + "".join(f"<th>{h}</th>" for h in _FULL_HEAD) + "</tr>")
     for r in res.rows:
         cls = f' class="{mark(r)}"' if mark(r) else ""
-        parts.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in _full_cells(r))
-                     + "</tr>")
+        parts.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in _full_cells(r)) + "</tr>")
     parts.append("</table>")
     if svg:
-        parts.append(f"<h2>New/base with {res.confidence * 100:.0f}% intervals</h2>"
-                     f"<div class=plot>{svg}</div>")
+        parts.append(
+            f"<h2>New/base with {res.confidence * 100:.0f}% intervals</h2><div class=plot>{svg}</div>"
+        )
     parts.append("<pre>" + e("\n".join(_footer(res)).strip()) + "</pre>")
-    style = ("body{font-family:sans-serif;max-width:70em;margin:1em auto}"
-             "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;"
-             "text-align:right}td:nth-child(-n+3),th:nth-child(-n+3){text-align:left}"
-             "tr.better td{background:#e4f6e4}tr.worse td{background:#fbe3e3}"
-             ".plot svg{max-width:100%;height:auto}")
-    return ("<!doctype html><html><head><meta charset=utf-8><title>"
-            f"{e(title)}</title><style>{style}</style></head><body>"
-            + "\n".join(parts) + "</body></html>\n")
+    style = (
+        "body{font-family:sans-serif;max-width:70em;margin:1em auto}"
+        "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;"
+        "text-align:right}td:nth-child(-n+3),th:nth-child(-n+3){text-align:left}"
+        "tr.better td{background:#e4f6e4}tr.worse td{background:#fbe3e3}"
+        ".plot svg{max-width:100%;height:auto}"
+    )
+    return (
+        "<!doctype html><html><head><meta charset=utf-8><title>"
+        f"{e(title)}</title><style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>\n"
+    )
 
 
 @renders(CompareResult, Format.html)
@@ -372,8 +440,16 @@ def figure(res: CompareResult) -> Figure:
     bars = []
     for r in res.rows:
         ci = interval(r)
-        bars.append(CompareBar(point=r.point_text, metric=short_metric(r.metric), label=r.label,
-                               ratio=r.cmp.ratio, ci_low=ci[0] if ci else None,
-                               ci_high=ci[1] if ci else None, significant=r.cmp.significant,
-                               better=r.cmp.better))
+        bars.append(
+            CompareBar(
+                point=r.point_text,
+                metric=short_metric(r.metric),
+                label=r.label,
+                ratio=r.cmp.ratio,
+                ci_low=ci[0] if ci else None,
+                ci_high=ci[1] if ci else None,
+                significant=r.cmp.significant,
+                better=r.cmp.better,
+            )
+        )
     return compare_figure(bars, title=_sides(res))

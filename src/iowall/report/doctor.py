@@ -39,12 +39,15 @@ def _text(d: Doctor) -> str:
         out.append(f"{'ok ' if c.ok else '-- '} {c.name:<32} {c.detail}")
         if not c.ok:
             out.append(f"     disables: {c.disables}; fix: {c.fix}")
-    out += ["", "iowall limits can run." if d.can_run_limits else
-            "iowall limits cannot run yet: fix the lines marked -- that it needs."]
+    out += [
+        "",
+        "iowall limits can run."
+        if d.can_run_limits
+        else "iowall limits cannot run yet: fix the lines marked -- that it needs.",
+    ]
     return "\n".join(out) + "\n"
 
 
 @renders(Doctor, Format.json)
 def _json(d: Doctor) -> str:
-    return json_text({"can_run_limits": d.can_run_limits,
-                      "checks": [asdict(c) for c in d.checks]})
+    return json_text({"can_run_limits": d.can_run_limits, "checks": [asdict(c) for c in d.checks]})

@@ -78,8 +78,7 @@ def as_format(fmt: Format | Enum | str) -> Format:
     try:
         return Format(value)
     except ValueError:
-        raise UserError(f"--format {value!r}: use one of "
-                        f"{', '.join(f.value for f in Format)}") from None
+        raise UserError(f"--format {value!r}: use one of {', '.join(f.value for f in Format)}") from None
 
 
 def render(data: object, fmt: Format | Enum | str) -> str:
@@ -92,8 +91,9 @@ def render(data: object, fmt: Format | Enum | str) -> str:
     return fn(data)
 
 
-def emit(data: object, fmt: Format | Enum | str = Format.text, output: str | None = None,
-         *, what: str = "report") -> None:
+def emit(
+    data: object, fmt: Format | Enum | str = Format.text, output: str | None = None, *, what: str = "report"
+) -> None:
     """Render ``data`` and write it to stdout, or atomically to ``output`` (then say
     ``wrote PATH`` on stderr, so that the file and the message never disagree)."""
     write(render(data, fmt), output, what=what)
@@ -119,8 +119,10 @@ def json_text(doc: Mapping[str, Any] | list[Any]) -> str:
     line: it is read by programs (``jq .`` indents it), and without ``indent`` the json
     module's C encoder runs (3.5 times faster than the indenting Python one)."""
     if isinstance(doc, Mapping):
-        doc = {"schema_version": doc.get("schema_version", SCHEMA_VERSION),
-               **{k: v for k, v in doc.items() if k != "schema_version"}}
+        doc = {
+            "schema_version": doc.get("schema_version", SCHEMA_VERSION),
+            **{k: v for k, v in doc.items() if k != "schema_version"},
+        }
     else:
         doc = {"schema_version": SCHEMA_VERSION, "items": doc}
     return json.dumps(doc, separators=(",", ":"), default=str) + "\n"

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 
-from ..analysis.paths import Attribution
+from ..analysis.kernel_paths import Attribution
 from ..atomic import write_text
 from ..errors import IowallError, UserError
 from ..probes.profile import inferno_tool
@@ -30,8 +30,10 @@ def folded_text(stacks: Mapping[str, int]) -> str:
 def _tool(name: str) -> str:
     path = inferno_tool(name)
     if path is None:
-        raise UserError(f"{name} not found: run 'make setup' (it builds the inferno crate "
-                        "into the virtualenv), or 'cargo install inferno'")
+        raise UserError(
+            f"{name} not found: run 'make setup' (it builds the inferno crate "
+            "into the virtualenv), or 'cargo install inferno'"
+        )
     return path
 
 
@@ -50,13 +52,20 @@ def subtitle(att: Attribution, n: int = 4) -> str:
 
 def flamegraph(stacks: Mapping[str, int], title: str, sub: str = "") -> str:
     """The SVG of one profile."""
-    argv = [_tool("inferno-flamegraph"), "--title", title, "--colors", PALETTE, "--hash",
-            "--countname", "samples"]
+    argv = [
+        _tool("inferno-flamegraph"),
+        "--title",
+        title,
+        "--colors",
+        PALETTE,
+        "--hash",
+        "--countname",
+        "samples",
+    ]
     return _run(argv + (["--subtitle", sub] if sub else []), folded_text(stacks))
 
 
-def diff_flamegraph(base: Mapping[str, int], new: Mapping[str, int], title: str,
-                    sub: str = "") -> str:
+def diff_flamegraph(base: Mapping[str, int], new: Mapping[str, int], title: str, sub: str = "") -> str:
     """The SVG of ``new`` drawn with ``base``'s differences: both profiles normalised to the
     same total first (``--normalize``), so a longer run is not a redder one; frame widths are
     ``new``, colours the change (red more, blue less)."""
@@ -67,8 +76,7 @@ def diff_flamegraph(base: Mapping[str, int], new: Mapping[str, int], title: str,
             with open(path, "w") as f:
                 f.write(folded_text(stacks))
         diffed = _run([diff, "--normalize", a, b], "")
-    argv = [_tool("inferno-flamegraph"), "--title", title, "--hash",
-            "--countname", "samples (normalised)"]
+    argv = [_tool("inferno-flamegraph"), "--title", title, "--hash", "--countname", "samples (normalised)"]
     return _run(argv + (["--subtitle", sub] if sub else []), diffed)
 
 

@@ -19,7 +19,14 @@ class Hosts:
 
 @renders(Hosts, Format.text)
 def _hosts_text(h: Hosts) -> str:
-    rows = [[s.host, s.status, str(s.runs) if s.status == IMPORTED else "-",
-             ", ".join(s.hostnames) or "-", s.error or "-"] for s in h.states]
-    return text_table(["host", "status", "runs", "measured on", "error"], rows, left=5,
-                      indent=0) + "\n"
+    rows = [
+        [
+            s.host,
+            s.status,
+            str(s.runs) if s.status == IMPORTED else "-",
+            ", ".join(s.hostnames) or "-",
+            s.error or "-",
+        ]
+        for s in h.states
+    ]
+    return text_table(["host", "status", "runs", "measured on", "error"], rows, left=5, indent=0) + "\n"

@@ -37,36 +37,66 @@ def _window_rows(h: History) -> list[list[Cell]]:
     rows: list[list[Cell]] = []
     for w in h.windows:
         c = w.change
-        rows.append([w.first_bad.at or f"{w.first_bad.index}", Value(c.rel_change, "change"),
-                     "worse" if worse(h, w) else "better",
-                     Value(c.median_before, h.unit, interval=c.ci_before),
-                     Value(c.median_after, h.unit, interval=c.ci_after),
-                     p_text(c.p_value, c.p_floor)])
+        rows.append(
+            [
+                w.first_bad.at or f"{w.first_bad.index}",
+                Value(c.rel_change, "change"),
+                "worse" if worse(h, w) else "better",
+                Value(c.median_before, h.unit, interval=c.ci_before),
+                Value(c.median_after, h.unit, interval=c.ci_after),
+                p_text(c.p_value, c.p_floor),
+            ]
+        )
     return rows
 
 
 def _window_json(h: History, w: Window) -> dict[str, Any]:
     c = w.change
+
     def obs(o: Observation) -> dict[str, Any]:
-        return {"index": o.index, "at": o.at, "group": o.group, "run_id": o.run_id,
-                "kernel": o.kernel, "commit": o.commit, "label": o.label, "value": o.value}
-    return {"index": c.index, "before": c.before, "after": c.after, "n_before": c.n_before,
-            "n_after": c.n_after, "median_before": c.median_before,
-            "ci_before": list(c.ci_before), "median_after": c.median_after,
-            "ci_after": list(c.ci_after), "rel_change": c.rel_change, "p_value": c.p_value,
-            "p_floor": c.p_floor,
-            "worse": worse(h, w), "last_good": obs(w.last_good), "first_bad": obs(w.first_bad)}
+        return {
+            "index": o.index,
+            "at": o.at,
+            "group": o.group,
+            "run_id": o.run_id,
+            "kernel": o.kernel,
+            "commit": o.commit,
+            "label": o.label,
+            "value": o.value,
+        }
+
+    return {
+        "index": c.index,
+        "before": c.before,
+        "after": c.after,
+        "n_before": c.n_before,
+        "n_after": c.n_after,
+        "median_before": c.median_before,
+        "ci_before": list(c.ci_before),
+        "median_after": c.median_after,
+        "ci_after": list(c.ci_after),
+        "rel_change": c.rel_change,
+        "p_value": c.p_value,
+        "p_floor": c.p_floor,
+        "worse": worse(h, w),
+        "last_good": obs(w.last_good),
+        "first_bad": obs(w.first_bad),
+    }
 
 
 def _title(h: History) -> str:
     n = len(h.observations)
     if h.by == "index":
-        size = (plural(n, "result") if h.groups == n
-                else f"{n} values in {h.groups} results (repeats summarised by their median)")
+        size = (
+            plural(n, "result")
+            if h.groups == n
+            else f"{n} values in {h.groups} results (repeats summarised by their median)"
+        )
     else:
         size = f"{n} runs" + (f" in {h.groups} {h.by}s" if h.by != "time" else "")
-    return (f"{h.name} — {h.metric} ({h.direction} is better): {size}"
-            + (f", {h.detection.dropped} non-finite dropped" if h.detection.dropped else ""))
+    return f"{h.name} — {h.metric} ({h.direction} is better): {size}" + (
+        f", {h.detection.dropped} non-finite dropped" if h.detection.dropped else ""
+    )
 
 
 def newest_line(h: History, t: Tested, level: float = FDR_SERIES) -> str:
@@ -79,9 +109,11 @@ def newest_line(h: History, t: Tested, level: float = FDR_SERIES) -> str:
     change = math.exp(w.shift) - 1.0
     up = change > 0
     word = "better" if up == (h.direction == "higher") else "worse"
-    what = (f"{', '.join(t.window)} against {w.n_base} results from {t.base_from}: "
-            f"{change:+.1%} [{math.exp(w.low) - 1:+.1%}, {math.exp(w.high) - 1:+.1%}], "
-            f"p = {p_text(e.p_value)} (early test)")
+    what = (
+        f"{', '.join(t.window)} against {w.n_base} results from {t.base_from}: "
+        f"{change:+.1%} [{math.exp(w.low) - 1:+.1%}, {math.exp(w.high) - 1:+.1%}], "
+        f"p = {p_text(e.p_value)} (early test)"
+    )
     if e.p_value <= level and abs(change) > 0.02:
         one = " (one result: a regression or an outlier, the next decides)" if w.k == 1 else ""
         return f"newest results SUSPECT, {word}{one}: {what}"
@@ -97,49 +129,105 @@ def history_report(histories: Sequence[History], source: str) -> Report:
     for h in histories:
         newest = (newest_line(h, h.newest),) if h.newest is not None else ()
         if h.windows:
-            bullets = tuple(
-                f"bisect window: last before {_who(w.last_good)}; first "
-                f"{'worse' if worse(h, w) else 'better'} {_who(w.first_bad)}"
-                for w in h.windows) + newest
-            sections.append(Section(_title(h), Table.of(
-                ["at", "change", "", "median before [95%]", "median after [95%]", "p"],
-                _window_rows(h), left=0), bullets))
+            bullets = (
+                tuple(
+                    f"bisect window: last before {_who(w.last_good)}; first "
+                    f"{'worse' if worse(h, w) else 'better'} {_who(w.first_bad)}"
+                    for w in h.windows
+                )
+                + newest
+            )
+            sections.append(
+                Section(
+                    _title(h),
+                    Table.of(
+                        ["at", "change", "", "median before [95%]", "median after [95%]", "p"],
+                        _window_rows(h),
+                        left=0,
+                    ),
+                    bullets,
+                )
+            )
         else:
-            sections.append(Section(_title(h), bullets=(
-                "no change point" + (f": {h.detection.reason}" if h.detection.reason else ""),
-                *newest)))
+            sections.append(
+                Section(
+                    _title(h),
+                    bullets=(
+                        "no change point" + (f": {h.detection.reason}" if h.detection.reason else ""),
+                        *newest,
+                    ),
+                )
+            )
     method = histories[0].detection.method if histories else ""
     notes = (method, f"newest results: {_EARLY}") if method else ()
-    data = {"source": source, **s,
-            "series": [{"key": h.key, "name": h.name, "metric": h.metric, "unit": h.unit,
-                        "direction": h.direction, "by": h.by, "dropped": h.detection.dropped,
-                        "reason": h.detection.reason,
-                        "values": [{"index": o.index, "at": o.at, "value": o.value,
-                                    "group": o.group, "run_id": o.run_id, "kernel": o.kernel,
-                                    "commit": o.commit}
-                                   for o in h.observations],
-                        "changes": [_window_json(h, w) for w in h.windows],
-                        "newest": _newest_json(h.newest)}
-                       for h in histories]}
-    return Report(kind="history", name="history", title=f"iowall history — {source}",
-                  head=(f"{s['series']} series, {s['observations']} values, "
-                        f"{s['changes']} change point{'' if s['changes'] == 1 else 's'} "
-                        f"({s['worse']} worse)",),
-                  sections=tuple(sections), notes=notes, notes_title="Method", data=data)
+    data = {
+        "source": source,
+        **s,
+        "series": [
+            {
+                "key": h.key,
+                "name": h.name,
+                "metric": h.metric,
+                "unit": h.unit,
+                "direction": h.direction,
+                "by": h.by,
+                "dropped": h.detection.dropped,
+                "reason": h.detection.reason,
+                "values": [
+                    {
+                        "index": o.index,
+                        "at": o.at,
+                        "value": o.value,
+                        "group": o.group,
+                        "run_id": o.run_id,
+                        "kernel": o.kernel,
+                        "commit": o.commit,
+                    }
+                    for o in h.observations
+                ],
+                "changes": [_window_json(h, w) for w in h.windows],
+                "newest": _newest_json(h.newest),
+            }
+            for h in histories
+        ],
+    }
+    return Report(
+        kind="history",
+        name="history",
+        title=f"iowall history — {source}",
+        head=(
+            f"{s['series']} series, {s['observations']} values, "
+            f"{s['changes']} change point{'' if s['changes'] == 1 else 's'} "
+            f"({s['worse']} worse)",
+        ),
+        sections=tuple(sections),
+        notes=notes,
+        notes_title="Method",
+        data=data,
+    )
 
 
-_EARLY = (f"the newest 1-3 results against the history since its last change (order-statistic "
-          f"t prediction test, Shamos scale), suspect at p <= {FDR_SERIES:g} and beyond 2%")
+_EARLY = (
+    f"the newest 1-3 results against the history since its last change (order-statistic "
+    f"t prediction test, Shamos scale), suspect at p <= {FDR_SERIES:g} and beyond 2%"
+)
 
 
 def _newest_json(t: Tested | None) -> dict[str, Any] | None:
     if t is None:
         return None
     w = t.early.window
-    return {"reason": t.early.reason, "p_value": t.early.p_value, "window": list(t.window),
-            "base_from": t.base_from, "n_base": t.n_base,
-            "shift": w.shift if w else None, "ratio": t.early.ratio,
-            "low": math.exp(w.low) if w else None, "high": math.exp(w.high) if w else None}
+    return {
+        "reason": t.early.reason,
+        "p_value": t.early.p_value,
+        "window": list(t.window),
+        "base_from": t.base_from,
+        "n_base": t.n_base,
+        "shift": w.shift if w else None,
+        "ratio": t.early.ratio,
+        "low": math.exp(w.low) if w else None,
+        "high": math.exp(w.high) if w else None,
+    }
 
 
 def history_figure(histories: Sequence[History]) -> Figure:
@@ -155,17 +243,16 @@ def history_figure(histories: Sequence[History]) -> Figure:
         for a, b in zip(edges, edges[1:], strict=False):
             seg = sorted(o.value for o in h.observations[a:b] if math.isfinite(o.value))
             if seg:
-                med = seg[len(seg) // 2] if len(seg) % 2 else (seg[len(seg) // 2 - 1]
-                                                               + seg[len(seg) // 2]) / 2
+                med = (
+                    seg[len(seg) // 2] if len(seg) % 2 else (seg[len(seg) // 2 - 1] + seg[len(seg) // 2]) / 2
+                )
                 ax.hlines(med, a - 0.4, b - 0.6, colors="#222222", lw=1.5)
         for w in h.windows:
-            ax.axvline(w.first_bad.index - 0.5, color="#cc3311" if worse(h, w) else "#009988",
-                       ls="--", lw=1)
+            ax.axvline(w.first_bad.index - 0.5, color="#cc3311" if worse(h, w) else "#009988", ls="--", lw=1)
         ax.set_title(f"{h.name} — {h.metric}", fontsize=9, loc="left")
         ax.set_ylabel(h.unit, fontsize=8)
         ax.tick_params(labelsize=7)
-    axes[-1].set_xlabel(f"run (ordered by {histories[0].by})" if histories else "run",
-                        fontsize=8)
+    axes[-1].set_xlabel(f"run (ordered by {histories[0].by})" if histories else "run", fontsize=8)
     return fig  # the figure's constrained layout places the panels
 
 

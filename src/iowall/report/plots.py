@@ -24,7 +24,7 @@ from ..analysis.scaling import UslFit, usl
 from ..atomic import write_bytes
 from ..errors import UserError
 from ..model import Run, Series
-from .scale import binary_scale
+from .byte_prefix import binary_scale
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -36,8 +36,19 @@ BETTER = "#2e7d32"
 WORSE = "#c62828"
 NEUTRAL = "#9e9e9e"
 #: Panel order of a run figure; probes not listed follow in name order.
-PROBE_ORDER = ("fio", "engine", "cpu", "meminfo", "vmstat", "diskstats", "psi", "flusher",
-               "throttle", "reclaim", "locks")
+PROBE_ORDER = (
+    "fio",
+    "engine",
+    "cpu",
+    "meminfo",
+    "vmstat",
+    "diskstats",
+    "psi",
+    "flusher",
+    "throttle",
+    "reclaim",
+    "locks",
+)
 #: At most this many lines per run panel (the largest by mean); the title says how many more.
 MAX_LINES = 8
 FORMATS = (".png", ".svg")
@@ -97,8 +108,9 @@ def _gid(text: str) -> str:
 # ------------------------------------------------------------------------------ scaling
 
 
-def scaling_figure(curves: Sequence[ScalingCurve], *, title: str, ylabel: str,
-                   xlabel: str = "threads (N)", unit: str = "") -> Figure:
+def scaling_figure(
+    curves: Sequence[ScalingCurve], *, title: str, ylabel: str, xlabel: str = "threads (N)", unit: str = ""
+) -> Figure:
     """Throughput against N per curve: median points with error bars, the linear-scaling
     reference from the first (smallest-N) point, the fitted Universal Scalability Law
     X(N) = λN / (1 + σ(N−1) + κN(N−1)) on a fine grid, and its peak N* = sqrt((1−σ)/κ) when
@@ -128,8 +140,14 @@ def scaling_figure(curves: Sequence[ScalingCurve], *, title: str, ylabel: str,
         pts = ax.errorbar(n, x, yerr=yerr, fmt="o", color=color, capsize=3, label=c.label)
         pts.lines[0].set_gid(_gid(f"points-{i}"))
         if n[0] > 0:
-            lin = ax.plot([n[0], n[-1]], [x[0], x[0] * n[-1] / n[0]], linestyle=":", color=color,
-                          alpha=0.6, label=f"{c.label}: linear from N={n[0]:g}")[0]
+            lin = ax.plot(
+                [n[0], n[-1]],
+                [x[0], x[0] * n[-1] / n[0]],
+                linestyle=":",
+                color=color,
+                alpha=0.6,
+                label=f"{c.label}: linear from N={n[0]:g}",
+            )[0]
             lin.set_gid(_gid(f"linear-{i}"))
         f = c.fit
         if f is None:
@@ -137,15 +155,26 @@ def scaling_figure(curves: Sequence[ScalingCurve], *, title: str, ylabel: str,
         star_shown = math.isfinite(f.n_star) and 1.0 < f.n_star <= 2.0 * hi_n
         top = max(n[-1], f.n_star) if star_shown else n[-1]
         grid = np.geomspace(max(n[0], 1.0), max(top, n[0], 1.0), 200)
-        fit_line = ax.plot(grid, usl(grid, f.lam, f.sigma, f.kappa) / scale, color=color,
-                           label=f"{c.label}: USL σ={f.sigma:.3g} κ={f.kappa:.3g}")[0]
+        fit_line = ax.plot(
+            grid,
+            usl(grid, f.lam, f.sigma, f.kappa) / scale,
+            color=color,
+            label=f"{c.label}: USL σ={f.sigma:.3g} κ={f.kappa:.3g}",
+        )[0]
         fit_line.set_gid(_gid(f"usl-{i}"))
         if star_shown:
-            mark = ax.plot([f.n_star], [f.x_peak / scale], marker="*", markersize=12,
-                           color=color, linestyle="none")[0]
+            mark = ax.plot(
+                [f.n_star], [f.x_peak / scale], marker="*", markersize=12, color=color, linestyle="none"
+            )[0]
             mark.set_gid(_gid(f"peak-{i}"))
-            ax.annotate(f"N*≈{f.n_star:.3g}", (f.n_star, f.x_peak / scale),
-                        textcoords="offset points", xytext=(6, 6), fontsize=8, color=color)
+            ax.annotate(
+                f"N*≈{f.n_star:.3g}",
+                (f.n_star, f.x_peak / scale),
+                textcoords="offset points",
+                xytext=(6, 6),
+                fontsize=8,
+                color=color,
+            )
     if hi_n / max(lo_n, 1e-9) >= 16:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(xlabel)
@@ -198,8 +227,7 @@ def compare_figure(bars: Sequence[CompareBar], *, title: str) -> Figure:
     if not bars:
         raise UserError("nothing to plot: no comparisons")
     rows = _compare_rows(bars)
-    heights = [0.45 * (text.count("\n") + 1) + 0.35 if kind == "point" else 1.0
-               for kind, text, _ in rows]
+    heights = [0.45 * (text.count("\n") + 1) + 0.35 if kind == "point" else 1.0 for kind, text, _ in rows]
     fig = _figure(9.0, 1.6 + 0.32 * sum(heights))
     ax = fig.add_subplot()
     top = sum(heights)
@@ -212,30 +240,58 @@ def compare_figure(bars: Sequence[CompareBar], *, title: str) -> Figure:
     ticks: list[tuple[float, str]] = []
     for y, (kind, text, bar) in zip(ys, rows, strict=True):
         if kind == "label":
-            ax.text(-0.01, y, text, transform=ax.get_yaxis_transform(), ha="right",
-                    va="center", fontweight="bold", fontsize=9)
+            ax.text(
+                -0.01,
+                y,
+                text,
+                transform=ax.get_yaxis_transform(),
+                ha="right",
+                va="center",
+                fontweight="bold",
+                fontsize=9,
+            )
             ax.axhline(y + 0.5, color="#cccccc", linewidth=0.8)
             ticks.append((y, ""))
             continue
         if kind == "point":
-            ax.text(0.005, y, text, transform=ax.get_yaxis_transform(), ha="left",
-                    va="center", fontsize=7.5, color="#333333",
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
+            ax.text(
+                0.005,
+                y,
+                text,
+                transform=ax.get_yaxis_transform(),
+                ha="left",
+                va="center",
+                fontsize=7.5,
+                color="#333333",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+            )
             continue
         assert bar is not None
         ticks.append((y, text))
-        rect = ax.barh([y], [bar.ratio - 1.0], left=1.0, height=0.6,
-                       color=bar_color(bar)).patches[0]
+        rect = ax.barh([y], [bar.ratio - 1.0], left=1.0, height=0.6, color=bar_color(bar)).patches[0]
         rect.set_gid(_gid(f"bar-{k}"))
         hi = bar.ratio
         if bar.ci_low is not None and bar.ci_high is not None:
             lo, hi = min(bar.ci_low, bar.ratio), max(bar.ci_high, bar.ratio)
-            ax.errorbar([bar.ratio], [y], xerr=[[bar.ratio - lo], [hi - bar.ratio]],
-                        fmt="none", ecolor="black", capsize=3, linewidth=1)
+            ax.errorbar(
+                [bar.ratio],
+                [y],
+                xerr=[[bar.ratio - lo], [hi - bar.ratio]],
+                fmt="none",
+                ecolor="black",
+                capsize=3,
+                linewidth=1,
+            )
             xs += [lo, hi]
         xs.append(bar.ratio)
-        ax.annotate(f"{(bar.ratio - 1.0) * 100:+.1f}%", (max(hi, bar.ratio, 1.0), y),
-                    textcoords="offset points", xytext=(4, 0), va="center", fontsize=7)
+        ax.annotate(
+            f"{(bar.ratio - 1.0) * 100:+.1f}%",
+            (max(hi, bar.ratio, 1.0), y),
+            textcoords="offset points",
+            xytext=(4, 0),
+            va="center",
+            fontsize=7,
+        )
         k += 1
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_yticks([y for y, _ in ticks], [t for _, t in ticks], fontsize=8)
@@ -249,9 +305,18 @@ def compare_figure(bars: Sequence[CompareBar], *, title: str) -> Figure:
     ax.set_xlabel("change, new / base − 1 (whiskers: 95% interval; none with one run a side)")
     ax.set_title(title)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(handles=[Patch(color=BETTER, label="better"), Patch(color=WORSE, label="worse"),
-                       Patch(color=NEUTRAL, label="not significant")],
-              fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=3, frameon=False)
+    ax.legend(
+        handles=[
+            Patch(color=BETTER, label="better"),
+            Patch(color=WORSE, label="worse"),
+            Patch(color=NEUTRAL, label="not significant"),
+        ],
+        fontsize=8,
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncols=3,
+        frameon=False,
+    )
     return fig
 
 
@@ -277,8 +342,7 @@ def panels(series: Sequence[Series]) -> list[tuple[str, str, list[Series], int]]
         if s.samples:
             groups.setdefault((s.probe, s.unit), []).append(s)
     out = []
-    for (probe, unit), group in sorted(groups.items(), key=lambda kv: (_probe_rank(kv[0][0]),
-                                                                         kv[0][1])):
+    for (probe, unit), group in sorted(groups.items(), key=lambda kv: (_probe_rank(kv[0][0]), kv[0][1])):
         if probe == "cpu" and any(not _PER_CPU.match(s.name) for s in group):
             group = [s for s in group if not _PER_CPU.match(s.name)]
         ranked = sorted(group, key=_mean, reverse=True)
@@ -299,8 +363,13 @@ def run_figure(run: Run) -> Figure:
         peak = max(abs(v) for s in shown for _, v in s.samples)
         scale, label = binary_scale(unit, peak)
         for s in shown:
-            line = ax.plot([t for t, _ in s.samples], [v / scale for _, v in s.samples],
-                           label=s.name, linewidth=1.2, marker="." if len(s.samples) < 30 else "")
+            line = ax.plot(
+                [t for t, _ in s.samples],
+                [v / scale for _, v in s.samples],
+                label=s.name,
+                linewidth=1.2,
+                marker="." if len(s.samples) < 30 else "",
+            )
             line[0].set_gid(_gid(f"series-{probe}-{s.name}"))
         more = f"  (largest {len(shown)} of {len(shown) + hidden} by mean)" if hidden else ""
         ax.set_title(f"{probe}{more}", fontsize=9)
@@ -312,8 +381,9 @@ def run_figure(run: Run) -> Figure:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axes[-1].set_xlabel("time (s)")
     who = f"run {run.id}" if run.id is not None else "run"
-    fig.suptitle(f"{who}  {run.point.recipe}  {run.point.describe()}  [{run.label}]  "
-                 f"{run.status}", fontsize=10)
+    fig.suptitle(
+        f"{who}  {run.point.recipe}  {run.point.describe()}  [{run.label}]  {run.status}", fontsize=10
+    )
     return fig
 
 
@@ -356,4 +426,4 @@ def to_svg(fig: Figure) -> str:
     buf = io.StringIO()
     _savefig(fig, buf, "svg")
     text = buf.getvalue()
-    return text[text.find("<svg"):]
+    return text[text.find("<svg") :]

@@ -15,8 +15,7 @@ from .why import why_lines
 
 
 def _bullets(items: tuple[str, ...] | list[str]) -> list[str]:
-    return [textwrap.fill(x, width=80, initial_indent="  - ", subsequent_indent="    ")
-            for x in items]
+    return [textwrap.fill(x, width=80, initial_indent="  - ", subsequent_indent="    ") for x in items]
 
 
 def _section_text(s: Section) -> list[str]:
@@ -40,6 +39,7 @@ def render_text(r: Report) -> str:
     out += why_lines(r.why)
     if r.compare is not None:  # imported here: numpy, which a run without a compare spares
         from .compare import render_text as compare_text
+
         out += ["", compare_text(r.compare).rstrip("\n")]
     return "\n".join(out) + "\n"
 
@@ -54,19 +54,18 @@ def render_md(r: Report) -> str:
         if s.title:
             out += [f"## {s.title}", ""]
         if s.table is not None:
-            headers = s.table.headers if not s.table.headless else tuple(
-                "" for _ in s.table.headers)
+            headers = s.table.headers if not s.table.headless else tuple("" for _ in s.table.headers)
             out += [md_table(headers, cell_rows(s.table), left=s.table.left), ""]
         if s.bullets:
             out += [*[f"- {b}" for b in s.bullets], ""]
     if r.tail:
         out += [*[f"{t}  " for t in r.tail], ""]
     if r.notes:
-        out += [f"## {r.notes_title[:1].upper()}{r.notes_title[1:]}", "",
-                *[f"- {n}" for n in r.notes]]
+        out += [f"## {r.notes_title[:1].upper()}{r.notes_title[1:]}", "", *[f"- {n}" for n in r.notes]]
     out += why_lines(r.why, markdown=True)
     if r.compare is not None:
         from .compare import render_md as compare_md
+
         out += ["", compare_md(r.compare).rstrip("\n")]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -75,12 +74,22 @@ def report_json(r: Report) -> dict[str, Any]:
     """The report as a JSON document: its parts, the JSON-only details, the compare."""
     doc = r.to_json()
     out: dict[str, Any] = {
-        "kind": r.kind, "name": r.name, "title": r.title, "label": r.label, "batch": r.batch,
-        "run_ids": list(r.run_ids), "head": doc["head"], "sections": doc["sections"],
-        "notes": list(r.notes), "explain": [dict(w) for w in r.why], "tail": list(r.tail)}
+        "kind": r.kind,
+        "name": r.name,
+        "title": r.title,
+        "label": r.label,
+        "batch": r.batch,
+        "run_ids": list(r.run_ids),
+        "head": doc["head"],
+        "sections": doc["sections"],
+        "notes": list(r.notes),
+        "explain": [dict(w) for w in r.why],
+        "tail": list(r.tail),
+    }
     out.update({k: v for k, v in r.data.items() if k not in out})
     if r.compare is not None:
         from .compare import render_json as compare_json
+
         out["compare"] = compare_json(r.compare)
     return out
 

@@ -18,10 +18,10 @@ from ..model import Run, primary_metric
 from ..results import Report
 from ..units import MIB, fmt_bytes, fmt_rate, plural
 from .budget import budget_lines
+from .byte_prefix import RATE_UNITS, SIZE_UNITS, binary_scale
 from .cgroup import cgroup_lines
 from .emit import Format, json_text, renders
 from .recipe import report_json
-from .scale import RATE_UNITS, SIZE_UNITS, binary_scale
 from .table import text_table
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -80,78 +80,117 @@ def render_run(r: Run) -> str:
     """Everything about a run, in the order a reviewer asks for it."""
     started = dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M:%S")
     host = r.env.get("host", {})
-    out = [f"run {r.id}  {r.status}  label {r.label}  recipe {r.point.recipe}",
-           f"point     {r.point.describe()}",
-           f"started   {started}  ({r.finished_at - r.started_at:.1f} s)  batch {r.batch}"
-           f"  repeat {r.repeat_index + 1}",
-           f"host      {host.get('hostname')}  kernel {r.env.get('kernel')}  "
-           f"{host.get('cpu_count')} CPUs  {fmt_bytes(host.get('mem_total_bytes', 0))}",
-           f"bed       {r.bed.get('kind')} {r.bed.get('fs', '')} {r.bed.get('device', '')} "
-           f"mount {r.bed.get('mount_opts', '')}",
-           f"fingerprint {r.fingerprint()}"]
+    out = [
+        f"run {r.id}  {r.status}  label {r.label}  recipe {r.point.recipe}",
+        f"point     {r.point.describe()}",
+        f"started   {started}  ({r.finished_at - r.started_at:.1f} s)  batch {r.batch}"
+        f"  repeat {r.repeat_index + 1}",
+        f"host      {host.get('hostname')}  kernel {r.env.get('kernel')}  "
+        f"{host.get('cpu_count')} CPUs  {fmt_bytes(host.get('mem_total_bytes', 0))}",
+        f"bed       {r.bed.get('kind')} {r.bed.get('fs', '')} {r.bed.get('device', '')} "
+        f"mount {r.bed.get('mount_opts', '')}",
+        f"fingerprint {r.fingerprint()}",
+    ]
     if r.env.get("emulated"):
-        out.insert(0, "EMULATED: measured in a guest without KVM (software emulation); its "
-                      "timings say nothing about the kernel")
+        out.insert(
+            0,
+            "EMULATED: measured in a guest without KVM (software emulation); its "
+            "timings say nothing about the kernel",
+        )
     if r.error:
         out.append(f"error     {r.error}")
     sysctls = r.env.get("sysctls", {})
     if sysctls:
-        out.append("sysctls   " + " ".join(f"{k.removeprefix('vm.')}={v}"
-                                           for k, v in sysctls.items() if v not in ("", "0")))
+        out.append(
+            "sysctls   "
+            + " ".join(f"{k.removeprefix('vm.')}={v}" for k, v in sysctls.items() if v not in ("", "0"))
+        )
     out += cgroup_lines(r.env)
-    grouped = {f"g{g}.{k}" for g, vals in group_values({m.name: m.value for m in r.metrics})
-               .items() for k in vals}
-    out += ["", "metrics", text_table(["name", "value"], [
-        [m.name, fmt_value(m.value, m.unit)] for m in r.metrics if m.name not in grouped])]
+    grouped = {
+        f"g{g}.{k}" for g, vals in group_values({m.name: m.value for m in r.metrics}).items() for k in vals
+    }
+    out += [
+        "",
+        "metrics",
+        text_table(
+            ["name", "value"],
+            [[m.name, fmt_value(m.value, m.unit)] for m in r.metrics if m.name not in grouped],
+        ),
+    ]
     if grouped:
-        out += ["", "groups (fio's own figures per group; un-prefixed: the average rate over "
-                "the groups that did the direction)", groups_table(r)]
+        out += [
+            "",
+            "groups (fio's own figures per group; un-prefixed: the average rate over "
+            "the groups that did the direction)",
+            groups_table(r),
+        ]
     if r.series:
         out += ["", "series"]
         rows = []
         for s in r.series:
             vals = [v for _, v in s.samples]
-            rows.append([f"{s.probe}.{s.name}", sparkline(vals),
-                         fmt_range(vals, s.unit) if vals else ""])
+            rows.append([f"{s.probe}.{s.name}", sparkline(vals), fmt_range(vals, s.unit) if vals else ""])
         out.append(text_table(["series", "", "range"], rows, left=2))
     if r.notes:
         out += ["", "notes"] + [f"  - {n}" for n in r.notes]
     if r.artifacts:
         out += ["", "raw (iowall show RUN --raw NAME)"] + [
-            f"  {a.name}  {a.content_type}  {len(a.body)} bytes" for a in r.artifacts]
+            f"  {a.name}  {a.content_type}  {len(a.body)} bytes" for a in r.artifacts
+        ]
     return "\n".join(out) + "\n"
 
 
 def groups_table(r: Run) -> str:
     """One row per fio group (and direction it did) of a multi-group run: bandwidth, IOPS,
     bytes, runtime and p99 completion latency, each as fio reported it for the group."""
-    cols = (("bw_bytes_per_s", "B/s"), ("iops", "IO/s"), ("io_bytes", "B"),
-            ("runtime_s", "s"), ("clat_p99_s", "s"))
-    rows = [[g.title, d] + [fmt_value(g.values[f"{d}_{k}"], u) if f"{d}_{k}" in g.values
-                            else "-" for k, u in cols]
-            for g in fio_groups(r) for d in ("read", "write", "trim")
-            if f"{d}_bw_bytes_per_s" in g.values]
+    cols = (
+        ("bw_bytes_per_s", "B/s"),
+        ("iops", "IO/s"),
+        ("io_bytes", "B"),
+        ("runtime_s", "s"),
+        ("clat_p99_s", "s"),
+    )
+    rows = [
+        [g.title, d]
+        + [fmt_value(g.values[f"{d}_{k}"], u) if f"{d}_{k}" in g.values else "-" for k, u in cols]
+        for g in fio_groups(r)
+        for d in ("read", "write", "trim")
+        if f"{d}_bw_bytes_per_s" in g.values
+    ]
     return text_table(["group", "dir", "bw", "IOPS", "bytes", "runtime", "p99"], rows, left=2)
 
 
 def run_json(r: Run, *, full: bool = False) -> dict[str, Any]:
     """A run as JSON (the shape `runs --format json` and `show --format json` print)."""
     doc: dict[str, Any] = {
-        "id": r.id, "label": r.label, "recipe": r.point.recipe, "point": dict(r.point.params),
-        "status": r.status, "batch": r.batch, "repeat_index": r.repeat_index,
-        "started_at": r.started_at, "finished_at": r.finished_at,
-        "kernel": r.env.get("kernel"), "host": (r.env.get("host") or {}).get("hostname"),
+        "id": r.id,
+        "label": r.label,
+        "recipe": r.point.recipe,
+        "point": dict(r.point.params),
+        "status": r.status,
+        "batch": r.batch,
+        "repeat_index": r.repeat_index,
+        "started_at": r.started_at,
+        "finished_at": r.finished_at,
+        "kernel": r.env.get("kernel"),
+        "host": (r.env.get("host") or {}).get("hostname"),
         "fingerprint": r.fingerprint(),
-        "metrics": {m.name: {"value": m.value, "unit": m.unit, "direction": m.direction}
-                    for m in r.metrics},
-        "error": r.error, "notes": list(r.notes),
+        "metrics": {m.name: {"value": m.value, "unit": m.unit, "direction": m.direction} for m in r.metrics},
+        "error": r.error,
+        "notes": list(r.notes),
     }
     if full:
-        doc.update(env=dict(r.env), bed=dict(r.bed),
-                   artifacts=[{"name": a.name, "content_type": a.content_type,
-                               "bytes": len(a.body)} for a in r.artifacts],
-                   series=[{"probe": s.probe, "name": s.name, "unit": s.unit,
-                            "samples": len(s.samples)} for s in r.series])
+        doc.update(
+            env=dict(r.env),
+            bed=dict(r.bed),
+            artifacts=[
+                {"name": a.name, "content_type": a.content_type, "bytes": len(a.body)} for a in r.artifacts
+            ],
+            series=[
+                {"probe": s.probe, "name": s.name, "unit": s.unit, "samples": len(s.samples)}
+                for s in r.series
+            ],
+        )
     return doc
 
 
@@ -196,11 +235,22 @@ def result_line(r: Run) -> str:
 def _runs_text(rl: RunList) -> str:
     if not rl.runs:
         return "no runs\n"
-    rows = [[str(r.id), dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M:%S"),
-             r.label, r.point.recipe, r.status, r.point.describe(), res]
-            for r, res in zip(rl.runs, rl.results, strict=True)]
-    return text_table(["id", "started", "label", "recipe", "status", "point", "result"],
-                      rows, left=6, indent=0) + "\n"
+    rows = [
+        [
+            str(r.id),
+            dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M:%S"),
+            r.label,
+            r.point.recipe,
+            r.status,
+            r.point.describe(),
+            res,
+        ]
+        for r, res in zip(rl.runs, rl.results, strict=True)
+    ]
+    return (
+        text_table(["id", "started", "label", "recipe", "status", "point", "result"], rows, left=6, indent=0)
+        + "\n"
+    )
 
 
 @renders(RunList, Format.json)
@@ -209,8 +259,21 @@ def _runs_json(rl: RunList) -> str:
 
 
 #: The columns of `runs --format csv` before one column per metric.
-RUN_CSV_FIELDS = ("id", "uuid", "started_at", "finished_at", "label", "recipe", "status",
-                  "batch", "repeat_index", "kernel", "host", "fingerprint", "point")
+RUN_CSV_FIELDS = (
+    "id",
+    "uuid",
+    "started_at",
+    "finished_at",
+    "label",
+    "recipe",
+    "status",
+    "batch",
+    "repeat_index",
+    "kernel",
+    "host",
+    "fingerprint",
+    "point",
+)
 
 
 @renders(RunList, Format.csv)
@@ -231,8 +294,10 @@ def csv_row(r: Run, names: Sequence[str]) -> list[Any]:
     d = run_json(r)
     d.update(uuid=r.uuid, point=r.point.describe())
     mets = {m.name: m.value for m in r.metrics}
-    return [*("" if d[k] is None else d[k] for k in RUN_CSV_FIELDS),
-            *(repr(mets[n]) if n in mets else "" for n in names)]
+    return [
+        *("" if d[k] is None else d[k] for k in RUN_CSV_FIELDS),
+        *(repr(mets[n]) if n in mets else "" for n in names),
+    ]
 
 
 # ------------------------------------------------------------------------------ run, import
@@ -250,9 +315,12 @@ class ReportRuns:
 
 @renders(ReportRuns, Format.json)
 def _report_runs_json(rr: ReportRuns) -> str:
-    return json_text({**report_json(rr.report),
-                      "runs": [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))}
-                               for r in rr.runs]})
+    return json_text(
+        {
+            **report_json(rr.report),
+            "runs": [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))} for r in rr.runs],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -274,13 +342,26 @@ def _mib(r: Run, d: str) -> str:
 
 @renders(Imported, Format.text)
 def _imported_text(im: Imported) -> str:
-    rows = [[r.label, str(r.env["host"].get("hostname", "?")), str(r.point.params["groupid"]),
-             str(r.point.params["jobname"]), _mib(r, "read"), _mib(r, "write"), r.status,
-             "present" if r.uuid in im.present else "added"] for r in im.runs]
-    table = text_table(["label", "host", "group", "jobs", "read MiB/s", "write MiB/s", "status",
-                        ""], rows, left=4, indent=0)
-    return (f"{table}\nimported {plural(im.added, 'run')} from {plural(im.files, 'file')}, "
-            f"{im.skipped} already present\n")
+    rows = [
+        [
+            r.label,
+            str(r.env["host"].get("hostname", "?")),
+            str(r.point.params["groupid"]),
+            str(r.point.params["jobname"]),
+            _mib(r, "read"),
+            _mib(r, "write"),
+            r.status,
+            "present" if r.uuid in im.present else "added",
+        ]
+        for r in im.runs
+    ]
+    table = text_table(
+        ["label", "host", "group", "jobs", "read MiB/s", "write MiB/s", "status", ""], rows, left=4, indent=0
+    )
+    return (
+        f"{table}\nimported {plural(im.added, 'run')} from {plural(im.files, 'file')}, "
+        f"{im.skipped} already present\n"
+    )
 
 
 # ------------------------------------------------------------------------------ explain
@@ -298,7 +379,7 @@ class Explanation:
 
 def _short(name: str, width: int = 56) -> str:
     """A function name cut to ``width`` with an ellipsis (C++ templates run long)."""
-    return name if len(name) <= width else name[:width - 1] + "…"
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 @renders(Explanation, Format.text)
@@ -312,15 +393,26 @@ def _explanation_text(e: Explanation) -> str:
     if w.get("budget"):
         out += ["", *budget_lines(w["budget"])]
     if w.get("attribution"):
-        rows = [[a["title"], f"{a['cpu_s']:.2f}", f"{100 * a['share']:.0f}%"]
-                for a in w["attribution"]]
-        out += ["", "  where the CPU time went (tasks probe; share of busy CPU time):",
-                text_table(["class", "CPU-s", "share"], rows, indent=4)]
+        rows = [[a["title"], f"{a['cpu_s']:.2f}", f"{100 * a['share']:.0f}%"] for a in w["attribution"]]
+        out += [
+            "",
+            "  where the CPU time went (tasks probe; share of busy CPU time):",
+            text_table(["class", "CPU-s", "share"], rows, indent=4),
+        ]
     if w.get("paths"):
-        rows = [[p["path"], _short((p["top_functions"] or [{"function": ""}])[0]["function"]),
-                 f"{100 * p['share']:.0f}%"] for p in w["paths"]]
-        out += ["", "  kernel paths (profile; share of all sampled CPU time):",
-                text_table(["path", "top function", "share"], rows, indent=4, left=2)]
+        rows = [
+            [
+                p["path"],
+                _short((p["top_functions"] or [{"function": ""}])[0]["function"]),
+                f"{100 * p['share']:.0f}%",
+            ]
+            for p in w["paths"]
+        ]
+        out += [
+            "",
+            "  kernel paths (profile; share of all sampled CPU time):",
+            text_table(["path", "top function", "share"], rows, indent=4, left=2),
+        ]
     out += [f"  (probe {sk['probe']} skipped: {sk['reason']})" for sk in w["skipped_probes"]]
     return "\n".join(out) + "\n"
 
@@ -328,10 +420,18 @@ def _explanation_text(e: Explanation) -> str:
 @renders(Explanation, Format.json)
 def _explanation_json(e: Explanation) -> str:
     w = e.why
-    doc = to_json(e.run.id, [Verdict(v["rule"], v["sentence"], v["evidence"])
-                             for v in w["verdicts"]], list(w["skipped_probes"]))
-    doc.update(applicable=w.get("applicable", True), sentences=list(w["sentences"]),
-               near_misses=list(w.get("near_misses", [])),
-               attribution=list(w.get("attribution", [])), paths=list(w.get("paths", [])),
-               wall=w.get("wall"), budget=w.get("budget"))
+    doc = to_json(
+        e.run.id,
+        [Verdict(v["rule"], v["sentence"], v["evidence"]) for v in w["verdicts"]],
+        list(w["skipped_probes"]),
+    )
+    doc.update(
+        applicable=w.get("applicable", True),
+        sentences=list(w["sentences"]),
+        near_misses=list(w.get("near_misses", [])),
+        attribution=list(w.get("attribution", [])),
+        paths=list(w.get("paths", [])),
+        wall=w.get("wall"),
+        budget=w.get("budget"),
+    )
     return json_text(doc)

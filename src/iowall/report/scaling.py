@@ -88,8 +88,16 @@ def _rows(c: Curve) -> list[list[str]]:
     rows = []
     for i, n in enumerate(c.n):
         eff = f"{c.efficiency[i]:.2f}" if c.efficiency else "-"
-        rows.append([str(n), fmt_x(c.median[i], c.unit), _spread(c, i), eff,
-                     fmt_x(c.per_thread[i], c.unit), str(c.runs_per_n[i])])
+        rows.append(
+            [
+                str(n),
+                fmt_x(c.median[i], c.unit),
+                _spread(c, i),
+                eff,
+                fmt_x(c.per_thread[i], c.unit),
+                str(c.runs_per_n[i]),
+            ]
+        )
     return rows
 
 
@@ -102,8 +110,7 @@ def knee_sentence(c: Curve) -> str:
     if not c.efficiency:
         return "knee: -"
     if c.knee is None:
-        return (f"knee: none, efficiency stays at or above {c.knee_threshold:.2f} up to "
-                f"{c.axis}={max(c.n)}")
+        return f"knee: none, efficiency stays at or above {c.knee_threshold:.2f} up to {c.axis}={max(c.n)}"
     e = c.efficiency[c.n.index(c.knee)]
     return f"knee: {c.axis}={c.knee} (efficiency {e:.2f} < {c.knee_threshold:.2f})"
 
@@ -113,7 +120,7 @@ def peak_sentence(f: UslFit, c: Curve) -> str:
     if f.sigma == 0 and f.kappa == 0:
         return "no peak: the fit is linear (σ = κ = 0)"
     if not math.isfinite(f.n_star):
-        return (f"no peak (κ = 0): throughput approaches λ/σ = {fmt_x(f.x_peak, c.unit)}")
+        return f"no peak (κ = 0): throughput approaches λ/σ = {fmt_x(f.x_peak, c.unit)}"
     where = ""
     if f.n_star > max(c.n) * 1.05:
         where = f" (beyond the measured {max(c.n)}: extrapolated)"
@@ -126,10 +133,11 @@ def fit_lines(c: Curve) -> list[str]:
     if f is None:
         return [c.fit_note] if c.fit_note else []
     pct = f"{f.confidence:.0%}"
-    out = [f"USL: σ {fmt_par(f.sigma)} {fmt_ci(f.sigma_ci)}  κ {fmt_par(f.kappa)} "
-           f"{fmt_ci(f.kappa_ci)}",
-           f"     {pct} intervals, {f.n_obs} runs, {f.dof} dof, R² {f.r2:.3f}",
-           f"     {peak_sentence(f, c)}"]
+    out = [
+        f"USL: σ {fmt_par(f.sigma)} {fmt_ci(f.sigma_ci)}  κ {fmt_par(f.kappa)} {fmt_ci(f.kappa_ci)}",
+        f"     {pct} intervals, {f.n_obs} runs, {f.dof} dof, R² {f.r2:.3f}",
+        f"     {peak_sentence(f, c)}",
+    ]
     if f.r2 < POOR_FIT:
         out.append(f"     {poor_fit_sentence(f)}")
     return out
@@ -162,8 +170,7 @@ def _runs(c: Curve) -> str:
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width=WIDTH, initial_indent=indent,
-                         subsequent_indent=indent + "  ") or [""]
+    return textwrap.wrap(text, width=WIDTH, initial_indent=indent, subsequent_indent=indent + "  ") or [""]
 
 
 # ------------------------------------------------------------------------------ side by side
@@ -172,11 +179,14 @@ def _wrap(text: str, indent: str = "") -> list[str]:
 def _entry_row(e: SideEntry, unit: str) -> list[str]:
     """One label's cells; with no peak (κ = 0) the peak column is the asymptote, marked →."""
     peak = "-" if e.x_peak is None else fmt_x(e.x_peak, unit)
-    if e.n_star is not None and not math.isfinite(e.n_star) and e.x_peak is not None \
-            and math.isfinite(e.x_peak):
+    if (
+        e.n_star is not None
+        and not math.isfinite(e.n_star)
+        and e.x_peak is not None
+        and math.isfinite(e.x_peak)
+    ):
         peak = "→" + peak
-    return [e.label, fmt_knee(e.knee, e.max_n), fmt_par(e.sigma), fmt_par(e.kappa),
-            fmt_nstar(e.n_star), peak]
+    return [e.label, fmt_knee(e.knee, e.max_n), fmt_par(e.sigma), fmt_par(e.kappa), fmt_nstar(e.n_star), peak]
 
 
 SIDE_HEADERS = ["label", "knee", "σ", "κ", "N*", "peak"]
@@ -190,8 +200,9 @@ def _common_differs(rows: Sequence[SideBySide]) -> list[str]:
 
 
 def _side_notes(s: SideBySide, common: Sequence[str] = ()) -> list[str]:
-    return ([f"{e.label}: {e.fit_note}" for e in s.entries if e.fit_note]
-            + [f"differs: {d}" for d in s.differs if d not in common])
+    return [f"{e.label}: {e.fit_note}" for e in s.entries if e.fit_note] + [
+        f"differs: {d}" for d in s.differs if d not in common
+    ]
 
 
 # ------------------------------------------------------------------------------ formats
@@ -200,8 +211,10 @@ def _side_notes(s: SideBySide, common: Sequence[str] = ()) -> list[str]:
 @renders(Scaling, Format.text)
 def render_text(sc: Scaling) -> str:
     """Every curve as a table with its knee and fit, then the labels side by side."""
-    out = [f"iowall scaling — knee: first N with efficiency < {sc.knee_threshold:.2f}; "
-           "USL fit", f"{USL}, σ contention, κ coherency"]
+    out = [
+        f"iowall scaling — knee: first N with efficiency < {sc.knee_threshold:.2f}; USL fit",
+        f"{USL}, σ contention, κ coherency",
+    ]
     for c in sc.curves:
         out.append("")
         out += _wrap(_title(c))
@@ -210,8 +223,7 @@ def render_text(sc: Scaling) -> str:
         out += _wrap(knee_sentence(c), "  ")
         for x in fit_lines(c):
             pad = "  " + " " * (len(x) - len(x.lstrip()))
-            out += textwrap.wrap(x.strip(), width=WIDTH, initial_indent=pad,
-                                 subsequent_indent=pad + "  ")
+            out += textwrap.wrap(x.strip(), width=WIDTH, initial_indent=pad, subsequent_indent=pad + "  ")
     if len(sc.labels) > 1:
         out += ["", "Side by side: knee, USL σ and κ, N* and predicted peak"]
         common = _common_differs(sc.side_by_side)
@@ -227,31 +239,45 @@ def render_text(sc: Scaling) -> str:
 @renders(Scaling, Format.md)
 def render_md(sc: Scaling) -> str:
     """The same in Markdown."""
-    out = ["# iowall scaling", "",
-           f"Knee: first N with efficiency < {sc.knee_threshold:.2f}. USL fit `{USL}` "
-           "(σ contention, κ coherency)."]
+    out = [
+        "# iowall scaling",
+        "",
+        f"Knee: first N with efficiency < {sc.knee_threshold:.2f}. USL fit `{USL}` "
+        "(σ contention, κ coherency).",
+    ]
     for c in sc.curves:
-        out += ["", f"## {_title(c)}", "",
-                f"`{c.metric}`{_unit_words(c)[len(c.metric):]}, {_repeats(c)}{_runs(c)}", "",
-                md_table(_headers(c), _rows(c), left=0), "", f"- {knee_sentence(c)}"]
+        out += [
+            "",
+            f"## {_title(c)}",
+            "",
+            f"`{c.metric}`{_unit_words(c)[len(c.metric) :]}, {_repeats(c)}{_runs(c)}",
+            "",
+            md_table(_headers(c), _rows(c), left=0),
+            "",
+            f"- {knee_sentence(c)}",
+        ]
         if c.fit is not None:
             f = c.fit
-            out += [f"- USL σ {fmt_par(f.sigma)} {fmt_ci(f.sigma_ci)}, κ {fmt_par(f.kappa)} "
-                    f"{fmt_ci(f.kappa_ci)} ({f.confidence:.0%}, {f.dof} dof, R² {f.r2:.3f})",
-                    f"- {peak_sentence(f, c)}"]
+            out += [
+                f"- USL σ {fmt_par(f.sigma)} {fmt_ci(f.sigma_ci)}, κ {fmt_par(f.kappa)} "
+                f"{fmt_ci(f.kappa_ci)} ({f.confidence:.0%}, {f.dof} dof, R² {f.r2:.3f})",
+                f"- {peak_sentence(f, c)}",
+            ]
             if f.r2 < POOR_FIT:
                 out.append(f"- {poor_fit_sentence(f)}")
         elif c.fit_note:
             out.append(f"- {c.fit_note}")
     if len(sc.labels) > 1:
         out += ["", "## Side by side", ""]
-        rows = [[f"{s.group}, {s.metric}" if i == 0 else "", *_entry_row(e, s.unit)]
-                for s in sc.side_by_side for i, e in enumerate(s.entries)]
+        rows = [
+            [f"{s.group}, {s.metric}" if i == 0 else "", *_entry_row(e, s.unit)]
+            for s in sc.side_by_side
+            for i, e in enumerate(s.entries)
+        ]
         out.append(md_table(["curve", *SIDE_HEADERS], rows, left=2))
         common = _common_differs(sc.side_by_side)
         notes = [f"every line differs in {d}" for d in common]
-        notes += [f"{s.group}, {s.metric}: {n}" for s in sc.side_by_side
-                  for n in _side_notes(s, common)]
+        notes += [f"{s.group}, {s.metric}: {n}" for s in sc.side_by_side for n in _side_notes(s, common)]
         if notes:
             out += [""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
@@ -264,36 +290,86 @@ def _ci(ci: tuple[float, float]) -> list[float | None]:
 def fit_json(f: UslFit | None) -> dict[str, Any] | None:
     if f is None:
         return None
-    return {"lambda": json_number(f.lam), "sigma": json_number(f.sigma), "kappa": json_number(f.kappa),
-            "lambda_ci": _ci(f.lam_ci), "sigma_ci": _ci(f.sigma_ci),
-            "kappa_ci": _ci(f.kappa_ci), "n_star": json_number(f.n_star), "x_peak": json_number(f.x_peak),
-            "r2": json_number(f.r2), "n_obs": f.n_obs, "dof": f.dof, "confidence": f.confidence,
-            "method": f.method}
+    return {
+        "lambda": json_number(f.lam),
+        "sigma": json_number(f.sigma),
+        "kappa": json_number(f.kappa),
+        "lambda_ci": _ci(f.lam_ci),
+        "sigma_ci": _ci(f.sigma_ci),
+        "kappa_ci": _ci(f.kappa_ci),
+        "n_star": json_number(f.n_star),
+        "x_peak": json_number(f.x_peak),
+        "r2": json_number(f.r2),
+        "n_obs": f.n_obs,
+        "dof": f.dof,
+        "confidence": f.confidence,
+        "method": f.method,
+    }
 
 
 def curve_json(c: Curve) -> dict[str, Any]:
-    pts = [{"n": n, "median": c.median[i], "low": c.low[i], "high": c.high[i],
-            "runs": c.runs_per_n[i], "efficiency": c.efficiency[i] if c.efficiency else None,
-            "per_thread": c.per_thread[i]} for i, n in enumerate(c.n)]
-    return {"label": c.label, "recipe": c.recipe, "group": c.group, "params": dict(c.params),
-            "bed": dict(c.bed), "axis": c.axis, "metric": c.metric, "unit": c.unit,
-            "derivation": c.derivation, "knee_threshold": c.knee_threshold, "knee": c.knee,
-            "points": pts, "fit": fit_json(c.fit), "fit_note": c.fit_note,
-            "run_ids": list(c.run_ids)}
+    pts = [
+        {
+            "n": n,
+            "median": c.median[i],
+            "low": c.low[i],
+            "high": c.high[i],
+            "runs": c.runs_per_n[i],
+            "efficiency": c.efficiency[i] if c.efficiency else None,
+            "per_thread": c.per_thread[i],
+        }
+        for i, n in enumerate(c.n)
+    ]
+    return {
+        "label": c.label,
+        "recipe": c.recipe,
+        "group": c.group,
+        "params": dict(c.params),
+        "bed": dict(c.bed),
+        "axis": c.axis,
+        "metric": c.metric,
+        "unit": c.unit,
+        "derivation": c.derivation,
+        "knee_threshold": c.knee_threshold,
+        "knee": c.knee,
+        "points": pts,
+        "fit": fit_json(c.fit),
+        "fit_note": c.fit_note,
+        "run_ids": list(c.run_ids),
+    }
 
 
 def render_json(sc: Scaling) -> dict[str, Any]:
     """``{"schema_version": 1, "curves": [...], "side_by_side": [...]}``; infinities are null."""
-    return {"schema_version": SCHEMA_VERSION, "knee_threshold": sc.knee_threshold,
-            "labels": list(sc.labels), "curves": [curve_json(c) for c in sc.curves],
-            "side_by_side": [{"recipe": s.recipe, "group": s.group, "metric": s.metric,
-                              "unit": s.unit,
-                              "entries": [{"label": e.label, "knee": e.knee, "max_n": e.max_n,
-                                           "sigma": json_number(e.sigma), "kappa": json_number(e.kappa),
-                                           "n_star": json_number(e.n_star), "x_peak": json_number(e.x_peak),
-                                           "fit_note": e.fit_note} for e in s.entries],
-                              "differs": list(s.differs)}
-                             for s in sc.side_by_side]}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "knee_threshold": sc.knee_threshold,
+        "labels": list(sc.labels),
+        "curves": [curve_json(c) for c in sc.curves],
+        "side_by_side": [
+            {
+                "recipe": s.recipe,
+                "group": s.group,
+                "metric": s.metric,
+                "unit": s.unit,
+                "entries": [
+                    {
+                        "label": e.label,
+                        "knee": e.knee,
+                        "max_n": e.max_n,
+                        "sigma": json_number(e.sigma),
+                        "kappa": json_number(e.kappa),
+                        "n_star": json_number(e.n_star),
+                        "x_peak": json_number(e.x_peak),
+                        "fit_note": e.fit_note,
+                    }
+                    for e in s.entries
+                ],
+                "differs": list(s.differs),
+            }
+            for s in sc.side_by_side
+        ],
+    }
 
 
 @renders(Scaling, Format.json)
@@ -301,10 +377,32 @@ def _json(sc: Scaling) -> str:
     return json_text(render_json(sc))
 
 
-CSV_HEADERS = ("label", "recipe", "group", "axis", "metric", "unit", "n", "median", "low",
-               "high", "runs", "efficiency", "per_thread", "knee", "sigma", "sigma_low",
-               "sigma_high", "kappa", "kappa_low", "kappa_high", "n_star", "x_peak", "r2",
-               "fit_note")
+CSV_HEADERS = (
+    "label",
+    "recipe",
+    "group",
+    "axis",
+    "metric",
+    "unit",
+    "n",
+    "median",
+    "low",
+    "high",
+    "runs",
+    "efficiency",
+    "per_thread",
+    "knee",
+    "sigma",
+    "sigma_low",
+    "sigma_high",
+    "kappa",
+    "kappa_low",
+    "kappa_high",
+    "n_star",
+    "x_peak",
+    "r2",
+    "fit_note",
+)
 
 
 def _c(x: float | None) -> str:
@@ -320,13 +418,41 @@ def render_csv(sc: Scaling) -> str:
     for c in sc.curves:
         f = c.fit
         fit: Sequence[str] = (
-            [_c(f.sigma), _c(f.sigma_ci[0]), _c(f.sigma_ci[1]), _c(f.kappa), _c(f.kappa_ci[0]),
-             _c(f.kappa_ci[1]), _c(f.n_star), _c(f.x_peak), _c(f.r2)] if f else [""] * 9)
+            [
+                _c(f.sigma),
+                _c(f.sigma_ci[0]),
+                _c(f.sigma_ci[1]),
+                _c(f.kappa),
+                _c(f.kappa_ci[0]),
+                _c(f.kappa_ci[1]),
+                _c(f.n_star),
+                _c(f.x_peak),
+                _c(f.r2),
+            ]
+            if f
+            else [""] * 9
+        )
         for i, n in enumerate(c.n):
-            w.writerow([c.label, c.recipe, c.group, c.axis, c.metric, c.unit, n,
-                        _c(c.median[i]), _c(c.low[i]), _c(c.high[i]), c.runs_per_n[i],
-                        _c(c.efficiency[i]) if c.efficiency else "", _c(c.per_thread[i]),
-                        "" if c.knee is None else c.knee, *fit, c.fit_note])
+            w.writerow(
+                [
+                    c.label,
+                    c.recipe,
+                    c.group,
+                    c.axis,
+                    c.metric,
+                    c.unit,
+                    n,
+                    _c(c.median[i]),
+                    _c(c.low[i]),
+                    _c(c.high[i]),
+                    c.runs_per_n[i],
+                    _c(c.efficiency[i]) if c.efficiency else "",
+                    _c(c.per_thread[i]),
+                    "" if c.knee is None else c.knee,
+                    *fit,
+                    c.fit_note,
+                ]
+            )
     return buf.getvalue()
 
 
@@ -336,10 +462,12 @@ def figure(curves: Sequence[Curve]) -> Figure:
     units = sorted({c.unit for c in curves})
     metrics = list(dict.fromkeys(c.metric for c in curves))
     if len(units) > 1 or len(curves) > MAX_PLOT_CURVES:
-        why = (f"the curves are in different units ({', '.join(units)})" if len(units) > 1
-               else f"{len(curves)} curves are too many for one figure")
-        raise UserError(f"--plot: {why}; pass --metric (one of {', '.join(metrics)}) or "
-                        "narrow the selection")
+        why = (
+            f"the curves are in different units ({', '.join(units)})"
+            if len(units) > 1
+            else f"{len(curves)} curves are too many for one figure"
+        )
+        raise UserError(f"--plot: {why}; pass --metric (one of {', '.join(metrics)}) or narrow the selection")
     recipes = {c.recipe for c in curves}
 
     def name(c: Curve) -> str:
@@ -348,7 +476,12 @@ def figure(curves: Sequence[Curve]) -> Figure:
 
     axes = "/".join(sorted({c.axis for c in curves}))
     return scaling_figure(
-        [ScalingCurve(label=name(c), n=c.n, x=c.median, x_low=c.low, x_high=c.high, fit=c.fit)
-         for c in curves],
-        title=f"{', '.join(sorted(recipes))}: {', '.join(metrics)}", ylabel="throughput",
-        xlabel=f"{axes} (N)", unit=units[0])
+        [
+            ScalingCurve(label=name(c), n=c.n, x=c.median, x_low=c.low, x_high=c.high, fit=c.fit)
+            for c in curves
+        ],
+        title=f"{', '.join(sorted(recipes))}: {', '.join(metrics)}",
+        ylabel="throughput",
+        xlabel=f"{axes} (N)",
+        unit=units[0],
+    )

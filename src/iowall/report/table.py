@@ -37,9 +37,11 @@ def cell_text(c: Cell) -> str:
         text += f" ±{c.spread:.0%}"
     if c.interval is not None:
         lo, hi = c.interval
-        text += (f" [{_number(lo, c.unit)}, {_number(hi, c.unit)}]"
-                 if math.isfinite(lo) and math.isfinite(hi)
-                 else " (too few runs for a 95% interval)")
+        text += (
+            f" [{_number(lo, c.unit)}, {_number(hi, c.unit)}]"
+            if math.isfinite(lo) and math.isfinite(hi)
+            else " (too few runs for a 95% interval)"
+        )
     return text
 
 
@@ -48,11 +50,15 @@ def cell_rows(t: Table) -> list[list[str]]:
     return [[cell_text(c) for c in r] for r in t.rows]
 
 
-def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: int = 2,
-               left: int = 1) -> str:
+def text_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: int = 2, left: int = 1
+) -> str:
     """Columns padded to width; the first ``left`` columns left-aligned, the rest right-aligned."""
-    cols = (list(zip(*([list(headers)] + [list(r) for r in rows]), strict=True)) if rows
-            else [[h] for h in headers])
+    cols = (
+        list(zip(*([list(headers)] + [list(r) for r in rows]), strict=True))
+        if rows
+        else [[h] for h in headers]
+    )
     widths = [max(len(c) for c in col) for col in cols]
 
     def line(cells: Sequence[str]) -> str:

@@ -20,10 +20,10 @@ def why_lines(items: Sequence[Mapping[str, Any]], *, markdown: bool = False) -> 
             out += _item(w["sentences"], markdown, level=1)
         else:
             misses = list(w.get("near_misses", []))[:2]
-            out += _item("no rule fired" + (f"; nearest: {'; '.join(misses)}" if misses else ""),
-                         markdown, level=1)
-    skipped = sorted({f"{sk['probe']} ({sk['reason']})" for w in items
-                      for sk in w.get("skipped_probes", [])})
+            out += _item(
+                "no rule fired" + (f"; nearest: {'; '.join(misses)}" if misses else ""), markdown, level=1
+            )
+    skipped = sorted({f"{sk['probe']} ({sk['reason']})" for w in items for sk in w.get("skipped_probes", [])})
     if skipped:
         out += _item("probes skipped: " + "; ".join(skipped), markdown)
     return out
@@ -35,5 +35,6 @@ def _item(text: str | Sequence[str], markdown: bool, *, level: int = 0) -> list[
     if markdown:
         return [f"{'  ' * level}- {t}" for t in texts]
     first, rest = ("    - ", "      ") if level else ("  ", "    ")
-    return [line for t in texts for line in textwrap.wrap(t, 80, initial_indent=first,
-                                                          subsequent_indent=rest)]
+    return [
+        line for t in texts for line in textwrap.wrap(t, 80, initial_indent=first, subsequent_indent=rest)
+    ]

@@ -24,9 +24,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from sqlalchemy.exc import IntegrityError
 
 from ..atomic import open_atomic
+from ..dirs import redact_url
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
-from ..paths import redact_url
 from .db import Store
 
 #: The value of the top-level ``format`` key of every bundle.
@@ -172,21 +172,44 @@ def _v1_to_v2(doc: Doc) -> Doc:
     runs = []
     for r in doc["runs"]:
         lower = set(r["lower_is_better"])
-        runs.append({
-            "uuid": r["uuid"], "source_id": r["id"], "label": r["label"], "recipe": r["recipe"],
-            "point": r["params"], "status": r["status"], "started_at": r["started_at"],
-            "finished_at": r["finished_at"], "batch": r["batch"],
-            "repeat_index": r["repeat_index"], "error": r["error"], "notes": r["notes"],
-            "fingerprint": fingerprint(Point(r["recipe"], r["params"]), r["bed"], r["env"]),
-            "env": r["env"], "bed": r["bed"],
-            "metrics": [{"name": n, "value": v, "unit": r["units"][n],
-                         "direction": "lower" if n in lower else "higher"}
-                        for n, v in r["metrics"].items()],
-            "series": [], "artifacts": r["artifacts"],
-        })
-    return {"format": FORMAT, "schema_version": 2, "created_at": doc["created_at"],
-            "iowall_version": doc["iowall_version"], "source": {"host": "", "store": ""},
-            "runs": runs}
+        runs.append(
+            {
+                "uuid": r["uuid"],
+                "source_id": r["id"],
+                "label": r["label"],
+                "recipe": r["recipe"],
+                "point": r["params"],
+                "status": r["status"],
+                "started_at": r["started_at"],
+                "finished_at": r["finished_at"],
+                "batch": r["batch"],
+                "repeat_index": r["repeat_index"],
+                "error": r["error"],
+                "notes": r["notes"],
+                "fingerprint": fingerprint(Point(r["recipe"], r["params"]), r["bed"], r["env"]),
+                "env": r["env"],
+                "bed": r["bed"],
+                "metrics": [
+                    {
+                        "name": n,
+                        "value": v,
+                        "unit": r["units"][n],
+                        "direction": "lower" if n in lower else "higher",
+                    }
+                    for n, v in r["metrics"].items()
+                ],
+                "series": [],
+                "artifacts": r["artifacts"],
+            }
+        )
+    return {
+        "format": FORMAT,
+        "schema_version": 2,
+        "created_at": doc["created_at"],
+        "iowall_version": doc["iowall_version"],
+        "source": {"host": "", "store": ""},
+        "runs": runs,
+    }
 
 
 #: ``MIGRATIONS[n]`` turns a valid version-n document into a version-(n+1) one. Kept forever.
@@ -234,8 +257,10 @@ def _duplicates(b: BundleV1 | BundleV2) -> str | None:
         seen[r.uuid] = i
         groups: list[tuple[str, list[str]]] = [("artifacts", [a.name for a in r.artifacts])]
         if isinstance(r, RunV2):
-            groups += [("metrics", [m.name for m in r.metrics]),
-                       ("series", [f"{s.probe}/{s.name}" for s in r.series])]
+            groups += [
+                ("metrics", [m.name for m in r.metrics]),
+                ("series", [f"{s.probe}/{s.name}" for s in r.series]),
+            ]
         else:
             missing = sorted(set(r.metrics) - set(r.units))
             if missing:
@@ -262,14 +287,14 @@ def _validate(doc: Doc, version: int, name: str) -> BundleV1 | BundleV2:
 
 def _upgrade(doc: Any, name: str) -> BundleV2:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise UserError(f'{name}: not an iowall bundle (expected a JSON object with '
-                        f'"format": "{FORMAT}")')
+        raise UserError(f'{name}: not an iowall bundle (expected a JSON object with "format": "{FORMAT}")')
     v = doc.get("schema_version")
     if type(v) is not int or v < 1:
         raise UserError(f"{name}: schema_version must be a whole number from 1 (got {v!r})")
     if v > SCHEMA_VERSION:
-        raise UserError(f"{name} has schema_version {v}; this iowall reads up to "
-                        f"{SCHEMA_VERSION}: upgrade iowall")
+        raise UserError(
+            f"{name} has schema_version {v}; this iowall reads up to {SCHEMA_VERSION}: upgrade iowall"
+        )
     while v < SCHEMA_VERSION:
         _validate(doc, v, name)
         doc = MIGRATIONS[v](doc)
@@ -309,15 +334,25 @@ def _read_text(path: str) -> str:
 
 def _to_run(r: RunV2) -> Run:
     return Run(
-        point=Point(r.recipe, dict(r.point)), label=r.label, status=r.status,
-        started_at=float(r.started_at), finished_at=float(r.finished_at),
+        point=Point(r.recipe, dict(r.point)),
+        label=r.label,
+        status=r.status,
+        started_at=float(r.started_at),
+        finished_at=float(r.finished_at),
         metrics=tuple(Metric(m.name, float(m.value), m.unit, m.direction) for m in r.metrics),
-        env=r.env, bed=r.bed,
+        env=r.env,
+        bed=r.bed,
         artifacts=tuple(Artifact(a.name, a.content_type, a.body) for a in r.artifacts),
-        series=tuple(Series(s.probe, s.name, s.unit,
-                            tuple((float(t), float(v)) for t, v in s.samples)) for s in r.series),
-        batch=r.batch, repeat_index=r.repeat_index, error=r.error, notes=tuple(r.notes),
-        id=r.source_id, uuid=r.uuid,
+        series=tuple(
+            Series(s.probe, s.name, s.unit, tuple((float(t), float(v)) for t, v in s.samples))
+            for s in r.series
+        ),
+        batch=r.batch,
+        repeat_index=r.repeat_index,
+        error=r.error,
+        notes=tuple(r.notes),
+        id=r.source_id,
+        uuid=r.uuid,
     )
 
 
@@ -328,8 +363,7 @@ def read_bundle(path: str) -> list[Run]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise UserError(f"bundle {path}: not JSON: {e.msg} at line {e.lineno} "
-                        f"column {e.colno}") from None
+        raise UserError(f"bundle {path}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
         raise UserError(f"bundle {path}: not JSON this iowall can read: nested too deep") from None
     return [_to_run(r) for r in _upgrade(doc, f"bundle {path}").runs]
@@ -341,17 +375,31 @@ def read_bundle(path: str) -> list[Run]:
 
 def _run_doc(run: Run) -> Doc:
     return {
-        "uuid": run_uuid(run), "source_id": run.id, "label": run.label,
-        "recipe": run.point.recipe, "point": dict(run.point.params), "status": run.status,
-        "started_at": run.started_at, "finished_at": run.finished_at, "batch": run.batch,
-        "repeat_index": run.repeat_index, "error": run.error, "notes": list(run.notes),
-        "fingerprint": run.fingerprint(), "env": dict(run.env), "bed": dict(run.bed),
-        "metrics": [{"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction}
-                    for m in run.metrics],
-        "series": [{"probe": s.probe, "name": s.name, "unit": s.unit,
-                    "samples": [list(p) for p in s.samples]} for s in run.series],
-        "artifacts": [{"name": a.name, "content_type": a.content_type, "body": a.body}
-                      for a in run.artifacts],
+        "uuid": run_uuid(run),
+        "source_id": run.id,
+        "label": run.label,
+        "recipe": run.point.recipe,
+        "point": dict(run.point.params),
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "batch": run.batch,
+        "repeat_index": run.repeat_index,
+        "error": run.error,
+        "notes": list(run.notes),
+        "fingerprint": run.fingerprint(),
+        "env": dict(run.env),
+        "bed": dict(run.bed),
+        "metrics": [
+            {"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction} for m in run.metrics
+        ],
+        "series": [
+            {"probe": s.probe, "name": s.name, "unit": s.unit, "samples": [list(p) for p in s.samples]}
+            for s in run.series
+        ],
+        "artifacts": [
+            {"name": a.name, "content_type": a.content_type, "body": a.body} for a in run.artifacts
+        ],
     }
 
 
@@ -362,20 +410,23 @@ def _iowall_version() -> str:
         return "unknown"
 
 
-def bundle_doc(runs: Iterable[Run], *, source: Mapping[str, Any] | None = None,
-               created_at: str | None = None) -> Doc:
+def bundle_doc(
+    runs: Iterable[Run], *, source: Mapping[str, Any] | None = None, created_at: str | None = None
+) -> Doc:
     """The bundle document for ``runs`` (what ``write_bundle`` writes)."""
     src = dict(source or {})
     unknown = set(src) - {"host", "store"}
     if unknown:
         raise ValueError(f"bundle source takes host and store, not {sorted(unknown)}")
     return {
-        "format": FORMAT, "schema_version": SCHEMA_VERSION,
-        "created_at": created_at or dt.datetime.now(dt.timezone.utc).isoformat(
-            timespec="seconds"),
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "created_at": created_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "iowall_version": _iowall_version(),
-        "source": {"host": str(src.get("host") or socket.gethostname()),
-                   "store": redact_url(str(src.get("store") or ""))},
+        "source": {
+            "host": str(src.get("host") or socket.gethostname()),
+            "store": redact_url(str(src.get("store") or "")),
+        },
         "runs": [_run_doc(r) for r in runs],
     }
 
@@ -384,8 +435,9 @@ def _dumps(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def write_bundle(runs: Iterable[Run], path: str, *, source: Mapping[str, Any] | None = None,
-                 created_at: str | None = None) -> int:
+def write_bundle(
+    runs: Iterable[Run], path: str, *, source: Mapping[str, Any] | None = None, created_at: str | None = None
+) -> int:
     """Write ``runs`` as a bundle to ``path`` (``-`` is stdout) atomically (a temporary file in
     the same directory, fsynced, then renamed over ``path``), one run at a time: memory is
     bounded by one run whatever ``runs`` yields, the bytes are those of ``bundle_doc``.
@@ -431,7 +483,8 @@ def import_runs(store: Store, runs: Sequence[Run]) -> tuple[int, int]:
         ids = store.add_new_runs([replace(r, id=None) for r in new])
     except IntegrityError as e:
         what = str(getattr(e, "orig", e)).splitlines()[0]
-        raise UserError(f"import into {store.shown}: the store refused a run ({what}); nothing "
-                        "was imported") from None
+        raise UserError(
+            f"import into {store.shown}: the store refused a run ({what}); nothing was imported"
+        ) from None
     added = sum(i is not None for i in ids)
     return added, len(runs) - added

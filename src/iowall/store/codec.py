@@ -106,8 +106,10 @@ def unpack_series(encoding: str, data: bytes) -> tuple[Series, ...]:
     """The series of a run as they were stored."""
     if encoding != JSON_ZLIB:
         raise ValueError(f"series encoding {encoding!r} unknown to this iowall: upgrade iowall")
-    return tuple(Series(probe, name, unit, pairs(samples)) for probe, name, unit, samples
-                 in json.loads(zlib.decompress(bytes(data))))
+    return tuple(
+        Series(probe, name, unit, pairs(samples))
+        for probe, name, unit, samples in json.loads(zlib.decompress(bytes(data)))
+    )
 
 
 def pairs(samples: Sequence[Sequence[float]]) -> tuple[tuple[float, float], ...]:

@@ -28,19 +28,22 @@ class Copied:
     reports: int
 
 
-def copy_runs(src: Store, dst: Store, flt: RunFilter | None = None, *,
-              chunk: int = CHUNK) -> Copied:
+def copy_runs(src: Store, dst: Store, flt: RunFilter | None = None, *, chunk: int = CHUNK) -> Copied:
     """Copy the runs of ``src`` matching ``flt`` (metrics, series, artifacts, environment,
     everything a run carries) into ``dst`` under ``dst``'s own ids, oldest first, read
     ``chunk`` runs at a time (keyset pages): memory bounded whatever ``src`` holds."""
     flt = flt or RunFilter()
     if flt.limit is None:
-        stream: Iterable[Run] = src.iter_runs(flt, with_series=True, with_artifacts=True,
-                                              page=chunk)
+        stream: Iterable[Run] = src.iter_runs(flt, with_series=True, with_artifacts=True, page=chunk)
     else:  # the last N: their ids first, then the runs a chunk at a time
         ids = [r.id for r in src.runs(flt) if r.id is not None]
-        stream = (r for i in range(0, len(ids), chunk) for r in src.iter_runs(
-            RunFilter(ids=ids[i:i + chunk]), with_series=True, with_artifacts=True, page=chunk))
+        stream = (
+            r
+            for i in range(0, len(ids), chunk)
+            for r in src.iter_runs(
+                RunFilter(ids=ids[i : i + chunk]), with_series=True, with_artifacts=True, page=chunk
+            )
+        )
     copied = skipped = 0
     batches: set[str] = set()
     for group in _groups(stream, chunk):  # a transaction each

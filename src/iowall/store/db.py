@@ -20,12 +20,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from ..dirs import db_url, default_db_url, redact_url
 from ..errors import UserError
 from ..model import Artifact, Run
-from ..paths import db_url, default_db_url, redact_url
 from . import codec
 from . import schema as t
-from .fits import METRICS, check_row, check_series
+from .row_checks import METRICS, check_row, check_series
 from .rows import (
     CHUNK,
     EVERY_RUN,
@@ -46,8 +46,7 @@ _MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
 def kernel_matches(release: str, selector: str) -> bool:
     """Whether ``release`` (``uname -r``) is ``selector`` or starts with it followed by a
     separator (KERNEL_SEPARATORS)."""
-    return release == selector or any(release.startswith(selector + sep)
-                                      for sep in KERNEL_SEPARATORS)
+    return release == selector or any(release.startswith(selector + sep) for sep in KERNEL_SEPARATORS)
 
 
 class Store:
@@ -58,8 +57,8 @@ class Store:
         pg = self.url.startswith(("postgresql", "postgres:"))
         try:
             self.engine: Engine = create_engine(
-                engine_url(self.url), future=True,
-                connect_args={"connect_timeout": 10} if pg else {})
+                engine_url(self.url), future=True, connect_args={"connect_timeout": 10} if pg else {}
+            )
         except Exception as e:  # bad URL syntax, missing driver
             raise UserError(f"cannot open store {self.shown!r}: {redact_url(str(e))}") from e
         if self.engine.dialect.name == "sqlite":
@@ -78,10 +77,11 @@ class Store:
         "No runs")."""
         full = db_url(url) if url else default_db_url()
         path = full.removeprefix("sqlite:///")
-        if full.startswith("sqlite:///") and path not in ("", ":memory:") \
-                and not os.path.exists(path):
-            raise UserError(f"no store at {path}: nothing has been stored there (run, limits "
-                            "and import make a store); check --db or IOWALL_DB")
+        if full.startswith("sqlite:///") and path not in ("", ":memory:") and not os.path.exists(path):
+            raise UserError(
+                f"no store at {path}: nothing has been stored there (run, limits "
+                "and import make a store); check --db or IOWALL_DB"
+            )
         return cls(full)
 
     def _migrate(self) -> None:
@@ -101,8 +101,10 @@ class Store:
                 else:
                     _sqlite_migrate(conn, lambda: command.upgrade(cfg, "head"), cfg)
         except Exception as e:
-            raise UserError(f"cannot open store {self.shown!r}: {e.__class__.__name__}: "
-                            f"{redact_url(str(e).splitlines()[0])}") from e
+            raise UserError(
+                f"cannot open store {self.shown!r}: {e.__class__.__name__}: "
+                f"{redact_url(str(e).splitlines()[0])}"
+            ) from e
 
     def _at_head(self) -> bool:
         """Whether the store's alembic_version is HEAD already, read without importing
@@ -147,16 +149,24 @@ class Store:
         insert nothing and return None when a run with that uuid is already stored."""
         host = run.env.get("host", {})
         row: dict[str, Any] = dict(
-            uuid=run.uuid or str(uuidlib.uuid4()), batch=run.batch, recipe=run.point.recipe,
-            label=run.label, status=run.status, point_key=run.point.key(),
+            uuid=run.uuid or str(uuidlib.uuid4()),
+            batch=run.batch,
+            recipe=run.point.recipe,
+            label=run.label,
+            status=run.status,
+            point_key=run.point.key(),
             point_json=json.dumps(dict(run.point.params), sort_keys=True),
-            fingerprint=run.fingerprint(), repeat_index=run.repeat_index,
-            started_at=run.started_at, finished_at=run.finished_at,
+            fingerprint=run.fingerprint(),
+            repeat_index=run.repeat_index,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
             host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
             kernel=str(run.env.get("kernel", "")),
             env_json=json.dumps(run.env, sort_keys=True, default=str),
             bed_json=json.dumps(run.bed, sort_keys=True, default=str),
-            error=run.error, notes_json=json.dumps(list(run.notes)))
+            error=run.error,
+            notes_json=json.dumps(list(run.notes)),
+        )
         what = f"run {row['uuid']}"
         check_row(t.runs, row, what)
         docs = []
@@ -168,14 +178,17 @@ class Store:
             docs.append({"ref": row[ref], "encoding": enc, "data": data})
         # + 0.0: -0.0 becomes 0.0, as 0003's rows kept it (SQLite's REAL dropped the sign)
         mets: list[dict[str, Any]] = [
-            {"name": m.name, "value": float(m.value) + 0.0, "unit": m.unit,
-             "direction": m.direction} for m in run.metrics]
+            {"name": m.name, "value": float(m.value) + 0.0, "unit": m.unit, "direction": m.direction}
+            for m in run.metrics
+        ]
         names = [m.name for m in run.metrics]
         dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
         if dup is not None:
             raise UserError(f"{what}: metric {dup!r} appears twice")
-        arts = [{"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body}
-                for a in run.artifacts]
+        arts = [
+            {"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body}
+            for a in run.artifacts
+        ]
         for m in mets:
             check_row(METRICS, {k: m[k] for k in ("name", "unit", "direction")}, what)
         for a in arts:
@@ -188,11 +201,14 @@ class Store:
         if run.series:
             enc, data = codec.pack_series(run.series)
             sers.append({"run_id": 0, "encoding": enc, "data": data})
-        conn.execute(dialect_insert(conn)(t.run_docs).on_conflict_do_nothing(
-            index_elements=["ref"]), docs)
+        conn.execute(dialect_insert(conn)(t.run_docs).on_conflict_do_nothing(index_elements=["ref"]), docs)
         if skip_present:
-            ins = dialect_insert(conn)(t.runs).values(**row).on_conflict_do_nothing(
-                index_elements=["uuid"]).returning(t.runs.c.id)
+            ins = (
+                dialect_insert(conn)(t.runs)
+                .values(**row)
+                .on_conflict_do_nothing(index_elements=["uuid"])
+                .returning(t.runs.c.id)
+            )
             rid = conn.execute(ins).scalar_one_or_none()
             if rid is None:
                 return None
@@ -204,8 +220,8 @@ class Store:
         kinds = kind_ids(conn, {(m["name"], m["unit"], m["direction"]) for m in mets})
         if mets:
             enc, data = codec.pack_metrics(
-                [kinds[m["name"], m["unit"], m["direction"]] for m in mets],
-                [m["value"] for m in mets])
+                [kinds[m["name"], m["unit"], m["direction"]] for m in mets], [m["value"] for m in mets]
+            )
             conn.execute(t.run_metrics.insert(), [{"run_id": rid, "encoding": enc, "data": data}])
         if arts:
             conn.execute(t.artifacts.insert(), arts)
@@ -227,17 +243,22 @@ class Store:
             if flt.commit is not None:  # kept in the environment, not a column
                 rows = [r for r in rows if env_commit(r) == flt.commit]
                 if flt.limit is not None:
-                    rows = rows[len(rows) - flt.limit:] if flt.limit else []
+                    rows = rows[len(rows) - flt.limit :] if flt.limit else []
             return load(conn, rows, with_series=with_series)
 
-    def iter_runs(self, flt: RunFilter = EVERY_RUN, *, with_series: bool = False,
-                  with_artifacts: bool = False, page: int = CHUNK) -> Iterator[Run]:
+    def iter_runs(
+        self,
+        flt: RunFilter = EVERY_RUN,
+        *,
+        with_series: bool = False,
+        with_artifacts: bool = False,
+        page: int = CHUNK,
+    ) -> Iterator[Run]:
         """Runs matching ``flt`` (its ``limit`` ignored), oldest first, ``page`` at a time by
         keyset (id > the last one seen): memory bounded by a page, whatever the store holds."""
         after = 0
         while True:
-            q = where(select(t.runs), flt).where(t.runs.c.id > after).order_by(
-                t.runs.c.id).limit(page)
+            q = where(select(t.runs), flt).where(t.runs.c.id > after).order_by(t.runs.c.id).limit(page)
             with self.engine.connect() as conn:
                 rows = with_docs(conn, list(conn.execute(q).mappings()))
                 if not rows:
@@ -256,10 +277,9 @@ class Store:
         total = self.count(flt)
         if flt.commit is not None:  # filtered in Python: page over the matching ids
             ids = [r.id for r in self.iter_runs(flt) if r.id is not None]
-            ids = ids[max(0, len(ids) - number * size):len(ids) - (number - 1) * size]
+            ids = ids[max(0, len(ids) - number * size) : len(ids) - (number - 1) * size]
             return (self.runs(RunFilter(ids=ids)) if ids else []), total
-        q = where(select(t.runs), flt).order_by(t.runs.c.id.desc()).limit(size).offset(
-            (number - 1) * size)
+        q = where(select(t.runs), flt).order_by(t.runs.c.id.desc()).limit(size).offset((number - 1) * size)
         with self.engine.connect() as conn:
             rows = with_docs(conn, list(conn.execute(q).mappings()))
             rows.reverse()
@@ -274,13 +294,19 @@ class Store:
         first: dict[str, int] = {}
         after = 0
         with self.engine.connect() as conn:
-            kinds = {i: n for i, n in conn.execute(select(t.metric_kinds.c.id,
-                                                          t.metric_kinds.c.name))}
+            kinds = {i: n for i, n in conn.execute(select(t.metric_kinds.c.id, t.metric_kinds.c.name))}
             m = t.run_metrics.c
-            while ids := list(conn.execute(where(select(t.runs.c.id), flt).where(
-                    t.runs.c.id > after).order_by(t.runs.c.id).limit(CHUNK)).scalars()):
-                for rid, enc, data in conn.execute(select(m.run_id, m.encoding, m.data).where(
-                        m.run_id.in_(ids))):  # keyset pages of the selected runs: bounded
+            while ids := list(
+                conn.execute(
+                    where(select(t.runs.c.id), flt)
+                    .where(t.runs.c.id > after)
+                    .order_by(t.runs.c.id)
+                    .limit(CHUNK)
+                ).scalars()
+            ):
+                for rid, enc, data in conn.execute(
+                    select(m.run_id, m.encoding, m.data).where(m.run_id.in_(ids))
+                ):  # keyset pages of the selected runs: bounded
                     for kind, _ in codec.unpack_metrics(enc, data):
                         if first.setdefault(kinds[kind], rid) > rid:
                             first[kinds[kind]] = rid
@@ -290,8 +316,7 @@ class Store:
     def get_run(self, run_id: int) -> Run:
         """One run with metrics, series and artifacts; UserError if there is no such run."""
         with self.engine.connect() as conn:
-            rows = with_docs(conn, list(conn.execute(
-                select(t.runs).where(t.runs.c.id == run_id)).mappings()))
+            rows = with_docs(conn, list(conn.execute(select(t.runs).where(t.runs.c.id == run_id)).mappings()))
             if not rows:
                 raise UserError(f"no run {run_id} in {self.shown}")
             return load(conn, rows, with_series=True, with_artifacts=True)[0]
@@ -299,8 +324,9 @@ class Store:
     def artifact(self, run_id: int, name: str) -> Artifact | None:
         """One raw artifact of a run (e.g. ``fio.json``)."""
         with self.engine.connect() as conn:
-            a = conn.execute(select(t.artifacts).where(
-                (t.artifacts.c.run_id == run_id) & (t.artifacts.c.name == name))).first()
+            a = conn.execute(
+                select(t.artifacts).where((t.artifacts.c.run_id == run_id) & (t.artifacts.c.name == name))
+            ).first()
         return artifact(a) if a else None
 
     def artifacts_of(self, run_ids: Sequence[int]) -> dict[int, tuple[Artifact, ...]]:
@@ -318,8 +344,9 @@ class Store:
         found: set[str] = set()
         with self.engine.connect() as conn:
             for i in range(0, len(want), 500):
-                found.update(conn.execute(select(t.runs.c.uuid)
-                                          .where(t.runs.c.uuid.in_(want[i:i + 500]))).scalars())
+                found.update(
+                    conn.execute(select(t.runs.c.uuid).where(t.runs.c.uuid.in_(want[i : i + 500]))).scalars()
+                )
         return found
 
     def count(self, flt: RunFilter = EVERY_RUN) -> int:
@@ -327,8 +354,7 @@ class Store:
         if flt.commit is not None:
             return sum(1 for _ in self.iter_runs(flt))
         with self.engine.connect() as conn:
-            return int(conn.execute(where(select(func.count()).select_from(t.runs), flt))
-                       .scalar_one())
+            return int(conn.execute(where(select(func.count()).select_from(t.runs), flt)).scalar_one())
 
     def labels(self) -> list[str]:
         """Distinct labels, oldest first."""
@@ -342,7 +368,7 @@ def engine_url(url: str) -> str:
     psycopg 3 (the driver iowall depends on), not SQLAlchemy's default psycopg2."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -355,7 +381,7 @@ def kind_ids(conn: Connection, kinds: set[tuple[str, str, str]]) -> dict[tuple[s
         found: dict[tuple[str, str, str], int] = {}
         names = sorted({n for n, _, _ in kinds})
         for i in range(0, len(names), CHUNK):
-            for r in conn.execute(select(k).where(k.c.name.in_(names[i:i + CHUNK]))):
+            for r in conn.execute(select(k).where(k.c.name.in_(names[i : i + CHUNK]))):
                 if (r.name, r.unit, r.direction) in kinds:
                     found[r.name, r.unit, r.direction] = r.id
         return found
@@ -363,9 +389,10 @@ def kind_ids(conn: Connection, kinds: set[tuple[str, str, str]]) -> dict[tuple[s
     have = known() if kinds else {}
     missing = sorted(kinds - set(have))
     if missing:
-        conn.execute(dialect_insert(conn)(k).on_conflict_do_nothing(
-            index_elements=["name", "unit", "direction"]),
-            [{"name": n, "unit": u, "direction": d} for n, u, d in missing])
+        conn.execute(
+            dialect_insert(conn)(k).on_conflict_do_nothing(index_elements=["name", "unit", "direction"]),
+            [{"name": n, "unit": u, "direction": d} for n, u, d in missing],
+        )
         have = known()
     return have
 
@@ -373,8 +400,9 @@ def kind_ids(conn: Connection, kinds: set[tuple[str, str, str]]) -> dict[tuple[s
 def delta_base(conn: Connection, host: str) -> tuple[str, str] | None:
     """(ref, text) of the document a new environment of ``host`` is compressed against: that
     of the host's newest run, or the one that is compressed against (one level only)."""
-    ref = conn.execute(select(t.runs.c.env_ref).where(t.runs.c.host == host).order_by(
-        t.runs.c.id.desc()).limit(1)).scalar_one_or_none()
+    ref = conn.execute(
+        select(t.runs.c.env_ref).where(t.runs.c.host == host).order_by(t.runs.c.id.desc()).limit(1)
+    ).scalar_one_or_none()
     for _ in range(2):
         if ref is None:
             return None
@@ -445,36 +473,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
-
-
-# -- paging (the dashboard: iowall.web.queries) ---------------------------------------------
-def page_ids(store: Store, flt: RunFilter, *, before: int | None = None,
-             since: float | None = None, until: float | None = None, limit: int = 50) -> list[int]:
-    """Ids of the newest ``limit`` runs matching ``flt`` with an id below ``before`` and a start
-    time in [since, until): one indexed, LIMITed query (keyset paging), whatever the store's
-    size. ``flt.commit`` and ``flt.limit`` are not applied here."""
-    c = t.runs.c
-    q = _window(where(select(c.id).order_by(c.id.desc()).limit(max(0, limit)), flt), since, until)
-    if before is not None:
-        q = q.where(c.id < before)
-    with store.engine.connect() as conn:
-        return [int(i) for i in conn.execute(q).scalars()]
-
-
-def count_window(store: Store, flt: RunFilter, *, since: float | None = None,
-                 until: float | None = None) -> int:
-    """How many runs ``page_ids`` pages through: ``flt`` and a start time in [since, until)."""
-    q = _window(where(select(func.count()).select_from(t.runs), flt), since, until)
-    with store.engine.connect() as conn:
-        return int(conn.execute(q).scalar_one())
-
-
-def _window(q: Any, since: float | None, until: float | None) -> Any:
-    if since is not None:
-        q = q.where(t.runs.c.started_at >= since)
-    if until is not None:
-        q = q.where(t.runs.c.started_at < until)
-    return q
 
 
 def id_of_uuid(store: Store, uuid: str) -> int | None:

@@ -69,8 +69,7 @@ def where(q: Select[Any], flt: RunFilter) -> Select[Any]:
         q = q.where(t.runs.c.fingerprint.in_(sorted(set(flt.fingerprints))))
     if flt.kernel is not None:
         k = t.runs.c.kernel
-        q = q.where(or_(k == flt.kernel, *(has_prefix(k, flt.kernel + sep)
-                                           for sep in KERNEL_SEPARATORS)))
+        q = q.where(or_(k == flt.kernel, *(has_prefix(k, flt.kernel + sep) for sep in KERNEL_SEPARATORS)))
     return q
 
 
@@ -97,14 +96,14 @@ def with_docs(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
     deltas: dict[str, tuple[str, bytes]] = {}
     for _ in range(2):  # the documents, then the bases of those kept as deltas (codec)
         for i in range(0, len(refs), CHUNK):
-            for doc in conn.execute(select(t.run_docs).where(
-                    t.run_docs.c.ref.in_(refs[i:i + CHUNK]))):
+            for doc in conn.execute(select(t.run_docs).where(t.run_docs.c.ref.in_(refs[i : i + CHUNK]))):
                 if codec.delta_base(doc.encoding, doc.data) is None:
                     docs[doc.ref] = codec.unpack_doc(doc.encoding, doc.data)
                 else:
                     deltas[doc.ref] = (doc.encoding, doc.data)
-        refs = sorted({b for e, d in deltas.values()
-                       if (b := codec.delta_base(e, d)) is not None and b not in docs})
+        refs = sorted(
+            {b for e, d in deltas.values() if (b := codec.delta_base(e, d)) is not None and b not in docs}
+        )
     for ref, (enc, data) in deltas.items():
         docs[ref] = codec.unpack_doc(enc, data, docs[codec.delta_base(enc, data) or ""])
     out = []
@@ -119,25 +118,27 @@ def with_docs(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
 
 def chunks(xs: list[int], n: int = CHUNK) -> Iterable[list[int]]:
     for i in range(0, len(xs), n):
-        yield xs[i:i + n]
+        yield xs[i : i + n]
 
 
-def load(conn: Connection, rows: Sequence[Any], *, with_series: bool = False,
-         with_artifacts: bool = False) -> list[Run]:
+def load(
+    conn: Connection, rows: Sequence[Any], *, with_series: bool = False, with_artifacts: bool = False
+) -> list[Run]:
     """The Runs of ``rows`` (mappings of the runs table), in their order, with metrics and,
     on demand, series and artifacts: one query per table per CHUNK runs."""
     ids = [r["id"] for r in rows]
     mets: dict[int, list[Metric]] = {i: [] for i in ids}
     sers: dict[int, list[Series]] = {i: [] for i in ids}
     arts: dict[int, list[Artifact]] = {i: [] for i in ids}
-    kinds = {i: (n, u, d) for i, n, u, d in conn.execute(select(t.metric_kinds)).all()} \
-        if ids else {}
+    kinds = {i: (n, u, d) for i, n, u, d in conn.execute(select(t.metric_kinds)).all()} if ids else {}
     m = t.run_metrics.c
     for chunk in chunks(ids):
-        for rid, enc, data in conn.execute(select(m.run_id, m.encoding, m.data)
-                                           .where(m.run_id.in_(chunk))).all():
-            mets[rid] = [Metric(kinds[k][0], v, kinds[k][1], kinds[k][2])
-                         for k, v in codec.unpack_metrics(enc, data)]
+        for rid, enc, data in conn.execute(
+            select(m.run_id, m.encoding, m.data).where(m.run_id.in_(chunk))
+        ).all():
+            mets[rid] = [
+                Metric(kinds[k][0], v, kinds[k][1], kinds[k][2]) for k, v in codec.unpack_metrics(enc, data)
+            ]
         if with_series:
             for s in conn.execute(select(t.series).where(t.series.c.run_id.in_(chunk))):
                 sers[s.run_id].extend(codec.unpack_series(s.encoding, s.data))
@@ -160,10 +161,20 @@ def artifact(a: Any) -> Artifact:
 
 def _run(r: Any, mets: list[Metric], sers: list[Series], arts: list[Artifact]) -> Run:
     return Run(
-        id=r["id"], point=Point(r["recipe"], json.loads(r["point_json"])), label=r["label"],
-        status=r["status"], started_at=r["started_at"], finished_at=r["finished_at"],
-        metrics=tuple(mets), env=json.loads(r["env_json"]), bed=json.loads(r["bed_json"]),
-        series=tuple(sers), artifacts=tuple(arts), batch=r["batch"],
-        repeat_index=r["repeat_index"], error=r["error"],
-        notes=tuple(json.loads(r["notes_json"])), uuid=r["uuid"],
+        id=r["id"],
+        point=Point(r["recipe"], json.loads(r["point_json"])),
+        label=r["label"],
+        status=r["status"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+        metrics=tuple(mets),
+        env=json.loads(r["env_json"]),
+        bed=json.loads(r["bed_json"]),
+        series=tuple(sers),
+        artifacts=tuple(arts),
+        batch=r["batch"],
+        repeat_index=r["repeat_index"],
+        error=r["error"],
+        notes=tuple(json.loads(r["notes_json"])),
+        uuid=r["uuid"],
     )

@@ -18,7 +18,8 @@ from sqlalchemy import (
 metadata = MetaData()
 
 runs = Table(
-    "runs", metadata,
+    "runs",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("uuid", String(36), nullable=False, unique=True),
     Column("batch", String(36), nullable=False, index=True),
@@ -45,7 +46,8 @@ runs = Table(
 #: Environment and bed documents, compressed, each content once (codec.pack_doc): the beds of
 #: a series of runs are one document, their environments differ in a few numbers.
 run_docs = Table(
-    "run_docs", metadata,
+    "run_docs",
+    metadata,
     Column("ref", String(32), primary_key=True),
     Column("encoding", String(16), nullable=False),
     Column("data", LargeBinary, nullable=False),
@@ -54,7 +56,8 @@ run_docs = Table(
 #: What a metric is, apart from its value: each (name, unit, direction) once, by a small id
 #: (0003: a metric row was its run, its name, unit and direction again, and its value).
 metric_kinds = Table(
-    "metric_kinds", metadata,
+    "metric_kinds",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("name", String(128), nullable=False),
     Column("unit", String(32), nullable=False),
@@ -67,14 +70,16 @@ metric_kinds = Table(
 #: No query selects runs by a metric's value: compare, history and the recipes' columns
 #: select runs by their own columns and read the metrics of the runs selected.
 run_metrics = Table(
-    "run_metrics", metadata,
+    "run_metrics",
+    metadata,
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("encoding", String(16), nullable=False),
     Column("data", LargeBinary, nullable=False),
 )
 
 artifacts = Table(
-    "artifacts", metadata,
+    "artifacts",
+    metadata,
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("name", String(128), primary_key=True),
     Column("content_type", String(64), nullable=False),
@@ -87,7 +92,8 @@ artifacts = Table(
 #: Every probe series of a run, in one compressed row (codec.pack_series; 0003: before it, a
 #: ``series`` table held a row of JSON pairs per series).
 series = Table(
-    "run_series", metadata,
+    "run_series",
+    metadata,
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     Column("encoding", String(16), nullable=False),
     Column("data", LargeBinary, nullable=False),
@@ -96,7 +102,8 @@ series = Table(
 #: The report of one invocation (limits, a recipe or a plan), stored with its batch so that
 #: ``iowall report BATCH`` prints it again: its sentences and notes as they were written.
 reports = Table(
-    "reports", metadata,
+    "reports",
+    metadata,
     Column("batch", String(36), primary_key=True),
     Column("kind", String(16), nullable=False),
     Column("name", String(128), nullable=False),

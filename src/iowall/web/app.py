@@ -36,8 +36,10 @@ RAW_TYPES = {".json": "application/json", ".svg": "text/plain"}
 
 def templates() -> Environment:
     """Jinja2 with autoescape on every template: a label is text, never markup."""
-    env = Environment(loader=FileSystemLoader(os.path.join(HERE, "templates")),
-                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env = Environment(
+        loader=FileSystemLoader(os.path.join(HERE, "templates")),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
     env.filters["q"] = lambda d: urlencode({k: v for k, v in d.items() if v not in (None, "")})
     env.filters["short"] = pages.short
     env.filters["cell"] = cell_text  # a report table's number in its unit, as the CLI shows it
@@ -55,8 +57,7 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
     env.globals["asset"] = lambda name: url_of(assets, name)
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        text = env.get_template(name).render(store=store.shown,
-                                             plots=name not in NO_PLOTS, **ctx)
+        text = env.get_template(name).render(store=store.shown, plots=name not in NO_PLOTS, **ctx)
         return HTMLResponse(text, status)
 
     def guarded(fn: Callable[[], HTMLResponse]) -> HTMLResponse:
@@ -76,8 +77,15 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
     def runs(request: Request) -> HTMLResponse:
         params = dict(request.query_params)
         filters = {k: params.get(k, "") for k in (*FILTERS, "since", "until", "ids")}
-        return guarded(lambda: page("runs.html", filters=filters, labels=store.labels(),
-                                    rows=pages.run_rows(run_page(store, params)), params=params))
+        return guarded(
+            lambda: page(
+                "runs.html",
+                filters=filters,
+                labels=store.labels(),
+                rows=pages.run_rows(run_page(store, params)),
+                params=params,
+            )
+        )
 
     @app.get("/runs.{fmt}")
     def runs_download(fmt: str, request: Request) -> Response:
@@ -88,10 +96,10 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
         return _download(fmt, "compare", lambda: compare_sets(store, base, new, metric or None))
 
     @app.get("/history.{fmt}")
-    def history_download(fmt: str, sel: str = "", metric: str = "", by: str = "time",
-                         series: str = "") -> Response:
-        return _download(fmt, "history",
-                         lambda: downloads.history(store, sel, metric, by, series, fmt))
+    def history_download(
+        fmt: str, sel: str = "", metric: str = "", by: str = "time", series: str = ""
+    ) -> Response:
+        return _download(fmt, "history", lambda: downloads.history(store, sel, metric, by, series, fmt))
 
     @app.get("/run/{ref}", response_class=HTMLResponse)
     def run(ref: str) -> HTMLResponse:
@@ -113,21 +121,40 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
     def compare(base: str = "", new: str = "", metric: str = "") -> HTMLResponse:
         def build() -> HTMLResponse:
             res = compare_sets(store, base, new, metric or None) if base and new else None
-            return page("compare.html", base=base, new=new, metric=metric,
-                        labels=store.labels(), **pages.compare_context(res))
+            return page(
+                "compare.html",
+                base=base,
+                new=new,
+                metric=metric,
+                labels=store.labels(),
+                **pages.compare_context(res),
+            )
+
         return guarded(build)
 
     @app.get("/history", response_class=HTMLResponse)
-    def history(sel: str = "", metric: str = "", by: str = "time", x: str = "run",
-                series: str = "") -> HTMLResponse:
+    def history(
+        sel: str = "", metric: str = "", by: str = "time", x: str = "run", series: str = ""
+    ) -> HTMLResponse:
         def build() -> HTMLResponse:
             if x not in XS:
                 raise UserError(f"x {x!r}: use one of {', '.join(XS)}")
             hs = histories(store, sel, metric, by, series) if sel else []
             q = {"sel": sel, "metric": metric, "by": by, "series": series}
-            return page("history.html", sel=sel, metric=metric, by=by, bys=BY, x=x, xs=XS,
-                        series=series, query=q, labels=store.labels(),
-                        histories=[pages.history_context(h, x, i + 1) for i, h in enumerate(hs)])
+            return page(
+                "history.html",
+                sel=sel,
+                metric=metric,
+                by=by,
+                bys=BY,
+                x=x,
+                xs=XS,
+                series=series,
+                query=q,
+                labels=store.labels(),
+                histories=[pages.history_context(h, x, i + 1) for i, h in enumerate(hs)],
+            )
+
         return guarded(build)
 
     @app.get("/report/{batch}", response_class=HTMLResponse)
@@ -135,6 +162,7 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
         def build() -> HTMLResponse:
             rep = reload_compare(store, get_report(store, batch))
             return page("report.html", rep=rep, **pages.report_context(rep))
+
         return guarded(build)
 
     @app.get("/flame/diff")
@@ -164,8 +192,11 @@ def _download(fmt: str, what: str, make: Callable[[], object]) -> Response:
         text = data if isinstance(data, str) else render(data, fmt)
     except UserError as e:
         return Response(str(e) + "\n", 400, media_type="text/plain")
-    return Response(text, media_type=downloads.TYPES[fmt], headers={
-        "Content-Disposition": f'attachment; filename="iowall-{what}.{fmt}"'})
+    return Response(
+        text,
+        media_type=downloads.TYPES[fmt],
+        headers={"Content-Disposition": f'attachment; filename="iowall-{what}.{fmt}"'},
+    )
 
 
 def _svg(make: Callable[[], str]) -> Response:
@@ -175,6 +206,4 @@ def _svg(make: Callable[[], str]) -> Response:
         svg = make()
     except (UserError, IowallError) as e:
         return Response(str(e) + "\n", 404, media_type="text/plain")
-    return Response(svg, media_type="image/svg+xml",
-                    headers={"Content-Security-Policy": svg_csp(svg)})
-
+    return Response(svg, media_type="image/svg+xml", headers={"Content-Security-Policy": svg_csp(svg)})

@@ -18,8 +18,10 @@ from starlette.responses import Response
 HERE = os.path.dirname(__file__)
 #: name -> (file, media type)
 FILES = {
-    "plotly.min.js": (os.path.join(os.path.dirname(plotly.__file__), "package_data",
-                                   "plotly.min.js"), "text/javascript; charset=utf-8"),
+    "plotly.min.js": (
+        os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js"),
+        "text/javascript; charset=utf-8",
+    ),
     "iowall.js": (os.path.join(HERE, "static", "iowall.js"), "text/javascript; charset=utf-8"),
     "style.css": (os.path.join(HERE, "static", "style.css"), "text/css; charset=utf-8"),
 }
@@ -64,11 +66,15 @@ def url_of(assets: dict[str, Asset], name: str) -> str:
 def respond(asset: Asset, request: Request) -> Response:
     """The file, or 304 when the browser holds this version; gzip when the browser takes it."""
     versioned = request.query_params.get("v") == asset.version
-    headers = {"ETag": asset.etag, "Vary": "Accept-Encoding",
-               "Cache-Control": FOREVER if versioned else "no-cache"}
+    headers = {
+        "ETag": asset.etag,
+        "Vary": "Accept-Encoding",
+        "Cache-Control": FOREVER if versioned else "no-cache",
+    }
     if asset.etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers=headers)
     if "gzip" in request.headers.get("accept-encoding", ""):
-        return Response(asset.gz, media_type=asset.media_type,
-                        headers={**headers, "Content-Encoding": "gzip"})
+        return Response(
+            asset.gz, media_type=asset.media_type, headers={**headers, "Content-Encoding": "gzip"}
+        )
     return Response(asset.body, media_type=asset.media_type, headers=headers)

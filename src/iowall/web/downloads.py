@@ -32,11 +32,23 @@ def history(store: Store, sel: str, metric: str, by: str, series: str, fmt: str)
         return history_report(hs, sel)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["series", "index", "value", "metric", "unit", "run_id", "started_at", "kernel",
-                "commit", "label"])
+    w.writerow(
+        ["series", "index", "value", "metric", "unit", "run_id", "started_at", "kernel", "commit", "label"]
+    )
     for h in hs:
         for o in h.observations:
-            w.writerow([h.name, o.index, repr(o.value), h.metric, h.unit,
-                        "" if o.run_id is None else o.run_id, o.started_at, o.kernel, o.commit,
-                        o.label])
+            w.writerow(
+                [
+                    h.name,
+                    o.index,
+                    repr(o.value),
+                    h.metric,
+                    h.unit,
+                    "" if o.run_id is None else o.run_id,
+                    o.started_at,
+                    o.kernel,
+                    o.commit,
+                    o.label,
+                ]
+            )
     return out.getvalue()

@@ -13,9 +13,9 @@ from typing import Any
 from ..analysis.compare import CompareResult
 from ..analysis.history import History, Observation
 from ..model import Run
+from ..report.byte_prefix import binary_scale
 from ..report.compare import interval, short_metric
 from ..report.plots import panels
-from ..report.scale import binary_scale
 
 Figure = dict[str, Any]
 
@@ -23,9 +23,14 @@ _BETTER, _WORSE, _SAME = "#2e7d32", "#c62828", "#757575"
 
 
 def _layout(title: str, ytitle: str, **kw: Any) -> dict[str, Any]:
-    return {"title": {"text": title, "font": {"size": 13}}, "height": 260,
-            "margin": {"l": 60, "r": 20, "t": 36, "b": 40}, "yaxis": {"title": {"text": ytitle}},
-            "legend": {"font": {"size": 10}}, **kw}
+    return {
+        "title": {"text": title, "font": {"size": 13}},
+        "height": 260,
+        "margin": {"l": 60, "r": 20, "t": 36, "b": 40},
+        "yaxis": {"title": {"text": ytitle}},
+        "legend": {"font": {"size": 10}},
+        **kw,
+    }
 
 
 def fio_window(run: Run) -> tuple[float, float] | None:
@@ -44,9 +49,16 @@ def run_figures(run: Run) -> list[Figure]:
         peak = max(abs(v) for s in shown for _, v in s.samples)
         scale, ylabel = binary_scale(unit, peak)
         more = f" (largest {len(shown)} of {len(shown) + hidden} by mean)" if hidden else ""
-        data = [{"type": "scatter", "mode": "lines+markers" if len(s.samples) < 30 else "lines",
-                 "name": s.name, "x": [t for t, _ in s.samples],
-                 "y": [v / scale for _, v in s.samples]} for s in shown]
+        data = [
+            {
+                "type": "scatter",
+                "mode": "lines+markers" if len(s.samples) < 30 else "lines",
+                "name": s.name,
+                "x": [t for t, _ in s.samples],
+                "y": [v / scale for _, v in s.samples],
+            }
+            for s in shown
+        ]
         xaxis: dict[str, Any] = {"title": {"text": "time (s)"}}
         if window:
             xaxis["range"] = list(window)
@@ -60,24 +72,42 @@ def compare_figure(res: CompareResult) -> Figure:
     ys, xs, lo, hi, colours, text = [], [], [], [], [], []
     for r in res.rows:
         ci = interval(r)
-        ys.append(f"{r.point_text} {short_metric(r.metric)}"
-                  + (f" [{r.label}]" if len(res.news) > 1 else ""))
+        ys.append(f"{r.point_text} {short_metric(r.metric)}" + (f" [{r.label}]" if len(res.news) > 1 else ""))
         xs.append(r.cmp.ratio if math.isfinite(r.cmp.ratio) else None)
         lo.append(r.cmp.ratio - ci[0] if ci else 0)
         hi.append(ci[1] - r.cmp.ratio if ci else 0)
         colours.append(_SAME if not r.cmp.significant else _BETTER if r.cmp.better else _WORSE)
-        text.append("no interval (one run a side)" if ci is None else
-                    f"[{ci[0]:.3f}, {ci[1]:.3f}]")
-    data = [{"type": "scatter", "mode": "markers", "x": xs, "y": ys, "text": text,
-             "marker": {"color": colours, "size": 9},
-             "error_x": {"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
-             "name": "new/base"}]
-    layout = _layout(f"new/base with {res.confidence:.0%} intervals", "",
-                     height=max(220, 60 + 28 * len(ys)),
-                     margin={"l": 320, "r": 20, "t": 36, "b": 40},
-                     xaxis={"title": {"text": "ratio new/base"}},
-                     shapes=[{"type": "line", "x0": 1, "x1": 1, "yref": "paper", "y0": 0,
-                              "y1": 1, "line": {"color": "#999", "dash": "dot"}}])
+        text.append("no interval (one run a side)" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+    data = [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "x": xs,
+            "y": ys,
+            "text": text,
+            "marker": {"color": colours, "size": 9},
+            "error_x": {"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
+            "name": "new/base",
+        }
+    ]
+    layout = _layout(
+        f"new/base with {res.confidence:.0%} intervals",
+        "",
+        height=max(220, 60 + 28 * len(ys)),
+        margin={"l": 320, "r": 20, "t": 36, "b": 40},
+        xaxis={"title": {"text": "ratio new/base"}},
+        shapes=[
+            {
+                "type": "line",
+                "x0": 1,
+                "x1": 1,
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#999", "dash": "dot"},
+            }
+        ],
+    )
     layout["yaxis"] = {"automargin": True, "autorange": "reversed"}
     return {"data": data, "layout": layout}
 
@@ -108,9 +138,13 @@ def segments(h: History) -> list[Segment]:
 
 
 def _hover(o: Observation) -> str:
-    parts = [f"run {o.run_id}" if o.run_id is not None else f"#{o.index}", o.label, o.kernel,
-             o.commit, time.strftime("%Y-%m-%d %H:%M", time.gmtime(o.started_at))
-             if o.started_at else ""]
+    parts = [
+        f"run {o.run_id}" if o.run_id is not None else f"#{o.index}",
+        o.label,
+        o.kernel,
+        o.commit,
+        time.strftime("%Y-%m-%d %H:%M", time.gmtime(o.started_at)) if o.started_at else "",
+    ]
     return " ".join(p for p in parts if p)
 
 
@@ -149,27 +183,61 @@ def history_figure(h: History, x: str = "run") -> Figure:
             return xs[i]
         return cats.index(xs[i]) + edge
 
-    data: list[dict[str, Any]] = [{
-        "type": "scatter", "mode": "markers", "name": short_metric(h.metric), "x": xs,
-        "y": [o.value / scale if math.isfinite(o.value) else None for o in obs],
-        "text": [_hover(o) for o in obs], "marker": {"size": 7, "color": "#1f77b4"}}]
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": short_metric(h.metric),
+            "x": xs,
+            "y": [o.value / scale if math.isfinite(o.value) else None for o in obs],
+            "text": [_hover(o) for o in obs],
+            "marker": {"size": 7, "color": "#1f77b4"},
+        }
+    ]
     shapes: list[dict[str, Any]] = []
     for sg in segments(h):
         x0, x1 = pos(sg.first, -0.4), pos(sg.last, 0.4)
         lo, hi = sg.ci
         if math.isfinite(lo) and math.isfinite(hi):
-            shapes.append({"type": "rect", "x0": x0, "x1": x1, "y0": lo / scale,
-                           "y1": hi / scale, "fillcolor": "rgba(255,152,0,0.18)",
-                           "line": {"width": 0}, "layer": "below"})
-        shapes.append({"type": "line", "x0": x0, "x1": x1, "y0": sg.median / scale,
-                       "y1": sg.median / scale, "line": {"color": "#ef6c00", "width": 2}})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "x0": x0,
+                    "x1": x1,
+                    "y0": lo / scale,
+                    "y1": hi / scale,
+                    "fillcolor": "rgba(255,152,0,0.18)",
+                    "line": {"width": 0},
+                    "layer": "below",
+                }
+            )
+        shapes.append(
+            {
+                "type": "line",
+                "x0": x0,
+                "x1": x1,
+                "y0": sg.median / scale,
+                "y1": sg.median / scale,
+                "line": {"color": "#ef6c00", "width": 2},
+            }
+        )
     for w in h.windows:
         i = w.change.index
         at = xs[i] if x == "date" else (cats.index(xs[i - 1]) + cats.index(xs[i])) / 2
-        shapes.append({"type": "line", "x0": at, "x1": at, "yref": "paper", "y0": 0, "y1": 1,
-                       "line": {"color": "#c62828", "dash": "dash"}})
-    xaxis: dict[str, Any] = {"title": {"text": {"run": "run", "date": "start (UTC)",
-                                                 "commit": "commit", "kernel": "kernel"}[x]}}
+        shapes.append(
+            {
+                "type": "line",
+                "x0": at,
+                "x1": at,
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#c62828", "dash": "dash"},
+            }
+        )
+    xaxis: dict[str, Any] = {
+        "title": {"text": {"run": "run", "date": "start (UTC)", "commit": "commit", "kernel": "kernel"}[x]}
+    }
     if x != "date":
         xaxis.update(type="category", categoryorder="array", categoryarray=cats)
     layout = _layout(h.name, ylabel, xaxis=xaxis, shapes=shapes, showlegend=False)
@@ -179,4 +247,4 @@ def history_figure(h: History, x: str = "run") -> Figure:
 
 def ids_of(obs: Sequence[Observation], first: int, last: int) -> list[int]:
     """The run ids of observations ``first``..``last``."""
-    return [o.run_id for o in obs[first:last + 1] if o.run_id is not None]
+    return [o.run_id for o in obs[first : last + 1] if o.run_id is not None]

@@ -16,16 +16,18 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Scripts only from this server (plotly.js, iowall.js); plot data is inert JSON.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data:; object-src 'self'; connect-src 'self'; base-uri 'none'; "
-       "form-action 'self'; frame-ancestors 'self'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; object-src 'self'; connect-src 'self'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'self'"
+)
 
 
 def host_name(header: str) -> str:
     """The name in a Host header, without its port, brackets or trailing dot, lower case."""
     h = header.strip().lower()
     if h.startswith("["):
-        return h[1:h.find("]")] if "]" in h else h
+        return h[1 : h.find("]")] if "]" in h else h
     if h.count(":") == 1:
         h = h.split(":", 1)[0]
     return h.rstrip(".")
@@ -77,9 +79,12 @@ class Guard:
             return
         host = Headers(scope=scope).get("host")
         if not self.hosts.allows(host):
-            await _refuse(send, f"Host {host!r} is not a name this server answers to: open it "
-                          "by the address it listens on, or start it with --server-name NAME "
-                          "behind a reverse proxy")
+            await _refuse(
+                send,
+                f"Host {host!r} is not a name this server answers to: open it "
+                "by the address it listens on, or start it with --server-name NAME "
+                "behind a reverse proxy",
+            )
             return
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
             # no store keeps a NUL in a text (PostgreSQL refuses the query: it was a 500)
@@ -96,8 +101,11 @@ class Guard:
                 headers.setdefault("Content-Security-Policy", CSP)
                 headers.setdefault("Referrer-Policy", "same-origin")
             elif head and message["type"] == "http.response.body":
-                message = {"type": "http.response.body", "body": b"",
-                           "more_body": message.get("more_body", False)}
+                message = {
+                    "type": "http.response.body",
+                    "body": b"",
+                    "more_body": message.get("more_body", False),
+                }
             await send(message)
 
         await self.app(scope, receive, guarded)
@@ -106,9 +114,18 @@ class Guard:
 async def _refuse(send: Send, why: str) -> None:
     """400 with the reason as plain text, before any route is looked at."""
     body = (why + "\n").encode()
-    await send({"type": "http.response.start", "status": 400, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-        (b"x-content-type-options", b"nosniff"), (b"content-security-policy", CSP.encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"x-content-type-options", b"nosniff"),
+                (b"content-security-policy", CSP.encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -122,7 +139,7 @@ def _text(inner: str) -> str:
     CDATA sections verbatim, one after another, the text between them unescaped."""
     out, at = [], 0
     for m in _CDATA.finditer(inner):
-        out += [html.unescape(inner[at:m.start()]), m.group(1)]
+        out += [html.unescape(inner[at : m.start()]), m.group(1)]
         at = m.end()
     return "".join([*out, html.unescape(inner[at:])])
 
@@ -138,5 +155,7 @@ def svg_csp(svg: str) -> str:
     handlers = {html.unescape(h) for h in _HANDLER.findall(svg)}
     allowed = " ".join(sorted({_sha(x) for x in scripts} | {_sha(h) for h in handlers}))
     hashes = f"'unsafe-hashes' {allowed}" if handlers else allowed
-    return (f"default-src 'none'; script-src {hashes or chr(39) + 'none' + chr(39)}; "
-            "style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
+    return (
+        f"default-src 'none'; script-src {hashes or chr(39) + 'none' + chr(39)}; "
+        "style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
+    )

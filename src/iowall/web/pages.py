@@ -28,7 +28,7 @@ def short(text: object, n: int = 80) -> str:
     """``text`` cut to ``n`` characters with an ellipsis (the page keeps the whole in a
     tooltip): one 5,000-character value must not make a table 20,000 px wide."""
     s = str(text)
-    return s if len(s) <= n else s[:n - 1] + "…"
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def when(t: float) -> str:
@@ -63,11 +63,22 @@ def run_rows(pg: RunPage) -> dict[str, Any]:
     rows = []
     for r in pg.runs:
         m = primary_metric(r)
-        rows.append({"id": r.id, "started": when(r.started_at), "label": r.label,
-                     "recipe": r.point.recipe, "kernel": str(r.env.get("kernel", "")),
-                     "host": _host(r), "status": r.status, "mode": mode(r.point.params),
-                     "point": point_text(r.point.params), "result": headline(r),
-                     "value": "" if m is None else f"{m.value:.9g}", "batch": r.batch})
+        rows.append(
+            {
+                "id": r.id,
+                "started": when(r.started_at),
+                "label": r.label,
+                "recipe": r.point.recipe,
+                "kernel": str(r.env.get("kernel", "")),
+                "host": _host(r),
+                "status": r.status,
+                "mode": mode(r.point.params),
+                "point": point_text(r.point.params),
+                "result": headline(r),
+                "value": "" if m is None else f"{m.value:.9g}",
+                "batch": r.batch,
+            }
+        )
     return {"runs": rows, "older": pg.older, "total": pg.total}
 
 
@@ -107,15 +118,19 @@ def other_modes(run: Run, batch: list[Run]) -> list[dict[str, Any]]:
     found: dict[str, dict[bool, list[int]]] = {}
     for r in batch:
         m = mode(r.point.params)
-        if r.id is not None and m and m != here and r.point.recipe == run.point.recipe \
-                and rest(r) == rest(run):
+        if (
+            r.id is not None
+            and m
+            and m != here
+            and r.point.recipe == run.point.recipe
+            and rest(r) == rest(run)
+        ):
             same_kind = r.point.params.get("kind") == run.point.params.get("kind")
             found.setdefault(m, {}).setdefault(same_kind, []).append(r.id)
     out = []
     for m, kinds in sorted(found.items()):
         ids = kinds.get(True) or kinds[False]
-        out.append({"mode": m, "run": min(ids), "n": len(ids),
-                    "ids": ids_text(ids).removeprefix("ids=")})
+        out.append({"mode": m, "run": min(ids), "n": len(ids), "ids": ids_text(ids).removeprefix("ids=")})
     return out
 
 
@@ -124,21 +139,38 @@ def run_context(store: Store, run: Run) -> dict[str, Any]:
     batch = batch_runs(store, run)
     why = why_run(run, batch)
     top = primary_metric(run)
-    metrics = [{"name": m.name, "value": fmt_metric(m.value, m.unit),
-                "exact": f"{m.value:.6g}", "unit": m.unit, "direction": m.direction,
-                "headline": m is top}
-               for m in sorted(run.metrics, key=lambda m: m is not top)]
+    metrics = [
+        {
+            "name": m.name,
+            "value": fmt_metric(m.value, m.unit),
+            "exact": f"{m.value:.6g}",
+            "unit": m.unit,
+            "direction": m.direction,
+            "headline": m is top,
+        }
+        for m in sorted(run.metrics, key=lambda m: m is not top)
+    ]
     window = fio_window(run)
-    return {"run": run, "started": when(run.started_at), "host": _host(run), "result": headline(run),
-            "mode": mode(run.point.params), "others": other_modes(run, batch),
-            "history": {"sel": f"recipe={run.point.recipe}", "series": run.fingerprint()},
-            "window": window,
-            "kernel": str(run.env.get("kernel", "")), "point": flat(run.point.params),
-            "metrics": metrics, "env": flat(run.env), "bed": flat(run.bed),
-            "figures": [clean(f) for f in run_figures(run)], "why": why,
-            "has_report": has_report(store, run.batch),
-            "has_profile": any(a.name == PROFILE_ARTIFACT for a in run.artifacts),
-            "artifacts": [a.name for a in run.artifacts]}
+    return {
+        "run": run,
+        "started": when(run.started_at),
+        "host": _host(run),
+        "result": headline(run),
+        "mode": mode(run.point.params),
+        "others": other_modes(run, batch),
+        "history": {"sel": f"recipe={run.point.recipe}", "series": run.fingerprint()},
+        "window": window,
+        "kernel": str(run.env.get("kernel", "")),
+        "point": flat(run.point.params),
+        "metrics": metrics,
+        "env": flat(run.env),
+        "bed": flat(run.bed),
+        "figures": [clean(f) for f in run_figures(run)],
+        "why": why,
+        "has_report": has_report(store, run.batch),
+        "has_profile": any(a.name == PROFILE_ARTIFACT for a in run.artifacts),
+        "artifacts": [a.name for a in run.artifacts],
+    }
 
 
 def has_report(store: Store, batch: str) -> bool:
@@ -154,23 +186,31 @@ def compare_context(res: CompareResult | None) -> dict[str, Any]:
     """The compare table, its figure and its footnotes (nothing when there is no result)."""
     if res is None:
         return {"res": None}
-    rows = [{"label": r.label, "point": r.point_text, "metric": short_metric(r.metric),
-             "base": fmt_metric(r.cmp.base_median, r.unit),
-             "new": fmt_metric(r.cmp.new_median, r.unit),
-             "change": f"{(r.cmp.ratio - 1) * 100:+.1f}%"
-             if math.isfinite(r.cmp.ratio) and r.cmp.ratio > 0 else "n/a",
-             "ci": fmt_ci(r), "n": f"{r.cmp.n_base}:{r.cmp.n_new}", "mark": mark(r),
-             "base_runs": ids_text(list(r.base_runs)) if r.base_runs else "",
-             "new_runs": ids_text(list(r.new_runs)) if r.new_runs else ""}
-            for r in res.rows]
+    rows = [
+        {
+            "label": r.label,
+            "point": r.point_text,
+            "metric": short_metric(r.metric),
+            "base": fmt_metric(r.cmp.base_median, r.unit),
+            "new": fmt_metric(r.cmp.new_median, r.unit),
+            "change": f"{(r.cmp.ratio - 1) * 100:+.1f}%"
+            if math.isfinite(r.cmp.ratio) and r.cmp.ratio > 0
+            else "n/a",
+            "ci": fmt_ci(r),
+            "n": f"{r.cmp.n_base}:{r.cmp.n_new}",
+            "mark": mark(r),
+            "base_runs": ids_text(list(r.base_runs)) if r.base_runs else "",
+            "new_runs": ids_text(list(r.new_runs)) if r.new_runs else "",
+        }
+        for r in res.rows
+    ]
     return {"res": res, "rows": rows, "figure": clean(compare_figure(res))}
 
 
 def report_context(rep: Report) -> dict[str, Any]:
     """A stored report: its wall charts (limits), the links of its cells, its compare."""
     walls = [clean(f) for f in wall_figures(rep.data)] if rep.kind == "limits" else []
-    return {"walls": walls, "links": cell_links(rep) if walls else {},
-            **compare_context(rep.compare)}
+    return {"walls": walls, "links": cell_links(rep) if walls else {}, **compare_context(rep.compare)}
 
 
 def history_context(h: History, x: str = "run", n: int = 1) -> dict[str, Any]:
@@ -185,30 +225,50 @@ def history_context(h: History, x: str = "run", n: int = 1) -> dict[str, Any]:
         before, after = segs[i], segs[i + 1]
         base_ids = ids_of(h.observations, before.first, before.last)
         new_ids = ids_of(h.observations, after.first, after.last)
-        changes.append({
-            "index": c.index, "change": f"{c.rel_change:+.1%}", "rel": c.rel_change,
-            "worse": worse(h, w), "p": f"{c.p_value:.2g}",
-            "before": _median_ci(c.median_before, c.ci_before, scale, unit),
-            "after": _median_ci(c.median_after, c.ci_after, scale, unit),
-            "last_good": w.last_good, "first_bad": w.first_bad,
-            "compare": {"base": ids_text(base_ids), "new": ids_text(new_ids)}
-            if base_ids and new_ids else None,
-            "flame": {"base": w.last_good.run_id, "new": w.first_bad.run_id}
-            if w.last_good.run_id is not None and w.first_bad.run_id is not None else None})
+        changes.append(
+            {
+                "index": c.index,
+                "change": f"{c.rel_change:+.1%}",
+                "rel": c.rel_change,
+                "worse": worse(h, w),
+                "p": f"{c.p_value:.2g}",
+                "before": _median_ci(c.median_before, c.ci_before, scale, unit),
+                "after": _median_ci(c.median_after, c.ci_after, scale, unit),
+                "last_good": w.last_good,
+                "first_bad": w.first_bad,
+                "compare": {"base": ids_text(base_ids), "new": ids_text(new_ids)}
+                if base_ids and new_ids
+                else None,
+                "flame": {"base": w.last_good.run_id, "new": w.first_bad.run_id}
+                if w.last_good.run_id is not None and w.first_bad.run_id is not None
+                else None,
+            }
+        )
     finite = [o.value for o in h.observations if math.isfinite(o.value)]
     if h.detection.reason:
         why_none = f"too few runs to look for one: {h.detection.reason}"
     else:
         why_none = f"none found: {len(finite)} runs searched, no change significant"
-    summary = {"anchor": f"series-{n}", "name": h.name, "metric": short_metric(h.metric),
-               "runs": len(h.observations), "changes": changes,
-               "latest": _value(finite[-1], scale, unit) if finite else "-",
-               "worst": max((c for c in changes if c["worse"]), default=None,
-                            key=lambda c: abs(float(c["rel"]))),
-               "why_none": why_none}
-    return {"h": h, "figure": clean(history_figure(h, x)), "changes": changes,
-            "reason": h.detection.reason, "method": h.detection.method, "unit": unit,
-            "summary": summary, "why_none": why_none}
+    summary = {
+        "anchor": f"series-{n}",
+        "name": h.name,
+        "metric": short_metric(h.metric),
+        "runs": len(h.observations),
+        "changes": changes,
+        "latest": _value(finite[-1], scale, unit) if finite else "-",
+        "worst": max((c for c in changes if c["worse"]), default=None, key=lambda c: abs(float(c["rel"]))),
+        "why_none": why_none,
+    }
+    return {
+        "h": h,
+        "figure": clean(history_figure(h, x)),
+        "changes": changes,
+        "reason": h.detection.reason,
+        "method": h.detection.method,
+        "unit": unit,
+        "summary": summary,
+        "why_none": why_none,
+    }
 
 
 def _value(v: float, scale: float, unit: str) -> str:

@@ -16,7 +16,8 @@ from ..errors import UserError
 from ..model import Run
 from ..selection import compared_field, load, parse_selection, run_id
 from ..store import RunFilter, Store
-from ..store.db import count_window, id_of_uuid, page_ids
+from ..store.db import id_of_uuid
+from ..store.paging import count_window, page_ids
 
 #: Runs on one page of /runs.
 PAGE = 50
@@ -58,8 +59,11 @@ def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> R
     shown = ids[:limit]
     runs = store.runs(RunFilter(ids=shown)) if shown else []
     runs.reverse()
-    return RunPage(tuple(runs), shown[-1] if len(ids) > limit else None,
-                   count_window(store, flt, since=since, until=until))
+    return RunPage(
+        tuple(runs),
+        shown[-1] if len(ids) > limit else None,
+        count_window(store, flt, since=since, until=until),
+    )
 
 
 #: A run's uuid as the store keeps it.
@@ -118,14 +122,20 @@ def compare_sets(store: Store, base: str, new: str, metric: str | None = None) -
     sides = [Side(t, selected(store, t)) for t in (base, new)]
     if shared_run(sides) is not None:
         raise UserError(f"{base!r} and {new!r} share runs: the sides of a comparison must not")
-    res = compare(sides[0], sides[1:], metrics=[metric] if metric else None,
-                  compared=compared_field([base, new]))
+    res = compare(
+        sides[0], sides[1:], metrics=[metric] if metric else None, compared=compared_field([base, new])
+    )
     if not res.rows:
         sides_of = {u.side for u in res.unpaired}
         raise UserError(
             "nothing could be paired: no point and metric is measured on both sides"
-            + (f" ({len(res.unpaired)} points on {' and '.join(sorted(sides_of))} alone; "
-               "different recipes or parameters?)" if res.unpaired else ""))
+            + (
+                f" ({len(res.unpaired)} points on {' and '.join(sorted(sides_of))} alone; "
+                "different recipes or parameters?)"
+                if res.unpaired
+                else ""
+            )
+        )
     return res
 
 
@@ -136,9 +146,14 @@ def histories(store: Store, sel: str, metric: str, by: str, series: str = "") ->
         raise UserError(f"by {by!r}: use one of {', '.join(BY)}")
     if not sel:
         raise UserError("history needs runs: sel=SELECTION")
-    hs = [h for h in from_runs(selected(store, sel), metric=metric or None, by=by)
-          if not series or h.key == series]
+    hs = [
+        h
+        for h in from_runs(selected(store, sel), metric=metric or None, by=by)
+        if not series or h.key == series
+    ]
     if not hs:
-        raise UserError(f"no series: no point of {sel!r} has two runs with "
-                        + (f"metric {metric!r}" if metric else "a throughput metric"))
+        raise UserError(
+            f"no series: no point of {sel!r} has two runs with "
+            + (f"metric {metric!r}" if metric else "a throughput metric")
+        )
     return hs

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from ..atomic import write_text
-from ..paths import state_dir
+from ..dirs import state_dir
 from ..probes import tracefs
 from ..proc import dies_with_us, need, run
 
@@ -62,8 +62,10 @@ def dontcache_support(directory: str) -> tuple[bool, str]:
         except OSError as e:
             if e.errno == errno.EOPNOTSUPP:
                 if kernel < DONTCACHE_KERNEL:
-                    return False, (f"kernel {kernel[0]}.{kernel[1]} predates RWF_DONTCACHE "
-                                   f"({DONTCACHE_KERNEL[0]}.{DONTCACHE_KERNEL[1]}): EOPNOTSUPP")
+                    return False, (
+                        f"kernel {kernel[0]}.{kernel[1]} predates RWF_DONTCACHE "
+                        f"({DONTCACHE_KERNEL[0]}.{DONTCACHE_KERNEL[1]}): EOPNOTSUPP"
+                    )
                 return False, f"{fs} does not support RWF_DONTCACHE (EOPNOTSUPP)"
             return False, f"RWF_DONTCACHE I/O in {directory} failed: {e.strerror}"
     finally:
@@ -97,10 +99,8 @@ def observe_fio_uncached() -> tuple[int | None, str]:
         return seen, describe(version, seen)
     flag, why = _observe(version)
     if flag is not None:
-        known[version] = {"flag": flag, "observed_at": time.time(),
-                          "kernel": os.uname().release}
-        write_text(str(cache), json.dumps(known, indent=1, sort_keys=True) + "\n",
-                   what="fio flag cache")
+        known[version] = {"flag": flag, "observed_at": time.time(), "kernel": os.uname().release}
+        write_text(str(cache), json.dumps(known, indent=1, sort_keys=True) + "\n", what="fio flag cache")
     return flag, why
 
 
@@ -109,8 +109,7 @@ def describe(version: str, flag: int) -> str:
     if flag == RWF_DONTCACHE:
         return f"{version}'s uncached=1 passes RWF_DONTCACHE 0x80"
     if flag == RWF_ATOMIC:
-        return (f"{version}'s uncached=1 passes 0x40 (RWF_ATOMIC since 6.11), "
-                "not RWF_DONTCACHE 0x80")
+        return f"{version}'s uncached=1 passes 0x40 (RWF_ATOMIC since 6.11), not RWF_DONTCACHE 0x80"
     return f"{version}'s uncached=1 passes {flag:#x}, not RWF_DONTCACHE 0x80"
 
 
@@ -130,8 +129,10 @@ def _observe(version: str) -> tuple[int | None, str]:
     """One 4 KiB pvsync2 write with uncached=1 under ``perf record -e
     syscalls:sys_enter_pwritev2`` (tracefs mounted for it), and the flags argument seen."""
     if shutil.which("perf") is None:
-        return None, (f"perf is not installed, so the flag {version}'s uncached=1 passes "
-                      "cannot be observed (apt-get install linux-perf)")
+        return None, (
+            f"perf is not installed, so the flag {version}'s uncached=1 passes "
+            "cannot be observed (apt-get install linux-perf)"
+        )
     try:
         tracefs.acquire()
     except Exception as e:  # noqa: BLE001 - any failure means: cannot observe
@@ -139,22 +140,49 @@ def _observe(version: str) -> tuple[int | None, str]:
     try:
         with tempfile.TemporaryDirectory(prefix="iowall-fio-flag-") as tmp:
             data = os.path.join(tmp, "perf.data")
-            rec = run(dies_with_us([
-                "perf", "record", "-q", "-o", data, "-e", "syscalls:sys_enter_pwritev2", "--",
-                "fio", "--name=flag", "--ioengine=pvsync2", "--uncached=1", "--rw=write",
-                "--bs=4k", "--size=4k", f"--filename={tmp}/f", "--output-format=terse"]),
-                check=False, timeout=60)
+            rec = run(
+                dies_with_us(
+                    [
+                        "perf",
+                        "record",
+                        "-q",
+                        "-o",
+                        data,
+                        "-e",
+                        "syscalls:sys_enter_pwritev2",
+                        "--",
+                        "fio",
+                        "--name=flag",
+                        "--ioengine=pvsync2",
+                        "--uncached=1",
+                        "--rw=write",
+                        "--bs=4k",
+                        "--size=4k",
+                        f"--filename={tmp}/f",
+                        "--output-format=terse",
+                    ]
+                ),
+                check=False,
+                timeout=60,
+            )
             if not os.path.exists(data):
                 tail = (rec.stderr or rec.stdout).strip().splitlines()
-                return None, (f"perf could not trace {version}'s pwritev2: "
-                              f"{tail[-1] if tail else 'no perf.data'}")
-            out = run(dies_with_us(["perf", "script", "-i", data, "-F", "comm,trace"]),
-                      check=False, timeout=60).stdout
+                return None, (
+                    f"perf could not trace {version}'s pwritev2: {tail[-1] if tail else 'no perf.data'}"
+                )
+            out = run(
+                dies_with_us(["perf", "script", "-i", data, "-F", "comm,trace"]), check=False, timeout=60
+            ).stdout
     finally:
         tracefs.release()
-    flags = [int(m.group(1), 16) for line in out.splitlines()
-             if line.split() and line.split()[0] == "fio" and (m := _FLAGS.search(line))]
+    flags = [
+        int(m.group(1), 16)
+        for line in out.splitlines()
+        if line.split() and line.split()[0] == "fio" and (m := _FLAGS.search(line))
+    ]
     if not flags:
-        return None, (f"{version} made no pwritev2 call with uncached=1 under perf "
-                      "(no uncached option, or not pvsync2): fio cannot be trusted with it")
+        return None, (
+            f"{version} made no pwritev2 call with uncached=1 under perf "
+            "(no uncached option, or not pvsync2): fio cannot be trusted with it"
+        )
     return flags[0], describe(version, flags[0])

@@ -20,8 +20,20 @@ from ..proc import run, run_child
 from .fio_metrics import DIRECTIONS, parse_metrics
 from .fio_series import bw_series, series_step_ms
 
-__all__ = ["DIRECTIONS", "BW_LOG_MS", "FioFailure", "FioResult", "JobFile", "JobSection",
-           "bw_series", "distribute", "fio_version", "parse_metrics", "run_fio", "with_bw_logs"]
+__all__ = [
+    "DIRECTIONS",
+    "BW_LOG_MS",
+    "FioFailure",
+    "FioResult",
+    "JobFile",
+    "JobSection",
+    "bw_series",
+    "distribute",
+    "fio_version",
+    "parse_metrics",
+    "run_fio",
+    "with_bw_logs",
+]
 
 #: Oldest fio whose JSON carries everything parsed here (bw_bytes, job_runtime, io_uring).
 MIN_FIO = (3, 16)
@@ -43,8 +55,9 @@ def fio_version() -> tuple[int, ...]:
         raise UserError(f"cannot read fio's version from {out!r}")
     ver = (int(m.group(1)), int(m.group(2)))
     if ver < MIN_FIO:
-        raise UserError(f"fio {out} is too old: iowall needs fio >= "
-                        f"{'.'.join(map(str, MIN_FIO))} (apt-get install fio)")
+        raise UserError(
+            f"fio {out} is too old: iowall needs fio >= {'.'.join(map(str, MIN_FIO))} (apt-get install fio)"
+        )
     return ver
 
 
@@ -92,16 +105,21 @@ class FioResult:
 
     def artifacts(self) -> tuple[Artifact, ...]:
         """fio's JSON and the job file, kept verbatim with the run."""
-        return (Artifact("fio.json", "application/json", json.dumps(self.raw)),
-                Artifact("job.fio", "text/plain", self.jobfile))
+        return (
+            Artifact("fio.json", "application/json", json.dumps(self.raw)),
+            Artifact("job.fio", "text/plain", self.jobfile),
+        )
 
 
 def with_bw_logs(job: JobFile | str, bw_log_ms: int) -> str:
     """The text of ``job`` with its bandwidth-log options written in it (a ``[global]``
     section ahead of a user's text): every job logs its bandwidth averaged over ``bw_log_ms``
     (0: no log) to ``BW_LOG_PREFIX_bw.N.log`` in the directory fio runs in."""
-    logs = {"write_bw_log": BW_LOG_PREFIX, "log_avg_msec": bw_log_ms,
-            "log_unix_epoch": 1} if bw_log_ms > 0 else {}
+    logs = (
+        {"write_bw_log": BW_LOG_PREFIX, "log_avg_msec": bw_log_ms, "log_unix_epoch": 1}
+        if bw_log_ms > 0
+        else {}
+    )
     if isinstance(job, JobFile):
         return JobFile({**job.global_options, **logs}, job.sections).render()
     if not logs:
@@ -109,8 +127,13 @@ def with_bw_logs(job: JobFile | str, bw_log_ms: int) -> str:
     return JobFile(logs, ()).render() + "\n" + job
 
 
-def run_fio(job: JobFile | str, *, timeout: float | None = None,
-            bw_log_ms: int = BW_LOG_MS, origin_s: float | None = None) -> FioResult:
+def run_fio(
+    job: JobFile | str,
+    *,
+    timeout: float | None = None,
+    bw_log_ms: int = BW_LOG_MS,
+    origin_s: float | None = None,
+) -> FioResult:
     """Run fio on a job file (ours or a user's text) with JSON output; parse it into metrics.
 
     fio writes its JSON to a file (``--output``) so that warnings on stdout cannot corrupt it.
@@ -128,8 +151,7 @@ def run_fio(job: JobFile | str, *, timeout: float | None = None,
         with open(jf, "w") as f:
             f.write(text)
         launched_ms = time.time() * 1000.0
-        res = run_child(["fio", "--output-format=json", f"--output={out}", jf], cwd=tmp,
-                        timeout=timeout)
+        res = run_child(["fio", "--output-format=json", f"--output={out}", jf], cwd=tmp, timeout=timeout)
         try:
             with open(out) as f:
                 body = f.read()
@@ -156,8 +178,9 @@ class FioFailure(WorkloadError):
         self.result = result
 
 
-def _series(raw: Mapping[str, Any], logs: Sequence[str], log_ms: float,
-            origin_ms: float) -> tuple[Series, ...]:
+def _series(
+    raw: Mapping[str, Any], logs: Sequence[str], log_ms: float, origin_ms: float
+) -> tuple[Series, ...]:
     """The run's bandwidth series: resampled to at least 20 points over the run, padded with
     zeros up to the run's end (fio's ``timestamp_ms``: when it wrote its JSON, after the last
     job, end_fsync included)."""
@@ -165,8 +188,15 @@ def _series(raw: Mapping[str, Any], logs: Sequence[str], log_ms: float,
         return ()
     end = raw.get("timestamp_ms")
     end_ms = float(end) if isinstance(end, (int, float)) else None
-    start = min((float(x.split(",", 1)[0]) for text in logs for x in text.splitlines()[:1]
-                 if x.split(",", 1)[0].strip().isdigit()), default=None)
+    start = min(
+        (
+            float(x.split(",", 1)[0])
+            for text in logs
+            for x in text.splitlines()[:1]
+            if x.split(",", 1)[0].strip().isdigit()
+        ),
+        default=None,
+    )
     span = (end_ms - start) if end_ms is not None and start is not None else 0.0
     step = series_step_ms(span, log_ms) if span > 0 else log_ms
     return bw_series(logs, interval_ms=log_ms, origin_ms=origin_ms, step_ms=step, end_ms=end_ms)

@@ -38,8 +38,7 @@ def groups_of(doc: FioDoc, hostname: str = "") -> list[Group]:
     output, by ``groupid`` otherwise (all attributed to ``hostname``, possibly unknown)."""
     out: dict[tuple[str, int | None, int], list[Mapping[str, Any]]] = {}
     for j in doc.jobs:
-        key = (j["hostname"], j["port"], j["groupid"]) if doc.client else \
-            (hostname, None, j["groupid"])
+        key = (j["hostname"], j["port"], j["groupid"]) if doc.client else (hostname, None, j["groupid"])
         out.setdefault(key, []).append(j)
     return [Group(h, p, g, tuple(js)) for (h, p, g), js in out.items()]
 
@@ -58,14 +57,26 @@ def read_runs(data: bytes, name: str, *, label: str, hostname: str = "") -> list
         groups = groups_of(doc, hostname)
         hosts = {(g.hostname, g.port) for g in groups}
         for g in groups:
-            runs.append(group_run(doc, g, label=label, shared_global=len(hosts) == 1, source={
-                "file": name, "sha256": sha, "document": i,
-                "format": "json+" if doc.plus else "json"}))
+            runs.append(
+                group_run(
+                    doc,
+                    g,
+                    label=label,
+                    shared_global=len(hosts) == 1,
+                    source={
+                        "file": name,
+                        "sha256": sha,
+                        "document": i,
+                        "format": "json+" if doc.plus else "json",
+                    },
+                )
+            )
     return runs
 
 
-def point_params(global_options: Mapping[str, str], jobs: Sequence[Mapping[str, Any]],
-                 groupid: int) -> dict[str, Any]:
+def point_params(
+    global_options: Mapping[str, str], jobs: Sequence[Mapping[str, Any]], groupid: int
+) -> dict[str, Any]:
     """The group's options: [global], then each job's own; an option whose value differs
     between the group's jobs is the list of their values (None where a job lacks it)."""
     merged: dict[str, Any] = dict(global_options)
@@ -78,8 +89,9 @@ def point_params(global_options: Mapping[str, str], jobs: Sequence[Mapping[str, 
     return merged
 
 
-def group_run(doc: FioDoc, g: Group, *, label: str, source: Mapping[str, Any],
-              shared_global: bool = True) -> Run:
+def group_run(
+    doc: FioDoc, g: Group, *, label: str, source: Mapping[str, Any], shared_global: bool = True
+) -> Run:
     """One group as a stored run: status failed if a job reported an error. fio --client
     output of several hosts has one ``global options`` for all (one client's): it is then
     kept in the environment, not in the point (``shared_global`` False)."""
@@ -91,8 +103,10 @@ def group_run(doc: FioDoc, g: Group, *, label: str, source: Mapping[str, Any],
     if g.port is not None:
         host["port"] = g.port
     notes = list(doc.notes)
-    notes.append("imported from fio's JSON: the host's CPU and memory, the kernel and the "
-                 "bed are not in it, so they are unknown")
+    notes.append(
+        "imported from fio's JSON: the host's CPU and memory, the kernel and the "
+        "bed are not in it, so they are unknown"
+    )
     if doc.timestamp_s is None:
         notes.append("fio's JSON has no timestamp: times are unknown (0)")
     elif "timestamp_ms" not in doc.raw:
@@ -100,25 +114,37 @@ def group_run(doc: FioDoc, g: Group, *, label: str, source: Mapping[str, Any],
     env: dict[str, Any] = {"host": host, "fio_version": doc.version, "source": dict(source)}
     if not shared_global:
         env["fio_global_options"] = dict(doc.global_options)
-        notes.append("fio --client output of several hosts holds one [global] section (one "
-                     "client's): it is in the environment, the point has the job's own options")
+        notes.append(
+            "fio --client output of several hosts holds one [global] section (one "
+            "client's): it is in the environment, the point has the job's own options"
+        )
     errors = [int(j["error"]) for j in g.jobs if j["error"]]
-    key = f"iowall-fio-import:{source['sha256']}:{source['document']}:{g.hostname}:" \
-          f"{g.port}:{g.groupid}"
+    key = f"iowall-fio-import:{source['sha256']}:{source['document']}:{g.hostname}:{g.port}:{g.groupid}"
     artifacts = [Artifact("fio.json", "application/json", json.dumps(doc.raw))]
-    bins = {d: [j[d]["clat_ns"]["bins"] for j in g.jobs
-                if isinstance(j.get(d), dict) and "bins" in j[d].get("clat_ns", {})]
-            for d in DIRECTIONS}
+    bins = {
+        d: [
+            j[d]["clat_ns"]["bins"]
+            for j in g.jobs
+            if isinstance(j.get(d), dict) and "bins" in j[d].get("clat_ns", {})
+        ]
+        for d in DIRECTIONS
+    }
     if any(bins.values()):
-        artifacts.append(Artifact(BINS_ARTIFACT, "application/json",
-                                  json.dumps({d: b for d, b in bins.items() if b})))
+        artifacts.append(
+            Artifact(BINS_ARTIFACT, "application/json", json.dumps({d: b for d, b in bins.items() if b}))
+        )
     options = doc.global_options if shared_global else {}
-    return Run(point=Point(RECIPE, point_params(options, g.jobs, g.groupid)),
-               label=label, status="failed" if errors else "ok", started_at=started,
-               finished_at=finished, metrics=metrics,
-               env=env,
-               artifacts=tuple(artifacts), batch=str(uuid.uuid5(uuid.NAMESPACE_OID,
-                                                                source["sha256"])),
-               error=f"fio reported error {errors[0]} in group {g.groupid}" if errors else "",
-               notes=tuple(notes), uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, key)))
-
+    return Run(
+        point=Point(RECIPE, point_params(options, g.jobs, g.groupid)),
+        label=label,
+        status="failed" if errors else "ok",
+        started_at=started,
+        finished_at=finished,
+        metrics=metrics,
+        env=env,
+        artifacts=tuple(artifacts),
+        batch=str(uuid.uuid5(uuid.NAMESPACE_OID, source["sha256"])),
+        error=f"fio reported error {errors[0]} in group {g.groupid}" if errors else "",
+        notes=tuple(notes),
+        uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, key)),
+    )

@@ -51,9 +51,10 @@ def read_fio_json(text: str, name: str) -> list[FioDoc]:
         try:
             doc, end = dec.raw_decode(text, m.end() - 1)
         except json.JSONDecodeError as e:
-            head = text[m.start():m.start() + 300]
-            if (e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated")) and \
-                    any(k in head for k in ('"fio version"', '"jobs"', '"client_stats"')):
+            head = text[m.start() : m.start() + 300]
+            if (e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated")) and any(
+                k in head for k in ('"fio version"', '"jobs"', '"client_stats"')
+            ):
                 truncated = True
             continue
         except ValueError as e:  # a non-finite constant, a number of 4300+ digits
@@ -67,8 +68,10 @@ def read_fio_json(text: str, name: str) -> list[FioDoc]:
     if truncated:
         raise UserError(f"{name}: fio's JSON is truncated (it ends before its last '}}')")
     if not docs:
-        raise UserError(f"{name}: no fio JSON found (an object with \"jobs\" or "
-                        "\"client_stats\", from fio --output-format=json)")
+        raise UserError(
+            f'{name}: no fio JSON found (an object with "jobs" or '
+            '"client_stats", from fio --output-format=json)'
+        )
     return docs
 
 
@@ -88,6 +91,7 @@ def _last_wins(dups: list[str]) -> Any:
                 dups.append(k)
             out[k] = v
         return out
+
     return hook
 
 
@@ -117,9 +121,16 @@ def _checked(doc: dict[str, Any], name: str, dups: Sequence[str], index: int) ->
     ts_s = None
     if isinstance(ts, (int, float)) and _number(ts):
         ts_s = float(ts) / (1000.0 if "timestamp_ms" in doc else 1.0)
-    return FioDoc(doc, tuple(jobs), _options(doc.get("global options", {}), f"{where}: "
-                  "global options"), version if isinstance(version, str) else str(version),
-                  ts_s, client, any(_has_bins(j) for j in jobs), tuple(dict.fromkeys(notes)))
+    return FioDoc(
+        doc,
+        tuple(jobs),
+        _options(doc.get("global options", {}), f"{where}: global options"),
+        version if isinstance(version, str) else str(version),
+        ts_s,
+        client,
+        any(_has_bins(j) for j in jobs),
+        tuple(dict.fromkeys(notes)),
+    )
 
 
 def _job(j: dict[str, Any], path: str, client: bool, notes: list[str]) -> dict[str, Any]:
@@ -187,18 +198,19 @@ def _lat_block(v: Any, path: str) -> None:
                 ok = False
             good = _number(n) and n >= 0 and (k != "bins" or _is_int(n))
             if not ok or not good:
-                raise UserError(f"{path}.{k}: entry {key!r}: {n!r} is not a "
-                                f"{'count' if k == 'bins' else 'latency'}")
+                raise UserError(
+                    f"{path}.{k}: entry {key!r}: {n!r} is not a {'count' if k == 'bins' else 'latency'}"
+                )
 
 
 def _usec_to_ns(block: Any, path: str) -> dict[str, Any]:
     if not isinstance(block, dict):
         raise UserError(f"{path}: expected an object, got {_kind(block)}")
-    out = {k: v * 1000 if k in ("min", "max", "mean", "stddev") and _number(v) else v
-           for k, v in block.items()}
+    out = {
+        k: v * 1000 if k in ("min", "max", "mean", "stddev") and _number(v) else v for k, v in block.items()
+    }
     if isinstance(block.get("percentile"), dict):
-        out["percentile"] = {k: v * 1000 if _number(v) else v
-                             for k, v in block["percentile"].items()}
+        out["percentile"] = {k: v * 1000 if _number(v) else v for k, v in block["percentile"].items()}
     if isinstance(block.get("bins"), dict):
         out["bins"] = {_scaled_key(k): v for k, v in block["bins"].items()}
     return out
@@ -212,8 +224,7 @@ def _scaled_key(k: str) -> str:
 
 
 def _has_bins(j: Mapping[str, Any]) -> bool:
-    return any(isinstance(j.get(d), dict) and "bins" in j[d].get("clat_ns", {})
-               for d in DIRECTIONS)
+    return any(isinstance(j.get(d), dict) and "bins" in j[d].get("clat_ns", {}) for d in DIRECTIONS)
 
 
 def _options(v: Any, path: str) -> dict[str, str]:
@@ -222,8 +233,11 @@ def _options(v: Any, path: str) -> dict[str, str]:
         raise UserError(f"{path}: expected an object of options, got {_kind(v)}")
     out = {}
     for k, x in v.items():
-        if isinstance(x, bool) or not isinstance(x, (str, int, float)) or \
-                (isinstance(x, float) and not math.isfinite(x)):
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, (str, int, float))
+            or (isinstance(x, float) and not math.isfinite(x))
+        ):
             raise UserError(f"{path}.{k}: expected an option's text, got {_kind(x)}")
         out[k] = x if isinstance(x, str) else str(x)
     return out
@@ -248,8 +262,9 @@ def _whole(j: Mapping[str, Any], k: str, path: str, default: int | None = None) 
 
 
 def _number(v: Any) -> bool:
-    return (isinstance(v, int) and not isinstance(v, bool) and abs(v) < _MAX_INT) or \
-        (isinstance(v, float) and math.isfinite(v))
+    return (isinstance(v, int) and not isinstance(v, bool) and abs(v) < _MAX_INT) or (
+        isinstance(v, float) and math.isfinite(v)
+    )
 
 
 def _kind(v: Any) -> str:

@@ -36,8 +36,7 @@ def _latency(parts: Sequence[Mapping[str, Any]], name: str) -> list[Metric]:
     if len(parts) != 1:
         return []
     pct = parts[0].get("clat_ns", {}).get("percentile", {})
-    return [Metric(f"{name}_clat_{p}_s", pct[k] / 1e9, "s", "lower")
-            for k, p in PERCENTILES if k in pct]
+    return [Metric(f"{name}_clat_{p}_s", pct[k] / 1e9, "s", "lower") for k, p in PERCENTILES if k in pct]
 
 
 def _group_metrics(gid: int, jobs: Sequence[Mapping[str, Any]]) -> list[Metric]:
@@ -58,11 +57,13 @@ def _group_metrics(gid: int, jobs: Sequence[Mapping[str, Any]]) -> list[Metric]:
             bw = float(1000 * io // rt) if rt else 0.0
             ios = sum(int(p.get("total_ios", 0)) for p in parts)
             iops = 1000.0 * ios / rt if rt else 0.0
-        out += [Metric(f"{pre}{d}_bw_bytes_per_s", bw, "B/s"),
-                Metric(f"{pre}{d}_iops", iops, "IO/s"),
-                Metric(f"{pre}{d}_io_bytes", float(io), "B"),
-                Metric(f"{pre}{d}_runtime_s", rt / 1000.0, "s", "lower"),
-                *_latency(parts, f"{pre}{d}")]
+        out += [
+            Metric(f"{pre}{d}_bw_bytes_per_s", bw, "B/s"),
+            Metric(f"{pre}{d}_iops", iops, "IO/s"),
+            Metric(f"{pre}{d}_io_bytes", float(io), "B"),
+            Metric(f"{pre}{d}_runtime_s", rt / 1000.0, "s", "lower"),
+            *_latency(parts, f"{pre}{d}"),
+        ]
     return out
 
 
@@ -84,10 +85,12 @@ def _run_rates(by_group: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[Metr
                 ios += sum(int(p.get("total_ios", 0)) for p in parts)
                 rt += max(int(p["runtime"]) for p in parts)
         if io and rt:
-            out += [Metric(f"{d}_bw_bytes_per_s", 1000.0 * io / rt, "B/s"),
-                    Metric(f"{d}_iops", 1000.0 * ios / rt, "IO/s"),
-                    Metric(f"{d}_io_bytes", float(io), "B"),
-                    Metric(f"{d}_runtime_s", rt / 1000.0, "s", "lower")]
+            out += [
+                Metric(f"{d}_bw_bytes_per_s", 1000.0 * io / rt, "B/s"),
+                Metric(f"{d}_iops", 1000.0 * ios / rt, "IO/s"),
+                Metric(f"{d}_io_bytes", float(io), "B"),
+                Metric(f"{d}_runtime_s", rt / 1000.0, "s", "lower"),
+            ]
     return out
 
 
@@ -103,7 +106,8 @@ def _single_group(jobs: Sequence[Mapping[str, Any]]) -> list[Metric]:
             Metric(f"{d}_iops", float(sum(p["iops"] for p in parts)), "IO/s"),
             Metric(f"{d}_io_bytes", float(sum(p["io_bytes"] for p in parts)), "B"),
             Metric(f"{d}_runtime_s", max(p["runtime"] for p in parts) / 1000.0, "s", "lower"),
-            *_latency(parts, d)]
+            *_latency(parts, d),
+        ]
     return out
 
 
@@ -125,10 +129,8 @@ def parse_metrics(raw: Mapping[str, Any]) -> list[Metric]:
         out = _run_rates(by_group)
         for gid, members in by_group.items():
             out += _group_metrics(gid, members)
-    out.append(Metric("fio_usr_cpu_pct", float(sum(j.get("usr_cpu", 0.0) for j in jobs)), "%",
-                      "lower"))
-    out.append(Metric("fio_sys_cpu_pct", float(sum(j.get("sys_cpu", 0.0) for j in jobs)), "%",
-                      "lower"))
+    out.append(Metric("fio_usr_cpu_pct", float(sum(j.get("usr_cpu", 0.0) for j in jobs)), "%", "lower"))
+    out.append(Metric("fio_sys_cpu_pct", float(sum(j.get("sys_cpu", 0.0) for j in jobs)), "%", "lower"))
     errors = [j.get("error", 0) for j in jobs if j.get("error", 0)]
     if errors:
         out.append(Metric("fio_error", float(errors[0]), "errno", "lower"))

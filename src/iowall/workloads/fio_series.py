@@ -41,8 +41,9 @@ def _rows(logs: Sequence[str]) -> list[tuple[int, float, int, float]]:
     return rows
 
 
-def _fine(rows: Sequence[tuple[int, float, int, float]], base: float, interval_ms: float
-          ) -> dict[int, dict[int, float]]:
+def _fine(
+    rows: Sequence[tuple[int, float, int, float]], base: float, interval_ms: float
+) -> dict[int, dict[int, float]]:
     """Per direction, window index → B/s summed over jobs on a grid of ``interval_ms`` from
     ``base`` (a job's samples in one window averaged); a last window fewer jobs logged than
     the one before is dropped (fio logs the window a job ends in for some jobs only)."""
@@ -62,8 +63,14 @@ def _fine(rows: Sequence[tuple[int, float, int, float]], base: float, interval_m
     return total
 
 
-def bw_series(logs: Sequence[str], *, interval_ms: float, origin_ms: float,
-              step_ms: float | None = None, end_ms: float | None = None) -> tuple[Series, ...]:
+def bw_series(
+    logs: Sequence[str],
+    *,
+    interval_ms: float,
+    origin_ms: float,
+    step_ms: float | None = None,
+    end_ms: float | None = None,
+) -> tuple[Series, ...]:
     """Series ``read_bw``/``write_bw``/``trim_bw`` (B/s) from fio bandwidth logs, one text per job.
 
     A log line is ``time_ms, KiB/s, direction (0 read, 1 write, 2 trim), bs, offset[, prio]``,
@@ -96,13 +103,17 @@ def bw_series(logs: Sequence[str], *, interval_ms: float, origin_ms: float,
         for c in range(first, last + 1):
             ks = range(c * m + 1, (c + 1) * m + 1)
             covered = m if c < last else max(pts) - c * m
-            samples.append((base + (c * m + covered) * interval_ms,
-                            sum(pts.get(k, 0.0) for k in ks) / covered))
+            samples.append(
+                (base + (c * m + covered) * interval_ms, sum(pts.get(k, 0.0) for k in ks) / covered)
+            )
         if end_ms is not None:
             t = samples[-1][0]
             while t + step <= end_ms + step / 2 - interval_ms:  # fio may not log the last window
                 t += step
                 samples.append((t, 0.0))
-        out.append(Series("fio", f"{name}_bw", "B/s", tuple(
-            (round((t - origin_ms) / 1000.0, 3), v) for t, v in samples)))
+        out.append(
+            Series(
+                "fio", f"{name}_bw", "B/s", tuple((round((t - origin_ms) / 1000.0, 3), v) for t, v in samples)
+            )
+        )
     return tuple(out)

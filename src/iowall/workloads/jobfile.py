@@ -16,7 +16,6 @@ from .fio import JobFile, JobSection
 FIO_NAMES = {"jobs": "numjobs"}
 
 
-
 _SECTION_RE = re.compile(r"^\s*\[([^\]]+)\]\s*(?:[;#].*)?$")
 
 
@@ -41,10 +40,14 @@ def check_jobfile(text: str, path: str) -> None:
             sections += m.group(1).strip() != "global"
             continue
         key, _, value = s.partition("=")
-        if key.strip() == "filename" and any(x.strip().startswith("/dev/")
-                                             for x in value.split(":")):
-            raise PlanError(path, n, "filename", f"{value.strip()} is a device: a plan's job "
-                            "file runs on the bed; name a file (it is created in the bed)")
+        if key.strip() == "filename" and any(x.strip().startswith("/dev/") for x in value.split(":")):
+            raise PlanError(
+                path,
+                n,
+                "filename",
+                f"{value.strip()} is a device: a plan's job "
+                "file runs on the bed; name a file (it is created in the bed)",
+            )
     if not sections:
         raise PlanError(path, None, "", "no job section: add one, e.g. [job1]")
 
@@ -80,13 +83,13 @@ def retarget_jobfile(text: str, directory: str, overrides: Mapping[str, Any]) ->
             continue
         out.append(line)
     if not has_global:
-        out = ["[global]", f"directory={directory}", *[_opt_line(k, v) for k, v in ov.items()],
-               ""] + out
+        out = ["[global]", f"directory={directory}", *[_opt_line(k, v) for k, v in ov.items()], ""] + out
     return "\n".join(out) + "\n"
 
 
-def build_job(fio: Mapping[str, Any], directory: str, *, options: Mapping[str, Any] = {},
-              jobfile_text: str = "") -> JobFile | str:
+def build_job(
+    fio: Mapping[str, Any], directory: str, *, options: Mapping[str, Any] = {}, jobfile_text: str = ""
+) -> JobFile | str:
     """The fio job of a point: a JobFile from its parameters (plan names) and verbatim
     ``options``, or the retargeted text of the user's job file with them as overrides."""
     params = {FIO_NAMES.get(k, k): _fio_value(v) for k, v in mode_options(fio).items()}
@@ -123,5 +126,3 @@ def point_bytes(fio: Mapping[str, Any]) -> int | None:
     except (UserError, ValueError):
         return None
     return None
-
-

@@ -50,8 +50,13 @@ def reference(cache: str = CACHE) -> dict[str, Any] | None:
     rate = rec.get("total_bytes_per_s")
     if not isinstance(rate, int | float) or rate <= 0:
         return None
-    ref = {"threads": 1, "bytes_per_s": float(rate), "bytes_per_thread": BYTES,
-           "passes": PASSES, "method": str(rec.get("best_method") or rec.get("method", ""))}
+    ref = {
+        "threads": 1,
+        "bytes_per_s": float(rate),
+        "bytes_per_thread": BYTES,
+        "passes": PASSES,
+        "method": str(rec.get("best_method") or rec.get("method", "")),
+    }
     if boot:
         try:
             os.makedirs(os.path.dirname(cache), exist_ok=True)

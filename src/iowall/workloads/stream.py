@@ -57,8 +57,19 @@ class StreamSpec:
 
     def args(self, files_from: str) -> list[str]:
         """The engine's command line (after the binary) for this stream."""
-        argv = ["stream", "--rw", self.rw, "--mode", self.mode, "--bs", str(self.bs),
-                "--file-size", str(self.file_size), "--files-from", files_from]
+        argv = [
+            "stream",
+            "--rw",
+            self.rw,
+            "--mode",
+            self.mode,
+            "--bs",
+            str(self.bs),
+            "--file-size",
+            str(self.file_size),
+            "--files-from",
+            files_from,
+        ]
         if self.end_fsync:
             argv.append("--end-fsync")
         if self.log_ms > 0:
@@ -79,12 +90,15 @@ class StreamResult:
 
     def artifacts(self) -> tuple[Artifact, ...]:
         """The engine's JSON and its file list, kept verbatim with the run."""
-        return (Artifact("engine.json", "application/json", json.dumps(self.record)),
-                Artifact("files.list", "text/plain", self.files_list))
+        return (
+            Artifact("engine.json", "application/json", json.dumps(self.record)),
+            Artifact("files.list", "text/plain", self.files_list),
+        )
 
 
-def run_stream(spec: StreamSpec, *, timeout: float | None = None,
-               origin_s: float | None = None) -> StreamResult:
+def run_stream(
+    spec: StreamSpec, *, timeout: float | None = None, origin_s: float | None = None
+) -> StreamResult:
     """Run the stream to completion; an engine error object raises EngineRunError (ENOSPC
     included: its record has status filled and the partial counts). Series times count from
     ``origin_s`` (wall clock: the probes' common start, as fio's do), else from launch."""
@@ -96,8 +110,7 @@ def run_stream(spec: StreamSpec, *, timeout: float | None = None,
         launched_ms = time.time() * 1000.0
         rec = run_engine(spec.args(lst), timeout=timeout)[-1]
     origin_ms = launched_ms if origin_s is None else origin_s * 1e3
-    return StreamResult(rec, text, tuple(stream_metrics(rec)),
-                        stream_series(rec, origin_ms=origin_ms))
+    return StreamResult(rec, text, tuple(stream_metrics(rec)), stream_series(rec, origin_ms=origin_ms))
 
 
 def stream_metrics(rec: Mapping[str, Any]) -> list[Metric]:
@@ -121,8 +134,11 @@ def stream_series(rec: Mapping[str, Any], *, origin_ms: float) -> tuple[Series, 
     is bytes over that length (the last interval is usually short). Times are seconds from
     ``origin_ms`` at the interval's end, as fio's series are."""
     log: Sequence[Sequence[int]] = rec.get("log") or ()
-    samples = [(round((float(stamp) - origin_ms) / 1000.0, 3), nbytes / (ns / 1e9))
-               for stamp, nbytes, ns in log if ns > 0]
+    samples = [
+        (round((float(stamp) - origin_ms) / 1000.0, 3), nbytes / (ns / 1e9))
+        for stamp, nbytes, ns in log
+        if ns > 0
+    ]
     if not samples:
         return ()
     return (Series("engine", f"{rec['rw']}_bw", "B/s", tuple(samples)),)

@@ -45,21 +45,35 @@ def _options(opts: RecipeOptions) -> LimitsOptions:
     block sizes): no machine is touched."""
     opts.check_sets(RECIPE, AXES)
     size = one(opts, "bed_size")
-    return limits_options(bed=opts.bed or "ram", fs=str(one(opts, "fs") or "xfs"),
-                          size=str(size) if size is not None else None,
-                          jobs=_joined(opts, "jobs"), fs_block=_joined(opts, "fs_block"),
-                          repeat=opts.repeat, quick=opts.quick, label=opts.label or RECIPE,
-                          mkfs_opts=str(one(opts, "mkfs") or ""),
-                          mount_opts=str(one(opts, "mount") or ""), probes=opts.probes,
-                          knobs=opts.knobs, names=SET_NAMES)
-
+    return limits_options(
+        bed=opts.bed or "ram",
+        fs=str(one(opts, "fs") or "xfs"),
+        size=str(size) if size is not None else None,
+        jobs=_joined(opts, "jobs"),
+        fs_block=_joined(opts, "fs_block"),
+        repeat=opts.repeat,
+        quick=opts.quick,
+        label=opts.label or RECIPE,
+        mkfs_opts=str(one(opts, "mkfs") or ""),
+        mount_opts=str(one(opts, "mount") or ""),
+        probes=opts.probes,
+        knobs=opts.knobs,
+        names=SET_NAMES,
+    )
 
 
 def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     return run_limits(_options(opts), store, progress)
 
 
-register(Recipe(name=RECIPE, seed="002",
-                description="the ceilings (memory copy, direct I/O) and buffered vs uncached "
-                            "vs direct sequential write and read at rising job counts",
-                execute=_execute, check=_options, module=__name__))
+register(
+    Recipe(
+        name=RECIPE,
+        seed="002",
+        description="the ceilings (memory copy, direct I/O) and buffered vs uncached "
+        "vs direct sequential write and read at rising job counts",
+        execute=_execute,
+        check=_options,
+        module=__name__,
+    )
+)

@@ -50,18 +50,36 @@ class LimitsOptions:
         return RepeatPolicy(3) if self.quick else RepeatPolicy.until_decided(AUTO_MAX, FULL_TARGET)
 
 
-def limits_options(*, bed: str = "ram", fs: str = "xfs", size: str | int | None = None,
-                   jobs: str | None = None, fs_block: str | None = None,
-                   repeat: RepeatPolicy | int | None = None, quick: bool = False,
-                   label: str = RECIPE, mkfs_opts: str = "", mount_opts: str = "",
-                   probes: str = "default", knobs: tuple[tuple[str, str], ...] = (),
-                   names: Mapping[str, str] = CLI_NAMES) -> LimitsOptions:
+def limits_options(
+    *,
+    bed: str = "ram",
+    fs: str = "xfs",
+    size: str | int | None = None,
+    jobs: str | None = None,
+    fs_block: str | None = None,
+    repeat: RepeatPolicy | int | None = None,
+    quick: bool = False,
+    label: str = RECIPE,
+    mkfs_opts: str = "",
+    mount_opts: str = "",
+    probes: str = "default",
+    knobs: tuple[tuple[str, str], ...] = (),
+    names: Mapping[str, str] = CLI_NAMES,
+) -> LimitsOptions:
     """LimitsOptions from what the user typed: ``size`` (``8G``), ``jobs`` (``1,2,4``) and
     ``fs_block`` (``4k,16k``) as text, read here; ``names`` say how the user spelled the
     sized options (``CLI_NAMES`` or ``SET_NAMES``), for the error messages."""
     return LimitsOptions(
-        bed=bed, fs=fs, size=parse_size(size, what=names["size"]) if size else None,
+        bed=bed,
+        fs=fs,
+        size=parse_size(size, what=names["size"]) if size else None,
         jobs=tuple(parse_jobs(jobs, what=names["jobs"])) if jobs is not None else None,
-        repeat=repeat, quick=quick, label=label, mkfs_opts=mkfs_opts, mount_opts=mount_opts,
-        probes=probes, knobs=knobs,
-        fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None else ())
+        repeat=repeat,
+        quick=quick,
+        label=label,
+        mkfs_opts=mkfs_opts,
+        mount_opts=mount_opts,
+        probes=probes,
+        knobs=knobs,
+        fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None else (),
+    )

@@ -14,7 +14,7 @@ from ...analysis.dirty import applied_threshold_note
 from ...analysis.limits import summarise, why_limits
 from ...beds import BedSpec, check_fs, provision
 from ...beds.xfs_blocks import check_fs_blocks, fmt_block
-from ...knobs import KnobSession
+from ...knob_session import KnobSession
 from ...repeat import RepeatPolicy
 from ...repeat import summary as summary_lines
 from ...repeat import to_json as repeat_json
@@ -39,14 +39,18 @@ def _uncached_choice(lb: LimitsBed) -> tuple[str | None, str]:
         return None, f"uncached not measured: {why_not}"
     fio_ok, fio_why = fio_dontcache_ok()
     if fio_ok:
-        return "fio", ("uncached points: fio pvsync2 with uncached=1, which passes "
-                       "RWF_DONTCACHE (0x80), checked")
-    return "engine", (f"uncached points: iowall-engine (pwritev2/preadv2 with RWF_DONTCACHE, "
-                      f"0x80), same files, block size and jobs as the fio points; {fio_why}")
+        return "fio", (
+            "uncached points: fio pvsync2 with uncached=1, which passes RWF_DONTCACHE (0x80), checked"
+        )
+    return "engine", (
+        f"uncached points: iowall-engine (pwritev2/preadv2 with RWF_DONTCACHE, "
+        f"0x80), same files, block size and jobs as the fio points; {fio_why}"
+    )
 
 
-def _bed_tasks(lb: LimitsBed, sizing: Sizing, jobs: Sequence[int], cpus: int, block: str,
-               uncached: str | None) -> list[Task]:
+def _bed_tasks(
+    lb: LimitsBed, sizing: Sizing, jobs: Sequence[int], cpus: int, block: str, uncached: str | None
+) -> list[Task]:
     """The data points of one bed: buffered, uncached (when supported) and direct at every job
     count, plus the engine's double of the buffered point at the CPU count, so the report can
     hold the two generators against each other."""
@@ -57,12 +61,18 @@ def _bed_tasks(lb: LimitsBed, sizing: Sizing, jobs: Sequence[int], cpus: int, bl
                 if mode == "uncached" and uncached is None:
                     continue
                 gen = uncached if mode == "uncached" else "fio"
-                tasks.append(make_io_task(io_point(rw, mode, j, sizing, fs_block=block,
-                                                   generator=gen or "fio"), lb, sizing))
+                tasks.append(
+                    make_io_task(
+                        io_point(rw, mode, j, sizing, fs_block=block, generator=gen or "fio"), lb, sizing
+                    )
+                )
     double = max((j for j in jobs if j <= cpus), default=min(jobs))
     for rw in ("write", "read"):
-        tasks.append(make_io_task(io_point(rw, "buffered", double, sizing, fs_block=block,
-                                           generator="engine"), lb, sizing))
+        tasks.append(
+            make_io_task(
+                io_point(rw, "buffered", double, sizing, fs_block=block, generator="engine"), lb, sizing
+            )
+        )
     return tasks
 
 
@@ -93,27 +103,35 @@ class _BedRuns:
         threshold, _bg = dirty_thresholds_bytes()
         # On a dir bed --size bounds the data iowall writes; on the others it is the bed.
         free = min(bed.free_bytes(), self.budget) if self.budget else bed.free_bytes()
-        sizing = size_points(free_bytes=free, dirty_threshold=threshold, cpus=self.cpus,
-                             mem_total=self.mem_total, jobs=self.jobs, quick=self.quick)
+        sizing = size_points(
+            free_bytes=free,
+            dirty_threshold=threshold,
+            cpus=self.cpus,
+            mem_total=self.mem_total,
+            jobs=self.jobs,
+            quick=self.quick,
+        )
         if first:
             self.sizing_notes = list(sizing.notes)
-            self.sizing_doc = {"write_bytes": sizing.write_bytes,
-                               "read_bytes": sizing.read_bytes,
-                               "dirty_threshold_bytes": threshold}
+            self.sizing_doc = {
+                "write_bytes": sizing.write_bytes,
+                "read_bytes": sizing.read_bytes,
+                "dirty_threshold_bytes": threshold,
+            }
         os.makedirs(lb.write_dir, exist_ok=True)
         gen, why_uncached = _uncached_choice(lb)
         if gen is None:
             self.uncached_missing = "n/a"
         self.uncached_notes.append((why_uncached, block))
         layout_read_pool(lb, sizing, self.cpus)
-        tasks: list[Task] = ([make_memcopy_task(t, sizing) for t in sizing.memcopy_threads]
-                             if first else [])
+        tasks: list[Task] = [make_memcopy_task(t, sizing) for t in sizing.memcopy_threads] if first else []
         tasks += _bed_tasks(lb, sizing, self.jobs, self.cpus, block, gen)
         session.execute(tasks, self.policy)
         assert session.decider is not None
         names = {t.point.key(): t.title for t in tasks}
-        self.repeat_lines += [x for x in summary_lines(self.policy, session.decider, names)
-                              if x not in self.repeat_lines]
+        self.repeat_lines += [
+            x for x in summary_lines(self.policy, session.decider, names) if x not in self.repeat_lines
+        ]
         self.repeat_docs.update(repeat_json(self.policy, session.decider, names)["decisions"])
 
 
@@ -130,53 +148,86 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
     if opts.fs_blocks:
         check_fs_blocks(spec, opts.fs, opts.fs_blocks, opts.mkfs_opts)
     mi = meminfo()
-    bed_size = plan_bed_size(bed_kind=spec.kind, mem_available=mi.get("MemAvailable", 0),
-                             dirty_ratio=int(sysctl("vm.dirty_ratio") or 20),
-                             dirty_bytes=int(sysctl("vm.dirty_bytes") or 0), quick=opts.quick,
-                             size_override=opts.size)
-    session = Session(store=store, label=opts.label, progress=progress, probes=opts.probes,
-                      knobs=dict(opts.knobs), memory_note=False)
+    bed_size = plan_bed_size(
+        bed_kind=spec.kind,
+        mem_available=mi.get("MemAvailable", 0),
+        dirty_ratio=int(sysctl("vm.dirty_ratio") or 20),
+        dirty_bytes=int(sysctl("vm.dirty_bytes") or 0),
+        quick=opts.quick,
+        size_override=opts.size,
+    )
+    session = Session(
+        store=store,
+        label=opts.label,
+        progress=progress,
+        probes=opts.probes,
+        knobs=dict(opts.knobs),
+        memory_note=False,
+    )
     notes: list[str] = []
     load = loadavg()
     if load > cpus * 0.5:
-        notes.append(f"the machine was busy when the job started (load {load:.1f} on {cpus} "
-                     "CPUs): other work shares the CPUs and widens the spread; rerun when idle")
+        notes.append(
+            f"the machine was busy when the job started (load {load:.1f} on {cpus} "
+            "CPUs): other work shares the CPUs and widens the spread; rerun when idle"
+        )
     if spec.kind in ("ram", "loop") and not opts.size:
-        notes.append(f"bed sized to {fmt_bytes(bed_size)} for this machine "
-                     f"({fmt_bytes(mi.get('MemTotal', 0))} RAM, {cpus} CPUs)")
+        notes.append(
+            f"bed sized to {fmt_bytes(bed_size)} for this machine "
+            f"({fmt_bytes(mi.get('MemTotal', 0))} RAM, {cpus} CPUs)"
+        )
     if not opts.jobs:
         notes.append(f"job counts {', '.join(map(str, jobs))}: {describe_jobs(cpus)}")
     if len(blocks) > 1:
-        notes.append(f"XFS block sizes {', '.join(blocks)}: one bed each, one after another "
-                     "(points interleave within a bed); memory copy measured on the first")
-    run = _BedRuns(policy=policy, jobs=jobs, cpus=cpus, mem_total=mi.get("MemTotal", 0),
-                   quick=opts.quick, budget=opts.size)
+        notes.append(
+            f"XFS block sizes {', '.join(blocks)}: one bed each, one after another "
+            "(points interleave within a bed); memory copy measured on the first"
+        )
+    run = _BedRuns(
+        policy=policy,
+        jobs=jobs,
+        cpus=cpus,
+        mem_total=mi.get("MemTotal", 0),
+        quick=opts.quick,
+        budget=opts.size,
+    )
     with KnobSession() as ks:
         gm = hold_memory_step(ks, progress)
         if gm is not None:
             notes.append(gm.note())
         for i, block in enumerate(blocks):
             mkfs = " ".join(x for x in (opts.mkfs_opts, f"-b size={block}" if block else "") if x)
-            with provision(spec, fs=opts.fs, size_bytes=bed_size, mkfs_opts=mkfs,
-                           mount_opts=opts.mount_opts) as bed:
+            with provision(
+                spec, fs=opts.fs, size_bytes=bed_size, mkfs_opts=mkfs, mount_opts=opts.mount_opts
+            ) as bed:
                 run.on_bed(LimitsBed(bed, session), block, first=i == 0)
     notes += run.sizing_notes
     runs = session.runs
     notes += _one_per_reason(run.uncached_notes) + session.notes
-    notes.append("caches are dropped (sync; drop_caches=3) before every data point; points "
-                 "run interleaved, one round after another")
+    notes.append(
+        "caches are dropped (sync; drop_caches=3) before every data point; points "
+        "run interleaved, one round after another"
+    )
     notes += run.repeat_lines
     applied = applied_threshold_note(runs, sized_from=run.sizing_doc.get("dirty_threshold_bytes"))
     if applied is not None:
         notes.append(applied)
     summary = summarise(runs, cpus)
-    ctx = LimitsContext(bed=run.beds[0], beds=run.beds, kernel=os.uname().release,
-                        host=host_facts(), fio_version=session.fio_version,
-                        batch=session.batch, notes=notes, sizing=run.sizing_doc,
-                        uncached_missing=run.uncached_missing, auto=policy.auto,
-                        uncached=_one_per_reason(run.uncached_notes),
-                        repeat={"policy": policy.to_json(), "decisions": run.repeat_docs},
-                        why=why_limits(summary, runs))
+    ctx = LimitsContext(
+        bed=run.beds[0],
+        beds=run.beds,
+        kernel=os.uname().release,
+        host=host_facts(),
+        fio_version=session.fio_version,
+        batch=session.batch,
+        notes=notes,
+        sizing=run.sizing_doc,
+        uncached_missing=run.uncached_missing,
+        auto=policy.auto,
+        uncached=_one_per_reason(run.uncached_notes),
+        repeat={"policy": policy.to_json(), "decisions": run.repeat_docs},
+        why=why_limits(summary, runs),
+    )
     return limits_report(summary, ctx)
 
 

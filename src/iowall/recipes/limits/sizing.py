@@ -46,8 +46,10 @@ def describe_jobs(cpus: int) -> str:
     """Why ``default_jobs(cpus)`` picked what it picked, for the report's notes."""
     cpu_words = f"{cpus} CPU" + ("" if cpus == 1 else "s")
     if len(_powers(cpus)) < MIN_JOB_COUNTS:
-        return (f"every count up to {MIN_JOB_COUNTS}: powers of two up to twice the "
-                f"{cpu_words} give fewer than the {MIN_JOB_COUNTS} counts a scaling fit needs")
+        return (
+            f"every count up to {MIN_JOB_COUNTS}: powers of two up to twice the "
+            f"{cpu_words} give fewer than the {MIN_JOB_COUNTS} counts a scaling fit needs"
+        )
     return f"powers of two up to twice the {cpu_words}, and the CPU count itself"
 
 
@@ -80,8 +82,15 @@ class Sizing:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def plan_bed_size(*, bed_kind: str, mem_available: int, dirty_ratio: int, dirty_bytes: int,
-                  quick: bool, size_override: int | None) -> int:
+def plan_bed_size(
+    *,
+    bed_kind: str,
+    mem_available: int,
+    dirty_ratio: int,
+    dirty_bytes: int,
+    quick: bool,
+    size_override: int | None,
+) -> int:
     """Size of the bed to provision: big enough for the write set (2x the dirty threshold the
     kernel will have once the bed exists) plus the read set, within half of free memory for a
     RAM-backed bed. Pure arithmetic; the threshold is re-read after provisioning."""
@@ -94,8 +103,9 @@ def plan_bed_size(*, bed_kind: str, mem_available: int, dirty_ratio: int, dirty_
         need = int((DIRTY_MULTIPLE * dirty_bytes + read) * 1.15) + 256 * MIB
     elif bed_kind == "ram":  # the image itself is not dirtyable memory: it lowers the threshold
         r = dirty_ratio / 100.0
-        need = int((1.15 * (DIRTY_MULTIPLE * r * mem_available + read) + 256 * MIB)
-                   / (1 + 1.15 * DIRTY_MULTIPLE * r))
+        need = int(
+            (1.15 * (DIRTY_MULTIPLE * r * mem_available + read) + 256 * MIB) / (1 + 1.15 * DIRTY_MULTIPLE * r)
+        )
     else:
         need = int((DIRTY_MULTIPLE * dirty_ratio / 100.0 * mem_available + read) * 1.15) + 256 * MIB
     need = max(need, 4 * GIB)
@@ -104,8 +114,9 @@ def plan_bed_size(*, bed_kind: str, mem_available: int, dirty_ratio: int, dirty_
     return need >> 20 << 20
 
 
-def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: int,
-                jobs: Sequence[int], quick: bool) -> Sizing:
+def size_points(
+    *, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: int, jobs: Sequence[int], quick: bool
+) -> Sizing:
     """Data per write and read point from the bed's free space and ``dirty_threshold``, the
     kernel's own figure (nr_dirty_threshold in /proc/vmstat, sysinfo.dirty_thresholds_bytes)
     read after the bed was provisioned; every number it picks is explained in ``notes``."""
@@ -122,34 +133,53 @@ def size_points(*, free_bytes: int, dirty_threshold: int, cpus: int, mem_total: 
     if write + read > usable:
         write = usable - read
     if write < max_jobs * FILES_PER_JOB * BS:
-        raise UserError(f"the bed has {fmt_bytes(free_bytes)} free: too little for {max_jobs} jobs "
-                        f"x {FILES_PER_JOB} files of 2 MiB blocks; pass a larger --size or fewer --jobs")
+        raise UserError(
+            f"the bed has {fmt_bytes(free_bytes)} free: too little for {max_jobs} jobs "
+            f"x {FILES_PER_JOB} files of 2 MiB blocks; pass a larger --size or fewer --jobs"
+        )
     ratio = write / dirty_threshold if dirty_threshold else float("inf")
     notes.append(
         f"each write point writes {fmt_bytes(write)} in all ({FILES_PER_JOB} files per job), "
         f"{ratio:.1f}x the dirty threshold ({fmt_bytes(dirty_threshold)}, nr_dirty_threshold "
         "read from /proc/vmstat after the bed was provisioned); buffered writes end with "
-        "fsync, so their time includes writeback")
+        "fsync, so their time includes writeback"
+    )
     if ratio < 1.0:
-        notes.append("the write set is smaller than the dirty threshold: buffered writes are "
-                     "absorbed by the page cache before any throttling, and their figure is "
-                     "mostly memory copy plus the fsync" + (" of each pass (--quick)" if quick
-                                                             else ""))
+        notes.append(
+            "the write set is smaller than the dirty threshold: buffered writes are "
+            "absorbed by the page cache before any throttling, and their figure is "
+            "mostly memory copy plus the fsync" + (" of each pass (--quick)" if quick else "")
+        )
     elif ratio < DIRTY_MULTIPLE * 0.95:
-        notes.append(f"the bed could not hold {DIRTY_MULTIPLE:.0f}x the dirty threshold: "
-                     "pass a larger --size for a longer throttled phase")
+        notes.append(
+            f"the bed could not hold {DIRTY_MULTIPLE:.0f}x the dirty threshold: "
+            "pass a larger --size for a longer throttled phase"
+        )
     write_rt = QUICK_RUNTIME_S if quick else 0
     read_rt = QUICK_RUNTIME_S if quick else READ_RUNTIME_S
-    notes.append(f"each read point reads for {read_rt} s, pass after pass over a pool of "
-                 f"{fmt_bytes(read)} of files laid out once (its pages dropped before each "
-                 "pass, so every pass reads the device), after dropping caches")
+    notes.append(
+        f"each read point reads for {read_rt} s, pass after pass over a pool of "
+        f"{fmt_bytes(read)} of files laid out once (its pages dropped before each "
+        "pass, so every pass reads the device), after dropping caches"
+    )
     if write_rt:
-        notes.append(f"--quick: each write point writes for {write_rt} s, pass after pass over "
-                     "its files, each pass ending with fsync as fio's end_fsync does (a "
-                     "buffered pass overwrites the clean pages the last one left in the page "
-                     "cache), so that no point is too short to explain (under 2 s)")
+        notes.append(
+            f"--quick: each write point writes for {write_rt} s, pass after pass over "
+            "its files, each pass ending with fsync as fio's end_fsync does (a "
+            "buffered pass overwrites the clean pages the last one left in the page "
+            "cache), so that no point is too short to explain (under 2 s)"
+        )
     mc_threads = tuple(sorted({min(j, cpus) for j in jobs}))
     mc_bytes = min(512 * MIB, max(64 * MIB, (mem_total // 16) // (2 * max(mc_threads)))) >> 20 << 20
-    return Sizing(bed_bytes=0, write_bytes=write, read_bytes=read, jobs=tuple(jobs),
-                  memcopy_threads=mc_threads, memcopy_bytes_per_thread=mc_bytes, quick=quick,
-                  write_runtime_s=write_rt, read_runtime_s=read_rt, notes=tuple(notes))
+    return Sizing(
+        bed_bytes=0,
+        write_bytes=write,
+        read_bytes=read,
+        jobs=tuple(jobs),
+        memcopy_threads=mc_threads,
+        memcopy_bytes_per_thread=mc_bytes,
+        quick=quick,
+        write_runtime_s=write_rt,
+        read_runtime_s=read_rt,
+        notes=tuple(notes),
+    )

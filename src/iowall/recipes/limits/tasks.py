@@ -47,8 +47,7 @@ class LimitsBed:
 
     def pool_files(self, sizing: Sizing) -> list[str]:
         """Names of the read pool: enough files for the largest job count."""
-        n = max(max(sizing.jobs), min(max(sizing.jobs) * FILES_PER_JOB,
-                                      sizing.read_bytes // (8 * MIB)))
+        n = max(max(sizing.jobs), min(max(sizing.jobs) * FILES_PER_JOB, sizing.read_bytes // (8 * MIB)))
         return [f"pool.{i:05d}" for i in range(n)]
 
     def pool_file_size(self, sizing: Sizing) -> int:
@@ -63,22 +62,37 @@ def layout_read_pool(lb: LimitsBed, sizing: Sizing, cpus: int) -> None:
     groups = distribute(files, min(cpus, len(files)))
     fsize = lb.pool_file_size(sizing)
     job = JobFile(
-        {"ioengine": "io_uring", "bs": fio_size(BS), "rw": "write", "direct": 1,
-         "directory": lb.read_dir, "fallocate": "none", "group_reporting": 1},
-        [JobSection(f"layout{i}", {"filename": g, "filesize": fio_size(fsize),
-                                   "size": fio_size(fsize * len(g))})
-         for i, g in enumerate(groups)])
+        {
+            "ioengine": "io_uring",
+            "bs": fio_size(BS),
+            "rw": "write",
+            "direct": 1,
+            "directory": lb.read_dir,
+            "fallocate": "none",
+            "group_reporting": 1,
+        },
+        [
+            JobSection(
+                f"layout{i}", {"filename": g, "filesize": fio_size(fsize), "size": fio_size(fsize * len(g))}
+            )
+            for i, g in enumerate(groups)
+        ],
+    )
     run_fio(job)
 
 
-def io_point(rw: str, mode: str, jobs: int, sizing: Sizing, *, fs_block: str = "",
-             generator: str = "fio") -> Point:
+def io_point(
+    rw: str, mode: str, jobs: int, sizing: Sizing, *, fs_block: str = "", generator: str = "fio"
+) -> Point:
     """The parameters of one data point (they are its identity in the store). ``mode`` is
     buffered, uncached or direct; ``generator`` fio or engine (kind ``stream``)."""
     direct = 1 if mode == "direct" else 0
     params: dict[str, object] = {
-        "kind": "fio" if generator == "fio" else "stream", "rw": rw, "direct": direct,
-        "jobs": jobs, "bs": fio_size(BS),
+        "kind": "fio" if generator == "fio" else "stream",
+        "rw": rw,
+        "direct": direct,
+        "jobs": jobs,
+        "bs": fio_size(BS),
         "ioengine": IOENGINE,
         "bytes": sizing.write_bytes if rw == "write" else sizing.read_bytes,
         "files_per_job": FILES_PER_JOB if rw == "write" else 0,
@@ -107,8 +121,13 @@ def job_files(point: Point, lb: LimitsBed, sizing: Sizing) -> tuple[list[list[st
 def io_job(point: Point, lb: LimitsBed, sizing: Sizing) -> JobFile:
     """The fio job file of a point: one section per job with its own files."""
     p = point.params
-    g: dict[str, object] = {"ioengine": p["ioengine"], "bs": p["bs"], "rw": p["rw"],
-                            "direct": p["direct"], "group_reporting": 1}
+    g: dict[str, object] = {
+        "ioengine": p["ioengine"],
+        "bs": p["bs"],
+        "rw": p["rw"],
+        "direct": p["direct"],
+        "group_reporting": 1,
+    }
     if p.get("uncached"):
         g["uncached"] = 1
     if p.get("runtime_s"):
@@ -120,14 +139,20 @@ def io_job(point: Point, lb: LimitsBed, sizing: Sizing) -> JobFile:
             g["invalidate"] = 0
     files, fsize = job_files(point, lb, sizing)
     if p["rw"] == "write":
-        g.update(directory=lb.write_dir, fallocate="none", create_on_open=1,
-                 end_fsync=p["end_fsync"])
+        g.update(directory=lb.write_dir, fallocate="none", create_on_open=1, end_fsync=p["end_fsync"])
     else:
         g.update(directory=lb.read_dir)
     prefix = "w" if p["rw"] == "write" else "r"
-    return JobFile(g, [JobSection(f"{prefix}{j}", {"filename": names, "filesize": fio_size(fsize),
-                                                   "size": fio_size(fsize * len(names))})
-                       for j, names in enumerate(files)])
+    return JobFile(
+        g,
+        [
+            JobSection(
+                f"{prefix}{j}",
+                {"filename": names, "filesize": fio_size(fsize), "size": fio_size(fsize * len(names))},
+            )
+            for j, names in enumerate(files)
+        ],
+    )
 
 
 def stream_spec(point: Point, lb: LimitsBed, sizing: Sizing) -> StreamSpec:
@@ -136,10 +161,15 @@ def stream_spec(point: Point, lb: LimitsBed, sizing: Sizing) -> StreamSpec:
     files, fsize = job_files(point, lb, sizing)
     base = lb.write_dir if p["rw"] == "write" else lb.read_dir
     mode = "direct" if p["direct"] else ("uncached" if p.get("uncached") else "buffered")
-    return StreamSpec(rw=str(p["rw"]), mode=mode, bs=BS, file_size=fsize,
-                      jobs=tuple(tuple(os.path.join(base, f) for f in names) for names in files),
-                      end_fsync=bool(p["end_fsync"]),
-                      runtime_ms=int(float(p.get("runtime_s") or 0) * 1000))
+    return StreamSpec(
+        rw=str(p["rw"]),
+        mode=mode,
+        bs=BS,
+        file_size=fsize,
+        jobs=tuple(tuple(os.path.join(base, f) for f in names) for names in files),
+        end_fsync=bool(p["end_fsync"]),
+        runtime_ms=int(float(p.get("runtime_s") or 0) * 1000),
+    )
 
 
 def page_cache_bytes() -> int:
@@ -180,8 +210,7 @@ def make_io_task(point: Point, lb: LimitsBed, sizing: Sizing) -> Task:
                     partial.artifacts.extend(e.result.artifacts())
                     raise
                 out = Outcome(metrics=fio.metrics, artifacts=fio.artifacts(), series=fio.series)
-            grew = Metric("page_cache_growth_bytes", float(page_cache_bytes() - before), "B",
-                          "lower")
+            grew = Metric("page_cache_growth_bytes", float(page_cache_bytes() - before), "B", "lower")
             return replace(out, metrics=out.metrics + (grew,))
         finally:
             if write:
@@ -192,23 +221,23 @@ def make_io_task(point: Point, lb: LimitsBed, sizing: Sizing) -> Task:
     weight = float(p["bytes"]) / (GIB if p["direct"] else GIB / 4)
     gen = " (engine)" if p["kind"] == "stream" else ""
     block = f" {p['fs_block']}" if p.get("fs_block") else ""
-    return Task(point, execute, weight=weight,
-                title=f"{p['rw']} {mode}{gen} {p['jobs']} jobs{block}")
+    return Task(point, execute, weight=weight, title=f"{p['rw']} {mode}{gen} {p['jobs']} jobs{block}")
 
 
 def make_memcopy_task(threads: int, sizing: Sizing) -> Task:
     """A task that measures the memory-copy ceiling at ``threads`` threads with the engine."""
-    point = Point(RECIPE, {"kind": "memcopy", "threads": threads,
-                           "bytes_per_thread": sizing.memcopy_bytes_per_thread})
+    point = Point(
+        RECIPE, {"kind": "memcopy", "threads": threads, "bytes_per_thread": sizing.memcopy_bytes_per_thread}
+    )
 
     def execute(partial: Partial) -> Outcome:
         doc = run_memcopy(threads, sizing.memcopy_bytes_per_thread)
         metrics = [Metric("memcopy_bytes_per_s", float(doc["total_bytes_per_s"]), "B/s")]
         for meth, d in sorted(doc.get("methods", {}).items()):
             if isinstance(d, dict) and "total_bytes_per_s" in d:
-                metrics.append(Metric(f"memcopy_{meth}_bytes_per_s",
-                                      float(d["total_bytes_per_s"]), "B/s"))
-        return Outcome(metrics=tuple(metrics),
-                       artifacts=(Artifact("engine.json", "application/json", json.dumps(doc)),))
+                metrics.append(Metric(f"memcopy_{meth}_bytes_per_s", float(d["total_bytes_per_s"]), "B/s"))
+        return Outcome(
+            metrics=tuple(metrics), artifacts=(Artifact("engine.json", "application/json", json.dumps(doc)),)
+        )
 
     return Task(point, execute, weight=0.3, title=f"memory copy {threads} threads", probed=False)

@@ -3,6 +3,7 @@
 Revision ID: 0001
 Revises:
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -36,8 +37,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "metrics",
-        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
-                  primary_key=True),
+        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("name", sa.String(128), primary_key=True),
         sa.Column("value", sa.Float, nullable=False),
         sa.Column("unit", sa.String(32), nullable=False),
@@ -46,16 +46,14 @@ def upgrade() -> None:
     op.create_index("ix_metrics_name", "metrics", ["name"])
     op.create_table(
         "artifacts",
-        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
-                  primary_key=True),
+        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("name", sa.String(128), primary_key=True),
         sa.Column("content_type", sa.String(64), nullable=False),
         sa.Column("body", sa.Text, nullable=False),
     )
     op.create_table(
         "series",
-        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
-                  primary_key=True),
+        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("probe", sa.String(64), primary_key=True),
         sa.Column("name", sa.String(128), primary_key=True),
         sa.Column("unit", sa.String(32), nullable=False),

@@ -7,6 +7,7 @@ place, nothing lost; the downgrade gives back 0003's rows exactly.
 Revision ID: 0004
 Revises: 0003
 """
+
 import math
 import zlib
 from collections.abc import Iterator
@@ -30,8 +31,12 @@ def _by_run(conn: Any, sql: str) -> Iterator[dict[int, list[Any]]]:
     """Rows of ``sql`` (run id first; ``run_id`` BETWEEN :lo AND :hi) grouped by run, for
     _BATCH run ids at a time (keyset over runs.id)."""
     after = -1
-    while ids := [i for (i,) in conn.execute(sa.text(
-            "SELECT id FROM runs WHERE id > :a ORDER BY id LIMIT :n"), {"a": after, "n": _BATCH})]:
+    while ids := [
+        i
+        for (i,) in conn.execute(
+            sa.text("SELECT id FROM runs WHERE id > :a ORDER BY id LIMIT :n"), {"a": after, "n": _BATCH}
+        )
+    ]:
         out: dict[int, list[Any]] = {}
         for r in conn.execute(sa.text(sql), {"lo": ids[0], "hi": ids[-1]}):
             out.setdefault(r[0], []).append(r)
@@ -43,32 +48,41 @@ def upgrade() -> None:
     conn = op.get_bind()
     op.create_table(
         "run_metrics",
-        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
-                  primary_key=True),
+        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("encoding", sa.String(16), nullable=False),
-        sa.Column("data", sa.LargeBinary, nullable=False))
-    for runs in _by_run(conn, "SELECT m.run_id, m.kind_id, m.value FROM metrics m JOIN "
-                              "metric_kinds k ON k.id = m.kind_id WHERE m.run_id BETWEEN :lo "
-                              "AND :hi ORDER BY m.run_id, k.name"):
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+    for runs in _by_run(
+        conn,
+        "SELECT m.run_id, m.kind_id, m.value FROM metrics m JOIN "
+        "metric_kinds k ON k.id = m.kind_id WHERE m.run_id BETWEEN :lo "
+        "AND :hi ORDER BY m.run_id, k.name",
+    ):
         rows = []
         for rid, ms in runs.items():
             enc, data = codec.pack_metrics([m[1] for m in ms], [float(m[2]) for m in ms])
             rows.append({"r": rid, "e": enc, "d": data})
         if rows:
-            conn.execute(sa.text("INSERT INTO run_metrics (run_id, encoding, data) "
-                                 "VALUES (:r, :e, :d)"), rows)
+            conn.execute(
+                sa.text("INSERT INTO run_metrics (run_id, encoding, data) VALUES (:r, :e, :d)"), rows
+            )
     op.drop_table("metrics")
     _deltas(conn)
-    for runs in _by_run(conn, "SELECT run_id, name, encoding, body, data FROM artifacts WHERE "
-                              "run_id BETWEEN :lo AND :hi"):
+    for runs in _by_run(
+        conn, "SELECT run_id, name, encoding, body, data FROM artifacts WHERE run_id BETWEEN :lo AND :hi"
+    ):
         ups = []
         for rid, name, old, body, raw in (r for rs in runs.values() for r in rs):
             enc, text, packed = codec.pack_body(codec.unpack_body(old, body, raw))
             if enc != old:
                 ups.append({"r": rid, "n": name, "e": enc, "b": text, "d": packed})
         if ups:
-            conn.execute(sa.text("UPDATE artifacts SET encoding = :e, body = :b, data = :d "
-                                 "WHERE run_id = :r AND name = :n"), ups)
+            conn.execute(
+                sa.text(
+                    "UPDATE artifacts SET encoding = :e, body = :b, data = :d WHERE run_id = :r AND name = :n"
+                ),
+                ups,
+            )
 
 
 def _deltas(conn: Any) -> None:
@@ -77,10 +91,15 @@ def _deltas(conn: Any) -> None:
     base: dict[str, tuple[str, str]] = {}  # host → (ref, text) of its current whole document
     seen: set[str] = set()
     after = -1
-    while rows := list(conn.execute(sa.text(
-            "SELECT r.id, r.host, r.env_ref, d.encoding, d.data FROM runs r JOIN run_docs d "
-            "ON d.ref = r.env_ref WHERE r.id > :a ORDER BY r.id LIMIT :n"),
-            {"a": after, "n": _BATCH})):
+    while rows := list(
+        conn.execute(
+            sa.text(
+                "SELECT r.id, r.host, r.env_ref, d.encoding, d.data FROM runs r JOIN run_docs d "
+                "ON d.ref = r.env_ref WHERE r.id > :a ORDER BY r.id LIMIT :n"
+            ),
+            {"a": after, "n": _BATCH},
+        )
+    ):
         ups = []
         for _, host, ref, enc, data in rows:
             if ref in seen or enc != codec.DOC_ZLIB:
@@ -93,8 +112,7 @@ def _deltas(conn: Any) -> None:
             else:
                 ups.append({"r": ref, "e": packed[1], "d": packed[2]})
         if ups:
-            conn.execute(sa.text("UPDATE run_docs SET encoding = :e, data = :d WHERE ref = :r"),
-                         ups)
+            conn.execute(sa.text("UPDATE run_docs SET encoding = :e, data = :d WHERE ref = :r"), ups)
         after = rows[-1][0]
 
 
@@ -102,52 +120,66 @@ def _pack_0003(body: str) -> tuple[str, str, bytes | None]:
     """An artifact body as 0003 packed it: zlib when that is smaller, else the text."""
     raw = body.encode("utf-8", "surrogatepass")
     z = zlib.compress(raw, 6)
-    return ("zlib", "", z) if len(body) >= codec.MIN_COMPRESS and len(z) < len(raw) \
-        else ("identity", body, None)
+    return (
+        ("zlib", "", z) if len(body) >= codec.MIN_COMPRESS and len(z) < len(raw) else ("identity", body, None)
+    )
 
 
 def downgrade() -> None:
     conn = op.get_bind()
-    deltas = list(conn.execute(sa.text("SELECT ref, encoding, data FROM run_docs "
-                                       "WHERE encoding = :e"), {"e": codec.DOC_DELTA}))
+    deltas = list(
+        conn.execute(
+            sa.text("SELECT ref, encoding, data FROM run_docs WHERE encoding = :e"), {"e": codec.DOC_DELTA}
+        )
+    )
     for i in range(0, len(deltas), _BATCH):
         ups = []
-        for ref, enc, data in deltas[i:i + _BATCH]:
+        for ref, enc, data in deltas[i : i + _BATCH]:
             b = codec.delta_base(enc, data)
-            benc, bdata = conn.execute(sa.text("SELECT encoding, data FROM run_docs WHERE "
-                                               "ref = :r"), {"r": b}).one()
+            benc, bdata = conn.execute(
+                sa.text("SELECT encoding, data FROM run_docs WHERE ref = :r"), {"r": b}
+            ).one()
             text = codec.unpack_doc(enc, data, codec.unpack_doc(benc, bdata))
             ups.append({"r": ref, "e": codec.DOC_ZLIB, "d": codec.pack_doc(text)[2]})
         if ups:
-            conn.execute(sa.text("UPDATE run_docs SET encoding = :e, data = :d WHERE ref = :r"),
-                         ups)
-    for runs in _by_run(conn, "SELECT run_id, name, encoding, body, data FROM artifacts WHERE "
-                              "run_id BETWEEN :lo AND :hi AND encoding = 'base64'"):
+            conn.execute(sa.text("UPDATE run_docs SET encoding = :e, data = :d WHERE ref = :r"), ups)
+    for runs in _by_run(
+        conn,
+        "SELECT run_id, name, encoding, body, data FROM artifacts WHERE "
+        "run_id BETWEEN :lo AND :hi AND encoding = 'base64'",
+    ):
         ups = []
         for r, n, e, b, d in (x for rs in runs.values() for x in rs):
             enc, text, packed = _pack_0003(codec.unpack_body(e, b, d))
             ups.append({"r": r, "n": n, "e": enc, "b": text, "d": packed})
         if ups:
-            conn.execute(sa.text("UPDATE artifacts SET encoding = :e, body = :b, data = :d "
-                                 "WHERE run_id = :r AND name = :n"), ups)
+            conn.execute(
+                sa.text(
+                    "UPDATE artifacts SET encoding = :e, body = :b, data = :d WHERE run_id = :r AND name = :n"
+                ),
+                ups,
+            )
     op.create_table(
         "metrics",
-        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
-                  primary_key=True),
+        sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("kind_id", sa.Integer, sa.ForeignKey("metric_kinds.id"), primary_key=True),
         sa.Column("value", sa.Float, nullable=False),
-        sqlite_with_rowid=False)
+        sqlite_with_rowid=False,
+    )
     sqlite = conn.dialect.name == "sqlite"
-    for runs in _by_run(conn, "SELECT run_id, encoding, data FROM run_metrics WHERE run_id "
-                              "BETWEEN :lo AND :hi"):
-        rows = [{"r": r, "k": k, "v": v} for rs in runs.values() for r, e, d in rs
-                for k, v in codec.unpack_metrics(e, d)]
+    for runs in _by_run(
+        conn, "SELECT run_id, encoding, data FROM run_metrics WHERE run_id BETWEEN :lo AND :hi"
+    ):
+        rows = [
+            {"r": r, "k": k, "v": v}
+            for rs in runs.values()
+            for r, e, d in rs
+            for k, v in codec.unpack_metrics(e, d)
+        ]
         nan = [x for x in rows if sqlite and math.isnan(x["v"])]
         rows = [x for x in rows if not (sqlite and math.isnan(x["v"]))]
         if rows:
-            conn.execute(sa.text("INSERT INTO metrics (run_id, kind_id, value) "
-                                 "VALUES (:r, :k, :v)"), rows)
+            conn.execute(sa.text("INSERT INTO metrics (run_id, kind_id, value) VALUES (:r, :k, :v)"), rows)
         for x in nan:  # SQLite keeps a NaN float as NULL: as text, as 0003 did
-            conn.execute(sa.text("INSERT INTO metrics (run_id, kind_id, value) "
-                                 "VALUES (:r, :k, 'NaN')"), x)
+            conn.execute(sa.text("INSERT INTO metrics (run_id, kind_id, value) VALUES (:r, :k, 'NaN')"), x)
     op.drop_table("run_metrics")

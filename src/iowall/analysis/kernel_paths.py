@@ -31,55 +31,202 @@ from ..model import Metric, gunzip_text
 #: (path, label, owns what it calls, patterns). For a frame that matches several rows, the
 #: first row wins (``shmem_get_folio*`` is page cache before ``shmem_*`` is filesystem).
 RULES: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
-    ("copy", "copy to/from user", False, (
-        "copy_user*", "rep_movs*", "_copy_to_iter*", "_copy_from_iter*", "copy_page_to_iter*",
-        "copy_page_from_iter*", "copy_folio_to_iter*", "copy_folio_from_iter*",
-        "copy_to_user*", "copy_from_user*", "_copy_to_user", "_copy_from_user",
-        "__copy_user*", "raw_copy_*", "copyin", "copyout", "memcpy_to_iter",
-        "memcpy_from_iter*")),
-    ("page_cache", "page-cache folios and LRU", False, (
-        "filemap_add_folio", "__filemap_add_folio", "__filemap_get_folio*", "filemap_get_entry",
-        "filemap_get_folio*", "filemap_alloc_folio*", "filemap_get_pages",
-        "filemap_get_read_batch", "filemap_remove_folio", "__filemap_remove_folio",
-        "folio_alloc*", "__folio_alloc*", "alloc_pages*", "__alloc_pages*",
-        "__alloc_frozen_pages*", "get_page_from_freelist", "lru_*", "folio_add_lru*",
-        "__folio_batch*", "folio_batch_*", "folio_mark_accessed", "mark_page_accessed",
-        "workingset_*", "shmem_get_folio*", "shmem_alloc*", "shmem_add_to_page_cache",
-        "page_cache_ra_*", "page_cache_async_ra", "page_cache_sync_ra", "folios_put*",
-        "__folio_put", "free_unref_*", "release_pages", "truncate_inode_*",
-        "*mem_cgroup_charge*", "memcg*_commit_charge")),
-    ("filesystem", "filesystem (buffered write/read, metadata)", False, (
-        "iomap_*", "xfs_*", "xfs*", "xlog_*", "ext4_*", "jbd2_*", "btrfs_*", "shmem_*",
-        "generic_perform_write", "__generic_file_write_iter", "generic_file_*",
-        "generic_write_end", "filemap_read", "block_write_begin", "__block_write_begin*",
-        "block_write_end", "mark_buffer_dirty")),
-    ("writeback", "writeback", True, (
-        "wb_*", "writeback_*", "__writeback_*", "write_cache_pages", "do_writepages",
-        "*_writepages", "balance_dirty_pages*", "folio_end_writeback",
-        "__folio_end_writeback")),
-    ("block", "block layer", False, (
-        "blk_*", "__blk_*", "submit_bio*", "__submit_bio*", "bio_*", "__bio_*", "blkdev_*",
-        "sbitmap_*", "__sbitmap_*", "dd_*", "bfq_*", "kyber_*")),
+    (
+        "copy",
+        "copy to/from user",
+        False,
+        (
+            "copy_user*",
+            "rep_movs*",
+            "_copy_to_iter*",
+            "_copy_from_iter*",
+            "copy_page_to_iter*",
+            "copy_page_from_iter*",
+            "copy_folio_to_iter*",
+            "copy_folio_from_iter*",
+            "copy_to_user*",
+            "copy_from_user*",
+            "_copy_to_user",
+            "_copy_from_user",
+            "__copy_user*",
+            "raw_copy_*",
+            "copyin",
+            "copyout",
+            "memcpy_to_iter",
+            "memcpy_from_iter*",
+        ),
+    ),
+    (
+        "page_cache",
+        "page-cache folios and LRU",
+        False,
+        (
+            "filemap_add_folio",
+            "__filemap_add_folio",
+            "__filemap_get_folio*",
+            "filemap_get_entry",
+            "filemap_get_folio*",
+            "filemap_alloc_folio*",
+            "filemap_get_pages",
+            "filemap_get_read_batch",
+            "filemap_remove_folio",
+            "__filemap_remove_folio",
+            "folio_alloc*",
+            "__folio_alloc*",
+            "alloc_pages*",
+            "__alloc_pages*",
+            "__alloc_frozen_pages*",
+            "get_page_from_freelist",
+            "lru_*",
+            "folio_add_lru*",
+            "__folio_batch*",
+            "folio_batch_*",
+            "folio_mark_accessed",
+            "mark_page_accessed",
+            "workingset_*",
+            "shmem_get_folio*",
+            "shmem_alloc*",
+            "shmem_add_to_page_cache",
+            "page_cache_ra_*",
+            "page_cache_async_ra",
+            "page_cache_sync_ra",
+            "folios_put*",
+            "__folio_put",
+            "free_unref_*",
+            "release_pages",
+            "truncate_inode_*",
+            "*mem_cgroup_charge*",
+            "memcg*_commit_charge",
+        ),
+    ),
+    (
+        "filesystem",
+        "filesystem (buffered write/read, metadata)",
+        False,
+        (
+            "iomap_*",
+            "xfs_*",
+            "xfs*",
+            "xlog_*",
+            "ext4_*",
+            "jbd2_*",
+            "btrfs_*",
+            "shmem_*",
+            "generic_perform_write",
+            "__generic_file_write_iter",
+            "generic_file_*",
+            "generic_write_end",
+            "filemap_read",
+            "block_write_begin",
+            "__block_write_begin*",
+            "block_write_end",
+            "mark_buffer_dirty",
+        ),
+    ),
+    (
+        "writeback",
+        "writeback",
+        True,
+        (
+            "wb_*",
+            "writeback_*",
+            "__writeback_*",
+            "write_cache_pages",
+            "do_writepages",
+            "*_writepages",
+            "balance_dirty_pages*",
+            "folio_end_writeback",
+            "__folio_end_writeback",
+        ),
+    ),
+    (
+        "block",
+        "block layer",
+        False,
+        (
+            "blk_*",
+            "__blk_*",
+            "submit_bio*",
+            "__submit_bio*",
+            "bio_*",
+            "__bio_*",
+            "blkdev_*",
+            "sbitmap_*",
+            "__sbitmap_*",
+            "dd_*",
+            "bfq_*",
+            "kyber_*",
+        ),
+    ),
     ("loop", "loop worker (the bed's own cost)", True, ("loop_*", "lo_*")),
-    ("reclaim", "reclaim and compaction", True, (
-        "shrink_*", "kswapd*", "balance_pgdat", "try_to_free_*", "do_try_to_free_pages",
-        "__alloc_pages_direct_reclaim", "__alloc_pages_direct_compact", "__perform_reclaim",
-        "compact_*", "kcompactd*", "try_to_compact_pages", "evict_folios")),
-    ("idle", "idle", False, (
-        "do_idle", "cpuidle_*", "default_idle*", "default_enter_idle", "poll_idle",
-        "*safe_halt", "acpi_idle_*", "intel_idle*", "mwait_idle*", "cpu_idle_poll*",
-        "arch_cpu_idle*")),
+    (
+        "reclaim",
+        "reclaim and compaction",
+        True,
+        (
+            "shrink_*",
+            "kswapd*",
+            "balance_pgdat",
+            "try_to_free_*",
+            "do_try_to_free_pages",
+            "__alloc_pages_direct_reclaim",
+            "__alloc_pages_direct_compact",
+            "__perform_reclaim",
+            "compact_*",
+            "kcompactd*",
+            "try_to_compact_pages",
+            "evict_folios",
+        ),
+    ),
+    (
+        "idle",
+        "idle",
+        False,
+        (
+            "do_idle",
+            "cpuidle_*",
+            "default_idle*",
+            "default_enter_idle",
+            "poll_idle",
+            "*safe_halt",
+            "acpi_idle_*",
+            "intel_idle*",
+            "mwait_idle*",
+            "cpu_idle_poll*",
+            "arch_cpu_idle*",
+        ),
+    ),
 )
 #: lock slow paths (rule 1).
 LOCK_SLOW: tuple[str, ...] = (
-    "*_spin_lock_slowpath", "queued_read_lock_slowpath", "queued_write_lock_slowpath",
-    "rwsem_down_*", "rwsem_optimistic_spin", "rwsem_spin_on_owner", "__mutex_lock*",
-    "mutex_lock*slowpath", "mutex_spin_on_owner", "osq_lock", "__down_common",
-    "rt_mutex_slowlock*", "__rt_mutex_slowlock*", "percpu_rwsem_wait")
+    "*_spin_lock_slowpath",
+    "queued_read_lock_slowpath",
+    "queued_write_lock_slowpath",
+    "rwsem_down_*",
+    "rwsem_optimistic_spin",
+    "rwsem_spin_on_owner",
+    "__mutex_lock*",
+    "mutex_lock*slowpath",
+    "mutex_spin_on_owner",
+    "osq_lock",
+    "__down_common",
+    "rt_mutex_slowlock*",
+    "__rt_mutex_slowlock*",
+    "percpu_rwsem_wait",
+)
 #: lock machinery skipped when looking for the lock's caller.
 LOCK_API: tuple[str, ...] = LOCK_SLOW + (
-    "_raw_*", "__raw_*", "do_raw_*", "down_read*", "down_write*", "mutex_lock*",
-    "spin_lock*", "percpu_down_*", "__down*", "down")
+    "_raw_*",
+    "__raw_*",
+    "do_raw_*",
+    "down_read*",
+    "down_write*",
+    "mutex_lock*",
+    "spin_lock*",
+    "percpu_down_*",
+    "__down*",
+    "down",
+)
 #: (leaf, its caller, path): samples this machine puts on the wrong function. Measured on a
 #: 2-CPU VM (cpu-clock is hrtimer-driven): fio overwriting tmpfs at 4.8 GB/s on one CPU, whose
 #: rep-movsb copy ceiling is 6.8 GB/s, must spend >= 70% of its time copying, yet 56% of the
@@ -88,8 +235,12 @@ LOCK_API: tuple[str, ...] = LOCK_SLOW + (
 SKID: tuple[tuple[str, str, str], ...] = (("folio_unlock", "shmem_write_end", "copy"),)
 
 PATHS: tuple[str, ...] = tuple(r[0] for r in RULES[:-1]) + ("lock", "idle", "other", "user")
-LABELS: dict[str, str] = {**{r[0]: r[1] for r in RULES}, "lock": "lock slow paths",
-                          "other": "other kernel", "user": "user space"}
+LABELS: dict[str, str] = {
+    **{r[0]: r[1] for r in RULES},
+    "lock": "lock slow paths",
+    "other": "other kernel",
+    "user": "user space",
+}
 #: compiler clones and partial functions: ``lo_rw_aio.isra.0`` is ``lo_rw_aio``.
 _SUFFIX = re.compile(r"(\.(isra|constprop|part|cold|llvm|lto_priv)(\.\d+)?)+$")
 _ANNOT = re.compile(r"_\[[kjiw]\]$")
@@ -176,7 +327,7 @@ def classify(stack: str) -> Decision:
     for f in kernel:
         r = _rule(f)
         if r is not None and r[1]:
-            inner = _inner(kernel[kernel.index(f) + 1:])
+            inner = _inner(kernel[kernel.index(f) + 1 :])
             fn = f"{inner.function} ({inner.path})" if inner else function(kernel[-1])
             return Decision(r[0], fn)
     inner = _inner(kernel)
@@ -219,8 +370,7 @@ class Attribution:
     def ranked(self, *, busy_only: bool = True) -> list[PathShare]:
         """Paths with samples, heaviest first; without idle (and user) when ``busy_only``."""
         skip = ("idle",) if busy_only else ()
-        return sorted((p for p in self.paths if p.samples and p.path not in skip),
-                      key=lambda p: -p.samples)
+        return sorted((p for p in self.paths if p.samples and p.path not in skip), key=lambda p: -p.samples)
 
 
 def attribute(stacks: Mapping[str, int], top: int = 5) -> Attribution:
@@ -240,8 +390,9 @@ def attribute(stacks: Mapping[str, int], top: int = 5) -> Attribution:
     out = []
     for p in PATHS:
         n = sum(per[p]["stack"].values())
-        out.append(PathShare(p, LABELS[p], n, n / total if total else 0.0,
-                             tops(per[p]["fn"]), tops(per[p]["stack"])))
+        out.append(
+            PathShare(p, LABELS[p], n, n / total if total else 0.0, tops(per[p]["fn"]), tops(per[p]["stack"]))
+        )
     return Attribution(total, tuple(out))
 
 

@@ -1,4 +1,4 @@
-"""Kernel-path attribution (analysis.paths) on stacks recorded on this machine
+"""Kernel-path attribution (analysis.kernel_paths) on stacks recorded on this machine
 (tests/fixtures/profile/README.md) and on the rules one by one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.paths import PATHS, attribute, classify, decode_folded, parse_folded, path_metrics
+from iowall.analysis.kernel_paths import PATHS, attribute, classify, decode_folded, parse_folded, path_metrics
 from iowall.probes.profile import encode_folded
 
 FIX = Path(__file__).parents[1] / "fixtures" / "profile"
@@ -18,14 +18,14 @@ def load(name: str) -> dict[str, int]:
     return parse_folded((FIX / f"{name}.folded").read_text())
 
 
-@pytest.mark.parametrize("name", ["tmpfs_buffered_write", "loop_direct_write",
-                                  "xfs_buffered_write", "xfs_create_shared_dir"])
+@pytest.mark.parametrize(
+    "name", ["tmpfs_buffered_write", "loop_direct_write", "xfs_buffered_write", "xfs_create_shared_dir"]
+)
 def test_every_sample_is_attributed_once(name: str) -> None:
     stacks = load(name)
     att = attribute(stacks)
     assert att.total_samples == sum(stacks.values())
-    assert att.total_samples == json.loads((FIX / f"{name}.json").read_text())["metrics"][
-        "profile_samples"]
+    assert att.total_samples == json.loads((FIX / f"{name}.json").read_text())["metrics"]["profile_samples"]
     assert [p.path for p in att.paths] == list(PATHS)
     assert sum(p.samples for p in att.paths) == att.total_samples
     assert sum(p.share for p in att.paths) == pytest.approx(1.0)
@@ -70,8 +70,10 @@ def test_create_in_one_xfs_directory_names_the_lock_and_its_caller() -> None:
     assert slow == "rwsem_down_write_slowpath"  # the parent directory's i_rwsem
     assert caller == "path_openat"
     assert att.ranked()[0].path == "filesystem"
-    assert all(s.name.startswith(("xfs", "xlog", "iomap")) for s in
-               next(p for p in att.paths if p.path == "filesystem").top_functions)
+    assert all(
+        s.name.startswith(("xfs", "xlog", "iomap"))
+        for s in next(p for p in att.paths if p.path == "filesystem").top_functions
+    )
 
 
 def test_path_metrics_name_every_path() -> None:
@@ -95,32 +97,57 @@ def st(*frames: str, comm: str = "fio") -> str:
 
 
 def test_rules() -> None:
-    write = ("entry_SYSCALL_64" + K, "vfs_write" + K, "xfs_file_buffered_write" + K,
-             "iomap_file_buffered_write" + K, "iomap_write_iter" + K)
+    write = (
+        "entry_SYSCALL_64" + K,
+        "vfs_write" + K,
+        "xfs_file_buffered_write" + K,
+        "iomap_file_buffered_write" + K,
+        "iomap_write_iter" + K,
+    )
     # leaf-most: the copy inside the fs path is copy; memcpy under a copy function too
     assert classify(st("main", *write, "copy_page_from_iter_atomic" + K)).path == "copy"
     assert classify(st(*write, "_copy_to_iter" + K, "memcpy_orig" + K)).path == "copy"
     assert classify(st(*write, "__filemap_get_folio" + K, "xas_load" + K)).path == "page_cache"
     assert classify(st(*write, "iomap_write_begin" + K)).path == "filesystem"
     # first row wins for one frame: shmem_get_folio_gfp is page cache, shmem_* filesystem
-    assert classify(st("shmem_file_write_iter" + K, "shmem_get_folio_gfp" + K)) \
-        .path == "page_cache"
+    assert classify(st("shmem_file_write_iter" + K, "shmem_get_folio_gfp" + K)).path == "page_cache"
     # clone suffixes are dropped; owners take everything below, the outermost one wins
     loop = ("kthread" + K, "loop_process_work" + K, "lo_rw_aio.isra.0" + K)
-    d = classify(st(*loop, "generic_perform_write" + K, "copy_folio_from_iter_atomic" + K,
-                    comm="kworker/u8:0"))
+    d = classify(
+        st(*loop, "generic_perform_write" + K, "copy_folio_from_iter_atomic" + K, comm="kworker/u8:0")
+    )
     assert (d.path, d.function) == ("loop", "copy_folio_from_iter_atomic (copy)")
-    wb = ("wb_workfn" + K, "do_writepages" + K, "xfs_vm_writepages" + K, "submit_bio" + K,
-          "blk_mq_submit_bio" + K)
+    wb = (
+        "wb_workfn" + K,
+        "do_writepages" + K,
+        "xfs_vm_writepages" + K,
+        "submit_bio" + K,
+        "blk_mq_submit_bio" + K,
+    )
     assert classify(st(*wb, comm="kworker/u8:1")).path == "writeback"
-    assert classify(st("kswapd" + K, "shrink_node" + K, "xfs_vm_release_folio" + K,
-                       comm="kswapd0")).path == "reclaim"
+    assert (
+        classify(st("kswapd" + K, "shrink_node" + K, "xfs_vm_release_folio" + K, comm="kswapd0")).path
+        == "reclaim"
+    )
     # a lock slow path beats an owner, and names the first caller outside lock machinery
-    d = classify(st(*wb[:3], "xfs_ilock" + K, "down_write" + K,
-                    "rwsem_down_write_slowpath" + K, "rwsem_spin_on_owner" + K))
+    d = classify(
+        st(
+            *wb[:3],
+            "xfs_ilock" + K,
+            "down_write" + K,
+            "rwsem_down_write_slowpath" + K,
+            "rwsem_spin_on_owner" + K,
+        )
+    )
     assert (d.path, d.function) == ("lock", "xfs_ilock -> rwsem_down_write_slowpath")
-    d = classify(st("folio_batch_move_lru" + K, "folio_lruvec_lock_irqsave" + K,
-                    "_raw_spin_lock_irqsave" + K, "native_queued_spin_lock_slowpath" + K))
+    d = classify(
+        st(
+            "folio_batch_move_lru" + K,
+            "folio_lruvec_lock_irqsave" + K,
+            "_raw_spin_lock_irqsave" + K,
+            "native_queued_spin_lock_slowpath" + K,
+        )
+    )
     assert d.function == "folio_lruvec_lock_irqsave -> native_queued_spin_lock_slowpath"
     # idle, but an interrupt's work during idle is that work
     idle = ("do_idle" + K, "default_idle_call" + K)

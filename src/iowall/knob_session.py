@@ -51,8 +51,20 @@ if TYPE_CHECKING:
     from .beds import Bed
 
 #: Knob syntax (kinds, names, parsing) is in ``iowall.knob``: re-exported for the runners.
-__all__ = ["BARE", "KINDS", "PAIRS", "SYNTAX", "XFS_KNOBS", "Knob", "KnobSession", "check_exists",
-           "looks_like_knob", "parse_knob", "read_value", "device_sysfs_dir"]
+__all__ = [
+    "BARE",
+    "KINDS",
+    "PAIRS",
+    "SYNTAX",
+    "XFS_KNOBS",
+    "Knob",
+    "KnobSession",
+    "check_exists",
+    "looks_like_knob",
+    "parse_knob",
+    "read_value",
+    "device_sysfs_dir",
+]
 
 
 def check_exists(knob: Knob, values: Sequence[Any] = ()) -> None:
@@ -81,8 +93,7 @@ def check_against(knob: Knob, current: str, value: Any) -> None:
     choices = _choices(current)
     text = _text(value).strip()
     if choices and text not in choices:
-        raise UserError(f"knob {knob} = {value!r}: not one of its choices "
-                        f"({', '.join(choices)})")
+        raise UserError(f"knob {knob} = {value!r}: not one of its choices ({', '.join(choices)})")
     if not choices and re.fullmatch(r"-?\d+", current.strip()) and not re.fullmatch(r"-?\d+", text):
         raise UserError(f"knob {knob} = {value!r}: give a whole number (it reads {current.strip()})")
 
@@ -144,8 +155,9 @@ class KnobSession:
     def __enter__(self) -> KnobSession:
         return self
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.restore()
 
     # -- apply ----------------------------------------------------------------------------
@@ -193,8 +205,9 @@ class KnobSession:
         except OSError as e:
             journal.undo(restore)
             journal.done(token)
-            raise UserError(f"the kernel refused {knob} = {value}: "
-                            f"{e.strerror or e} (writing {path})") from None
+            raise UserError(
+                f"the kernel refused {knob} = {value}: {e.strerror or e} (writing {path})"
+            ) from None
         self._applied.append(_Applied(knob, restore, token))
         now = selected(_read(path))
         if now != selected(value):
@@ -207,8 +220,7 @@ class KnobSession:
             fs = bed.facts.get("fs", bed.spec.kind) if bed is not None else "no bed"
             raise UserError(f"knob {knob} needs an xfs bed (this bed is {fs})")
         try:
-            want = parse_size(value if isinstance(value, (int, str)) else str(value),
-                              what=str(knob))
+            want = parse_size(value if isinstance(value, (int, str)) else str(value), what=str(knob))
         except UserError:
             raise UserError(f"knob {knob} = {value!r}: give a size such as 4k, 1m or 0") from None
         old = read_extsize(bed.path)
@@ -220,8 +232,7 @@ class KnobSession:
         r = _xfs_io(f"extsize {want}", bed.path)
         if r.returncode != 0:
             msg = (r.stderr or r.stdout).strip().splitlines()
-            raise UserError(f"the kernel refused {knob} = {value}: "
-                            f"{msg[-1] if msg else 'xfs_io failed'}")
+            raise UserError(f"the kernel refused {knob} = {value}: {msg[-1] if msg else 'xfs_io failed'}")
         self._applied.append(_Applied(knob, restore, None))
         now = read_extsize(bed.path)
         if now != want:
@@ -245,13 +256,13 @@ class KnobSession:
                         _write(str(a.restore["path"]), str(a.restore["value"]))
                         now = selected(_read(str(a.restore["path"])))
                         if now != selected(str(a.restore["value"])):
-                            raise IowallError(f"could not restore {a.knob}: it reads {now!r}, "
-                                              f"not {a.restore['value']!r}")
+                            raise IowallError(
+                                f"could not restore {a.knob}: it reads {now!r}, not {a.restore['value']!r}"
+                            )
                     if a.token is not None:
                         journal.done(a.token)
                 except OSError as e:
-                    first = first or IowallError(f"could not restore {a.knob} to "
-                                                 f"{a.restore['value']!r}: {e}")
+                    first = first or IowallError(f"could not restore {a.knob} to {a.restore['value']!r}: {e}")
                 except Exception as e:
                     first = first or e
         self.in_force.clear()
@@ -266,8 +277,9 @@ def _check_max_sectors(knob: Knob, path: str, value: Any) -> None:
     except (OSError, ValueError):
         return
     if int(_text(value)) > hw:
-        raise UserError(f"knob {knob} = {value}: out of range (this device takes at most "
-                        f"max_hw_sectors_kb = {hw})")
+        raise UserError(
+            f"knob {knob} = {value}: out of range (this device takes at most max_hw_sectors_kb = {hw})"
+        )
 
 
 def _text(value: Any) -> str:
@@ -285,8 +297,7 @@ def read_extsize(path: str) -> int:
     r = _xfs_io("extsize", path)
     m = re.search(r"\[(\d+)\]", r.stdout)
     if r.returncode != 0 or not m:
-        raise UserError(f"cannot read the extent size hint of {path}: "
-                        f"{(r.stderr or r.stdout).strip()}")
+        raise UserError(f"cannot read the extent size hint of {path}: {(r.stderr or r.stdout).strip()}")
     return int(m.group(1))
 
 

@@ -13,7 +13,7 @@ from ..errors import UserError
 from ..model import Series
 
 #: PostgreSQL's INTEGER, which the schema's Integer columns are there.
-INT32 = (-(2 ** 31), 2 ** 31 - 1)
+INT32 = (-(2**31), 2**31 - 1)
 
 
 def check_row(table: Table, row: Mapping[str, Any], what: str) -> None:
@@ -27,22 +27,29 @@ def check_row(table: Table, row: Mapping[str, Any], what: str) -> None:
                 raise UserError(f"{where} holds a NUL character, which PostgreSQL cannot store")
             length = col.type.length if isinstance(col.type, String) else None
             if length is not None and len(value) > length:
-                raise UserError(f"{where} is {len(value)} characters long; the store keeps at "
-                                f"most {length} ({value[:40]!r}…)")
-        elif isinstance(value, int) and isinstance(col.type, Integer) \
-                and not INT32[0] <= value <= INT32[1]:
+                raise UserError(
+                    f"{where} is {len(value)} characters long; the store keeps at "
+                    f"most {length} ({value[:40]!r}…)"
+                )
+        elif isinstance(value, int) and isinstance(col.type, Integer) and not INT32[0] <= value <= INT32[1]:
             raise UserError(f"{where} is {value}, past the store's 32-bit integers")
 
 
 #: The names a series carries, as the store has always limited them (the ``series`` table of
 #: 0001/0002; since 0003 a run's series are one compressed row, its names inside it).
-SERIES = Table("series", MetaData(), Column("probe", String(64)), Column("name", String(128)),
-               Column("unit", String(32)))
+SERIES = Table(
+    "series", MetaData(), Column("probe", String(64)), Column("name", String(128)), Column("unit", String(32))
+)
 
 
 #: The metrics table's columns before 0003 split it in two (metric_kinds holds them now).
-METRICS = Table("metrics", MetaData(), Column("name", String(128)), Column("unit", String(32)),
-                Column("direction", String(8)))
+METRICS = Table(
+    "metrics",
+    MetaData(),
+    Column("name", String(128)),
+    Column("unit", String(32)),
+    Column("direction", String(8)),
+)
 
 
 def check_series(s: Series, what: str) -> None:

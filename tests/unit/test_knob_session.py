@@ -12,7 +12,7 @@ import pytest
 from iowall import journal
 from iowall.beds import Bed, BedSpec, provision
 from iowall.errors import UserError
-from iowall.knobs import (
+from iowall.knob_session import (
     Knob,
     KnobSession,
     check_exists,
@@ -55,10 +55,15 @@ def test_parse_knob() -> None:
     assert parse_knob("sysctl:vm.dirty_ratio").path() == DIRTY
     assert looks_like_knob("sysctl:x") and looks_like_knob("mount")
     assert not looks_like_knob("jobs") and not looks_like_knob("nope:x")
-    for bad, msg in [("nope:x", "unknown knob"), ("sysctl:", "needs a name"),
-                     ("sysctl:vm/../x", "sysctl name"), ("sysfs:/etc/passwd", "only under"),
-                     ("sysfs:/sys/../etc/passwd", "only under"),
-                     ("sysfs:queue/../../x", "plain path"), ("xfs:nope", "xfs:extsize")]:
+    for bad, msg in [
+        ("nope:x", "unknown knob"),
+        ("sysctl:", "needs a name"),
+        ("sysctl:vm/../x", "sysctl name"),
+        ("sysfs:/etc/passwd", "only under"),
+        ("sysfs:/sys/../etc/passwd", "only under"),
+        ("sysfs:queue/../../x", "plain path"),
+        ("xfs:nope", "xfs:extsize"),
+    ]:
         with pytest.raises(UserError, match=msg):
             parse_knob(bad)
 
@@ -200,8 +205,11 @@ def test_scheduler_is_restored_by_its_bracketed_name(ram_bed: Bed, state: Path) 
         assert f'"value": "{old}"' in entry and "[" not in entry.split('"value"')[1]
     assert selected(read(path)) == old
     with KnobSession(ram_bed) as ks:
-        with pytest.raises(UserError, match=r"scheduler = 'no-such-elevator': not one of its "
-                                            r"choices \(none, mq-deadline"):
+        with pytest.raises(
+            UserError,
+            match=r"scheduler = 'no-such-elevator': not one of its "
+            r"choices \(none, mq-deadline",
+        ):
             ks.set(knob, "no-such-elevator")
     assert selected(read(path)) == old
 
@@ -231,4 +239,3 @@ def test_thp_absolute_sysfs(state: Path) -> None:
         ks.set(parse_knob(f"sysfs:{path}"), other)
         assert selected(read(path)) == other
     assert selected(read(path)) == old
-
