@@ -3,6 +3,7 @@ PostgreSQL cluster), and a check that nothing is left mounted."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -89,11 +90,9 @@ def iowall(
 
 @pytest.fixture(scope="session")
 def limits_quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, str]]:
-    """One small `iowall limits` run (job counts 1-4 on 2 CPUs, the lock probe on) shared by
-    the tests that read a limits report: its JSON and the CLI environment of its store. It
-    costs about two minutes, the guest-memory touch included, so it runs once."""
-    import json
-
+    """One small `iowall limits` run (job counts 1-4 on 2 CPUs) shared by the tests that read
+    a limits report: its JSON and the CLI environment of its store. It costs about two
+    minutes, the guest-memory touch included, so it runs once."""
     tmp = tmp_path_factory.mktemp("limits")
     env = dict(
         os.environ,
@@ -109,8 +108,6 @@ def limits_quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[s
         "1",
         "--size",
         "3G",
-        "--probes",
-        "default,locks",
         "--format",
         "json",
         env=env,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,10 +13,39 @@ from tests.conftest import iowall, needs_root
 pytestmark = [needs_root, pytest.mark.slow]
 
 
+#: a buffered write point and a read point with the lock probe on, for `iowall locks`
+LOCK_PLAN = """\
+label = "locks"
+repeat = 1
+probes = ["default", "locks"]
+[workload]
+kind = "fio"
+bs = "1M"
+size = "512M"
+direct = 0
+[axes]
+rw = ["write", "read"]
+[bed]
+kind = "ram"
+fs = "xfs"
+"""
+
+
 @pytest.fixture
 def probed(limits_quick: tuple[dict, dict[str, str]]) -> tuple[dict, dict[str, str]]:
-    """The session's small limits run with the lock probe on (tests/conftest.py)."""
+    """The session's small limits run (tests/conftest.py)."""
     return limits_quick
+
+
+@pytest.fixture
+def locked_runs(iowall_env: dict[str, str], tmp_path: Path) -> tuple[int, int, dict[str, str]]:
+    """A write and a read point run with the lock probe on: their run ids and the env."""
+    plan = tmp_path / "locks.toml"
+    plan.write_text(LOCK_PLAN)
+    cp = iowall("run", str(plan), "--format", "json", env=iowall_env)
+    assert cp.returncode == 0, cp.stderr
+    runs = {r["point"]["rw"]: r["id"] for r in json.loads(cp.stdout)["runs"]}
+    return runs["write"], runs["read"], iowall_env
 
 
 def test_limits_json_carries_explain(probed: tuple[dict, dict[str, str]]) -> None:
@@ -44,10 +74,8 @@ def test_explain_cli(probed: tuple[dict, dict[str, str]]) -> None:
     assert "cpu." in cp.stdout and "diskstats." in cp.stdout
 
 
-def test_locks_join_two_runs(probed: tuple[dict, dict[str, str]]) -> None:
-    doc, env = probed
-    write_run = next(w["run"] for w in doc["explain"] if w["direction"] == "write")
-    read_run = next(w["run"] for w in doc["explain"] if w["direction"] == "read")
+def test_locks_join_two_runs(locked_runs: tuple[int, int, dict[str, str]]) -> None:
+    write_run, read_run, env = locked_runs
     cp = iowall("locks", str(write_run), str(read_run), "--format", "json", env=env, check=True)
     out = json.loads(cp.stdout)
     assert out["a"]["runs"] == [write_run] and out["b"]["runs"] == [read_run]

@@ -508,3 +508,21 @@ def test_a_lock_on_full_cpus_is_a_wait_for_a_cpu() -> None:
     # without the tasks probe's CPUs nothing is moved
     bare = budget.compute(_doc([th], [LOCK]), (0.0, 4.0), "test")
     assert bare is not None and wall.lock_turns(bare, ctx) == 0.0
+
+
+def test_serial_io_beside_a_lock_is_the_locks() -> None:
+    # 4 threads: asleep on the lock 60%, waiting for I/O 28%, the device at 0.9 in flight
+    ths = [
+        _thread(i, wall_s=4.0, cpu=0.4, delay=0.08, user=0.02, blocked={0: 260, 1: 120}) for i in (1, 2, 3, 4)
+    ]
+    b = budget.compute(_doc(ths, [LOCK, IO]), (0.0, 4.0), "test", cpus=(0.1, 0.6))
+    assert b is not None
+    dev = device_wall.Device(util=0.73, queue_depth=0.9, await_s=1e-4, iops=10000)
+    d = wall.decide(b, dev, {"jobs": 4, "cpus": 2})
+    assert d.wall is not None and d.wall.kind == "lock", d
+    (io,) = d.also
+    assert io.kind == "io-latency" and "more jobs or a deeper queue" not in io.sentence
+    assert "the lock's holder issues them one at a time" in io.sentence
+    # alone, the same device side still says a deeper queue would move it
+    alone = _decide({0: 380}, [IO], dev)
+    assert alone is not None and "more jobs or a deeper queue would move it" in alone.sentence

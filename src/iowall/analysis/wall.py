@@ -171,7 +171,19 @@ def decide(
         return Decision(None, (), tuple(notes))
     wall = _name(top, share, b, device, ctx, neighbours, devnos)
     also = tuple(_name(k, v, b, device, ctx, neighbours, devnos) for k, v in ranked[1:2] if v >= ALSO_SHARE)
+    if wall.kind == "lock":  # the I/O is serial because one lock holder issues it at a time
+        also = tuple(_behind_lock(a) if a.kind == "io-latency" else a for a in also)
     return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
+
+
+def _behind_lock(w: Wall) -> Wall:
+    """An I/O-latency wall beside a lock wall: one I/O in flight because the lock's holder
+    issues them one at a time, so more jobs would wait on the lock, not deepen the queue."""
+    said = w.sentence.replace(
+        ": more jobs or a deeper queue would move it.",
+        ": the lock's holder issues them one at a time, so more jobs would wait on the lock.",
+    )
+    return Wall(w.kind, said, w.share, w.evidence | {"behind_lock": True})
 
 
 def _name(
