@@ -5,6 +5,7 @@ profile decoded more than once."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,15 @@ def test_doctors_disk_line_follows_the_store(home: Path, monkeypatch: pytest.Mon
     assert _disk(f"sqlite:///{home}/x.db").endswith(f"free in {home} (the store's directory)")
     monkeypatch.setenv("IOWALL_DB", "postgresql://me:secret@db.example/iowall")
     assert _disk() == "the store is postgresql://me:***@db.example/iowall, not a file here"
+
+
+def test_a_recipes_device_bed_is_guarded_before_the_lock(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the guard ran when the bed was provisioned, under the lock: with another measurement
+    # running, a device iowall would refuse was reported as "another measurement is running"
+    monkeypatch.setattr(iowall.actions.target, "exclusive", _forbid("exclusive"))
+    monkeypatch.setattr(iowall.cli.run, "Store", _forbid("Store"))
+    rc, _, err = _run(capsys, "run", "bdev-rwmix", "--quick", "--bed", "device:/dev/null")
+    assert rc == 2 and err.count("\n") == 1, err
+    assert ("refusing /dev/null" in err) if os.geteuid() == 0 else ("needs root" in err), err

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import journal
-from ..beds import BedSpec, check_dir
+from ..beds import BedSpec, check_place
 from ..errors import UserError
 from ..guestmem import nothing_to_hold
 from ..knob_session import KnobSession
@@ -122,9 +122,8 @@ def prepare(
     )
     if recipe is not None:
         recipe.checked(opts)
-        spec = BedSpec.parse(bed) if bed is not None else None
-        if spec is not None and spec.kind == "dir":  # a device's guard: when provisioned
-            check_dir(spec.path)
+        if bed is not None:  # refused before the machine lock, not after waiting for it
+            check_place(BedSpec.parse(bed))
     return Target(target, title, plan, recipe, opts)
 
 

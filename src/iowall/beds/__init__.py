@@ -45,15 +45,22 @@ def check_fs(spec: BedSpec, fs: str) -> None:
     this bed kind, a dir bed's missing or read-only directory, a device bed's refusal by the
     guard (the commands call this first, so a bed is refused before anything else runs; the
     guard runs again, with the bed's real size, when provisioning)."""
+    if spec.kind == "device" and len(spec.paths) != 1:
+        raise UserError(ONE_DEVICE.format(spec=spec))
+    check_place(spec)
+    check_fs_name(spec, fs)
+
+
+def check_place(spec: BedSpec) -> None:
+    """A UserError for a bed whose place cannot be used: a dir bed's missing or read-only
+    directory, a device bed without root or refused by the guard (recipes that take several
+    raw devices call this before the machine lock, not only when provisioning)."""
     if spec.kind == "device":
         if os.geteuid() != 0:
             raise UserError("a device bed needs root (it writes the device): run as root")
-        if len(spec.paths) != 1:
-            raise UserError(ONE_DEVICE.format(spec=spec))
         check_all(spec.paths, need_bytes=MIN_SIZE, wipe=spec.wipe)
     if spec.kind == "dir":
         check_dir(spec.path)
-    check_fs_name(spec, fs)
 
 
 def check_fs_name(spec: BedSpec, fs: str) -> None:
