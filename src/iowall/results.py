@@ -71,22 +71,36 @@ class Value:
 Cell = str | Value
 
 
+def cell_json(c: Cell) -> str | dict[str, Any]:
+    """A cell in JSON: its text, or its number with its unit (``Value.to_json``)."""
+    return c if isinstance(c, str) else c.to_json()
+
+
 @dataclass(frozen=True)
 class Table:
     """Headers and cells (text, or numbers with units that the renderer formats); the first
     ``left`` columns are left-aligned (names), the rest right-aligned (numbers).
-    ``headless`` tables print without their header line."""
+    ``headless`` tables print without their header line. ``fit_width``, when set, is the
+    widest the text may be: where the names in the first column (a recipe's labels) make it
+    wider, the text shows them as A, B, … with a legend under the table (Markdown and JSON
+    keep the names)."""
 
     headers: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     left: int = 1
     headless: bool = False
+    fit_width: int | None = None
 
     @staticmethod
     def of(
-        headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, left: int = 1, headless: bool = False
+        headers: Sequence[str],
+        rows: Sequence[Sequence[Cell]],
+        *,
+        left: int = 1,
+        headless: bool = False,
+        fit_width: int | None = None,
     ) -> Table:
-        return Table(tuple(headers), tuple(tuple(r) for r in rows), left, headless)
+        return Table(tuple(headers), tuple(tuple(r) for r in rows), left, headless, fit_width)
 
 
 @dataclass(frozen=True)
@@ -142,9 +156,10 @@ class Report:
                     if s.table is None
                     else {
                         "headers": list(s.table.headers),
-                        "rows": [[c if isinstance(c, str) else c.to_json() for c in r] for r in s.table.rows],
+                        "rows": [[cell_json(c) for c in r] for r in s.table.rows],
                         "left": s.table.left,
                         "headless": s.table.headless,
+                        "fit_width": s.table.fit_width,
                     },
                 }
                 for s in self.sections
@@ -180,6 +195,7 @@ class Report:
                     ],
                     left=int(t["left"]),
                     headless=bool(t.get("headless")),
+                    fit_width=None if t.get("fit_width") is None else int(t["fit_width"]),
                 )
             )
             sections.append(Section(str(s.get("title", "")), table, tuple(s.get("bullets", []))))

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
+
 from iowall.beds import BedSpec
 from iowall.model import Metric, Point, Run
 from iowall.recipes import buffered_wall, small_file_writeback
 from iowall.recipes.tables import WIDTH, Columns, LabelRow, LabelTable, lay_out, recipe_report
 from iowall.repeat import RepeatPolicy
-from iowall.report.recipe import render_text, report_json
+from iowall.report.recipe import render_md, render_text, report_json
+from iowall.results import Report
 
 
 def _columns(runs: list[Run], labels: tuple[str, ...]) -> Columns:
@@ -95,6 +98,12 @@ def test_small_file_writeback_with_three_labels_fits() -> None:
     assert doc["table"]["headers"][0] == "Label"
     assert [r[0] for r in doc["table"]["rows"]] == list(labels) * 2  # names, not letters
     assert doc["table"]["rows"][1][2:5] == ["2", "139,991", "11,540"]
+    # the report's own table keeps the names too (the text alone shows letters), and so does
+    # a stored report printed again
+    assert [r[0] for r in doc["sections"][0]["table"]["rows"]] == list(labels) * 2
+    assert "| base-6.18 | default |" in render_md(rep) and "- A:" not in render_md(rep)
+    again = render_text(Report.from_json(json.loads(json.dumps(rep.to_json()))))
+    assert again.split("\nnotes\n")[0] == text.split("\nnotes\n")[0]  # the compare is not stored
 
 
 def test_two_short_labels_are_named_and_one_label_is_unchanged() -> None:

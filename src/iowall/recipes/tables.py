@@ -6,8 +6,8 @@ A recipe builds a ``LabelTable`` (the cells that name each row, and per value co
 per stored label, earlier labels first); ``recipe_report`` lays it out: one row per point with
 one label, one row per point and label under a ``Label`` column with several, so that a
 table is as wide with five labels as with two. Where the labels' names would still make the
-text wider than ``WIDTH``, the text shows them as A, B, … with a legend under the table (the
-JSON keeps the names)."""
+text wider than ``WIDTH``, the text shows them as A, B, … with a legend under the table
+(``Table.fit_width``; Markdown and the JSON keep the names)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def per_label(cols: Columns, cell: Callable[[str], str]) -> tuple[str, ...]:
 
 def lay_out(t: LabelTable, names: Sequence[str]) -> Table:
     """``t`` as one table: one row per row of ``t`` with one label; with several, one row per
-    row and label, the label (its name in ``names``) in a first column."""
+    row and label, the label (its name in ``names``) in a first column, the text fitted to
+    ``WIDTH`` (``Table.fit_width``)."""
     blank = ("",) * len(t.values)
     if len(names) == 1:
         return Table.of(
@@ -121,29 +122,7 @@ def lay_out(t: LabelTable, names: Sequence[str]) -> Table:
             rows.append(("",) + r.keys + blank)
             continue
         rows += [(name,) + r.keys + tuple(v[i] for v in r.values) for i, name in enumerate(names)]
-    return Table.of(("Label",) + t.keys + t.values, rows, left=t.left + 1)
-
-
-def text_width(t: Table) -> int:
-    """How wide ``t`` prints as text: two spaces before and between padded columns, the
-    layout of ``report.table.text_table``."""
-    widths = [max(len(c) for c in col) for col in zip(t.headers, *t.rows, strict=True)]
-    return 2 + sum(widths) + 2 * (len(widths) - 1)
-
-
-def short_names(n: int) -> list[str]:
-    """A, B, … Z, then L27, L28, …: labels named in a table too narrow for their names."""
-    return [chr(ord("A") + i) if i < 26 else f"L{i + 1}" for i in range(n)]
-
-
-def fitted(t: LabelTable, labels: Sequence[str]) -> tuple[Table, tuple[str, ...]]:
-    """``t`` laid out to fit WIDTH where it can, and the legend lines it needs: the labels'
-    names, or A, B, … with a legend when the names make it wider."""
-    full = lay_out(t, labels)
-    if len(labels) == 1 or text_width(full) <= WIDTH:
-        return full, ()
-    short = short_names(len(labels))
-    return lay_out(t, short), tuple(f"{k}: {lab}" for k, lab in zip(short, labels, strict=True))
+    return Table.of(("Label",) + t.keys + t.values, rows, left=t.left + 1, fit_width=WIDTH)
 
 
 def fmt_mib(bps: float | None) -> str:
@@ -179,8 +158,8 @@ def recipe_report(
     extra: Mapping[str, Any] | None = None,
     metrics: Sequence[str] | None = None,
 ) -> Report:
-    """A seed recipe's Report: its table laid out for its labels (``fitted``; the JSON's
-    ``table`` with the labels' names), the notes with run statuses and the first failures,
+    """A seed recipe's Report: its table laid out for its labels (``lay_out``; the JSON's
+    ``table`` too), the notes with run statuses and the first failures,
     the Why section (explain on each point's median run) and, when other labels share the
     points, the compare of every label against the first on ``metrics``."""
     notes = list(notes)
@@ -193,12 +172,11 @@ def recipe_report(
     cmp = compare_sides(sides, metrics)
     ids = tuple(r.id for r in runs if r.id is not None)
     full = lay_out(table, cols.labels)
-    shown, legend = fitted(table, cols.labels)
     return Report(
         kind="recipe",
         name=name,
         title=title,
-        sections=(Section(table=shown, bullets=legend),),
+        sections=(Section(table=full),),
         notes=tuple(notes),
         why=tuple(why_points(runs)),
         label=label,

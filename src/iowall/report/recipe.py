@@ -10,7 +10,7 @@ from typing import Any
 
 from ..results import Report, Section
 from .emit import Format, json_text, renders
-from .table import cell_rows, md_table, text_table
+from .table import cell_rows, fit, md_table, text_table
 from .why import why_lines
 
 
@@ -20,10 +20,12 @@ def _bullets(items: tuple[str, ...] | list[str]) -> list[str]:
 
 def _section_text(s: Section) -> list[str]:
     out = [""] + ([s.title] if s.title else [])
+    legend: tuple[str, ...] = ()
     if s.table is not None:
-        t = text_table(s.table.headers, cell_rows(s.table), left=s.table.left)
-        out.append(t.split("\n", 1)[1] if s.table.headless and "\n" in t else t)
-    return out + _bullets(s.bullets)
+        shown, legend = fit(s.table)
+        t = text_table(shown.headers, cell_rows(shown), left=shown.left)
+        out.append(t.split("\n", 1)[1] if shown.headless and "\n" in t else t)
+    return out + _bullets(legend + s.bullets)
 
 
 @renders(Report, Format.text)

@@ -1,10 +1,12 @@
-"""Plain-text and Markdown tables, the shapes kernel lists already read (mmtests-like), and the
-one place a table's numbers become text (``cell_text``)."""
+"""Plain-text and Markdown tables, the shapes kernel lists already read (mmtests-like), the
+one place a table's numbers become text (``cell_text``), and a table of long names fitted to
+its width (``fit``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..results import Cell, Table
 from ..units import GIB, MIB, fmt_value
@@ -48,6 +50,30 @@ def cell_text(c: Cell) -> str:
 def cell_rows(t: Table) -> list[list[str]]:
     """A table's cells as text."""
     return [[cell_text(c) for c in r] for r in t.rows]
+
+
+def text_width(t: Table) -> int:
+    """How wide ``t`` prints as text (``text_table``'s layout: two spaces before and between
+    padded columns)."""
+    widths = [max(len(c) for c in col) for col in zip(t.headers, *cell_rows(t), strict=True)]
+    return 2 + sum(widths) + 2 * (len(widths) - 1)
+
+
+def short_names(n: int) -> list[str]:
+    """A, B, … Z, then L27, L28, …: names in a table too narrow for them."""
+    return [chr(ord("A") + i) if i < 26 else f"L{i + 1}" for i in range(n)]
+
+
+def fit(t: Table) -> tuple[Table, tuple[str, ...]]:
+    """``t`` as its text shows it, and the legend lines under it: with a ``fit_width`` it
+    is wider than, the names of its first column as A, B, … (in order of first appearance)
+    with a legend ``A: name``; otherwise ``t`` unchanged."""
+    if t.fit_width is None or not t.rows or text_width(t) <= t.fit_width:
+        return t, ()
+    names = list(dict.fromkeys(c for r in t.rows if isinstance(c := r[0], str) and c))
+    short = dict(zip(names, short_names(len(names)), strict=True))
+    rows = tuple((short.get(r[0], r[0]) if isinstance(r[0], str) else r[0],) + r[1:] for r in t.rows)
+    return replace(t, rows=rows), tuple(f"{short[n]}: {n}" for n in names)
 
 
 def text_table(
