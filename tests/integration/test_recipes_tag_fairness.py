@@ -32,10 +32,10 @@ def test_tag_fairness_quick(iowall_env: dict[str, str], no_leftovers: None) -> N
     )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
-    assert doc["table"]["headers"] == ["numjobs", "MiB/s"]
+    assert doc["table"]["headers"] == ["numjobs", "Bandwidth"]
     rows = doc["table"]["rows"]
     assert [r[0] for r in rows] == ["1", "2", "4"]
-    assert all(float(r[1]) > 0 for r in rows)
+    assert all(r[1]["unit"] == "B/s" and r[1]["value"] > 0 for r in rows), rows
     assert {r["status"] for r in doc["runs"]} == {"ok"}
     assert any("max_sectors_kb" in n and "set to 128" in n for n in doc["notes"])
     # the knob was restored: the device is gone, and the journal is empty

@@ -1,5 +1,6 @@
 """The seed recipes' tables with several stored labels: one row per point and label, within
-100 columns (side by side they were 148-207), the labels' names kept in the JSON."""
+100 columns (side by side they were 148-207), the labels' names kept in the JSON; their
+value cells numbers with units (``Value``), formatted only by the renderer."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import json
 
 from iowall.beds import BedSpec
 from iowall.model import Metric, Point, Run
-from iowall.recipes import buffered_wall, small_file_writeback
+from iowall.recipes import bdev_rwmix, buffered_wall, small_file_writeback
 from iowall.recipes.tables import WIDTH, Columns, LabelRow, LabelTable, lay_out, recipe_report
 from iowall.repeat import RepeatPolicy
-from iowall.report.recipe import render_md, render_text, report_json
-from iowall.results import Report
+from iowall.report.recipe import render_json, render_md, render_text, report_json
+from iowall.results import Report, Value
 
 
 def _columns(runs: list[Run], labels: tuple[str, ...]) -> Columns:
@@ -97,7 +98,11 @@ def test_small_file_writeback_with_three_labels_fits() -> None:
     doc = report_json(rep)
     assert doc["table"]["headers"][0] == "Label"
     assert [r[0] for r in doc["table"]["rows"]] == list(labels) * 2  # names, not letters
-    assert doc["table"]["rows"][1][2:5] == ["2", "139,991", "11,540"]
+    assert doc["table"]["rows"][1][2:5] == [
+        "2",
+        {"value": 139_991.0, "unit": "files/s"},
+        {"value": 11_540.0, "unit": "ops_per_s"},
+    ]
     # the report's own table keeps the names too (the text alone shows letters), and so does
     # a stored report printed again
     assert [r[0] for r in doc["sections"][0]["table"]["rows"]] == list(labels) * 2
@@ -133,4 +138,65 @@ def test_two_short_labels_are_named_and_one_label_is_unchanged() -> None:
     one = _columns([r for r in runs if r.label == "new"], ("new",))
     t = lay_out(buffered_wall._table(o, one, runs), one.labels)
     assert t.headers == ("Variant", "Jobs", "Direct", "Buffered", "Buffered/Direct")
-    assert t.rows == (("normal", "2", "8192MiB/s", "3072MiB/s", "0.38"),) and t.left == 1
+    assert t.rows == (
+        ("normal", "2", Value(8 * 2**30, "B/s"), Value(3 * 2**30, "B/s"), Value(0.375, "ratio")),
+    )
+    assert t.left == 1 and t.fit_width is None
+
+
+def _buffered_report(runs: list[Run]) -> Report:
+    o = buffered_wall._Options("normal", 2, 2, (0, 1), "xfs", 1 << 30, RepeatPolicy(1), "x", BedSpec("ram"))
+    cols = _columns(runs, ("x",))
+    table = buffered_wall._table(o, cols, runs)
+    return recipe_report(
+        "buffered-wall", "t", label="x", batch="b", cols=cols, table=table, notes=(), runs=runs
+    )
+
+
+def test_a_seed_recipe_table_is_numbers_with_units_in_json_and_text_as_before() -> None:
+    points = {d: Point("buffered-wall", {"direct": d, "variant": "normal", "jobs": 2}) for d in (0, 1)}
+    runs = [_run(points[1], "x", 1, write_bw_bytes_per_s=4.0 * 2**30)]
+    runs.append(_run(points[0], "x", 2, write_bw_bytes_per_s=1.5 * 2**30))
+    doc = json.loads(render_json(_buffered_report(runs)))
+    row = ["normal", "2", {"value": 4.0 * 2**30, "unit": "B/s"}, {"value": 1.5 * 2**30, "unit": "B/s"}]
+    assert doc["table"]["rows"] == [[*row, {"value": 0.375, "unit": "ratio"}]]
+    assert doc["sections"][0]["table"]["rows"] == doc["table"]["rows"]
+    lines = _table_lines(render_text(_buffered_report(runs)))
+    assert lines[1].split() == ["normal", "2", "4096MiB/s", "1536MiB/s", "0.38"]
+    # a point not measured: no number, its unit kept; the text reads "-"
+    doc = json.loads(render_json(_buffered_report(runs[:1])))
+    assert doc["table"]["rows"][0][3:] == [{"value": None, "unit": "B/s"}, {"value": None, "unit": "ratio"}]
+    assert _table_lines(render_text(_buffered_report(runs[:1])))[1].split()[2:] == ["4096MiB/s", "-", "-"]
+
+
+def test_bdev_rwmix_reads_and_writes_are_columns_of_rates() -> None:
+    points = [Point("bdev-rwmix", {"rwmixwrite": m}) for m in (0, 30)]
+    bw = {f"inst{i}_read_bw_bytes_per_s": 100.0 * 2**20 * i for i in range(1, 5)}
+    runs = [
+        _run(points[0], "x", 1, **bw),
+        _run(points[1], "x", 2, **bw, **{f"inst{i}_write_bw_bytes_per_s": 50.0 * 2**20 for i in range(1, 5)}),
+    ]
+    cols = _columns(runs, ("x",))
+    rep = recipe_report(
+        "bdev-rwmix",
+        "t",
+        label="x",
+        batch="b",
+        cols=cols,
+        table=bdev_rwmix._table(cols, runs),
+        notes=(),
+        runs=runs,
+    )
+    doc = report_json(rep)
+    assert doc["table"]["headers"] == ["", "Read", "Write"]
+    assert doc["table"]["rows"][0] == ["read-only", "", ""]  # a heading row
+    assert doc["table"]["rows"][2][1:] == [
+        {"value": 200.0 * 2**20, "unit": "B/s"},
+        {"value": None, "unit": "B/s"},
+    ]
+    assert doc["table"]["rows"][7][1:] == [
+        {"value": 200.0 * 2**20, "unit": "B/s"},
+        {"value": 50.0 * 2**20, "unit": "B/s"},
+    ]
+    lines = _table_lines(render_text(rep))
+    assert lines[3].split() == ["Instance", "2", "200MiB/s", "-"] and lines[8].split()[-1] == "50MiB/s"

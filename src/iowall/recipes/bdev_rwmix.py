@@ -27,16 +27,16 @@ from ..beds.ram import make_image
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
 from ..repeat import RepeatPolicy
-from ..results import Report
+from ..results import Report, Value
 from ..runner import Outcome, Partial, Progress, Task
 from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count
-from ..units import GIB, MIB, fio_size, fmt_bytes, fmt_rate
+from ..units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import FioResult, JobFile, JobSection, run_fio
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register
-from .tables import Columns, LabelRow, LabelTable, columns, per_label, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, recipe_report
 
 NAME = "bdev-rwmix"
 PARTS = 4
@@ -141,14 +141,6 @@ def _task(session: Session, devs: list[str], mix: int, jobs: int, runtime: int, 
     return Task(point, execute, weight=runtime, title=f"{PARTS} instances {title}")
 
 
-def _cell(runs_median: dict[str, float | None]) -> str:
-    r, w = runs_median.get("r"), runs_median.get("w")
-    out = [f"r={fmt_rate(r)}" if r else "r=-"]
-    if w is not None:
-        out.append(f"w={fmt_rate(w)}")
-    return ",".join(out)
-
-
 @dataclass(frozen=True)
 class _Options:
     """What the user asked of bdev-rwmix, checked and scaled to the machine."""
@@ -210,22 +202,22 @@ def _notes(o: _Options, devs: list[str], part: int) -> list[str]:
 
 
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
-    """Per mix, a heading row and each instance's read (and write) bandwidth."""
+    """Per mix, a heading row and each instance's read and write bandwidth (write ``-`` in
+    the read-only mix)."""
     pts = sorted({r.point.key(): r.point for r in runs}.values(), key=lambda p: int(p.params["rwmixwrite"]))
     rows: list[LabelRow] = []
     for p in pts:
         mix = int(p.params["rwmixwrite"])
         rows.append(LabelRow(("read-only" if mix == 0 else f"rwmixwrite={mix}%",)))
         for i in range(1, PARTS + 1):
-
-            def cell(lab: str, p: Point = p, i: int = i, mix: int = mix) -> str:
-                med = {"r": cols.median(p, lab, f"inst{i}_read_bw_bytes_per_s")}
-                if mix:
-                    med["w"] = cols.median(p, lab, f"inst{i}_write_bw_bytes_per_s")
-                return _cell(med)
-
-            rows.append(LabelRow((f"Instance {i}",), (per_label(cols, cell),)))
-    return LabelTable(("",), ("bandwidth",), tuple(rows))
+            read = cols.cells(p, f"inst{i}_read_bw_bytes_per_s", "B/s")
+            write = (
+                cols.cells(p, f"inst{i}_write_bw_bytes_per_s", "B/s")
+                if mix
+                else tuple(Value(None, "B/s") for _ in cols.labels)
+            )
+            rows.append(LabelRow((f"Instance {i}",), (read, write)))
+    return LabelTable(("",), ("Read", "Write"), tuple(rows))
 
 
 def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:

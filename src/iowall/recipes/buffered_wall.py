@@ -22,7 +22,7 @@ from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
 from ..model import Point, Run
 from ..repeat import RepeatPolicy
-from ..results import Report
+from ..results import Cell, Report, Value
 from ..runner import Progress, Task
 from ..session import Session
 from ..store import Store
@@ -31,7 +31,7 @@ from ..units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, one, size_opt
 from .registry import Recipe, register
-from .tables import Columns, LabelRow, LabelTable, columns, fmt_mib, per_label, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, per_label, recipe_report
 from .tasks import fio_task
 
 NAME = "buffered-wall"
@@ -183,22 +183,20 @@ def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
     def med(direct: bool, lab: str, metric: str) -> float | None:
         return cols.median(pts[direct], lab, metric) if direct in pts else None
 
-    def bw(direct: bool) -> tuple[str, ...]:
-        return per_label(cols, lambda lab: fmt_mib(med(direct, lab, "write_bw_bytes_per_s")))
+    def cells(direct: bool, metric: str, unit: str) -> tuple[Cell, ...]:
+        return per_label(cols, lambda lab: Value(med(direct, lab, metric), unit))
 
-    def written(direct: bool) -> tuple[str, ...]:
-        return per_label(cols, lambda lab: fmt_bytes(v) if (v := med(direct, lab, "write_io_bytes")) else "-")
-
-    def ratio(lab: str) -> str:
+    def ratio(lab: str) -> Value:
         dv = med(True, lab, "write_bw_bytes_per_s")
         bv = med(False, lab, "write_bw_bytes_per_s")
-        return f"{bv / dv:.2f}" if dv and bv is not None else "-"
+        return Value(bv / dv if dv and bv is not None else None, "ratio")
 
     names = ["Direct", "Buffered", "Buffered/Direct"]
-    values = [bw(True), bw(False), per_label(cols, ratio)]
+    bw = "write_bw_bytes_per_s"
+    values = [cells(True, bw, "B/s"), cells(False, bw, "B/s"), per_label(cols, ratio)]
     if o.variant == "fill":
         names += ["Direct written", "Buffered written"]
-        values += [written(True), written(False)]
+        values += [cells(True, "write_io_bytes", "B"), cells(False, "write_io_bytes", "B")]
     return LabelTable(("Variant", "Jobs"), tuple(names), (LabelRow((o.variant, str(o.jobs)), tuple(values)),))
 
 

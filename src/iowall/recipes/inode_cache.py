@@ -153,7 +153,7 @@ def _table(o: _Options, cols: Columns, runs: Sequence[Run]) -> LabelTable:
         tuple(
             LabelRow(
                 (str(p.params["fs"]), str(p.params["files"]), str(p.params["threads"])),
-                tuple(cols.cells(p, f"{ph}_wall_s", lambda v: f"{v:.3f}") for ph in PHASES),
+                tuple(cols.cells(p, f"{ph}_wall_s", "s") for ph in PHASES),
             )
             for p in pts
         ),

@@ -24,7 +24,7 @@ from ..knob import parse_knob
 from ..knob_session import KnobSession
 from ..model import Artifact, Metric, Point, Run
 from ..repeat import RepeatPolicy
-from ..results import Report
+from ..results import Report, Value
 from ..runner import Outcome, Partial, Progress, Task
 from ..session import Session
 from ..store import Store
@@ -34,7 +34,7 @@ from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register
-from .tables import Columns, LabelRow, LabelTable, columns, recipe_report
+from .tables import Columns, LabelRow, LabelTable, columns, per_label, recipe_report
 from .tasks import fio_task
 
 NAME = "small-file-writeback"
@@ -217,21 +217,20 @@ def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
         if r.point.params["kind"] == "smallfiles" and r.point not in stream_pts:
             stream_pts.append(r.point)
 
+    def share(lab: str, p: Point) -> Value:
+        f, c = cols.median(p, lab, "files_per_s"), cols.median(ceil_pt, lab, "write_iops")
+        return Value(f / c if f is not None and c else None, "share")
+
     def row(p: Point) -> LabelRow:
-        f = [cols.median(p, lab, "files_per_s") for lab in cols.labels]
-        c = [cols.median(ceil_pt, lab, "write_iops") for lab in cols.labels]
         return LabelRow(
             (str(p.params["variant"]), str(p.params["threads"])),
             (
-                cols.cells(p, "files_per_s", _n),
-                cols.cells(p, "disk_write_iops", _n),
-                cols.cells(ceil_pt, "write_iops", _n),
-                tuple(
-                    f"{fi / ci * 100:.1f}%" if fi is not None and ci else "-"
-                    for fi, ci in zip(f, c, strict=True)
-                ),
-                cols.cells(p, "flusher_cpu_share", lambda v: f"{v * 100:.0f}%"),
-                cols.cells(p, "throttle_pause_s", lambda v: f"{v:.1f}s"),
+                cols.cells(p, "files_per_s", "files/s"),
+                cols.cells(p, "disk_write_iops", "ops_per_s"),
+                cols.cells(ceil_pt, "write_iops", "IO/s"),
+                per_label(cols, lambda lab: share(lab, p)),
+                cols.cells(p, "flusher_cpu_share", "percent"),
+                cols.cells(p, "throttle_pause_s", "s"),
             ),
         )
 
@@ -276,10 +275,6 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     return recipe_report(
         NAME, title, label=o.label, batch=session.batch, cols=cols, table=table, notes=notes, runs=runs
     )
-
-
-def _n(v: float) -> str:
-    return f"{v:,.0f}"
 
 
 def _skipped(r: Run) -> list[str]:

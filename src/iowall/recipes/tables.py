@@ -2,12 +2,13 @@
 statuses, the Why section, and ``compare`` of every label against the first when other labels
 share the points.
 
-A recipe builds a ``LabelTable`` (the cells that name each row, and per value column one cell
-per stored label, earlier labels first); ``recipe_report`` lays it out: one row per point with
-one label, one row per point and label under a ``Label`` column with several, so that a
-table is as wide with five labels as with two. Where the labels' names would still make the
-text wider than ``WIDTH``, the text shows them as A, B, … with a legend under the table
-(``Table.fit_width``; Markdown and the JSON keep the names)."""
+A recipe builds a ``LabelTable`` (the text cells that name each row, and per value column one
+number with its unit, a ``Value``, per stored label, earlier labels first: the renderer alone
+formats them); ``recipe_report`` lays it out: one row per point with one label, one row per
+point and label under a ``Label`` column with several, so that a table is as wide with five
+labels as with two. Where the labels' names would still make the text wider than ``WIDTH``,
+the text shows them as A, B, … with a legend under the table (``Table.fit_width``; Markdown and
+the JSON keep the names)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,8 @@ from typing import Any
 from ..analysis.compare import CompareResult, Side, compare
 from ..analysis.why import why_points
 from ..model import MEASURED_STATUSES, Point, Run
-from ..results import Report, Section, Table
+from ..results import Cell, Report, Section, Table, Value, cell_json
 from ..store import RunFilter, Store
-from ..units import fmt_rate
 
 #: The widest a recipe's text table may be (several labels side by side made them 148-207).
 WIDTH = 100
@@ -45,9 +45,10 @@ class Columns:
                 vals.append(v)
         return statistics.median(vals) if vals else None
 
-    def cells(self, point: Point, metric: str, fmt: Callable[[float], str]) -> tuple[str, ...]:
-        """One cell per label: the median of ``metric`` at ``point`` formatted, or "-"."""
-        return tuple("-" if (v := self.median(point, lab, metric)) is None else fmt(v) for lab in self.labels)
+    def cells(self, point: Point, metric: str, unit: str) -> tuple[Value, ...]:
+        """One cell per label: the median of ``metric`` at ``point`` in ``unit`` (None, read
+        ``-``, where no run measured it)."""
+        return tuple(Value(self.median(point, lab, metric), unit) for lab in self.labels)
 
 
 def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Columns:
@@ -82,11 +83,11 @@ def columns(store: Store, recipe: str, runs: Sequence[Run], label: str) -> Colum
 
 @dataclass(frozen=True)
 class LabelRow:
-    """A row of a LabelTable: the cells that name it, and per value column one cell per
-    label; a row without values is a heading (its name alone)."""
+    """A row of a LabelTable: the text cells that name it, and per value column one cell per
+    label (a number with its unit); a row without values is a heading (its name alone)."""
 
     keys: tuple[str, ...]
-    values: tuple[tuple[str, ...], ...] = ()
+    values: tuple[tuple[Cell, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class LabelTable:
     left: int = 1
 
 
-def per_label(cols: Columns, cell: Callable[[str], str]) -> tuple[str, ...]:
+def per_label(cols: Columns, cell: Callable[[str], Cell]) -> tuple[Cell, ...]:
     """One cell per label of ``cols``, in order."""
     return tuple(cell(lab) for lab in cols.labels)
 
@@ -109,24 +110,20 @@ def lay_out(t: LabelTable, names: Sequence[str]) -> Table:
     """``t`` as one table: one row per row of ``t`` with one label; with several, one row per
     row and label, the label (its name in ``names``) in a first column, the text fitted to
     ``WIDTH`` (``Table.fit_width``)."""
-    blank = ("",) * len(t.values)
+    blank: tuple[Cell, ...] = ("",) * len(t.values)
     if len(names) == 1:
         return Table.of(
             t.keys + t.values,
             [r.keys + (tuple(v[0] for v in r.values) if r.values else blank) for r in t.rows],
             left=t.left,
         )
-    rows: list[tuple[str, ...]] = []
+    rows: list[tuple[Cell, ...]] = []
     for r in t.rows:
         if not r.values:
             rows.append(("",) + r.keys + blank)
             continue
         rows += [(name,) + r.keys + tuple(v[i] for v in r.values) for i, name in enumerate(names)]
     return Table.of(("Label",) + t.keys + t.values, rows, left=t.left + 1, fit_width=WIDTH)
-
-
-def fmt_mib(bps: float | None) -> str:
-    return "-" if bps is None else fmt_rate(bps)
 
 
 def label_sides(cols: Columns) -> list[Side]:
@@ -159,7 +156,7 @@ def recipe_report(
     metrics: Sequence[str] | None = None,
 ) -> Report:
     """A seed recipe's Report: its table laid out for its labels (``lay_out``; the JSON's
-    ``table`` too), the notes with run statuses and the first failures,
+    ``table`` too, its numbers with their units), the notes with run statuses and the first failures,
     the Why section (explain on each point's median run) and, when other labels share the
     points, the compare of every label against the first on ``metrics``."""
     notes = list(notes)
@@ -186,7 +183,7 @@ def recipe_report(
             "recipe": name,
             **(extra or {}),
             "labels": list(cols.labels),
-            "table": {"headers": list(full.headers), "rows": [list(r) for r in full.rows]},
+            "table": {"headers": list(full.headers), "rows": [[cell_json(c) for c in r] for r in full.rows]},
             "compare_metrics": list(metrics) if metrics else None,
         },
         compare_sides=tuple((s.name, tuple(r.id for r in s.runs if r.id is not None)) for s in sides)

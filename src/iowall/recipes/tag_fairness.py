@@ -188,15 +188,15 @@ def _job(g: dict[str, object]) -> Callable[[], JobFile]:
 
 
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
-    """MiB/s per numjobs."""
+    """Write bandwidth per numjobs."""
     pts = sorted({r.point.key(): r.point for r in runs}.values(), key=lambda p: int(p.params["numjobs"]))
     return LabelTable(
         ("numjobs",),
-        ("MiB/s",),
+        ("Bandwidth",),
         tuple(
             LabelRow(
                 (str(p.params["numjobs"]),),
-                (cols.cells(p, "write_bw_bytes_per_s", lambda v: f"{v / MIB:.1f}"),),
+                (cols.cells(p, "write_bw_bytes_per_s", "B/s"),),
             )
             for p in pts
         ),
