@@ -110,6 +110,8 @@ def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
     if precise:
         return f"{value:.6g} {unit}".strip()
     if unit == "s":
+        if value == 0:  # none at all (a writer never throttled), not "0.0us"
+            return "0s"
         if value >= 1:
             return f"{value:.2f}s"
         if value >= 1e-3:

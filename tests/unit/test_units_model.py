@@ -4,7 +4,7 @@ import pytest
 
 from iowall.errors import UserError
 from iowall.model import Point, fingerprint
-from iowall.units import fio_size, fmt_bytes, fmt_rate, parse_size
+from iowall.units import fio_size, fmt_bytes, fmt_metric, fmt_rate, parse_size
 
 
 def test_parse_size_binary_units() -> None:
@@ -25,6 +25,8 @@ def test_formats() -> None:
     assert fmt_rate(3125 * (1 << 20)) == "3125MiB/s"
     assert fmt_rate(12.34 * (1 << 30)) == "12.3GiB/s"
     assert fio_size(2 << 20) == "2m" and fio_size(1536 << 10) == "1536k" and fio_size(1000) == "1000"
+    # seconds: none at all reads 0s (a table of throttled time), not 0.0us
+    assert [fmt_metric(v, "s") for v in (0.0, 44e-6, 0.125, 12.5)] == ["0s", "44.0us", "125.00ms", "12.50s"]
 
 
 def test_fingerprint_ignores_kernel_but_not_params() -> None:
