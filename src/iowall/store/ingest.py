@@ -53,21 +53,28 @@ def add_new_runs(
     added = 0
     checked: set[tuple[str, ...]] = set()
     for lo in range(0, len(runs), group):
-        packed = [pack_run(r, checked) for r in runs[lo : lo + group]]
-        try:
-            with _transaction(store, waiting) as conn:
-                n = _write(conn, packed)
-        except IntegrityError as e:
-            what = str(getattr(e, "orig", e)).splitlines()[0]
-            kept = (
-                "nothing was imported"
-                if not added
-                else f"{added} runs before it were imported (importing again skips them)"
-            )
-            raise UserError(f"import into {store.shown}: the store refused a run ({what}); {kept}") from None
+        part = runs[lo : lo + group]
+        with store.engine.connect() as conn:  # not packed when stored already (a re-import)
+            stored = _stored_uuids(conn, [r.uuid for r in part if r.uuid])
+        packed = [pack_run(r, checked) for r in part if r.uuid not in stored]
+        n = 0
+        if packed:
+            try:
+                with _transaction(store, waiting) as conn:
+                    n = _write(conn, packed)
+            except IntegrityError as e:
+                what = str(getattr(e, "orig", e)).splitlines()[0]
+                kept = (
+                    "nothing was imported"
+                    if not added
+                    else f"{added} runs before it were imported (importing again skips them)"
+                )
+                raise UserError(
+                    f"import into {store.shown}: the store refused a run ({what}); {kept}"
+                ) from None
         added += n
         if done is not None:
-            done(len(packed))
+            done(len(part))
     return added
 
 
