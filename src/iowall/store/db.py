@@ -391,10 +391,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
     a 30 s busy timeout, so two processes writing at once (a run and an import, two CI jobs)
     wait for each other instead of failing with 'database is locked'."""
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")  # first: switching to WAL waits for a writer too
     cur.execute(f"PRAGMA page_size={SQLITE_PAGE}")  # takes effect only in a new file
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
 
 
