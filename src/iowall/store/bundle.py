@@ -27,7 +27,7 @@ from ..dirs import redact_url
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
 from .db import Store
-from .ingest import add_new_runs
+from .ingest import add_new_runs, gc_paused
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
@@ -266,7 +266,8 @@ def _duplicates(b: BundleV1 | BundleV2) -> str | None:
             if missing:
                 return f"runs[{i}].units: no unit for metric {missing[0]!r}"
         for what, names in groups:
-            dup = next((n for j, n in enumerate(names) if n in names[:j]), None)
+            first = {n: j for j, n in reversed(list(enumerate(names)))}  # not pairwise: 135 a run
+            dup = next((n for j, n in enumerate(names) if first[n] < j), None)
             if dup is not None:
                 return f"runs[{i}].{what}: {dup!r} appears twice"
     return None
@@ -356,6 +357,7 @@ def _to_run(r: RunV2) -> Run:
     )
 
 
+@gc_paused()
 def read_bundle(path: str) -> list[Run]:
     """The runs of a bundle file (``-`` reads stdin), migrated to the current schema; each run
     carries its uuid and ``id`` = its id in the store it was exported from (``source_id``)."""
