@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..model import Run
 from .bundle import import_runs
 from .db import Store
-from .ingest import GROUP, Waiting
+from .ingest import GROUP, Waiting, gc_paused
 from .reports import copy_reports
 from .rows import RunFilter
 
@@ -56,11 +56,12 @@ def copy_runs(
         )
     copied = skipped = 0
     batches: set[str] = set()
-    for group in _groups(stream, chunk):  # a transaction each
-        batches.update(r.batch for r in group)
-        added, present = import_runs(dst, group, done=done, waiting=waiting)
-        copied += added
-        skipped += present
+    with gc_paused():  # reading too (ingest.gc_paused)
+        for group in _groups(stream, chunk):  # a transaction each
+            batches.update(r.batch for r in group)
+            added, present = import_runs(dst, group, done=done, waiting=waiting)
+            copied += added
+            skipped += present
     reports = copy_reports(src, dst, batches)
     return Copied(copied, skipped, reports)
 
