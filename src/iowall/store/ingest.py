@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, Table, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..errors import UserError
@@ -193,9 +193,21 @@ def _write(conn: Connection, packed: list[Packed]) -> int:
         for rows, out in ((p.artifacts, arts), (p.series, sers)):
             out.extend(dict(r, run_id=rid) for r in rows)
     for table, rows in ((t.run_metrics, mets), (t.artifacts, arts), (t.series, sers)):
-        if rows:
+        if rows and conn.dialect.name == "postgresql":
+            _copy(conn, table, rows)
+        elif rows:
             conn.execute(table.insert(), rows)
     return len(ids)
+
+
+def _copy(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Rows into a PostgreSQL table by COPY on the transaction's connection: psycopg's
+    executemany sends a statement a row (a third of the time of a 500-run group)."""
+    cols = list(rows[0])
+    raw: Any = conn.connection.driver_connection
+    with raw.cursor() as cur, cur.copy(f"COPY {table.name} ({', '.join(cols)}) FROM STDIN") as cp:
+        for r in rows:
+            cp.write_row([r[c] for c in cols])
 
 
 def _stored_uuids(conn: Connection, uuids: list[str]) -> set[str]:
