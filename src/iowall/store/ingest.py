@@ -1,7 +1,7 @@
 """Many runs into the store at once (``iowall import``, ``db copy``, a fleet's results): each
 run packed and checked outside any transaction, then GROUP runs a transaction, one
 executemany per table, as the scale fill packs them (benchmarks/store_scale.py), instead of
-nine statements a run: from 100–170 runs/s to thousands (docs/benchmarks.md).
+nine statements a run: 750–1,080 runs/s in process, from 95–140 a call (docs/benchmarks.md).
 
 Runs whose uuid the store has are skipped, also those another writer adds meanwhile (the
 uuid's unique constraint decides). Writers take turns, and a writer that has to wait says so
@@ -28,7 +28,7 @@ from .db import IMPORT_LOCK, Store, delta_base, dialect_insert, kind_ids
 from .packing import Packed, metrics_row, pack_run
 from .rows import CHUNK
 
-#: Runs per transaction: a concurrent writer waits at most one group's time (about 0.2 s),
+#: Runs per transaction: a concurrent writer waits for at most one group's writes (0.2 s),
 #: and an interrupted import keeps every group it finished (the next one skips them).
 GROUP = 500
 #: How long a writer waits for the store, in all, before it gives up (a stuck writer).
