@@ -16,7 +16,9 @@ from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import import_runs, plan_import, read_bundle, write_bundle
+from ..store.ingest import GROUP
 from .options import DbOpt
+from .progress import RichProgress
 
 
 def _n(count: int, word: str) -> str:
@@ -114,5 +116,17 @@ def import_(
         )
         write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n", None)
         return
-    added, skipped = import_runs(store, runs)
+    bar = RichProgress("import") if len(runs) > GROUP else None  # a bar on large bundles
+    if bar is not None:
+        bar.begin(len(runs))
+    try:
+        added, skipped = import_runs(
+            store,
+            runs,
+            done=bar.advance if bar else None,
+            waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
+        )
+    finally:
+        if bar is not None:
+            bar.end()
     write(f"imported {_n(added, 'run')}, {skipped} already present\n", None)

@@ -3,6 +3,7 @@ DST already has."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -12,7 +13,8 @@ from ..errors import UserError
 from ..report.emit import write
 from ..selection import parse_selection
 from ..store import RunFilter, Store
-from ..store.copy import copy_runs
+from ..store.copy import CHUNK, copy_runs
+from .progress import RichProgress
 
 db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")
 
@@ -52,7 +54,21 @@ def copy(
             )
         flt = sel.flt
     source, target = Store.existing(src), Store(dst)
-    done = copy_runs(source, target, flt)
+    total = source.count(flt)
+    bar = RichProgress("copy") if min(total, flt.limit or total) > CHUNK else None  # large copies
+    if bar is not None:
+        bar.begin(min(total, flt.limit or total))
+    try:
+        done = copy_runs(
+            source,
+            target,
+            flt,
+            done=bar.advance if bar else None,
+            waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
+        )
+    finally:
+        if bar is not None:
+            bar.end()
     write(
         f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
         f"report{'' if done.reports == 1 else 's'} from {source.shown} to "

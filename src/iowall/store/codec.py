@@ -117,10 +117,14 @@ def pairs(samples: Sequence[Sequence[float]]) -> tuple[tuple[float, float], ...]
     return tuple((float(a), float(b)) for a, b in samples)
 
 
+def doc_ref(text: str) -> str:
+    """The ref a document is kept under, whatever its encoding."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:REF_LEN]
+
+
 def pack_doc(text: str) -> tuple[str, str, bytes]:
     """(ref, encoding, data) for a run's environment or bed JSON."""
-    raw = text.encode("utf-8", "surrogatepass")
-    return hashlib.sha256(raw).hexdigest()[:32], DOC_ZLIB, zlib.compress(raw, 9)
+    return doc_ref(text), DOC_ZLIB, zlib.compress(text.encode("utf-8", "surrogatepass"), 9)
 
 
 def pack_delta(text: str, base_ref: str, base: str) -> tuple[str, str, bytes] | None:

@@ -5,18 +5,19 @@ nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..model import Run
 from .bundle import import_runs
 from .db import Store
+from .ingest import GROUP, Waiting, gc_paused
 from .reports import copy_reports
 from .rows import RunFilter
 
-#: Runs read and written per transaction: memory stays bounded on a large store, and an
-#: interrupted copy keeps what it finished (the next copy skips it).
-CHUNK = 200
+#: Runs read and written per transaction (the ingest's group): memory stays bounded on a
+#: large store, and an interrupted copy keeps what it finished (the next copy skips it).
+CHUNK = GROUP
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,19 @@ class Copied:
     reports: int
 
 
-def copy_runs(src: Store, dst: Store, flt: RunFilter | None = None, *, chunk: int = CHUNK) -> Copied:
+def copy_runs(
+    src: Store,
+    dst: Store,
+    flt: RunFilter | None = None,
+    *,
+    chunk: int = CHUNK,
+    done: Callable[[int], None] | None = None,
+    waiting: Waiting | None = None,
+) -> Copied:
     """Copy the runs of ``src`` matching ``flt`` (metrics, series, artifacts, environment,
     everything a run carries) into ``dst`` under ``dst``'s own ids, oldest first, read
-    ``chunk`` runs at a time (keyset pages): memory bounded whatever ``src`` holds."""
+    ``chunk`` runs at a time (keyset pages): memory bounded whatever ``src`` holds.
+    ``done``/``waiting``: as ``store.ingest.add_new_runs`` takes them."""
     flt = flt or RunFilter()
     if flt.limit is None:
         stream: Iterable[Run] = src.iter_runs(flt, with_series=True, with_artifacts=True, page=chunk)
@@ -46,11 +56,12 @@ def copy_runs(src: Store, dst: Store, flt: RunFilter | None = None, *, chunk: in
         )
     copied = skipped = 0
     batches: set[str] = set()
-    for group in _groups(stream, chunk):  # a transaction each
-        batches.update(r.batch for r in group)
-        added, present = import_runs(dst, group)
-        copied += added
-        skipped += present
+    with gc_paused():  # reading too (ingest.gc_paused)
+        for group in _groups(stream, chunk):  # a transaction each
+            batches.update(r.batch for r in group)
+            added, present = import_runs(dst, group, done=done, waiting=waiting)
+            copied += added
+            skipped += present
     reports = copy_reports(src, dst, batches)
     return Copied(copied, skipped, reports)
 

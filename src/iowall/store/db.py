@@ -3,9 +3,7 @@ kept current by Alembic migrations run on open."""
 
 from __future__ import annotations
 
-import json
 import os
-import uuid as uuidlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -25,7 +23,7 @@ from ..errors import UserError
 from ..model import Artifact, Run
 from . import codec
 from . import schema as t
-from .row_checks import METRICS, check_row, check_series
+from .packing import metrics_row, pack_run
 from .rows import (
     CHUNK,
     EVERY_RUN,
@@ -125,50 +123,15 @@ class Store:
         """Insert several runs in one transaction (all or none); keeps ``run.uuid`` when set."""
         ids: list[int] = []
         with self.engine.begin() as conn:
-            for run in runs:
-                rid = self._insert(conn, run)
-                assert rid is not None  # a plain insert raises on a stored uuid
-                ids.append(rid)
+            ids.extend(self._insert(conn, run) for run in runs)
         return ids
 
-    def add_new_runs(self, runs: Sequence[Run]) -> list[int | None]:
-        """Insert, in one transaction, the runs whose uuid the store lacks; None in place of
-        the id of a run already there, also one another writer added meanwhile (the uuid's
-        unique constraint decides, so concurrent imports of the same runs neither fail nor
-        duplicate). On PostgreSQL such transactions take turns (an advisory lock): two
-        inserting the same uuids in different orders would otherwise deadlock, which the
-        server detects only after ``deadlock_timeout`` (1 s) and breaks by failing one."""
-        with self.engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _IMPORT_LOCK})
-            return [self._insert(conn, run, skip_present=True) for run in runs]
-
     @staticmethod
-    def _insert(conn: Connection, run: Run, *, skip_present: bool = False) -> int | None:
-        """Insert one run on ``conn``; the caller owns the transaction. ``skip_present``:
-        insert nothing and return None when a run with that uuid is already stored."""
-        host = run.env.get("host", {})
-        row: dict[str, Any] = dict(
-            uuid=run.uuid or str(uuidlib.uuid4()),
-            batch=run.batch,
-            recipe=run.point.recipe,
-            label=run.label,
-            status=run.status,
-            point_key=run.point.key(),
-            point_json=json.dumps(dict(run.point.params), sort_keys=True),
-            fingerprint=run.fingerprint(),
-            repeat_index=run.repeat_index,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-            host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
-            kernel=str(run.env.get("kernel", "")),
-            env_json=json.dumps(run.env, sort_keys=True, default=str),
-            bed_json=json.dumps(run.bed, sort_keys=True, default=str),
-            error=run.error,
-            notes_json=json.dumps(list(run.notes)),
-        )
-        what = f"run {row['uuid']}"
-        check_row(t.runs, row, what)
+    def _insert(conn: Connection, run: Run) -> int:
+        """Insert one run on ``conn``; the caller owns the transaction (``store.ingest``
+        inserts many at once)."""
+        p = pack_run(run)
+        row = p.row
         docs = []
         for col, ref in (("env_json", "env_ref"), ("bed_json", "bed_ref")):  # kept once (codec)
             base = delta_base(conn, row["host"]) if col == "env_json" else None
@@ -176,58 +139,18 @@ class Store:
             row[ref], enc, data = packed or codec.pack_doc(row[col])
             row[col] = ""
             docs.append({"ref": row[ref], "encoding": enc, "data": data})
-        # + 0.0: -0.0 becomes 0.0, as 0003's rows kept it (SQLite's REAL dropped the sign)
-        mets: list[dict[str, Any]] = [
-            {"name": m.name, "value": float(m.value) + 0.0, "unit": m.unit, "direction": m.direction}
-            for m in run.metrics
-        ]
-        names = [m.name for m in run.metrics]
-        dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
-        if dup is not None:
-            raise UserError(f"{what}: metric {dup!r} appears twice")
-        arts = [
-            {"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body}
-            for a in run.artifacts
-        ]
-        for m in mets:
-            check_row(METRICS, {k: m[k] for k in ("name", "unit", "direction")}, what)
-        for a in arts:
-            check_row(t.artifacts, a, what)
-        for s in run.series:
-            check_series(s, what)
-        for a, art in zip(arts, run.artifacts, strict=True):  # kept compressed (codec)
-            a["encoding"], a["body"], a["data"] = codec.pack_body(art.body)
-        sers = []
-        if run.series:
-            enc, data = codec.pack_series(run.series)
-            sers.append({"run_id": 0, "encoding": enc, "data": data})
         conn.execute(dialect_insert(conn)(t.run_docs).on_conflict_do_nothing(index_elements=["ref"]), docs)
-        if skip_present:
-            ins = (
-                dialect_insert(conn)(t.runs)
-                .values(**row)
-                .on_conflict_do_nothing(index_elements=["uuid"])
-                .returning(t.runs.c.id)
-            )
-            rid = conn.execute(ins).scalar_one_or_none()
-            if rid is None:
-                return None
-        else:
-            rid = conn.execute(t.runs.insert().values(**row)).inserted_primary_key[0]  # type: ignore[index]
-        for rows in (arts, sers):
-            for r in rows:
-                r["run_id"] = rid
-        kinds = kind_ids(conn, {(m["name"], m["unit"], m["direction"]) for m in mets})
-        if mets:
-            enc, data = codec.pack_metrics(
-                [kinds[m["name"], m["unit"], m["direction"]] for m in mets], [m["value"] for m in mets]
-            )
-            conn.execute(t.run_metrics.insert(), [{"run_id": rid, "encoding": enc, "data": data}])
-        if arts:
-            conn.execute(t.artifacts.insert(), arts)
-        if sers:
-            conn.execute(t.series.insert(), sers)
-        return int(rid)
+        rid = int(conn.execute(t.runs.insert().values(**row)).inserted_primary_key[0])  # type: ignore[index]
+        for r in (*p.artifacts, *p.series):
+            r["run_id"] = rid
+        if p.metrics:
+            kinds = kind_ids(conn, {k for k, _ in p.metrics})
+            conn.execute(t.run_metrics.insert(), [metrics_row(rid, p.metrics, kinds)])
+        if p.artifacts:
+            conn.execute(t.artifacts.insert(), p.artifacts)
+        if p.series:
+            conn.execute(t.series.insert(), p.series)
+        return rid
 
     # -- reading ---------------------------------------------------------------------------
     def runs(self, flt: RunFilter = EVERY_RUN, *, with_series: bool = False) -> list[Run]:
@@ -430,8 +353,8 @@ HEAD = "0004"
 
 #: The advisory lock key that serialises migrations on PostgreSQL ("iowall" in ASCII).
 _MIGRATE_LOCK = 0x696F77616C6C
-#: The advisory lock key that serialises imports (``add_new_runs``) on PostgreSQL.
-_IMPORT_LOCK = _MIGRATE_LOCK + 1
+#: The advisory lock key that serialises imports (``store.ingest``) on PostgreSQL.
+IMPORT_LOCK = _MIGRATE_LOCK + 1
 
 
 def _sqlite_migrate(conn: Connection, upgrade: Callable[[], None], cfg: Any) -> None:
@@ -468,10 +391,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
     a 30 s busy timeout, so two processes writing at once (a run and an import, two CI jobs)
     wait for each other instead of failing with 'database is locked'."""
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")  # first: switching to WAL waits for a writer too
     cur.execute(f"PRAGMA page_size={SQLITE_PAGE}")  # takes effect only in a new file
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
 
 

@@ -1,0 +1,192 @@
+"""The import rate (issue 27): ``iowall import`` of bundles of 500 realistic runs into SQLite
+and PostgreSQL, the tree under test beside an older one (``--old SRC``), with the store's
+own batched fill (store_scale.fill) and ``db copy`` beside them.
+
+The runs are clones of real runs (store_scale's templates, as its fill makes them: labels of
+500, 8 hosts, 20 kernels, metrics scaled, each environment its own), written as bundles
+first. Each import is a subprocess timed whole (start-up, reading and validating the JSON,
+writing); "in process" times ``import_runs`` alone on runs already read. PostgreSQL is a
+throw-away cluster the script starts (tests/pg.py: fsync off). Run under the suite's lock:
+
+    flock /tmp/iowall-tests.lock env PYTHONPATH=src python benchmarks/import_rate.py \\
+        --template-db TEMPLATE.db --old OLD/src
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from iowall.model import Run
+from iowall.store import Store
+from iowall.store.bundle import import_runs, read_bundle, write_bundle
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+import store_scale  # noqa: E402  (beside this script)
+from tests.pg import Cluster, bindir  # noqa: E402  (the suite's throw-away PostgreSQL)
+
+SRC = HERE.parent / "src"
+#: Runs per bundle: what the issue's 100,000-run load imported a call.
+PER_BUNDLE = 500
+
+
+def clones(templates: Sequence[Run], lo: int, hi: int, rng: random.Random) -> Iterator[Run]:
+    """Runs ``lo``..``hi``-1 as store_scale.fill varies them, each with its own uuid."""
+    for i in range(lo, hi):
+        t = templates[i % len(templates)]
+        lab = i // store_scale.PER_LABEL
+        host = dict(t.env.get("host", {}), hostname=f"host{lab % 8}")
+        env = dict(t.env, kernel=f"6.{lab % 20}.{lab % 7}-scale{lab}", host=host)
+        for k in store_scale.VARYING_ENV:
+            if isinstance(env.get(k), int):
+                env[k] = int(env[k] * rng.uniform(0.999, 1.001))
+        scale = rng.lognormvariate(0.0, 0.03)
+        yield dataclasses.replace(
+            t,
+            env=env,
+            label=f"L{lab:04d}",
+            uuid=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            batch=f"batch-{i // store_scale.PER_BATCH:06d}",
+            metrics=tuple(dataclasses.replace(m, value=m.value * scale) for m in t.metrics),
+            id=i + 1,
+        )
+
+
+def timed(argv: list[str], src: Path) -> float:
+    """Wall seconds of one subprocess run on the tree ``src``; output checked, discarded."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr[-400:]}")
+    return wall
+
+
+def iowall(*args: str) -> list[str]:
+    return [sys.executable, "-m", "iowall", *args]
+
+
+def line(backend: str, tree: str, what: str, runs: int, wall: float) -> str:
+    out = f"| {backend} | {tree} | {what} | {runs:,} | {wall:.2f} s | {runs / wall:,.0f} runs/s |"
+    print(out, flush=True)
+    return out
+
+
+def measure(backend: str, new_url: Callable[[], str], files: list[str], trees: dict[str, Path]) -> list[str]:
+    """Each tree: one import per bundle into a new store, then every bundle again in one
+    call (nothing to add); the tree under test also all bundles in one call into a new
+    store, in process, and a db copy of it."""
+    out = []
+    n = PER_BUNDLE * len(files)
+    for tree, src in trees.items():
+        url = new_url()
+        walls = [timed(iowall("import", f, "--db", url), src) for f in files]
+        out.append(line(backend, tree, f"import, a {PER_BUNDLE}-run bundle a call", n, sum(walls)))
+        out.append(
+            line(
+                backend,
+                tree,
+                "the same again (all present), one call",
+                n,
+                timed(iowall("import", *files, "--db", url), src),
+            )
+        )
+    url = new_url()
+    out.append(
+        line(
+            backend,
+            "new",
+            f"import, {len(files)} bundles in one call",
+            n,
+            timed(iowall("import", *files, "--db", url), SRC),
+        )
+    )
+    runs = [r for f in files for r in read_bundle(f)]
+    store = Store(new_url())
+    t0 = time.perf_counter()
+    assert import_runs(store, runs) == (n, 0)
+    out.append(
+        line(backend, "new", "in process: import_runs of runs already read", n, time.perf_counter() - t0)
+    )
+    store.engine.dispose()
+    for tree, src in trees.items():
+        out.append(
+            line(backend, tree, "db copy of that store", n, timed(iowall("db", "copy", url, new_url()), src))
+        )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--template-db", type=Path, help="template runs from a store_scale template store")
+    ap.add_argument("--templates", metavar="BUNDLE", help="template runs from a bundle")
+    ap.add_argument("--bundles", type=int, default=4, help="bundles of 500 runs to import")
+    ap.add_argument("--old", type=Path, help="the src of an older tree, measured beside this one")
+    ap.add_argument("--no-pg", action="store_true", help="SQLite only")
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="import-rate-", dir=a.dir))
+    cluster = None
+    try:
+        if a.templates:
+            templates = read_bundle(a.templates)
+        else:
+            db = a.template_db or store_scale.make_templates(work, dict(os.environ, PYTHONPATH=str(SRC)))
+            templates = store_scale.template_runs(db)[0]
+        rng = random.Random(1)
+        files = []
+        for b in range(a.bundles):
+            files.append(str(work / f"b{b}.json"))
+            lo = b * PER_BUNDLE
+            write_bundle(clones(templates, lo, lo + PER_BUNDLE, rng), files[-1])
+        size = sum(os.path.getsize(f) for f in files) / len(files) / 1e6
+        print(f"{a.bundles} bundles of {PER_BUNDLE} runs, {size:.1f} MB each", flush=True)
+        trees = {"new": SRC, **({"old": a.old} if a.old else {})}
+        count = iter(range(10**6))
+        report = ["| store | tree | what | runs | wall | rate |", "|---|---|---|---|---|---|"]
+        report += measure("SQLite", lambda: f"sqlite:///{work / f's{next(count)}.db'}", files, trees)
+        fill_db = work / "fill.db"
+        Store(str(fill_db))
+        t0 = time.perf_counter()
+        store_scale.fill(fill_db, templates, 0, len(files) * PER_BUNDLE)
+        report.append(
+            line(
+                "SQLite",
+                "new",
+                "store_scale.fill (executemany)",
+                len(files) * PER_BUNDLE,
+                time.perf_counter() - t0,
+            )
+        )
+        if not a.no_pg and bindir() is not None:
+            cluster = Cluster()
+            cluster.start()
+
+            def pg_url() -> str:
+                name = f"ir{next(count)}"
+                cluster.psql(f"CREATE DATABASE {name}")
+                return cluster.url(name)
+
+            report += measure("PostgreSQL", pg_url, files, trees)
+        print("\n".join(report))
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

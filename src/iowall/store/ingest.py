@@ -1,0 +1,267 @@
+"""Many runs into the store at once (``iowall import``, ``db copy``, a fleet's results): each
+run packed and checked outside any transaction, then GROUP runs a transaction, one
+executemany per table, as the scale fill packs them (benchmarks/store_scale.py), instead of
+nine statements a run: 750–1,080 runs/s in process, from 95–140 a call (docs/benchmarks.md).
+
+Runs whose uuid the store has are skipped, also those another writer adds meanwhile (the
+uuid's unique constraint decides). Writers take turns, and a writer that has to wait says so
+(``waiting``) instead of failing: on SQLite the transaction takes the write lock first
+(BEGIN IMMEDIATE, retried past the busy timeout), on PostgreSQL an advisory lock (two
+importers inserting the same uuids in different orders would otherwise deadlock)."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, Table, select, text
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from ..errors import UserError
+from ..model import Run
+from . import codec
+from . import schema as t
+from .db import IMPORT_LOCK, Store, delta_base, dialect_insert, kind_ids
+from .packing import Packed, metrics_row, pack_run
+from .rows import CHUNK
+
+#: Runs per transaction: a concurrent writer waits for at most one group's writes (0.2 s),
+#: and an interrupted import keeps every group it finished (the next one skips them).
+GROUP = 500
+#: How long a writer waits for the store, in all, before it gives up (a stuck writer).
+WAIT_MAX = 600.0
+#: How long a first attempt waits for SQLite's write lock before saying that it waits.
+_FIRST_WAIT_MS = 200
+#: SQLite's busy timeout on every connection (store.db's pragmas), restored after a wait.
+_BUSY_MS = 30000
+
+Waiting = Callable[[str], None]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector off for a bulk read or write: its runs, metrics and rows hold
+    no cycles, and collecting over the hundreds of thousands of objects alive took most of
+    the time (a 500-run bundle read in 1.1 s with it, 0.4 s without)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def add_new_runs(
+    store: Store,
+    runs: Sequence[Run],
+    *,
+    done: Callable[[int], None] | None = None,
+    waiting: Waiting | None = None,
+    group: int = GROUP,
+) -> int:
+    """Add the runs of ``runs`` the store lacks (by uuid), ``group`` a transaction, under new
+    store ids; how many it added. ``done(n)`` after each group of ``n`` runs."""
+    with gc_paused():
+        return _add_new_runs(store, runs, done, waiting, group)
+
+
+def _add_new_runs(
+    store: Store, runs: Sequence[Run], done: Callable[[int], None] | None, waiting: Waiting | None, group: int
+) -> int:
+    added = 0
+    checked: set[tuple[str, ...]] = set()
+    for lo in range(0, len(runs), group):
+        part = runs[lo : lo + group]
+        with store.engine.connect() as conn:  # not packed when stored already (a re-import)
+            stored = _stored_uuids(conn, [r.uuid for r in part if r.uuid])
+        packed = [pack_run(r, checked) for r in part if r.uuid not in stored]
+        n = 0
+        if packed:
+            try:
+                with _transaction(store, waiting) as conn:
+                    n = _write(conn, packed)
+            except IntegrityError as e:
+                what = str(getattr(e, "orig", e)).splitlines()[0]
+                kept = (
+                    "nothing was imported"
+                    if not added
+                    else f"{added} runs before it were imported (importing again skips them)"
+                )
+                raise UserError(
+                    f"import into {store.shown}: the store refused a run ({what}); {kept}"
+                ) from None
+        added += n
+        if done is not None:
+            done(len(part))
+    return added
+
+
+@contextmanager
+def _transaction(store: Store, waiting: Waiting | None) -> Iterator[Connection]:
+    """A transaction that holds the store's write turn from its start."""
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.begin() as conn:
+            lock = {"k": IMPORT_LOCK}
+            if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), lock).scalar_one():
+                _say(waiting, store, "another import is writing to it")
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), lock)
+            yield conn
+        return
+    with store.engine.connect() as conn:
+        dbapi = conn.connection.driver_connection
+        assert dbapi is not None
+        level = dbapi.isolation_level
+        dbapi.isolation_level = None  # the driver begins nothing: BEGIN IMMEDIATE is the one
+        try:
+            _begin_immediate(conn, store, waiting)
+            try:
+                yield conn
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK")
+                raise
+            conn.exec_driver_sql("COMMIT")
+        finally:
+            dbapi.isolation_level = level
+
+
+def _begin_immediate(conn: Connection, store: Store, waiting: Waiting | None) -> None:
+    """BEGIN IMMEDIATE: SQLite's write lock now, not at the first insert (a transaction that
+    read first and writes second fails at once with 'database is locked' when another
+    writer got there in between: no busy timeout helps it). Waits up to WAIT_MAX, saying so
+    once when the first short wait is not enough."""
+    start = time.monotonic()
+    conn.exec_driver_sql(f"PRAGMA busy_timeout={_FIRST_WAIT_MS}")
+    try:
+        while True:
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except OperationalError as e:
+                if "locked" not in str(e.orig) and "busy" not in str(e.orig):
+                    raise
+                if time.monotonic() - start > WAIT_MAX:
+                    raise UserError(
+                        f"{store.shown} stayed busy for {WAIT_MAX:.0f} s (another writer holds it): "
+                        "nothing of this group was written; try again"
+                    ) from None
+                if conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() != _BUSY_MS:
+                    _say(waiting, store, "another process is writing to it")
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_MS}")
+    finally:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_MS}")
+
+
+def _say(waiting: Waiting | None, store: Store, why: str) -> None:
+    if waiting is not None:
+        waiting(f"waiting for {store.shown}: {why}")
+
+
+def _write(conn: Connection, packed: list[Packed]) -> int:
+    """Insert the runs of ``packed`` the store lacks, on ``conn`` (the caller's transaction);
+    how many it inserted."""
+    by_uuid = {p.row["uuid"]: p for p in packed}
+    stored = _stored_uuids(conn, list(by_uuid))
+    todo = [p for u, p in by_uuid.items() if u not in stored]
+    if not todo:
+        return 0
+    docs = _pack_docs(conn, todo)
+    if docs:
+        conn.execute(
+            dialect_insert(conn)(t.run_docs).on_conflict_do_nothing(index_elements=["ref"]),
+            [{"ref": r, "encoding": e, "data": d} for r, (e, d) in sorted(docs.items())],
+        )
+    ins = (
+        dialect_insert(conn)(t.runs)
+        .on_conflict_do_nothing(index_elements=["uuid"])
+        .returning(t.runs.c.id, t.runs.c.uuid)
+    )
+    ids = {u: int(i) for i, u in conn.execute(ins, [p.row for p in todo])}  # a uuid added meanwhile: absent
+    kinds = kind_ids(conn, {k for p in todo for k, _ in p.metrics})
+    mets: list[dict[str, Any]] = []
+    arts: list[dict[str, Any]] = []
+    sers: list[dict[str, Any]] = []
+    for p in todo:
+        rid = ids.get(p.row["uuid"])
+        if rid is None:
+            continue
+        if p.metrics:
+            mets.append(metrics_row(rid, p.metrics, kinds))
+        for rows, out in ((p.artifacts, arts), (p.series, sers)):
+            out.extend(dict(r, run_id=rid) for r in rows)
+    for table, rows in ((t.run_metrics, mets), (t.artifacts, arts), (t.series, sers)):
+        if rows and conn.dialect.name == "postgresql":
+            _copy(conn, table, rows)
+        elif rows:
+            conn.execute(table.insert(), rows)
+    return len(ids)
+
+
+def _copy(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Rows into a PostgreSQL table by COPY on the transaction's connection: psycopg's
+    executemany sends a statement a row (a third of the time of a 500-run group)."""
+    cols = list(rows[0])
+    raw: Any = conn.connection.driver_connection
+    with raw.cursor() as cur, cur.copy(f"COPY {table.name} ({', '.join(cols)}) FROM STDIN") as cp:
+        for r in rows:
+            cp.write_row([r[c] for c in cols])
+
+
+def _stored_uuids(conn: Connection, uuids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for i in range(0, len(uuids), CHUNK):
+        found.update(
+            conn.execute(select(t.runs.c.uuid).where(t.runs.c.uuid.in_(uuids[i : i + CHUNK]))).scalars()
+        )
+    return found
+
+
+def _pack_docs(conn: Connection, todo: list[Packed]) -> dict[str, tuple[str, bytes]]:
+    """Each run's environment and bed document, by ref (set in its row, the text cleared),
+    packed as ``Store._insert`` packs them one run at a time: an environment as a delta
+    against its host's newest one kept whole; the documents new to the store, to insert."""
+    refs = {codec.doc_ref(p.row[c]): p.row[c] for p in todo for c in ("env_json", "bed_json")}
+    stored: dict[str, tuple[str, bytes]] = {}
+    names = list(refs)
+    for i in range(0, len(names), CHUNK):
+        q = select(t.run_docs).where(t.run_docs.c.ref.in_(names[i : i + CHUNK]))
+        stored.update({r.ref: (r.encoding, bytes(r.data)) for r in conn.execute(q)})
+    new: dict[str, tuple[str, bytes]] = {}
+    bases: dict[str, tuple[str, str] | None] = {}
+    for p in todo:
+        row, host = p.row, p.row["host"]
+        if host not in bases:
+            bases[host] = delta_base(conn, host)
+        ref = codec.doc_ref(row["env_json"])
+        if ref in stored or ref in new:  # kept already: its base is the host's from now on
+            enc, data = stored.get(ref) or new[ref]
+            base_ref = codec.delta_base(enc, data)
+            bases[host] = (ref, refs[ref]) if base_ref is None else _doc_text(conn, base_ref, new, refs)
+        else:
+            base = bases[host]
+            packed = codec.pack_delta(row["env_json"], *base) if base else None
+            _, enc, data = packed or codec.pack_doc(row["env_json"])
+            new[ref] = (enc, data)
+            if packed is None:
+                bases[host] = (ref, row["env_json"])
+        row["env_ref"], row["env_json"] = ref, ""
+        bed_ref, enc, data = codec.pack_doc(row["bed_json"])
+        if bed_ref not in stored:
+            new.setdefault(bed_ref, (enc, data))
+        row["bed_ref"], row["bed_json"] = bed_ref, ""
+    return new
+
+
+def _doc_text(
+    conn: Connection, ref: str, new: dict[str, tuple[str, bytes]], texts: dict[str, str]
+) -> tuple[str, str] | None:
+    """(ref, text) of a whole document, stored or about to be; None if there is none."""
+    if ref in texts:
+        return ref, texts[ref]
+    if ref in new:
+        return ref, codec.unpack_doc(*new[ref])
+    doc = conn.execute(select(t.run_docs).where(t.run_docs.c.ref == ref)).first()
+    return None if doc is None else (ref, codec.unpack_doc(doc.encoding, doc.data))
