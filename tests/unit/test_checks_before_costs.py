@@ -174,6 +174,10 @@ def test_a_recipes_device_bed_is_guarded_before_the_lock(
     # running, a device iowall would refuse was reported as "another measurement is running"
     monkeypatch.setattr(iowall.actions.target, "exclusive", _forbid("exclusive"))
     monkeypatch.setattr(iowall.cli.run, "Store", _forbid("Store"))
-    rc, _, err = _run(capsys, "run", "bdev-rwmix", "--quick", "--bed", "device:/dev/null")
+    four = "device:/dev/null,/dev/zero,/dev/full,/dev/urandom"
+    rc, _, err = _run(capsys, "run", "bdev-rwmix", "--quick", "--bed", four)
     assert rc == 2 and err.count("\n") == 1, err
     assert ("refusing /dev/null" in err) if os.geteuid() == 0 else ("needs root" in err), err
+    # the number of devices a recipe takes is said before the guard looks at any of them
+    rc, _, err = _run(capsys, "run", "bdev-rwmix", "--quick", "--bed", "device:/dev/null")
+    assert rc == 2 and "bdev-rwmix needs 4 devices (one per partition)" in err, err

@@ -103,18 +103,30 @@ def provision_device(
     )
 
 
+def check_count(spec: BedSpec, count: int, recipe: str) -> None:
+    """A UserError when a device bed gives another number of devices than ``recipe`` takes:
+    said before the guard looks at any of them (a recipe's options step calls it)."""
+    if spec.kind == "device" and len(spec.paths) != count:
+        raise UserError(
+            f"{recipe} needs {count} device{'s' if count != 1 else ''}"
+            + (" (one per partition)" if count > 1 else "")
+            + f", --bed {spec} gives {len(spec.paths)}"
+            + (
+                f": list {count} partitions, e.g. device:/dev/sdb1,/dev/sdb2,/dev/sdb3,/dev/sdb4"
+                if count > 1
+                else ""
+            )
+        )
+
+
 @contextlib.contextmanager
 def raw_devices(
     spec: BedSpec, *, need_bytes: int, count: int | None = None, recipe: str = ""
 ) -> Iterator[Bed]:
     """The devices of a device bed, guarded (and wiped if allowed), with no filesystem: fio
     writes the block device nodes. ``count`` devices exactly when given."""
-    if count is not None and len(spec.paths) != count:
-        raise UserError(
-            f"{recipe} needs {count} devices (one per partition), --bed {spec} "
-            f"gives {len(spec.paths)}: list {count} partitions, e.g. "
-            "device:/dev/sdb1,/dev/sdb2,/dev/sdb3,/dev/sdb4"
-        )
+    if count is not None:
+        check_count(spec, count, recipe)
     bed = Bed(spec)
     try:
         guard_devices(bed, spec, need_bytes)

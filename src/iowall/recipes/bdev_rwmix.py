@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from ..beds import Bed, BedSpec
 from ..beds.blockdev import kernel_name, size_bytes
-from ..beds.device import raw_devices
+from ..beds.device import check_count, raw_devices
 from ..beds.ram import make_image
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
@@ -165,6 +165,7 @@ def _options(opts: RecipeOptions) -> _Options:
     (jobs,) = counts(opts, "numjobs", (cpus,))[:1]
     runtime = int(one(opts, "runtime", 10 if opts.quick else 60))
     spec = BedSpec.parse(opts.bed) if opts.bed else BedSpec("ram")
+    check_count(spec, PARTS, NAME)
     size = size_opt(opts, "image_size", 4 * GIB if opts.quick else 8 * GIB)
     return _Options(
         mixes=mixes,

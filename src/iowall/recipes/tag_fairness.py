@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..beds import Bed, BedSpec
 from ..beds.blockdev import kernel_name, size_bytes
-from ..beds.device import raw_devices
+from ..beds.device import check_count, raw_devices
 from ..beds.loop import disk_image
 from ..errors import UserError
 from ..knob import parse_knob
@@ -90,6 +90,7 @@ def _options(opts: RecipeOptions) -> _Options:
     msk = int(one(opts, "max_sectors_kb", 128))
     size = size_opt(opts, "image_size", 2 * GIB if opts.quick else 8 * GIB)
     spec = BedSpec.parse(opts.bed) if opts.bed else BedSpec("loop")
+    check_count(spec, 1, NAME)
     if spec.kind == "device":  # the whole device, unless --set image_size= bounds it
         given = spec.paths[0] if len(spec.paths) == 1 else ""
         have = size_bytes(kernel_name(given) or "") if given else 0
