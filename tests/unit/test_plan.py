@@ -427,12 +427,13 @@ def test_jobfile_plan(tmp_path: Path) -> None:
     assert isinstance(text, str) and "numjobs=2" in text and "directory=/bed/w" in text
 
 
-def test_plan_from_doc() -> None:
+def test_plan_from_doc_for_recipes() -> None:
     plan = plan_from_doc(
-        {"label": "r", "workload": {"rw": "read", "size": "1M"}, "axes": {"iodepth": [1, 32]}}
+        {"label": "r", "workload": {"rw": "read", "size": "1M"}, "axes": {"iodepth": [1, 32]}},
+        recipe="tag-fairness",
     )
-    assert plan.recipe == "plan:r" and plan.source == ""
-    assert [p.point.recipe for p in plan.expand()] == ["plan:r"] * 2
+    assert plan.recipe == "tag-fairness" and plan.source == "recipe tag-fairness"
+    assert [p.point.recipe for p in plan.expand()] == ["tag-fairness"] * 2
     with pytest.raises(PlanError, match=r"<plan>: key workload.rw"):
         plan_from_doc({"workload": {"rw": "sideways", "size": "1M"}})
     direct = Plan(label="x", workload=Workload(params={"rw": "read", "size": "1M"}))

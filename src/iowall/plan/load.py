@@ -1,4 +1,4 @@
-"""Reading plans: a TOML file or a job file into a Plan, every axis (from ``[axes]`` or
+"""Reading plans: a TOML file or a recipe's dict into a Plan, every axis (from ``[axes]`` or
 ``--set``) checked by the type of what it sets; every mistake is one PlanError."""
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ def plan_from_doc(
     where: Where | None = None,
     base_dir: str = ".",
     default_label: str = "plan",
+    recipe: str = "",
 ) -> Plan:
-    """Validate a plan given as a dict (a parsed TOML file, or a job file's one point)."""
+    """Validate a plan given as a dict (a parsed TOML file, or a recipe's own plan)."""
     w = where or Where("<plan>")
     try:
         m = PlanModel.model_validate(dict(doc))
@@ -155,7 +156,8 @@ def plan_from_doc(
         repeats=parse_repeat(m.repeat, what="repeat"),
         shuffle=shuffle,
         probes=tuple(m.probes),
-        source=w.name if where is not None else "",
+        recipe=recipe,
+        source=w.name if where is not None else (f"recipe {recipe}" if recipe else ""),
     )
 
 
