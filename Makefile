@@ -34,12 +34,14 @@ limits: setup
 	$(IOWALL) limits $(ARGS)
 
 ## test: the whole suite (real fio, real loop devices and filesystems).
+##   the emulated guests run beside the lint and the unit tests, then the tests that measure
+##   run alone (scripts/test-lanes.sh); PYTEST_ARGS=... runs one pytest of your selection.
 test: setup
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks scripts
-	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+ifeq ($(strip $(PYTEST_ARGS)),)
+	sh scripts/test-lanes.sh $(VENV)
+else
 	$(PY) -m pytest -q -rs --durations=40 $(PYTEST_ARGS)
+endif
 
 ## fuzz: the fuzzers at full strength (10,000 inputs each; `make test` runs 1,000 of each).
 fuzz: setup

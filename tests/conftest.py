@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, reporting_order, touch
+from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, earlier_touch, reporting_order, touch
 from iowall.knob_session import KnobSession
 from iowall.store import Store
 
@@ -42,13 +42,50 @@ def leftovers() -> dict[str, set[str]]:
 def reporting_held_off(touch_bytes: int = 0) -> Iterator[bool]:
     """Free page reporting held off (restored after) and ``touch_bytes`` of free memory
     touched first, so that the page cache a measuring test allocates comes from memory the
-    host has backed (see iowall.guestmem); whether this VM reports at all."""
+    host has backed (see iowall.guestmem): not touched again when a touch under the hold
+    still in force covered it; whether this VM reports at all."""
     with KnobSession() as ks:
-        reports = reporting_order() is not None
-        if reports:
+        found = reporting_order()
+        if found is not None:
             ks.set(REPORTING_ORDER, OFF_ORDER)
-            touch(touch_bytes)
-        yield reports
+            if earlier_touch(found) is None:
+                touch(touch_bytes)
+        yield found is not None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def reporting_hold() -> Iterator[KnobSession | None]:
+    """Free page reporting held off for the whole session (root, on a VM that reports;
+    restored at its end, or by `iowall recover` if the session is killed). Memory freed while
+    it is off stays backed by the host, so the first guest-memory touch of the session (the
+    first `limits` or `--hold-memory`) serves every later one (guestmem.TOUCHED): each
+    `limits` would otherwise touch all free memory again, 20-30 s here."""
+    if not ROOT or reporting_order() is None:
+        yield None
+        return
+    with KnobSession() as ks:
+        ks.set(REPORTING_ORDER, OFF_ORDER)
+        yield ks
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that let go of the session's reporting hold run last (in their order): one
+    guest-memory touch then serves every test before them."""
+    items.sort(key=lambda item: "reporting_released" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture
+def reporting_released(reporting_hold: KnobSession | None) -> Iterator[None]:
+    """The session's reporting hold let go for one test (taken again after, as a new hold:
+    the next touch is made again): for tests of what `limits` does to the knob itself."""
+    if reporting_hold is None:
+        yield
+        return
+    reporting_hold.restore()
+    try:
+        yield
+    finally:
+        reporting_hold.set(REPORTING_ORDER, OFF_ORDER)
 
 
 @pytest.fixture

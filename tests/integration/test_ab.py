@@ -78,6 +78,7 @@ def _ab(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[int, str, str,
     return cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0
 
 
+@pytest.mark.guests
 def test_a_kernel_that_does_not_boot(ab_env: dict[str, str], tmp_path: Path, no_leftovers: None) -> None:
     garbage = tmp_path / "vmlinuz-garbage"
     garbage.write_bytes(os.urandom(1 << 20))
@@ -94,6 +95,7 @@ def test_a_kernel_that_does_not_boot(ab_env: dict[str, str], tmp_path: Path, no_
     assert "console.log" in err and "    | " in err  # the console's last lines
 
 
+@pytest.mark.guests
 def test_two_debian_kernels_emulated(ab_env: dict[str, str], tmp_path: Path, no_leftovers: None) -> None:
     # one round (two boots, ~70 s each under TCG): the alternation of rounds (A B, then B A)
     # and a boot tried again are unit tests of run_rounds (tests/unit/test_ab.py)
@@ -128,6 +130,7 @@ def test_two_debian_kernels_emulated(ab_env: dict[str, str], tmp_path: Path, no_
     assert run.startswith("EMULATED: "), run
 
 
+@pytest.mark.guests
 def test_a_a_flags_nothing(ab_env: dict[str, str], tmp_path: Path, no_leftovers: None) -> None:
     # one round: the alternation is the two-kernel test's; this one is about the pairing
     rc, out, err, took = _ab(

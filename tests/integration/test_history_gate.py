@@ -77,7 +77,9 @@ def history(tmp_path_factory: pytest.TempPathFactory, reporting_held: bool) -> t
         assert cp.returncode == 0, cp.stderr
         if i == 0 and reporting_held:  # the memory was touched, and the report says so
             said = " ".join(cp.stdout.split())
-            assert "reporting already held off" in said and "touched once first" in said, said
+            # touched first, or not again when a touch under the session's hold covers it
+            assert "reporting already held off" in said, said
+            assert "touched once first" in said or "not touched again" in said, said
     return env, tmp
 
 

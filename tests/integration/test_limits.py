@@ -25,9 +25,6 @@ def cat_sysfs_order() -> str | None:
     return p.read_text().strip() if p.exists() else None
 
 
-ORDER_BEFORE = cat_sysfs_order()
-
-
 @pytest.fixture
 def small_run(limits_quick: tuple[dict, dict[str, str]]) -> tuple[dict, str]:
     """The session's small limits run (tests/conftest.py; job counts 1-4 on this 2-CPU
@@ -200,6 +197,7 @@ def test_bad_input_one_line_exit_2(
 def test_fs_block_sizes_side_by_side(iowall_env: dict[str, str], no_leftovers: None) -> None:
     """`--fs-block 4k,16k`: one XFS bed per block size (16k is above the 4k page size: large
     block sizes), the same points on each, the tables side by side."""
+    order_before = cat_sysfs_order()
     cp = iowall(
         "limits",
         "--quick",
@@ -227,7 +225,7 @@ def test_fs_block_sizes_side_by_side(iowall_env: dict[str, str], no_leftovers: N
     assert any(s.startswith("Best buffered write with 4k blocks") for s in doc["sentences"])
     titles = [sec["title"] for sec in doc["sections"]]
     assert "Sequential write, bs 2M, pvsync2, 16k fs blocks (median of 1, ± half-range)" in titles
-    assert cat_sysfs_order() == ORDER_BEFORE  # the free page reporting order came back
+    assert cat_sysfs_order() == order_before  # the free page reporting order came back
 
 
 def test_missing_fio(iowall_env: dict[str, str], no_leftovers: None, tmp_path: Path) -> None:

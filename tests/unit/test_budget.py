@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from iowall.analysis import budget, device_wall, offcpu, wall, wall_verdict
-from iowall.probes.threadstate import cgroup_metrics, parse_row, parse_stack
+from iowall.probes.threadstate import ROW_FIELDS, cgroup_metrics, parse_row, parse_stack
 
 FSYNC = (
     "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_fsync;do_fsync;xfs_file_fsync;"
@@ -99,6 +99,7 @@ def _doc(
         "hz": 100,
         "bucket_s": 0.1,
         "clk_tck": 100,
+        "row_fields": list(ROW_FIELDS),
         "threads": threads,
         "stacks": stacks,
         "cgroups": cgroups or [],

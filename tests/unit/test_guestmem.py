@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from iowall import guestmem
 from iowall.guestmem import CHUNK, GuestMemory, split, touch
+from iowall.knob_session import KnobSession
 from iowall.units import GIB
 
 
@@ -88,3 +93,64 @@ def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyP
     with KnobSession() as ks, pytest.raises(OSError):
         session.hold_memory_step(ks, Shown())
     assert seen[-1] == "end"
+
+
+@pytest.fixture
+def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """The touch record in a private file, the reporting order and the pending holds faked:
+    ``state["order"]`` reads as the knob, ``state["holds"]`` as the journal's pending holds."""
+    state: dict[str, object] = {"order": "11", "holds": {"E1"}}
+    monkeypatch.setattr(guestmem, "TOUCHED", tmp_path / "guest-memory.json")
+    monkeypatch.setattr(guestmem, "reporting_order", lambda: state["order"])
+    monkeypatch.setattr(guestmem, "_holds", lambda: set(state["holds"]))  # type: ignore[call-overload]
+    return state
+
+
+def test_a_touch_serves_while_its_hold_lasts(record: dict[str, object]) -> None:
+    assert guestmem.earlier_touch("11") is None  # nothing touched yet
+    guestmem.mark_touch("E1", 20 * GIB)
+    mark = guestmem.earlier_touch("11")
+    assert mark is not None and mark["bytes"] == 20 * GIB and mark["hold"] == "E1"
+    assert guestmem.earlier_touch("9") is None  # reporting was on when this command started
+    record["order"] = "9"  # turned back on since (by hand): pages may have been reported
+    assert guestmem.earlier_touch("11") is None
+    record["order"] = "11"
+    record["holds"] = {"E2"}  # the hold was restored and another one began: touch again
+    assert guestmem.earlier_touch("11") is None
+    record["holds"] = {"E1", "E2"}
+    assert guestmem.earlier_touch("11") is not None
+
+
+def test_a_record_of_another_boot_or_unreadable_serves_nothing(record: dict[str, object]) -> None:
+    guestmem.TOUCHED.write_text(json.dumps({"boot": "not-this-boot", "hold": "E1", "bytes": 1, "at": 0}))
+    assert guestmem.earlier_touch("11") is None
+    guestmem.TOUCHED.write_text("{")
+    assert guestmem.earlier_touch("11") is None
+
+
+def test_hold_skips_the_touch_under_the_same_hold_and_says_so(
+    record: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(guestmem, "touchable", lambda free: (4 * CHUNK, ""))
+    touched: list[int] = []
+    monkeypatch.setattr(guestmem, "touch", lambda n, threads=None: touched.append(n) or 1.0)
+    monkeypatch.setattr(guestmem, "_hold_entry", lambda: "E1")
+    ks = KnobSession()
+    first = guestmem.hold_guest_memory(ks)
+    assert first is not None and first.earlier_s is None and touched == [4 * CHUNK, 4 * CHUNK]
+    again = guestmem.hold_guest_memory(ks)
+    assert again is not None and again.earlier_s is not None and touched == [4 * CHUNK, 4 * CHUNK]
+    assert "not touched again" in again.note() and "under the same hold" in again.note()
+    record["holds"] = set()  # the hold ended: the next command touches
+    assert guestmem.hold_guest_memory(ks).earlier_s is None  # type: ignore[union-attr]
+    assert len(touched) == 4
+
+
+def test_a_capped_touch_is_not_recorded(record: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(guestmem, "touchable", lambda free: (CHUNK, "touched only 64 MiB: memory cgroup"))
+    monkeypatch.setattr(guestmem, "touch", lambda n, threads=None: 1.0)
+    monkeypatch.setattr(guestmem, "_hold_entry", lambda: "E1")
+    guestmem.hold_guest_memory(KnobSession())
+    assert not guestmem.TOUCHED.exists()

@@ -49,24 +49,12 @@ WORKER_BLOCKED_SHARE = 0.10
 QUOTA_BINDING = 0.9
 #: a window shorter than this is too short to explain (start-up and ends dominate it)
 MIN_WINDOW_S = 2.0
-_F = {
-    n: i
-    for i, n in enumerate(
-        (
-            "t",
-            "exec_ns",
-            "delay_ns",
-            "utime",
-            "stime",
-            "syscr",
-            "syscw",
-            "rchar",
-            "wchar",
-            "samples",
-            "running",
-        )
-    )
-}
+
+
+def _fields(doc: Mapping[str, Any]) -> dict[str, int]:
+    """Each per-thread row field's column, from the layout the probe wrote with its rows
+    (``row_fields``, in every threadstate document since the first)."""
+    return {n: i for i, n in enumerate(doc.get("row_fields") or ())}
 
 
 @dataclass(frozen=True)
@@ -136,7 +124,8 @@ def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float) -> tuple[i
 def counter_window(doc: Mapping[str, Any], direction: str | None = None) -> tuple[float, float] | None:
     """The window in which the threads' read (``direction='read'``), write, or any I/O
     syscalls moved: from the row before the first move to the row of the last."""
-    cols = {"read": (_F["syscr"],), "write": (_F["syscw"],)}.get(direction or "", (_F["syscr"], _F["syscw"]))
+    f = _fields(doc)
+    cols = {"read": (f["syscr"],), "write": (f["syscw"],)}.get(direction or "", (f["syscr"], f["syscw"]))
     moves: list[tuple[float, float]] = []
     for th in doc.get("threads", ()):
         rows = th.get("rows") or []
@@ -173,6 +162,7 @@ def compute(
     blocked_leaf: dict[str, dict[str, int]] = {}
     left: list[str] = []
     measured: list[tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]] = []
+    fields = _fields(doc)
     for th in doc.get("threads", ()):
         rows = th.get("rows") or []
         edges = _edge_rows(rows, w0, w1)
@@ -182,7 +172,7 @@ def compute(
         wall = b[0] - a[0]
         if wall <= 0:
             continue
-        d = {k: max(0.0, float(b[i] - a[i])) for k, i in _F.items()}
+        d = {k: max(0.0, float(b[i] - a[i])) for k, i in fields.items()}
         reasons: dict[str, float] = {}
         for r, sid, n in th.get("blocked") or ():
             if edges[0] < r <= edges[1] and 0 <= sid < len(stacks):

@@ -40,6 +40,8 @@ ALSO_SHARE = 0.25
 #: page from scattered folios: 40-45% of the engine's rep-movsb rate on this VM's page-cache
 #: reads and tmpfs reads (docs/explain.md), 2% when every fresh page faults on the host.
 MEMCOPY_NEAR = 0.25
+#: ``decide``'s context key for ``lock_turns`` as a share of the workload's time
+TURNS = "lock_turn_share"
 
 
 def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
@@ -89,7 +91,7 @@ def _states(b: Budget, ctx: Mapping[str, float]) -> dict[str, float]:
     scale = moved / sum(inside.values()) if sum(inside.values()) else 0.0
     # runnable behind its own threads and the bed's workers: more runnable threads than
     # CPUs, so the CPUs are the wall
-    turns = lock_turns(b, ctx) / wall
+    turns = ctx.get(TURNS, 0.0)
     out = {
         "cpu": oncpu - moved + s.get("runnable:own", 0) + turns,
         "runnable:quota": s.get("runnable:quota", 0),
@@ -143,6 +145,9 @@ def decide(
                 "runtime).",
             ),
         )
+    # the lock waits that stood in for a wait for a CPU, as a share of the time: computed
+    # once, read by the states and by the CPU wall's sentences
+    ctx = {**ctx, TURNS: lock_turns(b, ctx) / (b.wall_s or 1.0)}
     states = _states(b, ctx)
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
@@ -301,7 +306,7 @@ def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
             share,
             w.evidence | {"own_run_delay_share": round(own, 4)},
         )
-    turns = lock_turns(b, ctx) / (b.wall_s or 1.0)
+    turns = ctx.get(TURNS, 0.0)
     if turns >= 0.05:
         fn, caller = b.top_functions.get("lock", ("", ""))
         where = f" ({fn}" + (f", taken in {caller})" if caller else ")") if fn else ""
@@ -335,7 +340,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wa
     per_cpu_s = moved / oncpu if oncpu else 0.0
     mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
     threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
-    waits = b.share("runnable:own") + lock_turns(b, ctx) / (b.wall_s or 1.0)
+    waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
     # the CPU state holds the waits for a CPU too: say so when they weigh
     on = (
         f"on a CPU {_pct(share)} of its time"

@@ -95,14 +95,18 @@ def play(
     (2 and 4: some host failed or was unreachable, which the events tell)."""
     extra = log.with_name("extra-vars.json")
     extra.write_text(json.dumps(dict(extra_vars)))
-    env = dict(
-        os.environ,
-        ANSIBLE_STDOUT_CALLBACK="iowall_events",
-        ANSIBLE_CALLBACK_PLUGINS=str(playbook.parent / "callback_plugins"),
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_NOCOLOR="1",
-        PYTHONUNBUFFERED="1",
-    )
+    # pipelining: each task is one ssh session, not four (mkdir, put, exec, rm); the
+    # playbook never uses become, so sudo's requiretty cannot refuse it. A user's own
+    # setting wins.
+    env = {
+        "ANSIBLE_PIPELINING": "True",
+        **os.environ,
+        "ANSIBLE_STDOUT_CALLBACK": "iowall_events",
+        "ANSIBLE_CALLBACK_PLUGINS": str(playbook.parent / "callback_plugins"),
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_NOCOLOR": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     cmd = [
         tool("ansible-playbook"),
         "-i",

@@ -33,6 +33,20 @@ from .sampling import CLK_TCK, metric, read_text
 from .tasks import IOWALL_TOOLS
 
 ARTIFACT = "threadstate.json"
+#: The columns of each thread's rows, in order (the document carries them: ``row_fields``)
+ROW_FIELDS = (
+    "t",
+    "exec_ns",
+    "delay_ns",
+    "utime",
+    "stime",
+    "syscr",
+    "syscw",
+    "rchar",
+    "wchar",
+    "samples",
+    "running",
+)
 VERSION = 1
 #: stack samples per second per thread (jittered ±50%): 100 looks a thread over a 2 s window
 HZ = 50
@@ -386,19 +400,7 @@ class ThreadStateProbe(Probe):
             "hz": HZ,
             "bucket_s": BUCKET_S,
             "clk_tck": CLK_TCK,
-            "row_fields": [
-                "t",
-                "exec_ns",
-                "delay_ns",
-                "utime",
-                "stime",
-                "syscr",
-                "syscw",
-                "rchar",
-                "wchar",
-                "samples",
-                "running",
-            ],
+            "row_fields": list(ROW_FIELDS),
             "threads": threads,
             "stacks": stacks,
             "cgroups": cgs,

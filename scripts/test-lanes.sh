@@ -1,0 +1,38 @@
+#!/bin/sh
+# make test in two phases (docs/testing.md, "What runs where"):
+#   1. the tests marked `guests` (emulated kernels under qemu's TCG: one host CPU busy, nothing
+#      measured on this machine) in the background, while the other CPU runs the lint, the
+#      type check and the tests that measure nothing here (unit, fuzz, engine);
+#   2. then, alone on the machine, every other test: those that measure.
+# Each phase's pytest prints its slowest durations; the exit code is the first failure's.
+# Usage: scripts/test-lanes.sh VENV
+set -u
+VENV=$1
+PY=$VENV/bin/python
+tmp=$(mktemp -d /tmp/iowall-lanes.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() { [ "$status" -ne 0 ] || status=$1; }
+t0=$(date +%s)
+
+"$PY" -m pytest -q -rs --durations=10 --basetemp="$tmp/guests" -m guests tests/integration \
+    >"$tmp/guests.log" 2>&1 &
+guests=$!
+
+"$VENV/bin/ruff" check src tests benchmarks || fail 1
+"$VENV/bin/ruff" format --check src tests benchmarks scripts || fail 1
+"$VENV/bin/mypy" || fail 1
+"$VENV/bin/lint-imports" || fail 1
+"$PY" -m pytest -q -rs --durations=15 --basetemp="$tmp/quiet" tests/unit tests/fuzz tests/engine || fail $?
+
+wait "$guests"
+rc=$?
+echo "== the emulated guests (run beside the lint and the unit tests) =="
+cat "$tmp/guests.log"
+fail $rc
+echo "== phase 1: $(( $(date +%s) - t0 )) s =="
+
+"$PY" -m pytest -q -rs --durations=40 --basetemp="$tmp/measuring" -m "not guests" tests/integration \
+    || fail $?
+echo "== both phases: $(( $(date +%s) - t0 )) s =="
+exit $status
