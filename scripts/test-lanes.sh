@@ -2,7 +2,8 @@
 # make test in two phases (docs/testing.md, "What runs where"):
 #   1. the tests marked `guests` (emulated kernels under qemu's TCG: one host CPU busy, nothing
 #      measured on this machine) in the background, while the other CPU runs the lint, the
-#      type check and the tests that measure nothing here (unit, fuzz, engine);
+#      type check and the tests marked `beside`, which measure nothing here (unit, fuzz and
+#      engine tests, and the integration tests of stores, bundles, compare and the dashboard);
 #   2. then, alone on the machine, every other test: those that measure.
 # Each phase's pytest prints its slowest durations; the exit code is the first failure's.
 # Usage: scripts/test-lanes.sh VENV
@@ -23,16 +24,16 @@ guests=$!
 "$VENV/bin/ruff" format --check src tests benchmarks scripts || fail 1
 "$VENV/bin/mypy" || fail 1
 "$VENV/bin/lint-imports" || fail 1
-"$PY" -m pytest -q -rs --durations=15 --basetemp="$tmp/quiet" tests/unit tests/fuzz tests/engine || fail $?
+"$PY" -m pytest -q -rs --durations=15 --basetemp="$tmp/beside" -m beside tests || fail $?
 
 wait "$guests"
 rc=$?
-echo "== the emulated guests (run beside the lint and the unit tests) =="
+echo "== the emulated guests (phase 1, in the background) =="
 cat "$tmp/guests.log"
 fail $rc
 echo "== phase 1: $(( $(date +%s) - t0 )) s =="
 
-"$PY" -m pytest -q -rs --durations=40 --basetemp="$tmp/measuring" -m "not guests" tests/integration \
+"$PY" -m pytest -q -rs --durations=40 --basetemp="$tmp/measuring" -m "not guests and not beside" tests \
     || fail $?
 echo "== both phases: $(( $(date +%s) - t0 )) s =="
 exit $status

@@ -68,9 +68,19 @@ def reporting_hold() -> Iterator[KnobSession | None]:
         yield ks
 
 
+#: Test directories that measure nothing on this machine: every test in them is ``beside``.
+BESIDE_DIRS = ("unit", "fuzz", "engine")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that let go of the session's reporting hold run last (in their order): one
+    """Unit, fuzz and engine tests are marked ``beside`` (make test's phase 1 selects by it);
+    tests that let go of the session's reporting hold run last (in their order): one
     guest-memory touch then serves every test before them."""
+    here = Path(__file__).parent
+    for item in items:
+        rel = Path(str(item.path)).relative_to(here) if Path(str(item.path)).is_relative_to(here) else None
+        if rel is not None and rel.parts[0] in BESIDE_DIRS:
+            item.add_marker(pytest.mark.beside)
     items.sort(key=lambda item: "reporting_released" in getattr(item, "fixturenames", ()))
 
 

@@ -7,9 +7,13 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from iowall.store import Store
 from tests.conftest import iowall
 from tests.unit.test_bundle import V1_DOC, fill
+
+pytestmark = pytest.mark.beside  # measures nothing: phase 1 of make test
 
 
 def _other(tmp_path: Path, env: dict[str, str]) -> tuple[str, dict[str, str]]:

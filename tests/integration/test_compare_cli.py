@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from iowall.store import Store
 
 from ..conftest import iowall
 from ..unit.compare_data import runs
+
+pytestmark = pytest.mark.beside  # measures nothing: phase 1 of make test
 
 
 def _fill(db_url: str) -> None:

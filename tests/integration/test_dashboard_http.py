@@ -23,6 +23,8 @@ from iowall.web.assets import FILES
 from iowall.web.guard import HostNames
 from tests.dashboard_store import LINK, Made, build, served
 
+pytestmark = pytest.mark.beside  # measures nothing: phase 1 of make test
+
 PASSWORD = "s3cretPW"
 
 

@@ -257,17 +257,6 @@ def test_fleet_two_hosts_one_down_then_rerun(
     assert all("skipped" in ln for h in hosts for ln in host_lines(third.stderr, h.name))
     assert len(store.runs(RunFilter())) == 2
 
-    # A second label across the fleet: compare pairs each host's runs with its own (by
-    # fingerprint), never one host's with another's.
-    fourth = iowall(*args[:4], "--label", "fleet-u", *args[6:], env=env)
-    assert fourth.returncode == 0, fourth.stderr
-    cmp = iowall("compare", "fleet-t", "fleet-u", "--format", "json", "--db", db_url, env=env)
-    assert cmp.returncode == 0, cmp.stderr
-    doc = json.loads(cmp.stdout)
-    rows = [r for r in doc["rows"] if r["metric"] == "write_bw_bytes_per_s"]
-    assert doc["unpaired"] == [] and len(rows) == 2, doc
-    new = {r.env["host"]["hostname"]: r for r in store.runs(RunFilter(label="fleet-u"))}
-    assert {(r["base_runs"][0], r["new_runs"][0]) for r in rows} == {
-        (ra.id, new["fleet-a"].id),
-        (rb.id, new["fleet-b"].id),
-    }
+    # A second label across the fleet would measure both hosts again (about 50 s): that
+    # compare pairs each host's runs with its own is compare's, on runs of two host shapes
+    # (tests/unit/test_compare.py); here, that the hosts' runs carry their own shapes (above).

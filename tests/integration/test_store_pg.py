@@ -28,6 +28,8 @@ from iowall.store.reports import add_report, get_report
 from ..pg import Cluster
 from ..unit.compare_data import runs as compare_runs
 
+pytestmark = pytest.mark.beside  # measures nothing: phase 1 of make test
+
 
 def _whole_run(i: int, label: str) -> Run:
     """A run carrying a bit of everything: NaN and infinite metrics, unicode, series."""

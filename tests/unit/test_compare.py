@@ -131,6 +131,26 @@ def test_host_shape_refuses_pairing() -> None:
     assert not res.rows and "cpu_count 2 vs 128" in res.unpaired[0].reason
 
 
+def test_runs_of_two_hosts_a_side_pair_each_host_with_its_own() -> None:
+    """A fleet's label holds every host's runs: compare pairs each host's runs with the same
+    host's on the other side (its shape is in the fingerprint), never one host's with
+    another's (the fleet test's two hosts, 1 and 2 CPUs, stored under two labels)."""
+
+    def on(host: str, cpus: int, rs: list[Run]) -> list[Run]:
+        shape = {"hostname": host, "cpu_count": cpus}
+        return [dataclasses.replace(r, env={**r.env, "host": {**r.env["host"], **shape}}) for r in rs]
+
+    base = on("a", 1, runs("t", seed=1)) + on("b", 2, runs("t", seed=2, start_id=100))
+    new = on("a", 1, runs("u", seed=3, start_id=200)) + on("b", 2, runs("u", seed=4, start_id=300))
+    res = compare(Side("t", base), [Side("u", new)], metrics=["write_bw_bytes_per_s"])
+    assert not res.unpaired and res.rows
+    host = {r.id: r.env["host"]["hostname"] for r in base + new}
+    for row in res.rows:
+        (side,) = {host[i] for i in row.base_runs}
+        assert {host[i] for i in row.new_runs} == {side}
+    assert len(res.rows) == 2 * len({r.point_text for r in res.rows if r.base_runs[0] < 100})
+
+
 def test_one_run_a_side_is_never_marked() -> None:
     res = compare(Side("a", runs("a", n=1)), [Side("b", runs("b", n=1, scale={"0": 0.5}, start_id=50))])
     assert res.rows and not any(r.cmp.significant for r in res.rows)

@@ -1,5 +1,6 @@
-"""`make test` runs the suite in phases (scripts/test-lanes.sh): every test file must sit in a
-directory one phase runs, or `make test` would pass without it."""
+"""`make test` runs the suite in two phases (scripts/test-lanes.sh): the phases together must
+select every test, and what runs at the same time as something else must measure nothing and
+never recover machine-wide."""
 
 from __future__ import annotations
 
@@ -10,26 +11,54 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_test_file_is_in_a_phase() -> None:
-    script = (ROOT / "scripts" / "test-lanes.sh").read_text()
-    ran = set(re.findall(r"\btests/(\w+)", script))
-    assert {"unit", "fuzz", "engine", "integration"} <= ran, ran
-    files = [p.relative_to(ROOT / "tests") for p in (ROOT / "tests").rglob("test_*.py")]
-    assert files
-    outside = [str(f) for f in files if f.parts[0] not in ran]
-    assert not outside, f"test files no phase of make test runs: {outside}"
+def _selections() -> set[tuple[str, str]]:
+    """(marker expression, path) of each pytest the script runs."""
+    script = (ROOT / "scripts" / "test-lanes.sh").read_text().replace("\\\n", " ")
+    found = re.findall(r'-m pytest .*?-m (?:"([^"]+)"|(\w+)) (tests\S*)', script)
+    return {(quoted or bare, path) for quoted, bare, path in found}
 
 
-def test_the_guests_phase_never_recovers() -> None:
-    """Tests marked `guests` run beside the unit tests; none may run `iowall recover`
-    (machine-wide: it could undo what a unit test's killed child left for that test)."""
-    marked = []
-    for path in (ROOT / "tests" / "integration").glob("test_*.py"):
-        text = path.read_text()
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef) and any(
-                ast.unparse(d) == "pytest.mark.guests" for d in node.decorator_list
-            ):
-                marked.append(node.name)
-                assert "recover" not in (ast.get_source_segment(text, node) or ""), node.name
-    assert "test_two_debian_kernels_emulated" in marked and "test_a_killed_ab_leaves_no_guest" not in marked
+def test_the_phases_select_every_test_once() -> None:
+    # guests and beside in phase 1, the complement of both in phase 2: every test once, as
+    # long as guests are only integration tests
+    assert _selections() == {
+        ("guests", "tests/integration"),
+        ("beside", "tests"),
+        ("not guests and not beside", "tests"),
+    }
+    outside = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").rglob("test_*.py")
+        if "pytest.mark.guests" in p.read_text() and p.parent.name != "integration" and p != Path(__file__)
+    ]
+    assert not outside
+
+
+def _concurrent(text: str) -> list[tuple[str, str]]:
+    """(name, source) of the tests of a module that run beside something else: the whole
+    module when it is marked ``beside``, else the functions marked ``guests``."""
+    tree = ast.parse(text)
+    tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    whole = any(
+        isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
+        and "pytest.mark.beside" in ast.unparse(n.value)
+        for n in tree.body
+    )
+    return [
+        (n.name, ast.get_source_segment(text, n) or "")
+        for n in tests
+        if whole or any(ast.unparse(d) == "pytest.mark.guests" for d in n.decorator_list)
+    ]
+
+
+def test_what_runs_concurrently_never_recovers_nor_lets_the_reporting_hold_go() -> None:
+    """`iowall recover` is machine-wide: run beside unit tests it could undo what a test's
+    killed child left for that test to check; the reporting hold is the measuring phase's."""
+    seen = []
+    for path in sorted((ROOT / "tests" / "integration").glob("test_*.py")):
+        for name, source in _concurrent(path.read_text()):
+            seen.append(name)
+            assert "recover" not in source and "reporting_released" not in source, (path.name, name)
+    assert "test_two_debian_kernels_emulated" in seen and "test_a_killed_ab_leaves_no_guest" not in seen
+    assert any(n.startswith("test_") for n in seen if n not in ("test_two_debian_kernels_emulated",))
