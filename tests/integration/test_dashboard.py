@@ -31,7 +31,6 @@ CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     needs_root,
     pytest.mark.slow,
-    pytest.mark.beside,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium missing (scripts/setup-debs.sh)"),
 ]
 

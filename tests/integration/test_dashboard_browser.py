@@ -20,10 +20,9 @@ from tests.dashboard_store import LINK, LONG, XSS, Made, build, served
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.beside,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium missing (scripts/setup-debs.sh)"),
-]
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="chromium missing (scripts/setup-debs.sh)"
+)
 ARGS = [
     "--headless",
     "--no-sandbox",

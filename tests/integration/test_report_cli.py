@@ -12,7 +12,7 @@ import pytest
 from iowall.store import RunFilter, Store
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [needs_root, pytest.mark.slow]
 
 
 def plan(tmp_path: Path, probes: str = "") -> str:
