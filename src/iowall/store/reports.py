@@ -14,8 +14,8 @@ from sqlalchemy import Connection, select
 from ..errors import UserError
 from ..results import Report
 from . import schema as t
-from .db import Store, dialect_insert
-from .rows import has_prefix
+from .db import Store
+from .write import dialect_insert
 
 _T = TypeVar("_T")
 
@@ -40,13 +40,11 @@ def get_report(store: Store, batch: str) -> Report:
     is none or the prefix is ambiguous."""
     if not batch.strip():
         raise UserError("give a batch id (see 'iowall runs', column batch)")
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            select(t.reports.c.batch, t.reports.c.doc_json)
-            .where(has_prefix(t.reports.c.batch, batch))
-            .order_by(t.reports.c.batch)
-            .limit(3)
-        ).all()
+    with store.reading() as db:  # a substring, not LIKE: case-sensitive on both backends
+        rows = db.all(
+            "SELECT batch, doc_json FROM reports WHERE substr(batch, 1, :n) = :prefix ORDER BY batch LIMIT 3",
+            {"n": len(batch), "prefix": batch},
+        )
     if not rows:
         raise UserError(
             f"no report stored for batch {batch!r}: 'iowall runs' lists batches; "
