@@ -25,7 +25,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: every start-up, for --version only), the bundle module in selection (60 ms of pydantic models
 #: that only a bundle file needs), PostgreSQL's dialect (20 ms that only PostgreSQL needs), the
 #: compare renderers in a run's report (numpy, which a run that shows no compare does not need),
-#: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a SQLite store does not need).
+#: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a store does not need), psycopg
+#: (40-80 ms that only a PostgreSQL store needs).
 LAZY_OK = (
     "matplotlib",
     "alembic",
@@ -35,6 +36,7 @@ LAZY_OK = (
     "sqlalchemy.dialects.postgresql",
     ".compare",
     ".write",
+    "psycopg",
 )
 
 

@@ -108,8 +108,11 @@ def _plan(s: Store, sql: str, params: dict[str, Any]) -> str:
     with s.reading() as db:
         if db.dialect == "sqlite":
             return "\n".join(str(r[-1]) for r in db.all("EXPLAIN QUERY PLAN " + sql, params))
-        db.dbapi.execute("SET LOCAL enable_seqscan = off")
-        return "\n".join(str(r[0]) for r in db.all("EXPLAIN " + sql, params))
+        db.all("SELECT set_config('enable_seqscan', 'off', false)")
+        try:
+            return "\n".join(str(r[0]) for r in db.all("EXPLAIN " + sql, params))
+        finally:
+            db.all("SELECT set_config('enable_seqscan', 'on', false)")
 
 
 def test_labels_and_kernel_prefixes_are_served_by_indexes(store_url: str) -> None:
@@ -167,8 +170,8 @@ def test_migration_0005_adds_the_indexes_and_answers_as_before(store_url: str) -
     engine.dispose()
 
 
-def test_reading_a_sqlite_store_imports_no_sqlalchemy(tmp_path: Path) -> None:
-    db = str(tmp_path / "s.db")
+def test_reading_a_store_imports_no_sqlalchemy(store_url: str) -> None:
+    db = store_url
     rid = _fill(db, 3).runs()[0].id
     code = (
         "import contextlib, io, json, sys\n"

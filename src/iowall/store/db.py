@@ -14,7 +14,7 @@ from ..dirs import db_url, default_db_url, redact_url
 from ..errors import UserError
 from ..model import Artifact, Run
 from . import codec
-from .reader import Reader, connect_sqlite, in_list, sqlite_file
+from .reader import Reader, connect_pg, connect_sqlite, in_list, sqlite_file
 from .rows import (
     ARTIFACTS,
     CHUNK,
@@ -45,7 +45,7 @@ class Store:
         self.dialect = "postgresql" if self.url.startswith(("postgresql", "postgres:")) else "sqlite"
         self._file = sqlite_file(self.url)
         self._engine: Engine | None = None
-        if self._file is None:  # PostgreSQL, SQLite in memory: a bad URL is refused now
+        if self._file is None and self.dialect == "sqlite":  # in memory: one engine holds it
             self._engine = self._make_engine()
         if not self._at_head():
             from .write import migrate  # the SQLAlchemy half: only when there is work for it
@@ -85,16 +85,27 @@ class Store:
 
     @contextmanager
     def reading(self) -> Iterator[Reader]:
-        """A connection to read with: sqlite3 on a SQLite file, else the engine's."""
+        """A connection to read with, on the driver itself: sqlite3 on a SQLite file, psycopg
+        on PostgreSQL (a connection of its own); once the SQLAlchemy engine is made (a
+        process that writes, the dashboard's server), one from its pool."""
         if self._file is not None:
-            con = connect_sqlite(self._file)
-            try:
-                yield Reader(con, "sqlite")
-            finally:
-                con.close()
+            con: Any = connect_sqlite(self._file)
+        elif self._engine is None and self.dialect == "postgresql":
+            con = connect_pg(self.url)
+        else:
+            with self.engine.connect() as conn:
+                yield Reader(conn.connection.driver_connection, self.dialect)
             return
-        with self.engine.connect() as conn:
-            yield Reader(conn.connection.driver_connection, self.dialect)
+        try:
+            yield Reader(con, self.dialect)
+        finally:
+            con.close()
+
+    def pooled(self) -> Store:
+        """This store with its reads from a pool of connections kept open (SQLAlchemy's),
+        for a process that reads many times (``iowall serve``); returns itself."""
+        self.engine  # noqa: B018  (made now: reading() takes its connections from then on)
+        return self
 
     def _at_head(self) -> bool:
         """Whether the store's alembic_version is HEAD already (one query, no alembic); False

@@ -1,8 +1,8 @@
 """The store's reads: SQL text with ``:name`` parameters, written once and run on the DB-API
-connection of either backend. A SQLite file is read through the standard library's
-``sqlite3``, without SQLAlchemy (whose import, 0.15-0.25 s, was most of what ``iowall runs``
-and ``iowall show`` cost); PostgreSQL through the store engine's pooled psycopg connection.
-Writes and migrations stay SQLAlchemy Core and Alembic (``store.write``)."""
+connection of either backend: a SQLite file through the standard library's ``sqlite3``,
+PostgreSQL through psycopg, neither through SQLAlchemy (whose import, 0.15-0.25 s, was most
+of what ``iowall runs`` and ``iowall show`` cost). Writes and migrations stay SQLAlchemy Core
+and Alembic (``store.write``); a process that has made the engine reads from its pool."""
 
 from __future__ import annotations
 
@@ -70,6 +70,17 @@ def sqlite_file(url: str) -> str | None:
         return None
     path = url.removeprefix("sqlite:///")
     return None if path in ("", ":memory:") else path
+
+
+def connect_pg(url: str) -> Any:
+    """A psycopg connection to read a PostgreSQL store (libpq reads the store's URL as it
+    is; 10 s to connect, as the engine allows), in autocommit: a read holds no transaction."""
+    import psycopg  # only for a PostgreSQL store
+
+    for prefix in ("postgresql+psycopg://", "postgres://"):
+        if url.startswith(prefix):
+            url = "postgresql://" + url[len(prefix) :]
+    return psycopg.connect(url, connect_timeout=10, autocommit=True)
 
 
 def connect_sqlite(path: str) -> sqlite3.Connection:
