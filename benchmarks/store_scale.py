@@ -319,8 +319,8 @@ def fill_pg(url: str, templates: Sequence[Run], start: int, stop: int, seed: int
     document once: COPY knows no ON CONFLICT); then the id sequence moved past the runs and
     VACUUM ANALYZE, as autovacuum leaves a store that has been in use."""
     conninfo = url.replace("postgresql+psycopg://", "postgresql://")
-    seen: set[str] = set()
     with psycopg.connect(conninfo) as con:
+        seen = {ref for (ref,) in con.execute("SELECT ref FROM run_docs")}  # a fill before this one's
         for rows in fill_rows(Store(url), templates, start, stop, seed):
             docs = []
             for d in rows.docs:

@@ -26,7 +26,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: that only a bundle file needs), PostgreSQL's dialect (20 ms that only PostgreSQL needs), the
 #: compare renderers in a run's report (numpy, which a run that shows no compare does not need),
 #: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a store does not need), psycopg
-#: (40-80 ms that only a PostgreSQL store needs).
+#: (40-80 ms that only a PostgreSQL store needs), the compare of a stored report (analysis.compare
+#: and recipes.tables: numpy, which a report without a compare does not need).
 LAZY_OK = (
     "matplotlib",
     "alembic",
@@ -37,6 +38,8 @@ LAZY_OK = (
     ".compare",
     ".write",
     "psycopg",
+    "..analysis.compare",
+    ".tables",
 )
 
 

@@ -4,16 +4,14 @@ recipe module: the same list the registry makes by importing them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from iowall.recipes import catalog
-from iowall.recipes.catalog import Listed, listed
+from iowall.recipes.catalog import Listed, listed, recipe_modules
 from iowall.recipes.registry import broken, recipes
+from tests.fresh_process import fresh_run
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -26,25 +24,10 @@ def test_the_sources_list_what_the_registry_registers() -> None:
 
 
 def test_listing_imports_no_recipe_module() -> None:
-    code = (
-        "import contextlib, io, json, sys\n"
-        "from iowall.cli.main import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-        "    rc = main(['recipes', '--format', 'json'])\n"
-        "mods = [m for m in sys.modules if m.startswith('iowall.recipes.') or m.split('.')[0] in\n"
-        "        ('numpy', 'sqlalchemy')]\n"
-        "print(json.dumps([rc, sorted(mods), json.loads(out.getvalue())]))\n"
-    )
-    cp = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": SRC},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    rc, mods, doc = json.loads(cp.stdout.splitlines()[-1])
-    assert rc == 0 and mods == ["iowall.recipes.catalog"]
-    assert [r["name"] for r in doc["recipes"]] == [r.name for r in recipes()]
+    watch = [f"iowall.recipes.{m}" for m in recipe_modules()] + ["numpy", "sqlalchemy"]
+    rcs, mods, (out,) = fresh_run([["recipes", "--format", "json"]], watch)
+    assert rcs == [0] and mods == []
+    assert [r["name"] for r in json.loads(out)["recipes"]] == [r.name for r in recipes()]
 
 
 def test_a_module_that_cannot_be_read_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

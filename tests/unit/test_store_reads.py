@@ -5,11 +5,7 @@ before."""
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +15,13 @@ from sqlalchemy import create_engine, text
 
 from iowall.cli.main import main
 from iowall.model import Metric, Point, Run
+from iowall.results import Report
 from iowall.store import RunFilter, Store
 from iowall.store import db as store_db
+from iowall.store.reports import add_report
 from iowall.store.rows import where
 from iowall.store.write import engine_url
+from tests.fresh_process import fresh_run
 from tests.unit.test_store_scale import _cfg
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -171,24 +170,17 @@ def test_migration_0005_adds_the_indexes_and_answers_as_before(store_url: str) -
 
 
 def test_reading_a_store_imports_no_sqlalchemy(store_url: str) -> None:
-    db = store_url
-    rid = _fill(db, 3).runs()[0].id
-    code = (
-        "import contextlib, io, json, sys\n"
-        "from iowall.cli.main import main\n"
-        "rcs = []\n"
-        "for args in json.loads(sys.argv[1]):\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
-        "        rcs.append(main(args))\n"
-        "heavy = {m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'alembic'}\n"
-        "print(json.dumps([rcs, sorted(heavy)]))\n"
+    rid = _fill(store_url, 3).runs()[0].id
+    calls = [["runs", "--db", store_url], ["runs", "--label", "L0", "--db", store_url]]
+    rcs, heavy, _ = fresh_run([*calls, ["show", str(rid), "--db", store_url]], ["sqlalchemy", "alembic"])
+    assert rcs == [0, 0, 0] and heavy == []
+
+
+def test_reprinting_a_report_without_a_compare_imports_no_numpy(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    s = _fill(db, 3)
+    add_report(s, Report(kind="plan", name="p", title="a plan", head=("one line",), batch="b-1", label="L0"))
+    rcs, heavy, (out,) = fresh_run(
+        [["report", "b-", "--db", db]], ["numpy", "scipy", "sqlalchemy", "alembic"]
     )
-    cases = [["runs", "--db", db], ["runs", "--label", "L0", "--db", db], ["show", str(rid), "--db", db]]
-    cp = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(cases)],
-        env={**os.environ, "PYTHONPATH": SRC},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(cp.stdout.splitlines()[-1]) == [[0, 0, 0], []]
+    assert rcs == [0] and heavy == [] and "a plan" in out and "one line" in out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 #: Modules of the package that are not recipes.
-HELPERS = ("registry", "options", "tables", "tasks", "catalog")
+HELPERS = ("registry", "options", "tables", "tasks", "catalog", "stored")
 
 
 @dataclass(frozen=True)

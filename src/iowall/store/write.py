@@ -89,6 +89,11 @@ def insert_run(conn: Connection, run: Run) -> int:
     return rid
 
 
+def insert_report(conn: Connection, row: dict[str, Any]) -> None:
+    """Insert a report's row (``store.reports.add_report``)."""
+    conn.execute(t.reports.insert().values(**row))
+
+
 def engine_url(url: str) -> str:
     """The SQLAlchemy URL of a store URL: ``postgresql://`` and ``postgres://`` go through
     psycopg 3 (the driver iowall depends on), not SQLAlchemy's default psycopg2."""
