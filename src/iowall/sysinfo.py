@@ -100,8 +100,6 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-
-
 def environment(
     extra: dict[str, Any] | None = None, knobs: Mapping[str, str] | None = None
 ) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, text
 
+from iowall.cli import runs as runs_cli
 from iowall.cli.main import main
 from iowall.model import Metric, Point, Run
 from iowall.results import Report
@@ -184,3 +185,19 @@ def test_reprinting_a_report_without_a_compare_imports_no_numpy(tmp_path: Path) 
         [["report", "b-", "--db", db]], ["numpy", "scipy", "sqlalchemy", "alembic"]
     )
     assert rcs == [0] and heavy == [] and "a plan" in out and "one line" in out
+
+
+def test_counts_stop_past_a_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's count reads at most COUNTED entries past the page: "more than N" beyond."""
+    db = str(tmp_path / "s.db")
+    s = _fill(db)
+    assert s.count(RunFilter()) == 40 and s.count(RunFilter(), at_most=9) == 10
+    assert s.count(RunFilter(label="L1"), at_most=100) == 8
+    monkeypatch.setattr(runs_cli, "COUNTED", 9)
+    assert main(["runs", "--limit", "5", "--db", db]) == 0
+    assert "more than 9 older runs not shown: --before" in capsys.readouterr().err
+    monkeypatch.setattr(runs_cli, "COUNTED", 35)
+    assert main(["runs", "--limit", "5", "--db", db]) == 0
+    assert "35 older runs not shown: --before" in capsys.readouterr().err

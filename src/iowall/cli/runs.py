@@ -15,6 +15,7 @@ from ..errors import UserError
 from ..report.emit import emit, json_text, write, wrote
 from ..report.run import RUN_CSV_FIELDS, RunList, csv_row, run_json
 from ..store import RunFilter, Store
+from ..store.db import COUNTED
 from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 
@@ -93,11 +94,14 @@ def runs(
         return
     else:
         number, size = page or 1, limit or PAGE_SIZE
-        found, total = store.page(flt, number=number, size=size, before=before)
+        found, total = store.page(
+            flt, number=number, size=size, before=before, at_most=number * size + COUNTED
+        )
         older = max(0, total - number * size)
         if older and fmt == ListFormat.text and found:
+            many = f"more than {COUNTED:,}" if older > COUNTED else str(older)
             print(
-                f"{older} older run{'' if older == 1 else 's'} not shown: --before "
+                f"{many} older run{'' if older == 1 else 's'} not shown: --before "
                 f"{found[0].id} (or --page {number + 1}) for the next page, --limit N for "
                 "longer pages, --format csv or json for every run",
                 file=sys.stderr,

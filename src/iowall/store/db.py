@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 #: SQLAlchemy (tests/unit/test_store_head.py checks it against the migration scripts).
 HEAD = "0005"
 
+#: Runs a listing counts at most beyond what it shows ("more than 10,000 older runs"): a
+#: count of every matching run read a million index entries on PostgreSQL (0.14 s of the
+#: dashboard's runs page at a million runs, 0.05 s at 100,000: docs/benchmarks.md).
+COUNTED = 10_000
+
 
 class Store:
     """Runs, their metrics, raw artifacts and series, in one database."""
@@ -184,28 +189,37 @@ class Store:
         with self.reading() as db:
             return [int(i) for (i,) in db.all(f"SELECT id FROM runs{q} ORDER BY id DESC LIMIT :n", p)]
 
-    def count(self, flt: RunFilter = EVERY_RUN, **window: float | None) -> int:
+    def count(self, flt: RunFilter = EVERY_RUN, *, at_most: int | None = None, **window: float | None) -> int:
         """How many runs ``flt`` selects (its ``limit`` ignored; every stored run by default)
-        in ``window`` (as ``page_ids``)."""
+        in ``window`` (as ``page_ids``); with ``at_most``, counting stops past it (the answer
+        is then ``at_most + 1``), so that a page's count reads a bounded number of index
+        entries whatever the store holds."""
         if flt.commit is not None:
             before = window.get("before")
-            return sum(1 for r in self.iter_runs(flt) if before is None or (r.id or 0) < before)
+            n = sum(1 for r in self.iter_runs(flt) if before is None or (r.id or 0) < before)
+            return n if at_most is None else min(n, at_most + 1)
         p: dict[str, Any] = {}
         q = _window(where(flt, self.dialect, p), p, **window)
+        if at_most is not None:
+            p["cap"] = at_most + 1
+            q = f"SELECT count(*) FROM (SELECT 1 FROM runs{q} LIMIT :cap) AS capped"
+        else:
+            q = "SELECT count(*) FROM runs" + q
         with self.reading() as db:
-            return int(db.scalar("SELECT count(*) FROM runs" + q, p))
+            return int(db.scalar(q, p))
 
     def page(
-        self, flt: RunFilter, *, number: int, size: int, before: int | None = None
+        self, flt: RunFilter, *, number: int, size: int, before: int | None = None, at_most: int | None = None
     ) -> tuple[list[Run], int]:
         """Page ``number`` (1: the newest ``size`` runs) of the runs matching ``flt`` with an id
         below ``before`` (every run when None), oldest first within the page, and how many
-        runs match (below ``before``) in all. No OFFSET: page N is the last ``size`` of the
+        runs match (below ``before``) in all (counted up to ``at_most`` past the page, as
+        ``count`` does). No OFFSET: page N is the last ``size`` of the
         newest N × ``size`` ids, read from an index alone (``page_ids``), then its runs by id;
         ``before`` (the keyset) makes any page cost what the first does."""
         if number < 1 or size < 1:
             raise UserError(f"page {number} of {size} runs? give a page and a size from 1")
-        total = self.count(flt, before=before)
+        total = self.count(flt, before=before, at_most=at_most)
         if flt.commit is not None:  # filtered in Python: page over the matching ids
             ids = [
                 r.id for r in self.iter_runs(flt) if r.id is not None and (before is None or r.id < before)

@@ -16,6 +16,7 @@ from ..errors import UserError
 from ..model import Run
 from ..selection import compared_field, load, parse_selection, run_id
 from ..store import RunFilter, Store
+from ..store.db import COUNTED
 
 #: Runs on one page of /runs.
 PAGE = 50
@@ -26,7 +27,7 @@ FILTERS = ("label", "recipe", "kernel", "host", "status", "batch")
 @dataclass(frozen=True)
 class RunPage:
     """One page of runs, newest first, the id the next (older) page starts below, and how
-    many runs the filters match in all."""
+    many runs the filters match in all (``COUNTED + 1`` standing for more than COUNTED)."""
 
     runs: tuple[Run, ...]
     older: int | None
@@ -60,7 +61,7 @@ def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> R
     return RunPage(
         tuple(runs),
         shown[-1] if len(ids) > limit else None,
-        store.count(flt, since=since, until=until),
+        store.count(flt, since=since, until=until, at_most=COUNTED),
     )
 
 
