@@ -59,7 +59,8 @@ class Store:
 
     @property
     def engine(self) -> Engine:
-        """The SQLAlchemy engine (writes, migrations, PostgreSQL reads), made when first used."""
+        """The SQLAlchemy engine (writes, migrations; PostgreSQL reads once it is made), made
+        when first used."""
         if self._engine is None:
             self._engine = self._make_engine()
         return self._engine
@@ -90,9 +91,10 @@ class Store:
 
     @contextmanager
     def reading(self) -> Iterator[Reader]:
-        """A connection to read with, on the driver itself: sqlite3 on a SQLite file, psycopg
-        on PostgreSQL (a connection of its own); once the SQLAlchemy engine is made (a
-        process that writes, the dashboard's server), one from its pool."""
+        """A connection to read with, on the driver itself: sqlite3 on a SQLite file; on
+        PostgreSQL psycopg (a connection of its own), or one from the engine's pool once the
+        engine is made (a process that writes, the dashboard's server: ``pooled``); SQLite
+        in memory through the engine (its one connection holds the database)."""
         if self._file is not None:
             con: Any = connect_sqlite(self._file)
         elif self._engine is None and self.dialect == "postgresql":
@@ -107,8 +109,9 @@ class Store:
             con.close()
 
     def pooled(self) -> Store:
-        """This store with its reads from a pool of connections kept open (SQLAlchemy's),
-        for a process that reads many times (``iowall serve``); returns itself."""
+        """This store with its PostgreSQL reads from a pool of connections kept open
+        (SQLAlchemy's), for a process that reads many times (``iowall serve``; a SQLite file
+        is opened per read, which costs nothing to speak of); returns itself."""
         self.engine  # noqa: B018  (made now: reading() takes its connections from then on)
         return self
 

@@ -212,7 +212,7 @@ def _stored_uuids(conn: Connection, uuids: list[str]) -> set[str]:
 
 def _pack_docs(conn: Connection, todo: list[Packed]) -> dict[str, tuple[str, bytes]]:
     """Each run's environment and bed document, by ref (set in its row, the text cleared),
-    packed as ``Store._insert`` packs them one run at a time: an environment as a delta
+    packed as ``write.insert_run`` packs them one run at a time: an environment as a delta
     against its host's newest one kept whole; the documents new to the store, to insert."""
     refs = {codec.doc_ref(p.row[c]): p.row[c] for p in todo for c in ("env_json", "bed_json")}
     stored: dict[str, tuple[str, bytes]] = {}
