@@ -59,7 +59,7 @@ def pages(labels: Sequence[str], run_id: int, batch: str | None) -> list[tuple[s
 
 
 @contextmanager
-def serving(db: Path, env: dict[str, str]) -> Iterator[str]:
+def serving(db: Path | str, env: dict[str, str]) -> Iterator[str]:
     """``iowall serve --port 0`` on ``db`` while the caller holds it; its base URL."""
     p = subprocess.Popen(
         [sys.executable, "-m", "iowall", "serve", "--db", str(db), "--port", "0"],
@@ -109,7 +109,13 @@ def paint_times(ctx: Any, url: str, reps: int) -> tuple[float, float]:
 
 
 def measure(
-    db: Path, n: int, env: dict[str, str], labels: Sequence[str], run_id: int, batch: str | None, reps: int
+    db: Path | str,
+    n: int,
+    env: dict[str, str],
+    labels: Sequence[str],
+    run_id: int,
+    batch: str | None,
+    reps: int,
 ) -> list[str]:
     """One table line per page: server time, bytes, first paint, all plots drawn."""
     from playwright.sync_api import sync_playwright  # only when pages are timed

@@ -18,6 +18,7 @@ Other commands can be timed too: append a function to ``HOOKS`` (it gets the Fix
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -29,18 +30,24 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from sqlalchemy import text
+
 from iowall.model import Run, fingerprint
 from iowall.store import Store, codec
 from iowall.store.bundle import read_bundle
-from iowall.store.db import kind_ids
+from iowall.store.write import kind_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import dashboard_pages  # noqa: E402  (beside this script, not a package)
+from tests.pg import Cluster  # noqa: E402  (the suite's throw-away PostgreSQL)
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 #: Runs per label: `runs --label X` and a compare side select this many at every size.
@@ -72,12 +79,14 @@ direct = [0, 1]
 
 @dataclass(frozen=True)
 class Fixture:
-    """What the cases may name: the store, how many runs it holds, a run id, labels."""
+    """What the cases may name: the store (a SQLite file or a PostgreSQL URL), how many runs
+    it holds, a run id, labels, a batch with a stored report (None: none kept)."""
 
-    db: Path
+    db: str
     runs: int
     labels: tuple[str, ...]
     mid_id: int
+    batch: str | None = None
 
 
 Case = tuple[str, list[str]]
@@ -95,6 +104,7 @@ def cases(fx: Fixture) -> list[Case]:
     a, b = fx.labels[0], fx.labels[1]
     out = [
         ("start-up: iowall --version (no store)", iowall("--version")),
+        ("recipes (no store)", iowall("recipes")),
         ("runs (default page)", iowall("runs", *db)),
         ("runs --last 20", iowall("runs", "--last", "20", *db)),
         (f"runs --label X ({PER_LABEL})", iowall("runs", "--label", a, *db)),
@@ -102,11 +112,16 @@ def cases(fx: Fixture) -> list[Case]:
             "runs --status interrupted --last 20",
             iowall("runs", "--status", "interrupted", "--last", "20", *db),
         ),
+        ("runs --kernel 6.6 (a 20th of the runs; newest 50)", iowall("runs", "--kernel", "6.6", *db)),
+        ("runs --page 100 (runs 4,951-5,000 from the newest)", iowall("runs", "--page", "100", *db)),
+        ("runs --before MID (the keyset page there)", iowall("runs", "--before", str(fx.mid_id), *db)),
         ("show RUN", iowall("show", str(fx.mid_id), *db)),
         (f"compare A B ({PER_LABEL} each)", iowall("compare", a, b, *db)),
         (f"history A B ({2 * PER_LABEL} runs)", iowall("history", a, b, *db)),
         (f"export X ({PER_LABEL})", iowall("export", a, "-o", "/dev/null", *db)),
     ]
+    if fx.batch is not None:
+        out.append((f"report BATCH (a plan's report, {PER_BATCH} runs)", iowall("report", fx.batch, *db)))
     for hook in HOOKS:
         out += hook(fx)
     return out
@@ -158,39 +173,61 @@ def template_runs(db: Path) -> tuple[list[Run], str | None]:
     return runs, (row[0] if row else None)
 
 
-def keep_report(db: Path, doc_json: str, batch_of: int) -> str:
+def keep_report(url: str, doc_json: str, batch_of: int) -> str:
     """Store the template's report for the batch of run ``batch_of``, naming that batch's
     runs (a plan's report over PER_BATCH runs); returns the batch."""
-    con = sqlite3.connect(db)
-    batch = con.execute("SELECT batch FROM runs WHERE id = ?", (batch_of,)).fetchone()[0]
-    ids = [i for (i,) in con.execute("SELECT id FROM runs WHERE batch = ? ORDER BY id", (batch,))]
-    doc = json.loads(doc_json)
-    doc["batch"], doc["run_ids"] = batch, ids
-    with con:
-        con.execute(
-            "INSERT OR REPLACE INTO reports VALUES (?,?,?,?,?,?)",
-            (
-                batch,
-                doc.get("kind", "plan"),
-                doc.get("name", ""),
-                doc.get("label", ""),
-                time.time(),
-                json.dumps(doc),
-            ),
+    store = Store(url)
+    with store.engine.begin() as conn:
+        batch = conn.execute(text("SELECT batch FROM runs WHERE id = :i"), {"i": batch_of}).scalar_one()
+        ids = list(
+            conn.execute(text("SELECT id FROM runs WHERE batch = :b ORDER BY id"), {"b": batch}).scalars()
         )
-    con.close()
-    return batch
+        doc = json.loads(doc_json)
+        doc["batch"], doc["run_ids"] = batch, ids
+        conn.execute(text("DELETE FROM reports WHERE batch = :b"), {"b": batch})
+        conn.execute(
+            text("INSERT INTO reports VALUES (:b, :k, :n, :l, :t, :d)"),
+            {
+                "b": batch,
+                "k": doc.get("kind", "plan"),
+                "n": doc.get("name", ""),
+                "l": doc.get("label", ""),
+                "t": time.time(),
+                "d": json.dumps(doc),
+            },
+        )
+    store.engine.dispose()
+    return str(batch)
 
 
-def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 1) -> None:
+#: The columns of a runs row, in the order fill_rows gives them.
+RUN_COLUMNS = (
+    "id, uuid, batch, recipe, label, status, point_key, point_json, fingerprint, repeat_index, "
+    "started_at, finished_at, host, kernel, env_json, bed_json, error, notes_json, env_ref, bed_ref"
+)
+#: Runs per transaction of the fill.
+FILL_BATCH = 10_000
+
+
+@dataclass
+class Rows:
+    """One transaction's rows of each table, as fill_rows makes them."""
+
+    runs: list[tuple[Any, ...]]
+    docs: list[tuple[Any, ...]]
+    mets: list[tuple[Any, ...]]
+    arts: list[tuple[Any, ...]]
+    sers: list[tuple[Any, ...]]
+
+
+def fill_rows(store: Store, templates: Sequence[Run], start: int, stop: int, seed: int = 1) -> Iterator[Rows]:
     """Runs ``start``..``stop``-1 cloned from ``templates`` with varied labels (PER_LABEL each),
-    kernels, hosts, batches and values (metrics scaled by a few percent), bulk
-    inserted with executemany in one transaction per 10k runs. Artifacts and series are
-    packed (codec) once per template, so a clone's stored bytes are a real run's (its series
-    are the template's; only metrics are scaled); metrics and environments are packed as
-    Store._insert packs them (a host's environments as deltas against its first)."""
+    kernels, hosts, batches and values (metrics scaled by a few percent), FILL_BATCH runs of
+    rows at a time. Artifacts and series are packed (codec) once per template, so a clone's
+    stored bytes are a real run's (its series are the template's; only metrics are scaled);
+    metrics and environments are packed as store.write.insert_run packs them (a host's
+    environments as deltas against its first)."""
     rng = random.Random(seed + start)
-    store = Store(str(db))
     with store.engine.begin() as conn:
         kinds = kind_ids(conn, {(m.name, m.unit, m.direction) for t in templates for m in t.metrics})
     store.engine.dispose()
@@ -200,17 +237,10 @@ def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 
         t_sers = codec.pack_series(t.series) if t.series else None
         t_mets = ([kinds[m.name, m.unit, m.direction] for m in t.metrics], [m.value for m in t.metrics])
         packed.append((t, t_arts, t_sers, t_mets))
-    bases: dict[str, tuple[str, str]] = {}  # host → its environment kept whole (Store._insert)
-    con = sqlite3.connect(db)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=OFF")
-    for lo in range(start, stop, 10_000):
-        runs: list[tuple[Any, ...]] = []
-        mets: list[tuple[Any, ...]] = []
-        arts: list[tuple[Any, ...]] = []
-        sers: list[tuple[Any, ...]] = []
-        docs: list[tuple[Any, ...]] = []
-        for i in range(lo, min(stop, lo + 10_000)):
+    bases: dict[str, tuple[str, str]] = {}  # host → its environment kept whole (insert_run)
+    for lo in range(start, stop, FILL_BATCH):
+        rows = Rows([], [], [], [], [])
+        for i in range(lo, min(stop, lo + FILL_BATCH)):
             t, parts, ss, tm = packed[i % len(packed)]
             lab = i // PER_LABEL
             kernel = f"6.{lab % 20}.{lab % 7}-scale{lab}"
@@ -231,8 +261,8 @@ def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 
             if delta is None:
                 bases[host["hostname"]] = (env_ref, env_text)
             bed_ref, benc, bdata = codec.pack_doc(json.dumps(t.bed, sort_keys=True, default=str))
-            docs += [(env_ref, enc, data), (bed_ref, benc, bdata)]
-            runs.append(
+            rows.docs += [(env_ref, enc, data), (bed_ref, benc, bdata)]
+            rows.runs.append(
                 (
                     rid,
                     str(uuid.UUID(int=rng.getrandbits(128), version=4)),
@@ -256,29 +286,62 @@ def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 
                     bed_ref,
                 )
             )
-            mets.append((rid, *codec.pack_metrics(tm[0], [v * scale for v in tm[1]])))
-            arts += [(rid, *a) for a in parts]
+            rows.mets.append((rid, *codec.pack_metrics(tm[0], [v * scale for v in tm[1]])))
+            rows.arts += [(rid, *a) for a in parts]
             if ss is not None:
-                sers.append((rid, *ss))
+                rows.sers.append((rid, *ss))
+        yield rows
+
+
+def fill(db: Path, templates: Sequence[Run], start: int, stop: int, seed: int = 1) -> None:
+    """fill_rows into a SQLite store: executemany, one transaction per FILL_BATCH runs."""
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=OFF")
+    for rows in fill_rows(Store(str(db)), templates, start, stop, seed):
         with con:
-            con.executemany(
-                "INSERT INTO runs (id, uuid, batch, recipe, label, status, point_key,"
-                " point_json, fingerprint, repeat_index, started_at, finished_at, "
-                "host, kernel, env_json, bed_json, error, notes_json, env_ref, "
-                f"bed_ref) VALUES ({','.join('?' * 20)})",
-                runs,
-            )
-            con.executemany("INSERT OR IGNORE INTO run_docs VALUES (?,?,?)", docs)
-            con.executemany("INSERT INTO run_metrics (run_id, encoding, data) VALUES (?,?,?)", mets)
+            con.executemany(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({','.join('?' * 20)})", rows.runs)
+            con.executemany("INSERT OR IGNORE INTO run_docs VALUES (?,?,?)", rows.docs)
+            con.executemany("INSERT INTO run_metrics (run_id, encoding, data) VALUES (?,?,?)", rows.mets)
             con.executemany(
                 "INSERT INTO artifacts (run_id, name, content_type, encoding, body, "
                 "data) VALUES (?,?,?,?,?,?)",
-                arts,
+                rows.arts,
             )
-            con.executemany("INSERT INTO run_series (run_id, encoding, data) VALUES (?,?,?)", sers)
+            con.executemany("INSERT INTO run_series (run_id, encoding, data) VALUES (?,?,?)", rows.sers)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.execute("ANALYZE")
     con.close()
+
+
+def fill_pg(url: str, templates: Sequence[Run], start: int, stop: int, seed: int = 1) -> None:
+    """fill_rows into a PostgreSQL store: COPY, one transaction per FILL_BATCH runs (each
+    document once: COPY knows no ON CONFLICT); then the id sequence moved past the runs and
+    VACUUM ANALYZE, as autovacuum leaves a store that has been in use."""
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo) as con:
+        seen = {ref for (ref,) in con.execute("SELECT ref FROM run_docs")}  # a fill before this one's
+        for rows in fill_rows(Store(url), templates, start, stop, seed):
+            docs = []
+            for d in rows.docs:
+                if d[0] not in seen:
+                    seen.add(d[0])
+                    docs.append(d)
+            with con.transaction(), con.cursor() as cur:
+                for table, cols, data in (
+                    ("runs", RUN_COLUMNS, rows.runs),
+                    ("run_docs", "ref, encoding, data", docs),
+                    ("run_metrics", "run_id, encoding, data", rows.mets),
+                    ("artifacts", "run_id, name, content_type, encoding, body, data", rows.arts),
+                    ("run_series", "run_id, encoding, data", rows.sers),
+                ):
+                    with cur.copy(f"COPY {table} ({cols}) FROM STDIN") as cp:
+                        for r in data:
+                            cp.write_row(r)
+        con.execute("SELECT setval(pg_get_serial_sequence('runs', 'id'), (SELECT max(id) FROM runs))")
+        con.commit()
+    with psycopg.connect(conninfo, autocommit=True) as con:
+        con.execute("VACUUM ANALYZE")
 
 
 def sizes(db: Path, n: int) -> list[str]:
@@ -291,9 +354,47 @@ def sizes(db: Path, n: int) -> list[str]:
     return out
 
 
+def sizes_pg(url: str, n: int) -> list[str]:
+    """Bytes per run of a PostgreSQL store: the database, then each table with its TOAST and
+    indexes, and each index."""
+    with psycopg.connect(url) as con:
+        total = con.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
+        rows = con.execute(
+            "SELECT c.relname, c.relkind, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i') ORDER BY 3 DESC"
+        ).fetchall()
+    out = [f"  database: {total / n:,.0f} B/run ({total / 2**30:,.2f} GiB)"]
+    out += [
+        f"  {name} ({'table, TOAST and indexes' if kind == 'r' else 'index'}): {size / n:,.0f} B/run"
+        for name, kind, size in rows
+        if size / n >= 1
+    ]
+    return out
+
+
+@contextmanager
+def locked(path: str | None) -> Iterator[None]:
+    """Hold ``path`` (flock, as ``flock(1)`` takes the suite's lock) while timing; nothing when
+    None. The fill runs outside it."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
+
+
 def measure(fx: Fixture, reps: int, env: dict[str, str], every: bool, export_max: int) -> list[str]:
-    """One line per case: median wall time of ``reps`` (after a warm-up) and peak RSS; the
-    every-run commands once each, after the others (their pages are warm by then)."""
+    """One line per case: median wall time of ``reps`` (after a warm-up) and peak RSS, with
+    the load average when it ended; the every-run commands once each, after the others
+    (their pages are warm by then)."""
     lines = []
     todo = [(c, reps) for c in cases(fx)] + ([(c, 1) for c in streamed(fx, export_max)] if every else [])
     for (name, argv), n in todo:
@@ -302,9 +403,43 @@ def measure(fx: Fixture, reps: int, env: dict[str, str], every: bool, export_max
         got = [timed(argv, env) for _ in range(n)]
         wall = statistics.median(w for w, _ in got)
         rss = max(r for _, r in got)
-        lines.append(f"| {fx.runs:,} | {name} | {wall:.2f} s | {rss / 1024:.0f} MiB |")
+        lines.append(f"| {fx.runs:,} | {name} | {wall:.2f} s | {rss / 1024:.0f} MiB | {load()} |")
         print(lines[-1], flush=True)
     return lines
+
+
+def run_sizes(
+    args: argparse.Namespace,
+    env: dict[str, str],
+    templates: Sequence[Run],
+    doc: str | None,
+    db: str,
+    sizes_of: Callable[[int], list[str]],
+    filler: Callable[[int, int], None],
+) -> list[str]:
+    """Fill ``db`` up to each of ``args.sizes`` in turn and time the commands (and pages) there."""
+    done, report = 0, []
+    for n in (int(x) for x in args.sizes.split(",")):
+        t0 = time.perf_counter()
+        filler(done, n)
+        wall = time.perf_counter() - t0
+        print(
+            f"filled {done:,}..{n:,} in {wall:.0f} s ({(n - done) / wall:,.0f} runs/s; {load()})", flush=True
+        )
+        done = n
+        size = sizes_of(n)
+        report += [f"store of {n:,} runs:", *size]
+        print("\n".join(report[-1 - len(size) :]), flush=True)
+        labels = tuple(f"L{i:04d}" for i in range(2))
+        batch = keep_report(db, doc, n // 2) if doc else None
+        fx = Fixture(db, n, labels, n // 2, batch)
+        with locked(args.lock):
+            report.append(f"timing from {load()}")
+            report += measure(fx, args.reps, env, n <= args.every_max, args.export_max)
+            if args.pages:
+                report += dashboard_pages.measure(db, n, env, labels, fx.mid_id, batch, args.reps)
+            report.append(f"timing to {load()}")
+    return report
 
 
 def main() -> None:
@@ -316,6 +451,17 @@ def main() -> None:
         help="where the store files go (deleted at the end unless --keep)",
     )
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument(
+        "--pg",
+        action="store_true",
+        help="PostgreSQL instead of SQLite: a throw-away cluster the script starts (tests/pg.py)",
+    )
+    ap.add_argument(
+        "--pg-settings",
+        default="-c shared_buffers=512MB",
+        help="more server settings for that cluster (the suite's own are fsync off and 32 MB of buffers)",
+    )
+    ap.add_argument("--lock", help="hold this file (flock) while timing, e.g. /tmp/iowall-tests.lock")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--templates", metavar="BUNDLE", help="take template runs from a bundle")
     ap.add_argument(
@@ -339,6 +485,7 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     args.dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="store-scale-", dir=args.dir))
+    cluster = None
     try:
         doc = None
         if args.templates:
@@ -353,24 +500,40 @@ def main() -> None:
             " artifact bytes each",
             flush=True,
         )
-        db = work / "scale.db"
-        Store(str(db))  # the schema, at head
-        done, report = 0, []
-        for n in (int(x) for x in args.sizes.split(",")):
-            t0 = time.perf_counter()
-            fill(db, templates, done, n)
-            print(f"filled {done:,}..{n:,} in {time.perf_counter() - t0:.0f} s", flush=True)
-            done = n
-            report += [f"store of {n:,} runs:", *sizes(db, n)]
-            print("\n".join(report[-1 - len(sizes(db, n)) :]), flush=True)
-            labels = tuple(f"L{i:04d}" for i in range(2))
-            fx = Fixture(db, n, labels, n // 2)
-            report += measure(fx, args.reps, env, n <= args.every_max, args.export_max)
-            if args.pages:
-                batch = keep_report(db, doc, fx.mid_id) if doc else None
-                report += dashboard_pages.measure(db, n, env, labels, fx.mid_id, batch, args.reps)
+        if args.pg:
+            cluster = Cluster()
+            cluster.start(args.pg_settings)
+            cluster.sql(
+                "CREATE DATABASE scale TEMPLATE template0 LOCALE_PROVIDER icu "
+                "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+            )
+            url = cluster.url("scale")
+            Store(url).engine.dispose()  # the schema, at head
+            report = run_sizes(
+                args,
+                env,
+                templates,
+                doc,
+                url,
+                lambda n: sizes_pg(url, n),
+                lambda lo, hi: fill_pg(url, templates, lo, hi),
+            )
+        else:
+            db = work / "scale.db"
+            Store(str(db))  # the schema, at head
+            report = run_sizes(
+                args,
+                env,
+                templates,
+                doc,
+                str(db),
+                lambda n: sizes(db, n),
+                lambda lo, hi: fill(db, templates, lo, hi),
+            )
         print("\n".join(report))
     finally:
+        if cluster is not None:
+            cluster.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -82,8 +82,9 @@ class Cluster:
             raise RuntimeError(f"{cmd[0]} failed ({cp.returncode}): {cp.stderr or cp.stdout}")
         return cp
 
-    def start(self) -> None:
-        """initdb (trust, C locale, UTF-8) and start with the socket in the temp dir only."""
+    def start(self, settings: str = "") -> None:
+        """initdb (trust, C locale, UTF-8) and start with the socket in the temp dir only;
+        ``settings``: more ``-c name=value`` options (a benchmark's larger buffers)."""
         self._as_owner(
             f"{self.bin}/initdb",
             "-D",
@@ -98,7 +99,7 @@ class Cluster:
         opts = (
             f"-c listen_addresses='' -c unix_socket_directories='{self.dir}' "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=100 -c shared_buffers=32MB"
+            "-c max_connections=100 -c shared_buffers=32MB " + settings
         )
         self._as_owner(
             f"{self.bin}/pg_ctl",

@@ -17,6 +17,12 @@ from typing import Any, Literal
 
 from .errors import UserError
 
+#: The commit or build id runs are recorded with (``--commit`` sets it): history and the
+#: bisect window then speak in commits, not only kernel release strings. Here, not in
+#: ``sysinfo`` (which reads it): every command's options name it, and sysinfo imports
+#: platform, socket and the cgroup readers that listing runs does not need.
+COMMIT_ENV = "IOWALL_COMMIT"
+
 Direction = Literal["higher", "lower"]
 Status = Literal["ok", "failed", "interrupted", "filled"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from .errors import UserError
 from .model import MEASURED_STATUSES, Run, run_uuid
 from .store import RunFilter, Store
-from .store.db import kernel_matches
+from .store.rows import kernel_matches
 
 #: Fields a selection may name, as stored with every run.
 FIELDS = ("label", "recipe", "batch", "status", "host", "kernel", "commit")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .cgroups import limits, locate
+from .model import COMMIT_ENV
 
 #: sysctls recorded with every run: the dirty-page thresholds shape every buffered write.
 SYSCTLS = (
@@ -97,11 +98,6 @@ def host_facts() -> dict[str, Any]:
         "mem_total_bytes": mem_total_bytes(),
         "arch": platform.machine(),
     }
-
-
-#: The commit or build id runs are recorded with (``--commit`` sets it): history and the
-#: bisect window then speak in commits, not only kernel release strings.
-COMMIT_ENV = "IOWALL_COMMIT"
 
 
 def environment(

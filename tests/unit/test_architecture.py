@@ -24,7 +24,10 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: opened), scipy (0.2 s and more; decide, fits, simulations), importlib.metadata (30 ms of
 #: every start-up, for --version only), the bundle module in selection (60 ms of pydantic models
 #: that only a bundle file needs), PostgreSQL's dialect (20 ms that only PostgreSQL needs), the
-#: compare renderers in a run's report (numpy, which a run that shows no compare does not need).
+#: compare renderers in a run's report (numpy, which a run that shows no compare does not need),
+#: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a store does not need), psycopg
+#: (40-80 ms that only a PostgreSQL store needs), the compare of a stored report (analysis.compare
+#: and recipes.tables: numpy, which a report without a compare does not need).
 LAZY_OK = (
     "matplotlib",
     "alembic",
@@ -33,6 +36,10 @@ LAZY_OK = (
     ".store.bundle",
     "sqlalchemy.dialects.postgresql",
     ".compare",
+    ".write",
+    "psycopg",
+    "..analysis.compare",
+    ".tables",
 )
 
 

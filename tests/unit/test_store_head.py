@@ -10,12 +10,13 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from iowall.store import Store
-from iowall.store.db import _MIGRATIONS, HEAD
+from iowall.store.db import HEAD
+from iowall.store.write import MIGRATIONS
 
 
 def test_head_is_the_newest_migration() -> None:
     cfg = Config()
-    cfg.set_main_option("script_location", _MIGRATIONS)
+    cfg.set_main_option("script_location", MIGRATIONS)
     assert ScriptDirectory.from_config(cfg).get_heads() == [HEAD]
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, create_engine, text
 
 from iowall.model import Artifact, Metric, Point, Run
 from iowall.store import Store, codec, db
-from iowall.store.db import engine_url
+from iowall.store.write import engine_url
 from tests.unit.test_store_scale import _cfg
 
 PROFILE = base64.b64encode(gzip.compress(b"vfs_write;xfs_file_write_iter 42\n" * 40, mtime=0)).decode()

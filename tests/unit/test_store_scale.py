@@ -31,7 +31,8 @@ from iowall.store import RunFilter, Store, codec
 from iowall.store import bundle as b
 from iowall.store import schema as t
 from iowall.store.copy import Copied, copy_runs
-from iowall.store.db import _MIGRATIONS, HEAD, engine_url
+from iowall.store.db import HEAD
+from iowall.store.write import MIGRATIONS, engine_url
 
 FIO = json.dumps(
     {"jobs": [{"jobname": f"j{i}", "write": {"bw_bytes": 1000 + i}} for i in range(40)]}, indent=2
@@ -127,7 +128,7 @@ def test_text_listing_is_a_page_and_says_how_many_more(
     assert main(["runs", "--limit", "5", "--db", store_url]) == 0
     out, err = capsys.readouterr()
     assert [int(line.split()[0]) for line in out.splitlines()[1:]] == ids[-5:]
-    assert "18 older runs not shown: --page 2" in err
+    assert f"18 older runs not shown: --before {ids[-5]} (or --page 2)" in err
     assert main(["runs", "--limit", "5", "--page", "5", "--db", store_url]) == 0
     out, err = capsys.readouterr()
     assert [int(line.split()[0]) for line in out.splitlines()[1:]] == ids[:3] and not err
@@ -187,7 +188,7 @@ def test_compressed_artifacts_and_series_read_back_exactly(store_url: str) -> No
 
 def _cfg(conn: object) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", _MIGRATIONS)
+    cfg.set_main_option("script_location", MIGRATIONS)
     cfg.attributes["connection"] = conn
     return cfg
 

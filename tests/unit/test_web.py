@@ -21,11 +21,12 @@ from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
 from iowall.recipes.limits.report import LimitsContext, limits_report
 from iowall.selection import run_id
+from iowall.store.db import COUNTED
 from iowall.web.app import templates
 from iowall.web.figures import history_figure, segments
 from iowall.web.guard import host_name, svg_csp
-from iowall.web.pages import clean, mode, other_modes, point_text, report_context, short
-from iowall.web.queries import day, ids_text, selected
+from iowall.web.pages import clean, mode, other_modes, point_text, report_context, run_rows, short
+from iowall.web.queries import RunPage, day, ids_text, selected
 from iowall.web.wall import cell_links, wall_figures
 
 
@@ -246,3 +247,16 @@ def test_other_modes_prefer_the_runs_own_generator() -> None:
     ]
     assert [o["run"] for o in other_modes(batch[2], batch)] == [1, 5]
     assert other_modes(Run(Point("meta", {"threads": 2}), "l", "ok", 0, 1, id=9), batch) == []
+
+
+def test_runs_page_says_more_than_the_bound_it_counts_to() -> None:
+    env = templates()
+    env.globals["asset"] = lambda name: name
+    for total, said in (
+        (3, "3 runs match"),
+        (COUNTED, f"{COUNTED} runs match"),
+        (COUNTED + 1, "more than 10,000"),
+    ):
+        rows = run_rows(RunPage((), None, total))
+        html = env.get_template("runs.html").render(rows=rows, filters={}, labels=[], params={}, plots=False)
+        assert said in html, (total, html[html.find('id="count"') :][:120])

@@ -18,7 +18,6 @@ from ..errors import UserError
 from ..model import Point, Run
 from ..store import RunFilter, Store
 from ..store.bundle import import_runs
-from ..store.db import id_of_uuid
 from ..units import parse_size
 from . import guest, vm
 from .kernels import Kernel, is_bzimage
@@ -204,7 +203,7 @@ def _imported(
             env["cmdline"] = own_options(str(env["cmdline"]))
         out.append(replace(r, label=label, batch=cfg.batch, env=env))
     import_runs(store, out)
-    ids = [id_of_uuid(store, r.uuid) for r in out]
+    ids = [store.id_of_uuid(r.uuid) for r in out]
     return tuple(i for i in ids if i is not None)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..analysis.context import explain_context
 from ..analysis.why import why_run
 from ..report.emit import emit
-from ..report.run import Explanation
+from ..report.explanation import Explanation
 from ..store import RunFilter, Store
 from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 

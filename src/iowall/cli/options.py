@@ -9,8 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..model import check_label
-from ..sysinfo import COMMIT_ENV
+from ..model import COMMIT_ENV, check_label
 
 
 class ReportFormat(str, Enum):

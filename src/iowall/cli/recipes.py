@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ..recipes.registry import Recipe, broken, recipes
+from ..recipes.catalog import Listed, listed
 from ..report.emit import Format, emit, json_text, renders
 from ..report.table import text_table
 from .options import ListFormat, ListFormatOpt, OutputOpt
@@ -13,9 +13,9 @@ from .options import ListFormat, ListFormatOpt, OutputOpt
 
 @dataclass(frozen=True)
 class RecipeList:
-    """The registered recipes and the recipe modules that failed to load."""
+    """The recipes and the recipe modules that could not be read."""
 
-    recipes: tuple[Recipe, ...]
+    recipes: tuple[Listed, ...]
     broken: dict[str, str]
 
 
@@ -45,7 +45,8 @@ def _csv(rl: RecipeList) -> str:
 
 def recipes_cmd(fmt: ListFormatOpt = ListFormat.text, output: OutputOpt = None) -> None:
     """List the recipes `iowall run NAME` runs, with the seed thread each comes from."""
-    rl = RecipeList(tuple(recipes()), broken())
+    found, unread = listed()  # from the sources: no recipe module imported (catalog)
+    rl = RecipeList(tuple(found), unread)
     emit(rl, fmt, output)
     for name, err in rl.broken.items():
-        print(f"iowall: warning: recipe module {name} failed to load: {err}", file=sys.stderr)
+        print(f"iowall: warning: recipe module {name} could not be read: {err}", file=sys.stderr)

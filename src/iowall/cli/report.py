@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from ..recipes.tables import reload_compare
+from ..recipes.stored import stored_report
+from ..report import recipe  # noqa: F401  (the Report's renderers: emit then imports no other)
 from ..report.emit import emit
 from ..store import Store
-from ..store.reports import get_report
 from .options import DbOpt, OutputOpt, ReportFormat, ReportFormatOpt
 
 
@@ -27,5 +27,4 @@ def report_cmd(
     db: DbOpt = None,
 ) -> None:
     """Print a stored report again: its tables, sentences and notes as they were written."""
-    store = Store.existing(db)
-    emit(reload_compare(store, get_report(store, batch)), fmt, output)
+    emit(stored_report(Store.existing(db), batch), fmt, output)

@@ -15,7 +15,7 @@ from ..plan import parse_set, preview
 from ..probes import resolve
 from ..repeat import parse_repeat, parse_target
 from ..report.emit import emit
-from ..report.run import ReportRuns
+from ..report.recipe import ReportRuns
 from ..store import RunFilter, Store
 from ..store.reports import add_report
 from .options import (

@@ -15,6 +15,7 @@ from ..errors import UserError
 from ..report.emit import emit, json_text, write, wrote
 from ..report.run import RUN_CSV_FIELDS, RunList, csv_row, run_json
 from ..store import RunFilter, Store
+from ..store.db import COUNTED
 from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 
@@ -60,13 +61,22 @@ def runs(
             "told; json and csv stream every run unless --page or --limit is given)",
         ),
     ] = None,
+    before: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="ID",
+            help="only runs with an id below ID: the page after one whose oldest run is ID "
+            "(keyset: as fast at the millionth run as at the first)",
+        ),
+    ] = None,
     fmt: ListFormatOpt = ListFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
     """List stored runs, oldest first (in text, a page of the newest; json and csv stream)."""
-    if last is not None and (page is not None or limit is not None):
-        raise UserError("give --last N, or --page/--limit, not both")
+    if last is not None and (page is not None or limit is not None or before is not None):
+        raise UserError("give --last N, or --page/--limit/--before, not both")
     store = Store.existing(db)
     flt = RunFilter(
         label=label,
@@ -79,18 +89,21 @@ def runs(
     )
     if last is not None:
         found = store.runs(flt)
-    elif fmt != ListFormat.text and page is None and limit is None:
+    elif fmt != ListFormat.text and page is None and limit is None and before is None:
         stream_runs(store, flt, fmt, output)
         return
     else:
         number, size = page or 1, limit or PAGE_SIZE
-        found, total = store.page(flt, number=number, size=size)
+        found, total = store.page(
+            flt, number=number, size=size, before=before, at_most=number * size + COUNTED
+        )
         older = max(0, total - number * size)
-        if older and fmt == ListFormat.text:
+        if older and fmt == ListFormat.text and found:
+            many = f"more than {COUNTED:,}" if older > COUNTED else str(older)
             print(
-                f"{older} older run{'' if older == 1 else 's'} not shown: --page "
-                f"{number + 1} for the next page, --limit N for longer pages, "
-                "--format csv or json for every run",
+                f"{many} older run{'' if older == 1 else 's'} not shown: --before "
+                f"{found[0].id} (or --page {number + 1}) for the next page, --limit N for "
+                "longer pages, --format csv or json for every run",
                 file=sys.stderr,
             )
     emit(RunList.of(found), fmt, output)

@@ -77,7 +77,7 @@ def serve(
             f"--host {host} listens beyond this machine: every stored run would be "
             "readable from the network; add --allow-remote if that is meant"
         )
-    store = Store.existing(db)
+    store = Store.existing(db).pooled()  # a server reads many times: keep connections
     sock = bound_socket(host, port)
     addr, bound = sock.getsockname()[:2]
     shown = f"[{addr}]" if ":" in addr else addr

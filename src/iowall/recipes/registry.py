@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,6 +25,7 @@ from ..repeat import policy_of, replay, to_json
 from ..results import Report
 from ..runner import Progress
 from ..store import RunFilter, Store
+from .catalog import recipe_modules
 from .options import RecipeOptions
 
 
@@ -116,22 +116,16 @@ def register(recipe: Recipe) -> Recipe:
     return recipe
 
 
-#: Modules of the package that are not recipes.
-_HELPERS = ("registry", "options", "tables", "tasks")
-
-
 def _load() -> None:
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for info in pkgutil.iter_modules([os.path.dirname(__file__)]):
-        if info.name in _HELPERS or info.name.startswith("_"):
-            continue
+    for name in recipe_modules():
         try:
-            importlib.import_module(f"{__package__}.{info.name}")
+            importlib.import_module(f"{__package__}.{name}")
         except Exception as e:  # one broken recipe must not hide the others
-            _BROKEN[info.name] = f"{type(e).__name__}: {e}"
+            _BROKEN[name] = f"{type(e).__name__}: {e}"
 
 
 def recipes() -> list[Recipe]:

@@ -191,13 +191,3 @@ def recipe_report(
         else (),
         compare=cmp,
     )
-
-
-def reload_compare(store: Store, rep: Report) -> Report:
-    """A stored report with its compare section computed again from the runs it named
-    (the same runs, so the same numbers: the interval's bootstrap is seeded)."""
-    if not rep.compare_sides:
-        return rep
-    sides = [Side(lab, store.runs(RunFilter(ids=tuple(ids)))) for lab, ids in rep.compare_sides]
-    metrics = rep.data.get("compare_metrics")
-    return rep.with_compare(compare_sides(sides, list(metrics) if metrics else None))

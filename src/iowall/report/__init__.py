@@ -3,4 +3,14 @@ They are imported on demand (``emit.render`` imports them all when a kind has no
 yet), so a light command does not import the heavy ones' numpy and scipy."""
 
 #: The modules holding renderers; ``emit`` imports them all the first time it misses one.
-RENDERER_MODULES = ("compare", "doctor", "fleet", "gate", "locks", "recipe", "run", "scaling")
+RENDERER_MODULES = (
+    "compare",
+    "doctor",
+    "explanation",
+    "fleet",
+    "gate",
+    "locks",
+    "recipe",
+    "run",
+    "scaling",
+)

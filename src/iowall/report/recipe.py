@@ -6,10 +6,13 @@ the Why section, and the compare of other labels when there is one."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
+from ..model import Run
 from ..results import Report, Section
 from .emit import Format, json_text, renders
+from .run import run_json
 from .table import cell_rows, fit, md_table, text_table
 from .why import why_lines
 
@@ -99,3 +102,23 @@ def report_json(r: Report) -> dict[str, Any]:
 @renders(Report, Format.json)
 def render_json(r: Report) -> str:
     return json_text(report_json(r))
+
+
+@dataclass(frozen=True)
+class ReportRuns:
+    """A measurement's Report with its runs whole: ``iowall run --format json`` prints both,
+    each run as `runs --format json` does, with the knobs in force (the other formats print
+    the Report alone)."""
+
+    report: Report
+    runs: tuple[Run, ...]
+
+
+@renders(ReportRuns, Format.json)
+def _report_runs_json(rr: ReportRuns) -> str:
+    return json_text(
+        {
+            **report_json(rr.report),
+            "runs": [{**run_json(r), "knobs": dict(r.env.get("knobs", {}))} for r in rr.runs],
+        }
+    )

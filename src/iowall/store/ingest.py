@@ -24,9 +24,10 @@ from ..errors import UserError
 from ..model import Run
 from . import codec
 from . import schema as t
-from .db import IMPORT_LOCK, Store, delta_base, dialect_insert, kind_ids
+from .db import Store
 from .packing import Packed, metrics_row, pack_run
 from .rows import CHUNK
+from .write import IMPORT_LOCK, delta_base, dialect_insert, kind_ids, sqlite_transaction
 
 #: Runs per transaction: a concurrent writer waits for at most one group's writes (0.2 s),
 #: and an interrupted import keeps every group it finished (the next one skips them).
@@ -111,21 +112,11 @@ def _transaction(store: Store, waiting: Waiting | None) -> Iterator[Connection]:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), lock)
             yield conn
         return
-    with store.engine.connect() as conn:
-        dbapi = conn.connection.driver_connection
-        assert dbapi is not None
-        level = dbapi.isolation_level
-        dbapi.isolation_level = None  # the driver begins nothing: BEGIN IMMEDIATE is the one
-        try:
-            _begin_immediate(conn, store, waiting)
-            try:
-                yield conn
-            except BaseException:
-                conn.exec_driver_sql("ROLLBACK")
-                raise
-            conn.exec_driver_sql("COMMIT")
-        finally:
-            dbapi.isolation_level = level
+    with (
+        store.engine.connect() as conn,
+        sqlite_transaction(conn, lambda: _begin_immediate(conn, store, waiting)),
+    ):
+        yield conn
 
 
 def _begin_immediate(conn: Connection, store: Store, waiting: Waiting | None) -> None:
@@ -221,7 +212,7 @@ def _stored_uuids(conn: Connection, uuids: list[str]) -> set[str]:
 
 def _pack_docs(conn: Connection, todo: list[Packed]) -> dict[str, tuple[str, bytes]]:
     """Each run's environment and bed document, by ref (set in its row, the text cleared),
-    packed as ``Store._insert`` packs them one run at a time: an environment as a delta
+    packed as ``write.insert_run`` packs them one run at a time: an environment as a delta
     against its host's newest one kept whole; the documents new to the store, to insert."""
     refs = {codec.doc_ref(p.row[c]): p.row[c] for p in todo for c in ("env_json", "bed_json")}
     stored: dict[str, tuple[str, bytes]] = {}

@@ -1,20 +1,19 @@
-"""From rows to Runs: the SELECT a RunFilter stands for, and the loading of a page of run
-rows with their metrics, series and artifacts, one query per table per chunk of runs (never
-one per run), so that loading N runs costs N, whatever the size of the store."""
+"""From rows to Runs: the WHERE a RunFilter stands for (SQL text, ``store.reader``), and the
+loading of a page of run rows with their metrics, series and artifacts, one query per table
+per chunk of runs (never one per run), so that loading N runs costs N, whatever the size of
+the store."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from sqlalchemy import Connection, Select, func, or_, select
 
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
 from . import codec
-from . import schema as t
+from .reader import Reader, in_list
 
 #: What may follow a kernel selector in a release it matches: ``6.18`` matches ``6.18.44``,
 #: ``6.18-rc1`` and ``6.18+``, never ``6.180``.
@@ -48,29 +47,49 @@ class RunFilter:
 EVERY_RUN = RunFilter()
 
 
-def has_prefix(col: Any, prefix: str) -> Any:
-    """``col`` starts with ``prefix``, case-sensitively on every backend (SQLite's LIKE
-    ignores ASCII case, PostgreSQL's does not; a substring compared for equality is exact
-    on both)."""
-    return func.substr(col, 1, len(prefix)) == prefix
+def kernel_matches(release: str, selector: str) -> bool:
+    """Whether ``release`` (``uname -r``) is ``selector`` or starts with it followed by a
+    separator (KERNEL_SEPARATORS)."""
+    return release == selector or any(release.startswith(selector + sep) for sep in KERNEL_SEPARATORS)
 
 
-def where(q: Select[Any], flt: RunFilter) -> Select[Any]:
-    """``q`` restricted to the runs ``flt`` selects in SQL (all but ``commit`` and ``limit``)."""
+def code_point_column(col: str, dialect: str) -> str:
+    """``col`` compared by code point on both backends: SQLite compares text that way; on
+    PostgreSQL a database's collation (ICU en-US in most) would not, so ``COLLATE "C"``
+    (what the index on ``kernel COLLATE "C"`` of migration 0005 serves)."""
+    return f'{col} COLLATE "C"' if dialect == "postgresql" else col
+
+
+def where(flt: RunFilter, dialect: str, params: dict[str, Any]) -> str:
+    """`` WHERE …`` restricting ``runs`` to what ``flt`` selects in SQL (all but ``commit``
+    and ``limit``; ``''`` when nothing is), its values added to ``params``. A kernel
+    selector is one range of the kernel's index, never a scan: ``6.6`` reads the kernels
+    from ``'6.6'`` up to ``'6.6\x7f'`` (every separator is ASCII), then keeps ``6.6`` itself
+    and those whose next character is a separator; compared by code point, so
+    case-sensitively, on both backends."""
+    terms = []
     if flt.ids:
-        q = q.where(t.runs.c.id.in_(list(flt.ids)))
+        terms.append("id IN " + in_list("id", flt.ids, params))
     for col in ("label", "recipe", "batch", "status", "host"):
         v = getattr(flt, col)
         if v is not None:
-            q = q.where(getattr(t.runs.c, col) == v)
+            params[col] = v
+            terms.append(f"{col} = :{col}")
     if flt.statuses:
-        q = q.where(t.runs.c.status.in_(list(flt.statuses)))
+        terms.append("status IN " + in_list("st", flt.statuses, params))
     if flt.fingerprints:
-        q = q.where(t.runs.c.fingerprint.in_(sorted(set(flt.fingerprints))))
+        terms.append("fingerprint IN " + in_list("fp", sorted(set(flt.fingerprints)), params))
     if flt.kernel is not None:
-        k = t.runs.c.kernel
-        q = q.where(or_(k == flt.kernel, *(has_prefix(k, flt.kernel + sep) for sep in KERNEL_SEPARATORS)))
-    return q
+        k = code_point_column("kernel", dialect)
+        params.update(k=flt.kernel, k_hi=flt.kernel + "\x7f", k_at=len(flt.kernel) + 1)
+        seps = in_list("sep", KERNEL_SEPARATORS, params)
+        terms.append(f"{k} >= :k AND {k} < :k_hi AND (kernel = :k OR substr(kernel, :k_at, 1) IN {seps})")
+    return " WHERE " + " AND ".join(terms) if terms else ""
+
+
+def and_where(where_sql: str, term: str) -> str:
+    """``where_sql`` (from ``where``) with one more term."""
+    return f"{where_sql} AND {term}" if where_sql else f" WHERE {term}"
 
 
 def check_limit(flt: RunFilter) -> None:
@@ -88,7 +107,7 @@ def env_commit(row: Any) -> str | None:
     return str(c) if c is not None else None
 
 
-def with_docs(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
+def with_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` of the runs table as dicts whose env_json and bed_json hold the documents,
     read from run_docs (one query per CHUNK refs) where the row names them by ref."""
     refs = sorted({r[k] for r in rows for k in ("env_ref", "bed_ref") if r[k]})
@@ -96,11 +115,15 @@ def with_docs(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
     deltas: dict[str, tuple[str, bytes]] = {}
     for _ in range(2):  # the documents, then the bases of those kept as deltas (codec)
         for i in range(0, len(refs), CHUNK):
-            for doc in conn.execute(select(t.run_docs).where(t.run_docs.c.ref.in_(refs[i : i + CHUNK]))):
-                if codec.delta_base(doc.encoding, doc.data) is None:
-                    docs[doc.ref] = codec.unpack_doc(doc.encoding, doc.data)
+            p: dict[str, Any] = {}
+            q = "SELECT ref, encoding, data FROM run_docs WHERE ref IN " + in_list(
+                "r", refs[i : i + CHUNK], p
+            )
+            for ref, enc, data in db.all(q, p):
+                if codec.delta_base(enc, bytes(data)) is None:
+                    docs[ref] = codec.unpack_doc(enc, bytes(data))
                 else:
-                    deltas[doc.ref] = (doc.encoding, doc.data)
+                    deltas[ref] = (enc, bytes(data))
         refs = sorted(
             {b for e, d in deltas.values() if (b := codec.delta_base(e, d)) is not None and b not in docs}
         )
@@ -122,7 +145,7 @@ def chunks(xs: list[int], n: int = CHUNK) -> Iterable[list[int]]:
 
 
 def load(
-    conn: Connection, rows: Sequence[Any], *, with_series: bool = False, with_artifacts: bool = False
+    db: Reader, rows: Sequence[Mapping[str, Any]], *, with_series: bool = False, with_artifacts: bool = False
 ) -> list[Run]:
     """The Runs of ``rows`` (mappings of the runs table), in their order, with metrics and,
     on demand, series and artifacts: one query per table per CHUNK runs."""
@@ -130,21 +153,21 @@ def load(
     mets: dict[int, list[Metric]] = {i: [] for i in ids}
     sers: dict[int, list[Series]] = {i: [] for i in ids}
     arts: dict[int, list[Artifact]] = {i: [] for i in ids}
-    kinds = {i: (n, u, d) for i, n, u, d in conn.execute(select(t.metric_kinds)).all()} if ids else {}
-    m = t.run_metrics.c
+    kinds = {i: (n, u, d) for i, n, u, d in db.all(KINDS)} if ids else {}
     for chunk in chunks(ids):
-        for rid, enc, data in conn.execute(
-            select(m.run_id, m.encoding, m.data).where(m.run_id.in_(chunk))
-        ).all():
+        p: dict[str, Any] = {}
+        of_chunk = " WHERE run_id IN " + in_list("id", chunk, p)
+        for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_metrics" + of_chunk, p):
             mets[rid] = [
-                Metric(kinds[k][0], v, kinds[k][1], kinds[k][2]) for k, v in codec.unpack_metrics(enc, data)
+                Metric(kinds[k][0], v, kinds[k][1], kinds[k][2])
+                for k, v in codec.unpack_metrics(enc, bytes(data))
             ]
         if with_series:
-            for s in conn.execute(select(t.series).where(t.series.c.run_id.in_(chunk))):
-                sers[s.run_id].extend(codec.unpack_series(s.encoding, s.data))
+            for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_series" + of_chunk, p):
+                sers[rid].extend(codec.unpack_series(enc, bytes(data)))
         if with_artifacts:
-            for a in conn.execute(select(t.artifacts).where(t.artifacts.c.run_id.in_(chunk))):
-                arts[a.run_id].append(artifact(a))
+            for a in db.maps(ARTIFACTS + of_chunk, p):
+                arts[a["run_id"]].append(artifact(a))
     for ms in mets.values():  # by code point, as SQLite does; not by PG's collation
         ms.sort(key=lambda m: m.name)
     for ss in sers.values():
@@ -154,9 +177,20 @@ def load(
     return [_run(r, mets[r["id"]], sers[r["id"]], arts[r["id"]]) for r in rows]
 
 
-def artifact(a: Any) -> Artifact:
-    """An Artifact from a row of the artifacts table, decompressed."""
-    return Artifact(a.name, a.content_type, codec.unpack_body(a.encoding, a.body, a.data))
+#: Every metric kind: id, name, unit, direction.
+KINDS = "SELECT id, name, unit, direction FROM metric_kinds"
+#: The artifacts table's columns, as ``artifact`` reads them.
+ARTIFACTS = "SELECT run_id, name, content_type, body, encoding, data FROM artifacts"
+
+
+def artifact(a: Mapping[str, Any]) -> Artifact:
+    """An Artifact from a row of the artifacts table (ARTIFACTS), decompressed."""
+    data = a["data"]
+    return Artifact(
+        a["name"],
+        a["content_type"],
+        codec.unpack_body(a["encoding"], a["body"], None if data is None else bytes(data)),
+    )
 
 
 def _run(r: Any, mets: list[Metric], sers: list[Series], arts: list[Artifact]) -> Run:

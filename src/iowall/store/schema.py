@@ -6,6 +6,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -24,7 +25,7 @@ runs = Table(
     Column("uuid", String(36), nullable=False, unique=True),
     Column("batch", String(36), nullable=False, index=True),
     Column("recipe", String(64), nullable=False, index=True),
-    Column("label", String(128), nullable=False, index=True),
+    Column("label", String(128), nullable=False),
     Column("status", String(16), nullable=False, index=True),
     Column("point_key", Text, nullable=False),
     Column("point_json", Text, nullable=False),
@@ -33,6 +34,7 @@ runs = Table(
     Column("started_at", Float, nullable=False),
     Column("finished_at", Float, nullable=False),
     Column("host", String(255), nullable=False, index=True),
+    # on PostgreSQL the index is on kernel COLLATE "C" (0005): prefixes by code point
     Column("kernel", String(255), nullable=False, index=True),
     # '' when the document is in run_docs under env_ref / bed_ref (0003); the text otherwise
     Column("env_json", Text, nullable=False),
@@ -41,6 +43,8 @@ runs = Table(
     Column("notes_json", Text, nullable=False, default="[]"),
     Column("env_ref", String(32), nullable=True),
     Column("bed_ref", String(32), nullable=True),
+    #: labels by their first run (Store.labels) and the runs of a label (0005)
+    Index("ix_runs_label_id", "label", "id"),
 )
 
 #: Environment and bed documents, compressed, each content once (codec.pack_doc): the beds of

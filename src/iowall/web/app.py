@@ -16,11 +16,10 @@ from starlette.middleware.gzip import GZipMiddleware
 from ..actions.flame import flame_svg
 from ..analysis.history import BY
 from ..errors import IowallError, UserError
-from ..recipes.tables import reload_compare
+from ..recipes.stored import stored_report
 from ..report.emit import render
 from ..report.table import cell_text
 from ..store import Store
-from ..store.reports import get_report
 from . import downloads, pages
 from .assets import load_assets, respond, url_of
 from .figures import XS
@@ -160,7 +159,7 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
     @app.get("/report/{batch}", response_class=HTMLResponse)
     def report(batch: str) -> HTMLResponse:
         def build() -> HTMLResponse:
-            rep = reload_compare(store, get_report(store, batch))
+            rep = stored_report(store, batch)
             return page("report.html", rep=rep, **pages.report_context(rep))
 
         return guarded(build)

@@ -17,6 +17,7 @@ from ..model import PROFILE_ARTIFACT, Run, primary_metric
 from ..report.compare import fmt_ci, mark, short_metric
 from ..results import Report
 from ..store import Store
+from ..store.db import COUNTED
 from ..store.reports import get_report
 from ..units import fmt_metric
 from .figures import compare_figure, fio_window, history_figure, history_scale, ids_of, run_figures, segments
@@ -79,7 +80,7 @@ def run_rows(pg: RunPage) -> dict[str, Any]:
                 "batch": r.batch,
             }
         )
-    return {"runs": rows, "older": pg.older, "total": pg.total}
+    return {"runs": rows, "older": pg.older, "total": pg.total, "counted": COUNTED}
 
 
 def _host(r: Run) -> str:

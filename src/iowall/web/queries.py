@@ -16,8 +16,7 @@ from ..errors import UserError
 from ..model import Run
 from ..selection import compared_field, load, parse_selection, run_id
 from ..store import RunFilter, Store
-from ..store.db import id_of_uuid
-from ..store.paging import count_window, page_ids
+from ..store.db import COUNTED
 
 #: Runs on one page of /runs.
 PAGE = 50
@@ -28,7 +27,7 @@ FILTERS = ("label", "recipe", "kernel", "host", "status", "batch")
 @dataclass(frozen=True)
 class RunPage:
     """One page of runs, newest first, the id the next (older) page starts below, and how
-    many runs the filters match in all."""
+    many runs the filters match in all (``COUNTED + 1`` standing for more than COUNTED)."""
 
     runs: tuple[Run, ...]
     older: int | None
@@ -55,14 +54,14 @@ def run_page(store: Store, params: Mapping[str, str], *, limit: int = PAGE) -> R
         before = run_id(params["before"])
         if before is None:
             raise UserError(f"before {params['before']!r}: give a run id (digits 0-9)")
-    ids = page_ids(store, flt, before=before, since=since, until=until, limit=limit + 1)
+    ids = store.page_ids(flt, before=before, since=since, until=until, limit=limit + 1)
     shown = ids[:limit]
     runs = store.runs(RunFilter(ids=shown)) if shown else []
     runs.reverse()
     return RunPage(
         tuple(runs),
         shown[-1] if len(ids) > limit else None,
-        count_window(store, flt, since=since, until=until),
+        store.count(flt, since=since, until=until, at_most=COUNTED),
     )
 
 
@@ -84,7 +83,7 @@ def run_ref(ref: str) -> int | str:
 def find_run(store: Store, ref: str) -> Run:
     """A whole run (series, artifacts) by id or uuid; a UserError when there is none."""
     key = run_ref(ref)
-    rid = key if isinstance(key, int) else id_of_uuid(store, key)
+    rid = key if isinstance(key, int) else store.id_of_uuid(key)
     if rid is None:
         raise UserError(f"no run {ref!r} in this store")
     return store.get_run(rid)

@@ -87,7 +87,8 @@ def upgrade() -> None:
 
 def _deltas(conn: Any) -> None:
     """Each host's environments, oldest run first, as deltas against the last one kept whole
-    (the first, and any that gains too little): what Store._insert does for new runs."""
+    (the first, and any that gains too little): what store.write.insert_run does for new
+    runs."""
     base: dict[str, tuple[str, str]] = {}  # host → (ref, text) of its current whole document
     seen: set[str] = set()
     after = -1
