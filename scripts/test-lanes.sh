@@ -3,7 +3,8 @@
 #   1. the tests marked `guests` (emulated kernels under qemu's TCG: one host CPU busy, nothing
 #      measured on this machine) in the background, while the other CPU runs the lint, the
 #      type check and the tests marked `beside`, which measure nothing here (unit, fuzz and
-#      engine tests, and the integration tests of stores, bundles, compare and the dashboard);
+#      engine tests, and the integration tests of bundles, compare, scaling, HTTP and
+#      PostgreSQL: no bed, no browser);
 #   2. then, alone on the machine, every other test: those that measure.
 # Each phase's pytest prints its slowest durations; the exit code is the first failure's.
 # Usage: scripts/test-lanes.sh VENV
