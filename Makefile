@@ -6,10 +6,15 @@ PYTHON  ?= python3
 ARGS    ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup limits test fuzz deps engine inferno lint typecheck clean
+.PHONY: setup setup-parts limits test fuzz deps engine inferno lint typecheck clean
 
 ## setup: Debian packages (as root), the virtualenv, the package and its C engine. Idempotent.
-setup: deps $(VENV)/.stamp-install engine inferno
+##   After the packages, the flame-graph tools (cargo, a minute on a fresh clone) build while
+##   pip installs the package: make -j2 of the parts.
+setup: deps
+	@$(MAKE) --no-print-directory -j2 setup-parts
+
+setup-parts: $(VENV)/.stamp-install engine inferno
 
 deps:
 	@sh scripts/setup-debs.sh
