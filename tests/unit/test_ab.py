@@ -282,7 +282,7 @@ def test_a_package_is_not_fetched_without_its_tools(
     with pytest.raises(UserError) as e:
         kernels._deb_kernel("linux-image-x", str(tmp_path))
     assert str(e.value) == ("kernel 'linux-image-x': not a file nor a release under /boot, and " + said)
-    assert list(tmp_path.iterdir()) == []  # nothing downloaded
+    assert [p.name for p in tmp_path.iterdir()] == [".lock"]  # nothing downloaded
 
 
 def test_a_cached_package_is_not_indexed_without_depmod(
@@ -301,6 +301,26 @@ def test_a_cached_package_is_not_indexed_without_depmod(
         r"missing \(apt-get install kmod\)",
     ):
         kernels._deb_kernel("linux-image-x", str(tmp_path))
+
+
+def test_a_second_ab_waits_for_the_first_to_fetch_its_kernel(tmp_path: Path) -> None:
+    # two `iowall ab` started together (make test runs two guests tests at once) would
+    # otherwise both download a missing package and unpack it over each other
+    import threading
+
+    from iowall.ab import kernels
+
+    root = tmp_path / "linux-image-x"
+    (root / "boot").mkdir(parents=True)
+    (root / "boot" / "vmlinuz-6.1.0-x").write_bytes(b"")
+    got: list[kernels.Kernel] = []
+    with kernels._cache_locked(str(tmp_path)):
+        t = threading.Thread(target=lambda: got.append(kernels._deb_kernel("linux-image-x", str(tmp_path))))
+        t.start()
+        t.join(0.5)
+        assert t.is_alive() and not got  # waits while another process holds the cache
+    t.join(10)
+    assert [k.release for k in got] == ["6.1.0-x"]
 
 
 def test_the_guest_does_not_start_in_the_callers_directory(

@@ -4,10 +4,13 @@ directory, so nothing is installed on the host."""
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import UserError
@@ -59,8 +62,25 @@ def _moddir(root: str, release: str) -> str | None:
     return None
 
 
+@contextmanager
+def _cache_locked(cache: str) -> Iterator[None]:
+    """The kernel cache to this process alone: two `iowall ab` started together would
+    otherwise both download a missing package and unpack it over each other."""
+    fd = os.open(os.path.join(cache, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _deb_kernel(spec: str, cache: str) -> Kernel:
     """Fetch and unpack Debian package ``spec`` into ``cache/spec`` once; depmod there."""
+    with _cache_locked(cache):
+        return _fetched(spec, cache)
+
+
+def _fetched(spec: str, cache: str) -> Kernel:
     root = os.path.join(cache, spec)
     images = glob.glob(f"{root}/boot/vmlinuz-*")
     if not images:
