@@ -29,7 +29,8 @@ from pathlib import Path
 
 from iowall.model import Run
 from iowall.store import Store
-from iowall.store.bundle import import_runs, read_bundle, write_bundle
+from iowall.store.bundle import read_bundle, write_bundle
+from iowall.store.ingest import import_runs
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -22,7 +22,8 @@ from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.results import Report
 from iowall.store import Store
 from iowall.store import schema as t
-from iowall.store.bundle import bundle_doc, import_runs, read_bundle, write_bundle
+from iowall.store.bundle import bundle_doc, read_bundle, write_bundle
+from iowall.store.ingest import import_runs
 from iowall.store.reports import add_report, get_report
 
 from ..pg import Cluster

@@ -18,7 +18,7 @@ import pytest
 from iowall.errors import UserError
 from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.selection import collect_runs, load, parse_selection
-from iowall.store import Store
+from iowall.store import Store, ingest
 from iowall.store import bundle as b
 
 FIO_JSON = json.dumps({"fio version": "fio-3.38", "jobs": [{"write": {"bw_bytes": 123}}]})
@@ -80,7 +80,7 @@ def test_round_trip_store_bundle_fresh_store(tmp_path: Path, store_url: str, sto
     assert back == runs  # id = source_id, uuid kept, every field equal
     dst = Store(store_url2)
     dst.add_run(make_run("local", "6.1", 9, 1.0))  # the new store assigns its own ids
-    assert b.import_runs(dst, back) == (4, 0)
+    assert ingest.import_runs(dst, back) == (4, 0)
     for orig in runs:
         assert orig.id is not None and orig.uuid
         got = [r for r in dst.runs() if r.uuid == orig.uuid]
@@ -112,8 +112,8 @@ def test_import_twice_adds_nothing(tmp_path: Path, store_url: str, store_url2: s
     dst = Store(store_url2)
     runs = b.read_bundle(path)
     # the same run twice in one import counts once
-    assert b.import_runs(dst, runs + runs[:1]) == (4, 1)
-    assert b.import_runs(dst, runs) == (0, 4)
+    assert ingest.import_runs(dst, runs + runs[:1]) == (4, 1)
+    assert ingest.import_runs(dst, runs) == (0, 4)
     assert dst.count() == 4
 
 
@@ -124,8 +124,8 @@ def test_run_without_uuid_gets_a_stable_one(tmp_path: Path, store_url: str) -> N
     b.write_bundle([r], p1)
     b.write_bundle([r], p2)
     dst = Store(store_url)
-    assert b.import_runs(dst, b.read_bundle(p1)) == (1, 0)
-    assert b.import_runs(dst, b.read_bundle(p2)) == (0, 1)
+    assert ingest.import_runs(dst, b.read_bundle(p1)) == (1, 0)
+    assert ingest.import_runs(dst, b.read_bundle(p2)) == (0, 1)
 
 
 def test_store_keeps_given_uuid(store_url: str) -> None:
@@ -242,10 +242,10 @@ def test_v1_file_reads_and_imports(tmp_path: Path, store_url: str) -> None:
     assert run.metrics[1] == Metric("wall_s", 30.0, "s", "lower")
     assert run.fingerprint() == b.migrate(copy.deepcopy(V1_DOC))["runs"][0]["fingerprint"]
     s = Store(store_url)
-    assert b.import_runs(s, [run]) == (1, 0)
+    assert ingest.import_runs(s, [run]) == (1, 0)
     got = s.runs()[0]
     assert got.metric("write_bw_bytes_per_s") == 2147483648.0 and got.notes == ("from v1",)
-    assert b.import_runs(s, b.read_bundle(str(path))) == (0, 1)
+    assert ingest.import_runs(s, b.read_bundle(str(path))) == (0, 1)
 
 
 def test_bad_v1_is_named_as_v1() -> None:
@@ -373,7 +373,7 @@ def test_nan_metric_imports_and_round_trips(tmp_path: Path, store_url: str) -> N
     b.write_bundle([run], path)
     assert '"value":NaN' in Path(path).read_text()
     dst = Store(store_url)
-    assert b.import_runs(dst, b.read_bundle(path)) == (1, 0)
+    assert ingest.import_runs(dst, b.read_bundle(path)) == (1, 0)
     (got,) = dst.runs()
     values = {m.name: m.value for m in got.metrics}
     assert math.isnan(values["write_bw_bytes_per_s"])
@@ -382,7 +382,7 @@ def test_nan_metric_imports_and_round_trips(tmp_path: Path, store_url: str) -> N
     b.write_bundle(collect_runs(dst, []), again)
     (back,) = b.read_bundle(again)
     assert math.isnan(back.metric("write_bw_bytes_per_s") or 0.0)
-    assert b.import_runs(dst, b.read_bundle(again)) == (0, 1)
+    assert ingest.import_runs(dst, b.read_bundle(again)) == (0, 1)
 
 
 class _Blind(Store):
@@ -396,11 +396,11 @@ class _Blind(Store):
 def test_a_run_added_meanwhile_is_skipped_and_other_refusals_name_the_constraint(store_url: str) -> None:
     runs = collect_runs(fill(store_url), [])
     extra = make_run("x", "6.18.0", 5, 1.0)
-    assert b.import_runs(_Blind(store_url), [*runs, extra]) == (1, 4)  # the uuid decides
+    assert ingest.import_runs(_Blind(store_url), [*runs, extra]) == (1, 4)  # the uuid decides
     assert Store(store_url).count() == 5
     broken = dataclasses.replace(make_run("x", "6.18.0", 3, 1.0), batch=None)  # type: ignore[arg-type]
     with pytest.raises(UserError) as e:
-        b.import_runs(Store(store_url), [broken])
+        ingest.import_runs(Store(store_url), [broken])
     assert "nothing was imported" in str(e.value)
     assert "NOT NULL" in str(e.value) or "not-null" in str(e.value)
     assert Store(store_url).count() == 5
@@ -430,5 +430,5 @@ def test_a_run_added_meanwhile_is_skipped_and_other_refusals_name_the_constraint
 def test_what_one_backend_cannot_hold_neither_takes(store_url: str, edit: Any, expect: str) -> None:
     s = Store(store_url)
     with pytest.raises(UserError, match=expect):
-        b.import_runs(s, [edit(make_run("x", "6.18.0", 1, 1.0))])
+        ingest.import_runs(s, [edit(make_run("x", "6.18.0", 1, 1.0))])
     assert s.count() == 0

@@ -118,3 +118,25 @@ def test_group_unit_takes_boot_offsets_for_noise_and_still_finds_a_step(seed: in
     x[30:] *= 0.75
     (cp,) = analyse(x.tolist(), groups, unit="group").points
     assert (cp.before, cp.after) == ("k9", "k10")
+
+
+def test_integer_rank_nulls_are_the_float_ones_exactly() -> None:
+    # the nulls of untied runs shuffle and sum whole ranks in int32 (half the memory and
+    # time); they must be the very numbers the float ranks gave, so no p-value moves
+    import numpy as np
+
+    from iowall.analysis import changepoints as cp
+
+    n, b, seed = 40, 300, 7
+    rel = tuple(range(3, n - 2))
+    floats = np.arange(1.0, n + 1.0)
+    ref = np.sort(cp._zstats(cp._shuffled(floats, (1,) * n, rel, b, seed), rel).max(axis=1))
+    assert cp._null_max.__wrapped__(n, rel, b, seed).tolist() == ref.tolist()
+    a = np.asarray([3, 5, 9], dtype=np.int64)
+    e = np.asarray([20, 30, 37], dtype=np.int64)
+    key = (tuple(int(v) for v in a), tuple(int(v) for v in e))
+    rs = cp._shuffled(floats, (1,) * n, (0, *key[0], 1, *key[1]), b, seed)
+    assert (
+        cp._arc_null.__wrapped__(n, key, b, seed).tolist()
+        == np.sort(cp._arc_z(rs, a, e).max(axis=1)).tolist()
+    )

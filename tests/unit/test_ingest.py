@@ -13,8 +13,7 @@ from sqlalchemy import select
 
 from iowall.store import Store
 from iowall.store import schema as t
-from iowall.store.bundle import import_runs
-from iowall.store.ingest import add_new_runs
+from iowall.store.ingest import add_new_runs, import_runs
 from iowall.store.write import IMPORT_LOCK
 
 from ..integration.test_import_concurrency import _run

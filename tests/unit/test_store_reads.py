@@ -171,9 +171,13 @@ def test_migration_0005_adds_the_indexes_and_answers_as_before(store_url: str) -
 
 
 def test_reading_a_store_imports_no_sqlalchemy(store_url: str) -> None:
+    # nor pydantic: typer 0.29 imported it to build an adapter for every option (half of
+    # a 0.24 s `iowall runs`), hence typer<0.29 (pyproject.toml)
     rid = _fill(store_url, 3).runs()[0].id
     calls = [["runs", "--db", store_url], ["runs", "--label", "L0", "--db", store_url]]
-    rcs, heavy, _ = fresh_run([*calls, ["show", str(rid), "--db", store_url]], ["sqlalchemy", "alembic"])
+    rcs, heavy, _ = fresh_run(
+        [*calls, ["show", str(rid), "--db", store_url]], ["sqlalchemy", "alembic", "pydantic"]
+    )
     assert rcs == [0, 0, 0] and heavy == []
 
 
@@ -182,7 +186,7 @@ def test_reprinting_a_report_without_a_compare_imports_no_numpy(tmp_path: Path) 
     s = _fill(db, 3)
     add_report(s, Report(kind="plan", name="p", title="a plan", head=("one line",), batch="b-1", label="L0"))
     rcs, heavy, (out,) = fresh_run(
-        [["report", "b-", "--db", db]], ["numpy", "scipy", "sqlalchemy", "alembic"]
+        [["report", "b-", "--db", db]], ["numpy", "scipy", "sqlalchemy", "alembic", "pydantic"]
     )
     assert rcs == [0] and heavy == [] and "a plan" in out and "one line" in out
 

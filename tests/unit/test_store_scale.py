@@ -305,6 +305,35 @@ def test_db_copy_reads_a_chunk_at_a_time_and_carries_every_run_whole(store_url: 
         assert [r.uuid for r in last.runs()] == [r.uuid for r in src.runs(RunFilter(label="a", limit=5))]
 
 
+def test_db_copy_carries_rows_as_kept_and_compresses_a_body_kept_as_text(
+    store_url: str, store_url2: str
+) -> None:
+    # the copy moves compressed rows across without decoding them into runs; a body kept
+    # as text (rows from before compression) is compressed on the way, as an import would
+    src, dst = _fill(store_url, 4), Store(store_url2)
+    body = "x" * 500
+    with src.engine.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE artifacts SET encoding = 'identity', body = :b, data = NULL "
+                "WHERE run_id = (SELECT min(id) FROM runs) AND name = 'fio.json'"
+            ),
+            {"b": body},
+        )
+    assert copy_runs(src, dst) == Copied(4, 0, 0)
+    with dst.engine.connect() as conn:
+        assert (
+            conn.execute(text("SELECT name FROM artifacts WHERE encoding = 'identity'")).scalars().all()
+            == ["tiny"] * 4
+        )
+    for s in (src, dst):  # metrics by name, artifacts by name, series: the same runs
+        got = [dataclasses.replace(r, id=None) for r in s.iter_runs(with_series=True, with_artifacts=True)]
+        assert body in [a.body for r in got for a in r.artifacts]
+    src_runs = [dataclasses.replace(r, id=None) for r in src.iter_runs(with_series=True, with_artifacts=True)]
+    dst_runs = [dataclasses.replace(r, id=None) for r in dst.iter_runs(with_series=True, with_artifacts=True)]
+    assert dst_runs == src_runs
+
+
 def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: Path) -> None:
     # each DDL statement used to commit by itself: two first opens interleaved their
     # CREATE TABLEs ("table alembic_version already exists")

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import UserError
 from ..model import Point, Run
 from ..store import RunFilter, Store
-from ..store.bundle import import_runs
+from ..store.ingest import import_runs
 from ..units import parse_size
 from . import guest, vm
 from .kernels import Kernel, is_bzimage

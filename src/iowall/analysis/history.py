@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -116,7 +118,7 @@ def from_runs(
     for r in runs:
         if r.status in MEASURED_STATUSES and _metric(r, metric) is not None:
             per.setdefault(r.fingerprint(), []).append(r)
-    out = []
+    series = []
     for key, rs in per.items():
         rs = _ordered(rs, by)
         ms = [_metric(r, metric) for r in rs]
@@ -134,23 +136,25 @@ def from_runs(
             )
             for i, (r, m) in enumerate(zip(rs, ms, strict=True))
         )
-        det = _detect(obs, by, alpha)
-        out.append(
-            _with_newest(
-                History(
-                    key,
-                    rs[0].point.describe(),
-                    first.name,
-                    first.unit,
-                    first.direction,
-                    by,
-                    obs,
-                    det,
-                    _windows(obs, det),
-                )
-            )
+        series.append((key, rs[0].point.describe(), first, obs))
+    dets = _detect_all([obs for *_, obs in series], by, alpha)
+    return [
+        _with_newest(
+            History(key, point, first.name, first.unit, first.direction, by, obs, det, _windows(obs, det))
         )
-    return out
+        for (key, point, first, obs), det in zip(series, dets, strict=True)
+    ]
+
+
+def _detect_all(series: Sequence[Sequence[Observation]], by: str, alpha: float | None) -> list[Detection]:
+    """``_detect`` of each series, on as many threads as CPUs: each series' permutation null
+    is its own (its length differs), numpy shuffles and sums without the GIL, and the
+    results do not depend on the order (each generator is seeded by its series' shape)."""
+    workers = min(len(series), os.cpu_count() or 1)
+    if workers < 2:
+        return [_detect(obs, by, alpha) for obs in series]
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        return list(ex.map(lambda obs: _detect(obs, by, alpha), series))
 
 
 class SeriesRow(NamedTuple):
@@ -194,7 +198,7 @@ def from_rows(
     for r in rows:
         row = r if isinstance(r, SeriesRow) else SeriesRow(str(r[0]), _index_text(r[1]), float(r[2]))
         per.setdefault(row.series, []).append(row)
-    out = []
+    series = []
     for name, rs in per.items():
         keys = _order_key([r.at for r in rs])
         first: dict[str, int] = {}
@@ -209,10 +213,12 @@ def from_rows(
         )
         d = next((r.direction for r in rs if r.direction), direction)
         u = next((r.unit for r in rs if r.unit), unit)
-        det = _detect(obs, "index", alpha)
-        h = History(name, name, metric, u, d, "index", obs, det, _windows(obs, det))
-        out.append(_with_newest(h))
-    return out
+        series.append((name, d, u, obs))
+    dets = _detect_all([obs for *_, obs in series], "index", alpha)
+    return [
+        _with_newest(History(name, name, metric, u, d, "index", obs, det, _windows(obs, det)))
+        for (name, d, u, obs), det in zip(series, dets, strict=True)
+    ]
 
 
 def _index_text(index: str | float) -> str:

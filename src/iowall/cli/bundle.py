@@ -15,8 +15,8 @@ from ..report.emit import write, wrote
 from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
-from ..store.bundle import import_runs, plan_import, read_bundle, write_bundle
-from ..store.ingest import GROUP
+from ..store.bundle import read_bundle, write_bundle
+from ..store.ingest import GROUP, import_runs, plan_import
 from .options import DbOpt
 from .progress import RichProgress
 

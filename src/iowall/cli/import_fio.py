@@ -12,7 +12,7 @@ from ..model import Run, check_label
 from ..report.emit import emit
 from ..report.run import Imported
 from ..store import Store
-from ..store.bundle import import_runs
+from ..store.ingest import import_runs
 from ..workloads.fio_import import read_runs
 from .options import DbOpt
 

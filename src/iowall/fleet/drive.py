@@ -14,7 +14,8 @@ from pathlib import Path
 from ..errors import UserError
 from ..results import FAILED, IMPORTED, HostState
 from ..store import Store
-from ..store.bundle import import_runs, read_bundle
+from ..store.bundle import read_bundle
+from ..store.ingest import import_runs
 from ..units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
 from .state import FleetDir, run_key

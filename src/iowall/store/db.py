@@ -168,6 +168,15 @@ class Store:
     ) -> Iterator[Run]:
         """Runs matching ``flt`` (its ``limit`` ignored), oldest first, ``page`` at a time by
         keyset (id > the last one seen): memory bounded by a page, whatever the store holds."""
+        for db, rows in self.row_pages(flt, page=page):
+            yield from load(db, rows, with_series=with_series, with_artifacts=with_artifacts)
+
+    def row_pages(
+        self, flt: RunFilter = EVERY_RUN, *, page: int = CHUNK
+    ) -> Iterator[tuple[Reader, list[dict[str, Any]]]]:
+        """The rows of the runs ``flt`` selects (its ``limit`` ignored; documents read, as
+        ``with_docs``), oldest first, ``page`` at a time by keyset, each page with the open
+        reader to read the rest of its runs on (before the next page is asked for)."""
         after = 0
         while True:
             p: dict[str, Any] = {"after": after, "n": page}
@@ -179,8 +188,7 @@ class Store:
                 after = rows[-1]["id"]
                 if flt.commit is not None:
                     rows = [r for r in rows if env_commit(r) == flt.commit]
-                runs = load(db, rows, with_series=with_series, with_artifacts=with_artifacts)
-            yield from runs
+                yield db, rows
 
     def page_ids(self, flt: RunFilter, *, limit: int = 50, **window: float | None) -> list[int]:
         """Ids of the newest ``limit`` runs matching ``flt`` in ``window`` (``before``: an id

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, Table, select, text
@@ -70,6 +71,43 @@ def add_new_runs(
         return _add_new_runs(store, runs, done, waiting, group)
 
 
+def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """Split ``runs`` into those to add and those already present (same uuid in the store,
+    or earlier in ``runs``)."""
+    seen = store.known_uuids(r.uuid for r in runs if r.uuid)
+    new: list[Run] = []
+    present: list[Run] = []
+    for r in runs:
+        if r.uuid and r.uuid in seen:
+            present.append(r)
+            continue
+        if r.uuid:
+            seen.add(r.uuid)
+        new.append(r)
+    return new, present
+
+
+def import_runs(
+    store: Store,
+    runs: Sequence[Run],
+    *,
+    done: Callable[[int], None] | None = None,
+    waiting: Callable[[str], None] | None = None,
+) -> tuple[int, int]:
+    """Add the runs whose uuid the store lacks, under new store ids, a group of runs a
+    transaction (``store.ingest``: ``done`` after each, ``waiting`` when the store is busy);
+    returns (added, skipped as already present). Running it twice adds nothing; a run
+    another writer adds meanwhile is skipped too."""
+    seen: set[str] = set()
+    new = []
+    for r in runs:  # once each: the store decides about the rest, inside its transaction
+        if not r.uuid or r.uuid not in seen:
+            seen.add(r.uuid)
+            new.append(replace(r, id=None))
+    added = add_new_runs(store, new, done=done, waiting=waiting)
+    return added, len(runs) - added
+
+
 def _add_new_runs(
     store: Store, runs: Sequence[Run], done: Callable[[int], None] | None, waiting: Waiting | None, group: int
 ) -> int:
@@ -79,26 +117,49 @@ def _add_new_runs(
         part = runs[lo : lo + group]
         with store.engine.connect() as conn:  # not packed when stored already (a re-import)
             stored = _stored_uuids(conn, [r.uuid for r in part if r.uuid])
-        packed = [pack_run(r, checked) for r in part if r.uuid not in stored]
-        n = 0
-        if packed:
-            try:
-                with _transaction(store, waiting) as conn:
-                    n = _write(conn, packed)
-            except IntegrityError as e:
-                what = str(getattr(e, "orig", e)).splitlines()[0]
-                kept = (
-                    "nothing was imported"
-                    if not added
-                    else f"{added} runs before it were imported (importing again skips them)"
-                )
-                raise UserError(
-                    f"import into {store.shown}: the store refused a run ({what}); {kept}"
-                ) from None
-        added += n
+        added += write_group(
+            store, [pack_run(r, checked) for r in part if r.uuid not in stored], added, waiting
+        )
         if done is not None:
             done(len(part))
     return added
+
+
+def add_new_packed(
+    store: Store,
+    groups: Iterable[Sequence[Packed]],
+    *,
+    done: Callable[[int], None] | None = None,
+    waiting: Waiting | None = None,
+) -> int:
+    """Add the runs of ``groups`` (packed already: ``store.copy`` reads them packed from
+    another store) the store lacks, a group a transaction; how many it added."""
+    added = 0
+    with gc_paused():
+        for packed in groups:
+            added += write_group(store, packed, added, waiting)
+            if done is not None:
+                done(len(packed))
+    return added
+
+
+def write_group(store: Store, packed: Sequence[Packed], before: int, waiting: Waiting | None) -> int:
+    """Write ``packed`` in one transaction holding the store's write turn; how many runs it
+    added (those stored meanwhile are skipped). A run the store refuses is a UserError that
+    says how many runs (``before``) this import had added already."""
+    if not packed:
+        return 0
+    try:
+        with _transaction(store, waiting) as conn:
+            return _write(conn, packed)
+    except IntegrityError as e:
+        what = str(getattr(e, "orig", e)).splitlines()[0]
+        kept = (
+            "nothing was imported"
+            if not before
+            else f"{before} runs before it were imported (importing again skips them)"
+        )
+        raise UserError(f"import into {store.shown}: the store refused a run ({what}); {kept}") from None
 
 
 @contextmanager
@@ -151,7 +212,7 @@ def _say(waiting: Waiting | None, store: Store, why: str) -> None:
         waiting(f"waiting for {store.shown}: {why}")
 
 
-def _write(conn: Connection, packed: list[Packed]) -> int:
+def _write(conn: Connection, packed: Sequence[Packed]) -> int:
     """Insert the runs of ``packed`` the store lacks, on ``conn`` (the caller's transaction);
     how many it inserted."""
     by_uuid = {p.row["uuid"]: p for p in packed}
