@@ -130,6 +130,23 @@ def measure(backend: str, new_url: Callable[[], str], files: list[str], trees: d
     return out
 
 
+def measure_copy(
+    backend: str, new_url: Callable[[], str], big: Path, runs: int, trees: dict[str, Path]
+) -> list[str]:
+    """``db copy`` of a store of ``runs`` runs (store_scale.fill) into a new store of
+    ``backend``, and, on PostgreSQL, from there into a new SQLite file, each tree."""
+    out = []
+    for tree, src in trees.items():
+        url = new_url()
+        wall = timed(iowall("db", "copy", str(big), url), src)
+        out.append(line(backend, tree, f"db copy of {runs:,} runs from SQLite", runs, wall))
+        if backend == "PostgreSQL":
+            back = big.with_name(f"back-{tree}.db")
+            wall = timed(iowall("db", "copy", url, str(back)), src)
+            out.append(line("SQLite", tree, f"db copy of {runs:,} runs from PostgreSQL", runs, wall))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--template-db", type=Path, help="template runs from a store_scale template store")
@@ -137,6 +154,7 @@ def main() -> None:
     ap.add_argument("--bundles", type=int, default=4, help="bundles of 500 runs to import")
     ap.add_argument("--old", type=Path, help="the src of an older tree, measured beside this one")
     ap.add_argument("--no-pg", action="store_true", help="SQLite only")
+    ap.add_argument("--copy-runs", type=int, default=10_000, help="runs of the store db copy copies")
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="import-rate-", dir=a.dir))
@@ -172,6 +190,12 @@ def main() -> None:
                 time.perf_counter() - t0,
             )
         )
+        big = work / "big.db"
+        Store(str(big))
+        store_scale.fill(big, templates, 0, a.copy_runs)
+        report += measure_copy(
+            "SQLite", lambda: f"sqlite:///{work / f's{next(count)}.db'}", big, a.copy_runs, trees
+        )
         if not a.no_pg and bindir() is not None:
             cluster = Cluster()
             cluster.start()
@@ -182,6 +206,7 @@ def main() -> None:
                 return cluster.url(name)
 
             report += measure("PostgreSQL", pg_url, files, trees)
+            report += measure_copy("PostgreSQL", pg_url, big, a.copy_runs, trees)
         print("\n".join(report))
     finally:
         if cluster is not None:

@@ -305,33 +305,56 @@ def test_db_copy_reads_a_chunk_at_a_time_and_carries_every_run_whole(store_url: 
         assert [r.uuid for r in last.runs()] == [r.uuid for r in src.runs(RunFilter(label="a", limit=5))]
 
 
-def test_db_copy_carries_rows_as_kept_and_compresses_a_body_kept_as_text(
-    store_url: str, store_url2: str
-) -> None:
-    # the copy moves compressed rows across without decoding them into runs; a body kept
-    # as text (rows from before compression) is compressed on the way, as an import would
+def _whole_runs(s: Store) -> list[Run]:
+    return [dataclasses.replace(r, id=None) for r in s.iter_runs(with_series=True, with_artifacts=True)]
+
+
+def _rows(s: Store, sql: str) -> list[tuple]:
+    with s.engine.connect() as conn:
+        return [
+            tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in conn.execute(text(sql))
+        ]
+
+
+def test_db_copy_carries_rows_as_kept(store_url: str, store_url2: str) -> None:
+    # the copy moves rows across without decoding them into runs: documents and metrics rows
+    # byte for byte into a new store; a body kept as text (from before compression) is
+    # compressed, and an environment kept in its row (before 0003) packed, as an import would
     src, dst = _fill(store_url, 4), Store(store_url2)
     body = "x" * 500
+    env = json.dumps(src.runs()[1].env, sort_keys=True, default=str)
     with src.engine.begin() as conn:
+        first = "(SELECT min(id) FROM runs)"
         conn.execute(
             text(
                 "UPDATE artifacts SET encoding = 'identity', body = :b, data = NULL "
-                "WHERE run_id = (SELECT min(id) FROM runs) AND name = 'fio.json'"
+                f"WHERE run_id = {first} AND name = 'fio.json'"
             ),
             {"b": body},
         )
+        second = "(SELECT min(id) + 1 FROM runs)"
+        conn.execute(text(f"UPDATE runs SET env_json = :e, env_ref = NULL WHERE id = {second}"), {"e": env})
     assert copy_runs(src, dst) == Copied(4, 0, 0)
-    with dst.engine.connect() as conn:
-        assert (
-            conn.execute(text("SELECT name FROM artifacts WHERE encoding = 'identity'")).scalars().all()
-            == ["tiny"] * 4
-        )
-    for s in (src, dst):  # metrics by name, artifacts by name, series: the same runs
-        got = [dataclasses.replace(r, id=None) for r in s.iter_runs(with_series=True, with_artifacts=True)]
-        assert body in [a.body for r in got for a in r.artifacts]
-    src_runs = [dataclasses.replace(r, id=None) for r in src.iter_runs(with_series=True, with_artifacts=True)]
-    dst_runs = [dataclasses.replace(r, id=None) for r in dst.iter_runs(with_series=True, with_artifacts=True)]
-    assert dst_runs == src_runs
+    assert _rows(dst, "SELECT name FROM artifacts WHERE encoding = 'identity'") == [("tiny",)] * 4
+    assert body in [a.body for r in _whole_runs(dst) for a in r.artifacts]
+    assert _whole_runs(dst) == _whole_runs(src)
+    for sql in (
+        "SELECT encoding, data FROM run_metrics ORDER BY run_id",
+        "SELECT * FROM metric_kinds ORDER BY id",
+    ):
+        assert _rows(dst, sql) == _rows(src, sql)
+    kept = "SELECT ref, encoding, data FROM run_docs WHERE ref IN (SELECT bed_ref FROM runs) ORDER BY ref"
+    assert _rows(dst, kept) == _rows(src, kept)
+    assert _rows(dst, "SELECT count(*) FROM runs WHERE env_ref IS NULL") == [(0,)]
+
+
+def test_db_copy_into_a_store_with_kinds_of_its_own_renumbers_the_metrics(
+    store_url: str, store_url2: str
+) -> None:
+    src, dst = _fill(store_url, 4), Store(store_url2)
+    dst.add_runs([dataclasses.replace(_run(9, "other"), metrics=(Metric("zz_first", 1.0, "s"),), uuid=None)])
+    assert copy_runs(src, dst).copied == 4
+    assert [r for r in _whole_runs(dst) if r.label != "other"] == _whole_runs(src)
 
 
 def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: Path) -> None:

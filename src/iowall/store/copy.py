@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from . import codec
 from . import schema as t
@@ -20,6 +20,7 @@ from .packing import Kind, Packed
 from .reader import Reader, in_list
 from .row_checks import check_row
 from .rows import ARTIFACTS, KINDS, RunFilter, chunks
+from .rows import CHUNK as IN_CHUNK
 from .write import dialect_insert
 
 #: Runs read and written per transaction (the ingest's group): memory stays bounded on a
@@ -66,14 +67,34 @@ def copy_runs(
     def groups() -> Iterator[list[Packed]]:
         nonlocal seen
         for f in pages:
-            for db, rows in src.row_pages(f, page=chunk):
+            for db, rows in src.row_pages(f, page=chunk, docs=False):
                 seen += len(rows)
                 batches.update(r["batch"] for r in rows)
                 yield packed_runs(db, rows)
 
+    _seed_kinds(src, dst)
     copied = add_new_packed(dst, groups(), done=done, waiting=waiting)
     reports = copy_reports(src, dst, batches)
     return Copied(copied, seen - copied, reports)
+
+
+def _seed_kinds(src: Store, dst: Store) -> None:
+    """A destination that holds no metric kind yet takes the source's, in the source's id
+    order: both number them from 1, so each run's metrics row crosses as it is (its ids the
+    same: ``packing.metrics_row``) instead of being compressed again. Wherever the ids
+    differ (a store with kinds of its own), the rows are renumbered: never wrong, only slower."""
+    with src.reading() as db:
+        kinds = [{"name": n, "unit": u, "direction": d} for _, n, u, d in db.all(KINDS + " ORDER BY id")]
+    if not kinds:
+        return
+    with dst.engine.begin() as conn:
+        if conn.execute(select(func.count()).select_from(t.metric_kinds)).scalar_one() == 0:
+            conn.execute(
+                dialect_insert(conn)(t.metric_kinds).on_conflict_do_nothing(
+                    index_elements=["name", "unit", "direction"]
+                ),
+                kinds,
+            )
 
 
 #: The columns of a runs row that a copy carries (the id is the destination's own).
@@ -99,34 +120,66 @@ RUN_COLUMNS = (
 
 
 def packed_runs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> list[Packed]:
-    """The runs of ``rows`` (runs rows with their documents, ``Store.row_pages``) as the
-    rows an ingest writes, read on ``db`` one query per table per chunk: metrics as (kind,
-    value) by name, as a Run's are; artifacts (by name) and series as kept, compressed; a
-    body kept as text before compression existed is compressed as an import would."""
+    """The runs of ``rows`` (runs rows, ``Store.row_pages``) as the rows an ingest writes,
+    read on ``db`` one query per table per chunk, all as kept: environment and bed documents
+    by ref (a delta's base too), metrics as (kind, value) with their row, artifacts and
+    series compressed; a body kept as text before compression existed is compressed as an
+    import would. A run whose documents are kept in its row (before 0003) or were read
+    already (``with_docs``) is packed from their text."""
     ids = [r["id"] for r in rows]
     kinds = {i: (n, u, d) for i, n, u, d in db.all(KINDS)} if ids else {}
-    mets: dict[int, list[tuple[Kind, float]]] = {i: [] for i in ids}
+    mets: dict[int, tuple[list[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes]]] = {}
     arts: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     sers: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     for part in chunks(ids):
         p: dict[str, Any] = {}
         of_part = " WHERE run_id IN " + in_list("id", part, p)
         for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_metrics" + of_part, p):
-            mets[rid] = sorted(((kinds[k], v) for k, v in codec.unpack_metrics(enc, bytes(data))), key=_name)
+            got = codec.unpack_metrics(enc, bytes(data))
+            mets[rid] = ([(kinds[k], v) for k, v in got], (tuple(k for k, _ in got), enc, bytes(data)))
         for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_series" + of_part, p):
             sers[rid].append({"run_id": 0, "encoding": enc, "data": bytes(data)})
         for a in db.maps(ARTIFACTS + of_part, p):
             arts[a["run_id"]].append(_artifact_row(a))
+    kept = _kept_docs(db, rows)
     out = []
     for r in rows:
         row = {c: r[c] for c in RUN_COLUMNS}
         check_row(t.runs, row, f"run {row['uuid']}")
-        out.append(Packed(row, mets[r["id"]], sorted(arts[r["id"]], key=lambda a: a["name"]), sers[r["id"]]))
+        docs = None
+        if r["env_ref"] and r["bed_ref"] and not r["env_json"] and not r["bed_json"]:
+            row["env_ref"], row["bed_ref"] = r["env_ref"], r["bed_ref"]
+            docs = {ref: kept[ref] for ref in (r["env_ref"], r["bed_ref"])}
+            docs.update({b: kept[b] for e, d in list(docs.values()) if (b := codec.delta_base(e, d))})
+        else:  # packed from the text, as an import would
+            for ref, col in (("env_ref", "env_json"), ("bed_ref", "bed_json")):
+                if r[ref] and not r[col]:
+                    row[col] = _doc_text(kept, r[ref])
+        metrics, kept_metrics = mets.get(r["id"], ([], None))
+        out.append(Packed(row, metrics, arts[r["id"]], sers[r["id"]], docs, kept_metrics))
     return out
 
 
-def _name(kv: tuple[Kind, float]) -> str:
-    return kv[0][0]
+def _doc_text(kept: Mapping[str, tuple[str, bytes]], ref: str) -> str:
+    enc, data = kept[ref]
+    base = codec.delta_base(enc, data)
+    return codec.unpack_doc(enc, data, None if base is None else codec.unpack_doc(*kept[base]))
+
+
+def _kept_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, bytes]]:
+    """The run_docs rows (ref -> (encoding, data)) of the documents ``rows`` name, and of the
+    documents those deltas are compressed against."""
+    refs = sorted({r[k] for r in rows for k in ("env_ref", "bed_ref") if r[k]})
+    kept: dict[str, tuple[str, bytes]] = {}
+    while refs:
+        for i in range(0, len(refs), IN_CHUNK):
+            p: dict[str, Any] = {}
+            q = "SELECT ref, encoding, data FROM run_docs WHERE ref IN " + in_list(
+                "r", refs[i : i + IN_CHUNK], p
+            )
+            kept.update({ref: (enc, bytes(data)) for ref, enc, data in db.all(q, p)})
+        refs = sorted({b for e, d in kept.values() if (b := codec.delta_base(e, d)) and b not in kept})
+    return kept
 
 
 def _artifact_row(a: Mapping[str, Any]) -> dict[str, Any]:

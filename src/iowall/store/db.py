@@ -172,17 +172,20 @@ class Store:
             yield from load(db, rows, with_series=with_series, with_artifacts=with_artifacts)
 
     def row_pages(
-        self, flt: RunFilter = EVERY_RUN, *, page: int = CHUNK
+        self, flt: RunFilter = EVERY_RUN, *, page: int = CHUNK, docs: bool = True
     ) -> Iterator[tuple[Reader, list[dict[str, Any]]]]:
-        """The rows of the runs ``flt`` selects (its ``limit`` ignored; documents read, as
-        ``with_docs``), oldest first, ``page`` at a time by keyset, each page with the open
-        reader to read the rest of its runs on (before the next page is asked for)."""
+        """The rows of the runs ``flt`` selects (its ``limit`` ignored; their documents read,
+        as ``with_docs``, unless ``docs`` is False and ``flt`` selects no commit), oldest
+        first, ``page`` at a time by keyset, each page with the open reader to read the rest
+        of its runs on (before the next page is asked for)."""
         after = 0
         while True:
             p: dict[str, Any] = {"after": after, "n": page}
             q = "SELECT * FROM runs" + and_where(where(flt, self.dialect, p), "id > :after")
             with self.reading() as db:
-                rows = with_docs(db, db.maps(q + " ORDER BY id LIMIT :n", p))
+                rows = db.maps(q + " ORDER BY id LIMIT :n", p)
+                if docs or flt.commit is not None:
+                    rows = with_docs(db, rows)
                 if not rows:
                     return
                 after = rows[-1]["id"]

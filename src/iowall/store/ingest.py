@@ -220,7 +220,9 @@ def _write(conn: Connection, packed: Sequence[Packed]) -> int:
     todo = [p for u, p in by_uuid.items() if u not in stored]
     if not todo:
         return 0
-    docs = _pack_docs(conn, todo)
+    docs = _pack_docs(conn, [p for p in todo if p.docs is None])
+    for p in todo:  # documents copied as another store kept them
+        docs.update(p.docs or {})
     if docs:
         conn.execute(
             dialect_insert(conn)(t.run_docs).on_conflict_do_nothing(index_elements=["ref"]),
@@ -241,7 +243,7 @@ def _write(conn: Connection, packed: Sequence[Packed]) -> int:
         if rid is None:
             continue
         if p.metrics:
-            mets.append(metrics_row(rid, p.metrics, kinds))
+            mets.append(metrics_row(rid, p, kinds))
         for rows, out in ((p.artifacts, arts), (p.series, sers)):
             out.extend(dict(r, run_id=rid) for r in rows)
     for table, rows in ((t.run_metrics, mets), (t.artifacts, arts), (t.series, sers)):

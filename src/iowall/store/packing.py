@@ -23,12 +23,19 @@ Kind = tuple[str, str, str]
 @dataclass
 class Packed:
     """One run's rows: ``row`` for ``runs`` (its env_json and bed_json still the text),
-    metrics as (kind, value), artifacts and series packed (their run_id set on insert)."""
+    metrics as (kind, value), artifacts and series packed (their run_id set on insert).
+
+    A run copied from another store carries what it kept there (``store.copy``): ``docs``,
+    its environment and bed documents as stored (by ref, a delta's base included; the row
+    names them by env_ref and bed_ref), and ``kept_metrics``, its metrics row's kind ids
+    there and (encoding, data), used as they are when the kinds have the same ids here."""
 
     row: dict[str, Any]
     metrics: list[tuple[Kind, float]]
     artifacts: list[dict[str, Any]]
     series: list[dict[str, Any]]
+    docs: dict[str, tuple[str, bytes]] | None = None
+    kept_metrics: tuple[tuple[int, ...], str, bytes] | None = None
 
 
 def pack_run(run: Run, checked: set[tuple[str, ...]] | None = None) -> Packed:
@@ -88,7 +95,11 @@ def pack_run(run: Run, checked: set[tuple[str, ...]] | None = None) -> Packed:
     return Packed(row, mets, arts, sers)
 
 
-def metrics_row(run_id: int, mets: list[tuple[Kind, float]], kinds: dict[Kind, int]) -> dict[str, Any]:
-    """The run_metrics row of a run's metrics, by the kinds' ids."""
-    enc, data = codec.pack_metrics([kinds[k] for k, _ in mets], [v for _, v in mets])
+def metrics_row(run_id: int, p: Packed, kinds: dict[Kind, int]) -> dict[str, Any]:
+    """The run_metrics row of a run's metrics, by the kinds' ids (the row it kept in another
+    store when the ids are those it had there: the same bytes, not compressed again)."""
+    ids = [kinds[k] for k, _ in p.metrics]
+    if p.kept_metrics is not None and tuple(ids) == p.kept_metrics[0]:
+        return {"run_id": run_id, "encoding": p.kept_metrics[1], "data": p.kept_metrics[2]}
+    enc, data = codec.pack_metrics(ids, [v for _, v in p.metrics])
     return {"run_id": run_id, "encoding": enc, "data": data}

@@ -81,7 +81,7 @@ def insert_run(conn: Connection, run: Run) -> int:
         r["run_id"] = rid
     if p.metrics:
         kinds = kind_ids(conn, {k for k, _ in p.metrics})
-        conn.execute(t.run_metrics.insert(), [metrics_row(rid, p.metrics, kinds)])
+        conn.execute(t.run_metrics.insert(), [metrics_row(rid, p, kinds)])
     if p.artifacts:
         conn.execute(t.artifacts.insert(), p.artifacts)
     if p.series:
