@@ -6,7 +6,7 @@ PYTHON  ?= python3
 ARGS    ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-parts limits test fuzz deps engine inferno lint typecheck clean
+.PHONY: setup setup-parts limits test fuzz deps engine inferno bytecode lint typecheck clean
 
 ## setup: Debian packages (as root), the virtualenv, the package and its C engine. Idempotent.
 ##   After the packages, the flame-graph tools (cargo, a minute on a fresh clone) build while
@@ -14,7 +14,14 @@ PYTEST_ARGS ?=
 setup: deps
 	@$(MAKE) --no-print-directory -j2 setup-parts
 
-setup-parts: $(VENV)/.stamp-install engine inferno
+setup-parts: $(VENV)/.stamp-install engine inferno bytecode
+
+## bytecode: iowall's own modules compiled once (pip compiles the dependencies, not an editable
+##   package's source): every `iowall` the suite starts, and every emulated guest of `iowall ab`
+##   (which sees this tree), would otherwise compile them again where PYTHONDONTWRITEBYTECODE
+##   is set, as it is in some containers. Changed files are compiled again as they are read.
+bytecode: $(VENV)/.stamp-install
+	@$(PY) -m compileall -q -j0 src/iowall
 
 deps:
 	@sh scripts/setup-debs.sh
