@@ -6,9 +6,10 @@
 #      engine tests, and the integration tests of bundles, compare, scaling, HTTP and
 #      PostgreSQL: no bed, no browser);
 #   2. then, alone on the machine, every other test: those that measure.
-# The guests set phase 1's length (318 s against about 205 s for the rest, in CI): the lint
-# and the beside tests run at a lower priority (nice 10), so that they take what the guests
-# leave; measured, it did not shorten them (318 -> 317 s): the guests' time is their own.
+# The guests set phase 1's length (283-292 s against about 200 s for the rest, with the
+# package's bytecode compiled at set-up; 318 s before): the lint and the beside tests run at
+# a lower priority (nice 10), so that they take what the guests leave; measured, it did not
+# shorten them (318 -> 317 s): the guests' time is their own.
 # Nor did running the two-kernel guest beside the other two (phase 1 323 s, the beside tests
 # 299 s instead of 159): phase 1 keeps both CPUs busy, so only less work shortens it.
 # Each phase's pytest prints its slowest durations; the exit code is the first failure's.
