@@ -26,7 +26,7 @@ from ..atomic import open_atomic
 from ..dirs import redact_url
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
-from .ingest import gc_paused
+from .gcpause import gc_paused
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
 from . import codec
+from .gcpause import gc_paused
 from .reader import Reader, in_list
 
 #: What may follow a kernel selector in a release it matches: ``6.18`` matches ``6.18.44``,
@@ -149,6 +151,13 @@ def load(
 ) -> list[Run]:
     """The Runs of ``rows`` (mappings of the runs table), in their order, with metrics and,
     on demand, series and artifacts: one query per table per CHUNK runs."""
+    with gc_paused():  # 136 metrics a run: no cycles among them (store.gcpause)
+        return _load(db, rows, with_series, with_artifacts)
+
+
+def _load(
+    db: Reader, rows: Sequence[Mapping[str, Any]], with_series: bool, with_artifacts: bool
+) -> list[Run]:
     ids = [r["id"] for r in rows]
     mets: dict[int, list[Metric]] = {i: [] for i in ids}
     sers: dict[int, list[Series]] = {i: [] for i in ids}
@@ -158,9 +167,12 @@ def load(
         p: dict[str, Any] = {}
         of_chunk = " WHERE run_id IN " + in_list("id", chunk, p)
         for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_metrics" + of_chunk, p):
+            # one lookup of each kind, unpacked (a third less time than three lookups and
+            # three indexings: 136 metrics a run, most of loading a page of runs)
             mets[rid] = [
-                Metric(kinds[k][0], v, kinds[k][1], kinds[k][2])
+                Metric(name, v, unit, way)
                 for k, v in codec.unpack_metrics(enc, bytes(data))
+                for name, unit, way in (kinds[k],)
             ]
         if with_series:
             for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_series" + of_chunk, p):
@@ -169,13 +181,15 @@ def load(
             for a in db.maps(ARTIFACTS + of_chunk, p):
                 arts[a["run_id"]].append(artifact(a))
     for ms in mets.values():  # by code point, as SQLite does; not by PG's collation
-        ms.sort(key=lambda m: m.name)
+        ms.sort(key=_NAME)
     for ss in sers.values():
         ss.sort(key=lambda s: (s.probe, s.name))
     for aa in arts.values():
         aa.sort(key=lambda a: a.name)
     return [_run(r, mets[r["id"]], sers[r["id"]], arts[r["id"]]) for r in rows]
 
+
+_NAME = attrgetter("name")
 
 #: Every metric kind: id, name, unit, direction.
 KINDS = "SELECT id, name, unit, direction FROM metric_kinds"
