@@ -9,8 +9,8 @@ PYTEST_ARGS ?=
 .PHONY: setup setup-parts limits test fuzz deps engine inferno bytecode lint typecheck clean
 
 ## setup: Debian packages (as root), the virtualenv, the package and its C engine. Idempotent.
-##   After the packages, the flame-graph tools (cargo, a minute on a fresh clone) build while
-##   pip installs the package: make -j2 of the parts.
+##   After the packages, the flame-graph tools (cargo: a minute the first time, then from its
+##   build cache) build while pip installs the package: make -j2 of the parts.
 setup: deps
 	@$(MAKE) --no-print-directory -j2 setup-parts
 

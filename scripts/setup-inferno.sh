@@ -19,5 +19,8 @@ if [ -z "$CARGO" ]; then
     echo "  install Rust >= 1.71 (rustup), then run make setup again" >&2
     exit 0
 fi
-echo "iowall setup: building inferno $VERSION into $VENV/bin (about a minute on 2 CPUs)"
-"$CARGO" install --quiet --locked --version "$VERSION" --root "$VENV" inferno
+# cargo's build directory kept in the user's cache: a second virtualenv (a fresh clone, CI)
+# installs from it in 1.6 s instead of building again (36 s here, a minute with pip beside)
+TARGET="${XDG_CACHE_HOME:-$HOME/.cache}/iowall/cargo-target"
+echo "iowall setup: building inferno $VERSION into $VENV/bin (about a minute on 2 CPUs, once)"
+"$CARGO" install --quiet --locked --version "$VERSION" --root "$VENV" --target-dir "$TARGET" inferno

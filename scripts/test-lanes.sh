@@ -3,8 +3,8 @@
 #   1. the tests marked `guests` (emulated kernels under qemu's TCG: one host CPU busy, nothing
 #      measured on this machine) in the background, while the other CPU runs the lint, the
 #      type check and the tests marked `beside`, which measure nothing here (unit, fuzz and
-#      engine tests, the integration tests of bundles, compare, scaling, HTTP and
-#      PostgreSQL, and the crash trials, each under the leftovers lock: no browser);
+#      engine tests, and the integration tests of bundles, compare, scaling, HTTP and
+#      PostgreSQL: no bed, no browser);
 #   2. then, alone on the machine, every other test: those that measure.
 # The guests set phase 1's length (283-292 s against about 200 s for the rest, with the
 # package's bytecode compiled at set-up; 318 s before): the lint and the beside tests run at

@@ -3,7 +3,6 @@ PostgreSQL cluster), and a check that nothing is left mounted."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -39,20 +38,6 @@ def leftovers() -> dict[str, set[str]]:
     return {"loops": loops, "mounts": mounts, "images": images}
 
 
-#: Held while a test may have half-made loop devices, mounts or images of its own: the crash
-#: trials run beside the guests' tests (scripts/test-lanes.sh), so a snapshot of leftovers
-#: taken under it sees none of theirs.
-LEFTOVERS_LOCK = "/tmp/iowall-leftovers.lock"
-
-
-@contextmanager
-def leftovers_settled() -> Iterator[None]:
-    """The leftovers lock held (exclusive, waiting for it)."""
-    with open(LEFTOVERS_LOCK, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 @contextmanager
 def reporting_held_off(touch_bytes: int = 0) -> Iterator[bool]:
     """Free page reporting held off (restored after) and ``touch_bytes`` of free memory
@@ -75,8 +60,8 @@ def reporting_hold(request: pytest.FixtureRequest) -> Iterator[KnobSession | Non
     it is off stays backed by the host, so the first guest-memory touch of the session (the
     first `limits` or `--hold-memory`) serves every later one (guestmem.TOUCHED): each
     `limits` would otherwise touch all free memory again, 20-30 s here."""
-    # the guests' lane (-m guests) measures nothing here and ends while the lane beside it
-    # still runs: its hold, restored then, would move the knob under the crash trials
+    # the guests' lane (-m guests) measures nothing here and may end while the lane beside
+    # it still runs: its hold, restored then, would move the knob under that lane's tests
     if not ROOT or reporting_order() is None or request.config.option.markexpr == "guests":
         yield None
         return
@@ -89,21 +74,15 @@ def reporting_hold(request: pytest.FixtureRequest) -> Iterator[KnobSession | Non
 BESIDE_DIRS = ("unit", "fuzz", "engine")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Unit, fuzz and engine tests are marked ``beside`` (make test's phase 1 selects by it);
     tests that let go of the session's reporting hold run last (in their order): one
-    guest-memory touch then serves every test before them. In the lane beside the guests
-    (-m beside), where nothing touches guest memory, the slow tests (the crash trials) run
-    first instead: they end before the guests' last leftover check, which would wait for the
-    trial in progress (17 s, measured)."""
+    guest-memory touch then serves every test before them."""
     here = Path(__file__).parent
     for item in items:
         rel = Path(str(item.path)).relative_to(here) if Path(str(item.path)).is_relative_to(here) else None
         if rel is not None and rel.parts[0] in BESIDE_DIRS:
             item.add_marker(pytest.mark.beside)
-    if config.option.markexpr == "beside":
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-        return
     items.sort(key=lambda item: "reporting_released" in getattr(item, "fixturenames", ()))
 
 
@@ -124,11 +103,9 @@ def reporting_released(reporting_hold: KnobSession | None) -> Iterator[None]:
 @pytest.fixture
 def no_leftovers() -> Iterator[None]:
     """Fail the test if it leaves a loop device, a mount or an image behind."""
-    with leftovers_settled():
-        before = leftovers()
+    before = leftovers()
     yield
-    with leftovers_settled():
-        after = leftovers()
+    after = leftovers()
     for k in after:
         assert after[k] <= before[k], f"left behind {k}: {after[k] - before[k]}"
 

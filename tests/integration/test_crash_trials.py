@@ -21,11 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import figure, leftovers, leftovers_settled, needs_root, reporting_held_off
+from tests.conftest import figure, leftovers, needs_root, reporting_held_off
 
-# beside: it measures nothing (its checks are of what a kill leaves and what recovery undoes),
-# so `make test` runs it in phase 1 beside the guests, each trial under the leftovers lock
-pytestmark = [needs_root, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [needs_root, pytest.mark.slow]
 
 #: Files of knobs a run or limits may change: each must read as before after recovery.
 KNOB_FILES = (
@@ -266,25 +264,17 @@ def test_sigkill_at_any_moment_is_recovered(tmp_path: Path, reporting_released: 
     rows: list[str] = []
     left_total: dict[str, int] = {}
 
-    def kill_and_recover(
-        cmd: str, trig: Callable[[int], bool], deadline: float, delay: float, start: World
-    ) -> tuple[float, dict[str, object], subprocess.CompletedProcess[str]]:
-        """One trial: the kill, what it left, and the recovery after it."""
-        trial = Trial(["run", str(plan_file)] if cmd == "run" else LIMITS, env)
-        at = trial.kill_when(trig, deadline, delay)
-        left = World.now(data).minus(start)
-        rec = subprocess.run([exe, "recover"], env=env, capture_output=True, text=True, timeout=120)
-        return at, left, rec
-
     def trials(plan: list[tuple[str, str, Callable[[int], bool], float, float]], seen: set[str]) -> set[str]:
         start = World.now(data)  # the knobs as they read when these trials begin
         for cmd, moment, trig, deadline, delay in plan:
             if moment == "store write":  # it remembers the first point: one per trial
                 trig = store_write(db)
-            with leftovers_settled():
-                at, left, rec = kill_and_recover(cmd, trig, deadline, delay, start)
+            trial = Trial(["run", str(plan_file)] if cmd == "run" else LIMITS, env)
+            at = trial.kill_when(trig, deadline, delay)
+            left = World.now(data).minus(start)
             for k, v in left.items():
                 left_total[k] = left_total.get(k, 0) + len(v)  # type: ignore[arg-type]
+            rec = subprocess.run([exe, "recover"], env=env, capture_output=True, text=True, timeout=120)
             assert rec.returncode == 0, rec.stderr
             after = World.now(data).minus(start)
             verdict, uuids = store_state(db)
@@ -305,11 +295,11 @@ def test_sigkill_at_any_moment_is_recovered(tmp_path: Path, reporting_released: 
     plan_of += late
 
     # The next start recovers by itself: kill once more, then a whole run completes cleanly.
-    with leftovers_settled():
-        trial = Trial(["run", str(plan_file)], env)
-        trial.kill_when(POINT, 60, 0.2)
-        argv = [exe, "run", str(plan_file), "--probes", "none"]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    trial = Trial(["run", str(plan_file)], env)
+    trial.kill_when(POINT, 60, 0.2)
+    done = subprocess.run(
+        [exe, "run", str(plan_file), "--probes", "none"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     assert not World.now(data).minus(before)
     verdict, uuids = store_state(db)
