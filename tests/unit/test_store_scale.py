@@ -357,6 +357,23 @@ def test_db_copy_into_a_store_with_kinds_of_its_own_renumbers_the_metrics(
     assert [r for r in _whole_runs(dst) if r.label != "other"] == _whole_runs(src)
 
 
+def test_db_copy_reads_kinds_added_to_the_source_while_it_copies(store_url: str, store_url2: str) -> None:
+    # the source's kinds are read once, at the start; a run added meanwhile with a new
+    # metric names a kind id the copy has not seen: it reads them again, not KeyError
+    src, dst = _fill(store_url, 4), Store(store_url2)
+    added = False
+
+    def done(_n: int) -> None:
+        nonlocal added
+        if not added:
+            added = True
+            late = dataclasses.replace(_run(9, "late"), metrics=(Metric("zz_new", 2.0, "s"),), uuid=None)
+            src.add_runs([late])
+
+    assert copy_runs(src, dst, chunk=2, done=done).copied == 5
+    assert _whole_runs(dst) == _whole_runs(src)
+
+
 def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: Path) -> None:
     # each DDL statement used to commit by itself: two first opens interleaved their
     # CREATE TABLEs ("table alembic_version already exists")

@@ -109,28 +109,36 @@ def env_commit(row: Any) -> str | None:
     return str(c) if c is not None else None
 
 
-def with_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` of the runs table as dicts whose env_json and bed_json hold the documents,
-    read from run_docs (one query per CHUNK refs) where the row names them by ref."""
+def kept_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, bytes]]:
+    """The run_docs rows (ref -> (encoding, data)) of the documents ``rows`` name, and of the
+    documents those kept as deltas are compressed against (codec: one level), one query per
+    CHUNK refs."""
     refs = sorted({r[k] for r in rows for k in ("env_ref", "bed_ref") if r[k]})
-    docs: dict[str, str] = {}
-    deltas: dict[str, tuple[str, bytes]] = {}
-    for _ in range(2):  # the documents, then the bases of those kept as deltas (codec)
+    kept: dict[str, tuple[str, bytes]] = {}
+    while refs:
         for i in range(0, len(refs), CHUNK):
             p: dict[str, Any] = {}
             q = "SELECT ref, encoding, data FROM run_docs WHERE ref IN " + in_list(
                 "r", refs[i : i + CHUNK], p
             )
-            for ref, enc, data in db.all(q, p):
-                if codec.delta_base(enc, bytes(data)) is None:
-                    docs[ref] = codec.unpack_doc(enc, bytes(data))
-                else:
-                    deltas[ref] = (enc, bytes(data))
-        refs = sorted(
-            {b for e, d in deltas.values() if (b := codec.delta_base(e, d)) is not None and b not in docs}
-        )
-    for ref, (enc, data) in deltas.items():
-        docs[ref] = codec.unpack_doc(enc, data, docs[codec.delta_base(enc, data) or ""])
+            kept.update({ref: (enc, bytes(data)) for ref, enc, data in db.all(q, p)})
+        refs = sorted({b for e, d in kept.values() if (b := codec.delta_base(e, d)) and b not in kept})
+    return kept
+
+
+def doc_texts(kept: Mapping[str, tuple[str, bytes]]) -> dict[str, str]:
+    """The text of each document of ``kept`` (``kept_docs``), each base decoded once."""
+    texts = {ref: codec.unpack_doc(e, d) for ref, (e, d) in kept.items() if codec.delta_base(e, d) is None}
+    for ref, (e, d) in kept.items():
+        if ref not in texts:
+            texts[ref] = codec.unpack_doc(e, d, texts[codec.delta_base(e, d) or ""])
+    return texts
+
+
+def with_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` of the runs table as dicts whose env_json and bed_json hold the documents,
+    read from run_docs where the row names them by ref."""
+    docs = doc_texts(kept_docs(db, rows))
     out = []
     for r in rows:
         d = dict(r)
