@@ -22,5 +22,5 @@ fi
 # cargo's build directory kept in the user's cache: a second virtualenv (a fresh clone, CI)
 # installs from it in 1.6 s instead of building again (36 s here, a minute with pip beside)
 TARGET="${XDG_CACHE_HOME:-$HOME/.cache}/iowall/cargo-target"
-echo "iowall setup: building inferno $VERSION into $VENV/bin (about a minute on 2 CPUs, once)"
+echo "iowall setup: building inferno $VERSION into $VENV/bin (about a minute on 2 CPUs the first time, seconds from the cache after)"
 "$CARGO" install --quiet --locked --version "$VERSION" --root "$VENV" --target-dir "$TARGET" inferno

@@ -16,7 +16,7 @@ between host-fault and memory speed (a rerun on this VM measured 791/6053/1307/5
 the slow runs' io_uring workers copying at 0.5 GB/s per CPU), too wide for 5:5 to separate; on
 held, touched memory 5257-6612 MiB/s against 304-437 with dirty_bytes at 1 MiB. 8 MiB, not 1:
 each of its runs took 27 s at 266 MiB/s, 8 MiB 12 s at 707 MiB/s (one run each, not held),
-still a seventh of the base side's, and the test 50 s shorter."""
+still a seventh of the base side's; the test took 76 s alone against 131 (88-102 s in CI)."""
 
 from __future__ import annotations
 

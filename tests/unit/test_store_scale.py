@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from iowall.store import bundle as b
 from iowall.store import schema as t
 from iowall.store.copy import Copied, copy_runs
 from iowall.store.db import HEAD
+from iowall.store.rows import kept_docs
 from iowall.store.write import MIGRATIONS, engine_url
 
 FIO = json.dumps(
@@ -372,6 +374,31 @@ def test_db_copy_reads_kinds_added_to_the_source_while_it_copies(store_url: str,
 
     assert copy_runs(src, dst, chunk=2, done=done).copied == 5
     assert _whole_runs(dst) == _whole_runs(src)
+
+
+def test_a_missing_delta_base_is_asked_for_once(store_url: str) -> None:
+    # a base the store lacks (a damaged store) was asked for again and again: every read of
+    # its runs hung; now kept_docs returns what there is
+    s = _fill(store_url, 3)
+    gone = "f" * codec.REF_LEN  # a delta's base: its ref, then the compressed text
+    with s.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE run_docs SET encoding = :e, data = :d WHERE ref = (SELECT min(env_ref) FROM runs)"),
+            {"e": codec.DOC_DELTA, "d": gone.encode() + b"x"},
+        )
+
+    def hung(_sig: int, _frame: object) -> None:
+        raise TimeoutError("kept_docs still asking after 10 s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with s.reading() as db:
+            got = kept_docs(db, db.maps("SELECT * FROM runs"))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert gone not in got and any(codec.delta_base(e, d) == gone for e, d in got.values())
 
 
 def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: Path) -> None:

@@ -112,17 +112,19 @@ def env_commit(row: Any) -> str | None:
 def kept_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, bytes]]:
     """The run_docs rows (ref -> (encoding, data)) of the documents ``rows`` name, and of the
     documents those kept as deltas are compressed against (codec: one level), one query per
-    CHUNK refs."""
+    CHUNK refs. Each ref is asked for once: a base the store lacks is not asked again."""
     refs = sorted({r[k] for r in rows for k in ("env_ref", "bed_ref") if r[k]})
     kept: dict[str, tuple[str, bytes]] = {}
+    asked: set[str] = set()
     while refs:
+        asked.update(refs)
         for i in range(0, len(refs), CHUNK):
             p: dict[str, Any] = {}
             q = "SELECT ref, encoding, data FROM run_docs WHERE ref IN " + in_list(
                 "r", refs[i : i + CHUNK], p
             )
             kept.update({ref: (enc, bytes(data)) for ref, enc, data in db.all(q, p)})
-        refs = sorted({b for e, d in kept.values() if (b := codec.delta_base(e, d)) and b not in kept})
+        refs = sorted({b for e, d in kept.values() if (b := codec.delta_base(e, d)) and b not in asked})
     return kept
 
 
