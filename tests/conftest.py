@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -87,17 +87,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def reporting_released(reporting_hold: KnobSession | None) -> Iterator[None]:
-    """The session's reporting hold let go for one test (taken again after, as a new hold:
-    the next touch is made again): for tests of what `limits` does to the knob itself."""
-    if reporting_hold is None:
-        yield
-        return
-    reporting_hold.restore()
-    try:
-        yield
-    finally:
-        reporting_hold.set(REPORTING_ORDER, OFF_ORDER)
+def reporting_released(reporting_hold: KnobSession | None) -> Callable[[], AbstractContextManager[None]]:
+    """A way to let go of the session's reporting hold for part of one test (taken again
+    after, as a new hold: the next touch is made again): for tests of what `limits` does to
+    the knob itself. Such tests run last, so that one touch serves every test before them;
+    what they do under the session's hold, before letting go, is served by it too."""
+
+    @contextmanager
+    def released() -> Iterator[None]:
+        if reporting_hold is None:
+            yield
+            return
+        reporting_hold.restore()
+        try:
+            yield
+        finally:
+            reporting_hold.set(REPORTING_ORDER, OFF_ORDER)
+
+    return released
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@ machine. Its CPU has no vmx/svm, so KVM does not run a guest and everything is e
 (--allow-emulated): the test checks the plumbing and the honesty, not the kernels' numbers.
 
 Kept cheap: a plan writing 32 MiB through the page cache on a 320 MiB ram bed (mkfs.xfs
-refuses below 300 MB) in a 2 GiB guest, one repeat per boot. The kernels are fetched once
+refuses below 300 MB) in a 2 GiB guest of one vCPU, one repeat per boot. Under TCG one vCPU
+is the faster guest: an A/A of two boots took 113 s with one against 146 s with two (53-60 s
+a boot against 70-74), and it leaves the other host CPU to the tests beside it. The kernels are fetched once
 into a cache kept between runs (KERNELS below); the run directories are removed."""
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,6 +70,8 @@ def _ab(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[int, str, str,
             "--allow-emulated",
             "--memory",
             "2G",
+            "--cpus",
+            "1",
             "--probes",
             "cpu,vmstat",
             "--timeout",
@@ -88,8 +93,22 @@ def _remove_own_runs(cp: subprocess.CompletedProcess[str] | None) -> None:
         shutil.rmtree(found.group(1), ignore_errors=True)
 
 
+@pytest.fixture
+def no_guest_left() -> Iterator[None]:
+    """Fail the test if a qemu it started still runs a few seconds after it. Not the
+    machine-wide leftover check (loops, mounts, images): `iowall ab` makes no bed on this
+    machine (each guest makes its own, in its own /run and /dev/shm), and the measuring tests
+    that run beside the guests (scripts/test-lanes.sh) make beds of their own."""
+    before = _qemus()
+    yield
+    deadline = time.monotonic() + 10
+    while _qemus() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _qemus() - before, "a guest still runs after the test"
+
+
 @pytest.mark.guests
-def test_a_kernel_that_does_not_boot(ab_env: dict[str, str], tmp_path: Path, no_leftovers: None) -> None:
+def test_a_kernel_that_does_not_boot(ab_env: dict[str, str], tmp_path: Path, no_guest_left: None) -> None:
     garbage = tmp_path / "vmlinuz-garbage"
     garbage.write_bytes(os.urandom(1 << 20))
     rc, _out, err, took = _ab(
@@ -106,7 +125,7 @@ def test_a_kernel_that_does_not_boot(ab_env: dict[str, str], tmp_path: Path, no_
 
 
 @pytest.mark.guests
-def test_two_debian_kernels_emulated(ab_env: dict[str, str], tmp_path: Path, no_leftovers: None) -> None:
+def test_two_debian_kernels_emulated(ab_env: dict[str, str], tmp_path: Path, no_guest_left: None) -> None:
     # one round (two boots, ~70 s each under TCG): the alternation of rounds (A B, then B A)
     # and a boot tried again are unit tests of run_rounds (tests/unit/test_ab.py)
     rc, out, err, took = _ab(
@@ -141,7 +160,7 @@ def test_two_debian_kernels_emulated(ab_env: dict[str, str], tmp_path: Path, no_
 
 
 @pytest.mark.guests
-def test_a_a_flags_nothing(ab_env: dict[str, str], tmp_path: Path, no_leftovers: None) -> None:
+def test_a_a_flags_nothing(ab_env: dict[str, str], tmp_path: Path, no_guest_left: None) -> None:
     # one round: the alternation is the two-kernel test's; this one is about the pairing
     rc, out, err, took = _ab(
         ab_env, tmp_path, "--kernel", OLD, "--kernel", OLD, "--rounds", "1", "--format", "json"

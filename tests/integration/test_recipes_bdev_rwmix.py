@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow]
+pytestmark = [needs_root, pytest.mark.slow, pytest.mark.beside]
 
 
 def test_bdev_rwmix_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow]
+pytestmark = [needs_root, pytest.mark.slow, pytest.mark.beside]
 
 
 RATE = r"[\d.]+(?:KiB|MiB|GiB)/s"

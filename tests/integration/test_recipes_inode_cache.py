@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import iowall, needs_root
 
-pytestmark = [needs_root, pytest.mark.slow]
+pytestmark = [needs_root, pytest.mark.slow, pytest.mark.beside]
 
 
 def test_inode_cache_quick(iowall_env: dict[str, str], no_leftovers: None) -> None:

@@ -57,7 +57,11 @@ def test_fsync_workload_budget_accounts_its_time() -> None:
         assert accounted >= 0.90, (t.comm, t.seconds)
         assert sum(t.seconds.values()) == pytest.approx(t.wall_s, rel=0.02)
     assert b.share("blocked:fsync") >= 0.3, b.totals
-    assert b.top_functions["fsync"][0].startswith(("xlog_", "xfs_")), b.top_functions
+    # an fsync on XFS waits for its data's writeback or for the log force; which of the two
+    # holds it longer moves with the loop device's speed from run to run: either is named
+    assert b.top_functions["fsync"][0].startswith(
+        ("xlog_", "xfs_", "file_write_and_wait_range", "filemap_")
+    ), b.top_functions
     # the probe's own cost is small: its sampling loop busy under 3% of one CPU
     cost = next(m.value for m in res.metrics if m.name == "threadstate_probe_cpu_share")
     assert cost < 0.03, cost
