@@ -261,8 +261,8 @@ def test_sigkill_at_any_moment_is_recovered(
     # the hold let go, as a user's limits starts: it holds reporting itself (the "knob"
     # moment) and touches the free memory (the "guest memory touch" moment).
     after_touch = ("bed set-up", "point", "probe start", "store write")
-    late = [t for t in plan_of if t[0] == "limits" and t[1] in after_touch]
-    plan_of = [t for t in plan_of if t not in late]
+    touched = [t for t in plan_of if t[0] == "limits" and t[1] in after_touch]
+    plan_of = [t for t in plan_of if t not in touched]
 
     rows: list[str] = []
     left_total: dict[str, int] = {}
@@ -293,10 +293,10 @@ def test_sigkill_at_any_moment_is_recovered(
         return seen
 
     with reporting_held_off():  # the session's hold, or one of the test's own without it
-        seen = trials(late, set())
+        seen = trials(touched, set())
     with reporting_released():
         seen = trials(plan_of, seen)
-    plan_of += late
+    plan_of += touched
 
     # The next start recovers by itself: kill once more, then a whole run completes cleanly.
     trial = Trial(["run", str(plan_file)], env)
