@@ -5,8 +5,9 @@ machine. Its CPU has no vmx/svm, so KVM does not run a guest and everything is e
 Kept cheap: a plan writing 32 MiB through the page cache on a 320 MiB ram bed (mkfs.xfs
 refuses below 300 MB) in a 2 GiB guest of one vCPU, one repeat per boot. Under TCG one vCPU
 is the faster guest: an A/A of two boots took 113 s with one against 146 s with two (53-60 s
-a boot against 70-74), and it leaves the other host CPU to the tests beside it. The kernels are fetched once
-into a cache kept between runs (KERNELS below); the run directories are removed."""
+a boot against 70-74), and it leaves the other host CPU to the tests beside it. The kernels
+are fetched once into a cache kept between runs (KERNELS below); the run directories are
+removed."""
 
 from __future__ import annotations
 
