@@ -173,6 +173,25 @@ def test_run_page_headline_links_and_one_time_axis(browser: Any, site: tuple[str
     u.clean()
 
 
+def test_run_page_narrowed_to_nothing_draws_no_negative_size(
+    browser: Any, site: tuple[str, Made, Path]
+) -> None:
+    """A window (or a full-page screenshot's passing resize) that leaves the flame graph under
+    its 20 px of padding: the graph's script clamps, so the console stays clean (a CI run
+    once failed on inferno's "-20")."""
+    base, made, _shots = site
+    u = User(browser, base)
+    page = u.open(f"/run/{made.limits[('write', 'buffered', 2)][0]}")
+    page.wait_for_function(
+        "() => document.querySelector('object.flame').contentDocument"
+        " && document.querySelector('object.flame').contentDocument.getElementById('frames')"
+    )
+    for width in (40, 20, 1, 1400):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)
+    u.clean()
+
+
 def test_history_summary_dates_and_zero(browser: Any, site: tuple[str, Made, Path]) -> None:
     base, made, shots = site
     u = User(browser, base)

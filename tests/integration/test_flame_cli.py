@@ -13,6 +13,7 @@ import pytest
 
 from iowall.analysis.kernel_paths import attribute, decode_folded
 from iowall.probes.profile import ARTIFACT, COLLAPSE, inferno_tool
+from iowall.report.flame import FRAMES_WIDTH, FRAMES_WIDTH_CLAMPED
 from iowall.store import Store
 from tests.conftest import iowall, needs_root
 
@@ -92,6 +93,8 @@ def test_one_run(recorded: tuple[list[int], dict[str, str], Path]) -> None:
     fn = top.top_functions[0].name.split(" ")[0]
     assert fn in titles
     assert f"all ({sum(stacks.values())} samples" in titles.replace(",", "")
+    # inferno's script is the one the clamp was written for (report/flame.py's FRAMES_WIDTH)
+    assert FRAMES_WIDTH_CLAMPED in out.read_text() and FRAMES_WIDTH not in out.read_text()
 
 
 def test_two_runs_differential(recorded: tuple[list[int], dict[str, str], Path]) -> None:
@@ -101,6 +104,7 @@ def test_two_runs_differential(recorded: tuple[list[int], dict[str, str], Path])
     assert r.returncode == 0, r.stderr
     text = out.read_text()
     svg_titles(out)
+    assert FRAMES_WIDTH_CLAMPED in text
     # coloured by the difference: some frames red (more in b), some not white
     fills = set(re.findall(r'fill="rgb\((\d+),(\d+),(\d+)\)"', text))
     assert any(int(r_) > int(b_) for r_, _g, b_ in fills)

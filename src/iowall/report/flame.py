@@ -21,6 +21,14 @@ from ..probes.profile import inferno_tool
 PALETTE = "java"
 TIMEOUT_S = 300
 
+#: inferno's script sizes the frames to the SVG's width less 2 x 10 px of padding, and a
+#: window (or a full-page screenshot's passing resize) that leaves the SVG under 20 px wide
+#: makes that width negative: an error in the browser's console. Clamped at 1 px (0 would
+#: divide by 0 where it places text), the graph is empty for that moment and redraws at the
+#: next resize (tests/integration/test_dashboard_browser.py).
+FRAMES_WIDTH = "frames.attributes.width.value = svg.width.baseVal.value - xpad * 2;"
+FRAMES_WIDTH_CLAMPED = "frames.attributes.width.value = Math.max(1, svg.width.baseVal.value - xpad * 2);"
+
 
 def folded_text(stacks: Mapping[str, int]) -> str:
     """``stack count`` lines, sorted by stack (the order the renderer merges in)."""
@@ -62,7 +70,7 @@ def flamegraph(stacks: Mapping[str, int], title: str, sub: str = "") -> str:
         "--countname",
         "samples",
     ]
-    return _run(argv + (["--subtitle", sub] if sub else []), folded_text(stacks))
+    return _clamped(_run(argv + (["--subtitle", sub] if sub else []), folded_text(stacks)))
 
 
 def diff_flamegraph(base: Mapping[str, int], new: Mapping[str, int], title: str, sub: str = "") -> str:
@@ -77,7 +85,12 @@ def diff_flamegraph(base: Mapping[str, int], new: Mapping[str, int], title: str,
                 f.write(folded_text(stacks))
         diffed = _run([diff, "--normalize", a, b], "")
     argv = [_tool("inferno-flamegraph"), "--title", title, "--hash", "--countname", "samples (normalised)"]
-    return _run(argv + (["--subtitle", sub] if sub else []), diffed)
+    return _clamped(_run(argv + (["--subtitle", sub] if sub else []), diffed))
+
+
+def _clamped(svg: str) -> str:
+    """The SVG with its script's frames width kept at 1 px or more (see ``FRAMES_WIDTH``)."""
+    return svg.replace(FRAMES_WIDTH, FRAMES_WIDTH_CLAMPED)
 
 
 _NUMBER = re.compile(r"\d+")
