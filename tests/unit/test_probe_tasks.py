@@ -41,6 +41,7 @@ def snap(
     busy_ticks: int,
     reaped_s: float = 0.0,
     steal: int = 0,
+    self_pid: int = -1,
 ) -> Snapshot:
     """A snapshot with CPU times in seconds and /proc/stat ticks (USER_HZ 100 assumed by
     the numbers: the test converts through CLK_TCK)."""
@@ -49,7 +50,7 @@ def snap(
     t = {k: (c, int(s * 1e9), cls) for k, (c, s, cls) in threads.items()}
     ticks = int(busy_ticks * CLK_TCK / 100)
     stat = {"cpu": (ticks, 0, 0, 1000, 0, 0, 0, int(steal * CLK_TCK / 100))}
-    return Snapshot(t, stat, int(reaped_s * 1e9))
+    return Snapshot(t, stat, int(reaped_s * 1e9), self_pid)
 
 
 def test_attribution_counts_exits_once_and_reaped_children() -> None:
@@ -79,6 +80,38 @@ def test_attribution_counts_exits_once_and_reaped_children() -> None:
     assert cpu["steal"] == pytest.approx(0.2)
     assert cpu["busy"] == pytest.approx(3.2)
     assert cpu["unattributed"] == pytest.approx(3.2 - 1.0 - 0.5 - 0.25 - 1.25 - 0.2)
+
+
+def test_reaped_tools_and_time_before_the_point_are_not_the_workloads() -> None:
+    """perf (a probe's tool, class iowall) is stopped and reaped before the last look: its whole
+    life lands in the reaped time too, and must not be counted again as the workload's. A
+    child seen at the first look had run before the point: that time is outside it."""
+    me = 99
+    a = snap(
+        {
+            (10, 10): ("fio", 0.5, "workload"),
+            (20, 20): ("perf", 0.1, "iowall"),
+            (me, 100): ("probe", 1.0, "iowall"),
+        },
+        0,
+        self_pid=me,
+    )
+    b = snap(
+        {
+            (10, 10): ("fio", 0.75, "workload"),
+            (20, 20): ("perf", 0.3, "iowall"),
+            (me, 100): ("probe", 1.5, "iowall"),
+        },
+        100,
+        self_pid=me,
+    )
+    # fio (1.0 in all) and perf (0.3) exited and were reaped; the probe's own thread ended too
+    c = snap({}, 200, reaped_s=1.3, self_pid=me)
+    cpu = attribute([(0.0, a), (1.0, b), (2.0, c)])
+    assert cpu["iowall"] == pytest.approx(0.2 + 0.5)  # perf and the probe thread, as seen
+    assert cpu["workload"] == pytest.approx(0.25 + 0.25)  # seen, then its last interval
+    assert cpu["busy"] == pytest.approx(2.0)
+    assert cpu["unattributed"] == pytest.approx(2.0 - 0.7 - 0.5)
 
 
 def test_summary_metrics_and_top_threads() -> None:

@@ -11,8 +11,10 @@ other user processes (neighbours), and steal (``/proc/stat``).
 A thread that exits during the point keeps the CPU time of its last snapshot (so at most one
 interval is lost), and the workload's processes, which exit before the probe stops, are
 counted through this process's ``cutime + cstime`` once reaped: nothing the workload did is
-lost. What no class accounts for (interrupts charged to no task, exited kernel threads) is
-reported as ``unattributed``, never hidden.
+lost. That reaped time holds every child's whole life, the probes' own tools too (perf is
+stopped and reaped before this probe's last look), so what was already seen of each exited
+child thread is taken out of it first. What no class accounts for (interrupts charged to no
+task, exited kernel threads) is reported as ``unattributed``, never hidden.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Snapshot:
     threads: Threads
     stat: dict[str, tuple[int, ...]]
     reaped_ns: int
+    #: this process: its own threads are class ``iowall`` but, unlike its tools', never reaped
+    self_pid: int = -1
 
 
 def _stat_fields(pid: str) -> list[str]:
@@ -138,7 +142,7 @@ def snapshot(devices: Sequence[str], devnos: Sequence[str]) -> Snapshot:
                 comm, kthread=kthread, workload=pid in mine, self_=pid == me, devices=devices, devnos=devnos
             )
             threads[(pid, int(tid))] = (comm, ns, cls)
-    return Snapshot(threads, parse_stat(read_text("/proc/stat")), self_children_ns())
+    return Snapshot(threads, parse_stat(read_text("/proc/stat")), self_children_ns(), me)
 
 
 def _busy_ns(a: Mapping[str, tuple[int, ...]], b: Mapping[str, tuple[int, ...]]) -> tuple[float, float]:
@@ -163,22 +167,24 @@ def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     interval's end: a kworker is named after the work it last ran (``-loop0``, ``-flush-7:0``),
     so its time follows its work. A thread that exits between two snapshots keeps what was
     seen of it; the workload's processes, once reaped, are counted whole through
-    ``reaped_ns`` instead, less what was already counted of their threads."""
+    ``reaped_ns`` instead, less all that was seen of their threads and of the probes' tools
+    (perf: class ``iowall``), whose whole lives the reaped time also holds."""
     first, last = samples[0][1], samples[-1][1]
     out = {c: 0.0 for c in CLASSES}
-    exited: dict[str, float] = {"workload": 0.0, "io_uring": 0.0}
+    seen_of_exited = 0.0  # children's threads that exited: all of their time seen, ns
     prev = first
     for _, snap in samples[1:]:
         for key, (_, ns, cls) in snap.threads.items():
             before = prev.threads.get(key)
             out[cls] += max(0, ns - (before[1] if before else 0)) / 1e9
-        for key, (_, _ns, cls) in prev.threads.items():
-            if key not in snap.threads and cls in exited:
-                exited[cls] += _counted(samples, key)
+        for key, (comm, ns, cls) in prev.threads.items():
+            if key not in snap.threads and _child(cls, comm, key[0], snap.self_pid):
+                seen_of_exited += ns
         prev = snap
     reaped = max(0, last.reaped_ns - first.reaped_ns) / 1e9
-    # reaped time includes the exited threads' time (and their io_uring workers'): add the rest
-    out["workload"] += max(0.0, reaped - exited["workload"] - exited["io_uring"])
+    # reaped time holds the exited children's whole lives: what was not seen of them is the
+    # workload's (its last interval, or processes too short to be seen)
+    out["workload"] += max(0.0, reaped - seen_of_exited / 1e9)
     busy, steal = _busy_ns(first.stat, last.stat)
     out["steal"] = steal / 1e9
     out["busy"] = busy / 1e9 + out["steal"]
@@ -187,12 +193,12 @@ def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     return out
 
 
-def _counted(samples: Sequence[tuple[float, Snapshot]], key: tuple[int, int]) -> float:
-    """CPU-seconds counted for thread ``key`` over the samples (last seen − first seen, or all
-    of its last seen time when it began during the point)."""
-    seen = [s.threads[key][1] for _, s in samples if key in s.threads]
-    start = samples[0][1].threads[key][1] if key in samples[0][1].threads else 0
-    return max(0, seen[-1] - start) / 1e9 if seen else 0.0
+def _child(cls: str, comm: str, pid: int, self_pid: int) -> bool:
+    """Whether a thread is a child's, reaped into ``cutime``: the workload's (not the kworkers
+    on io_uring's work, also class ``io_uring``) or a probe's tool's (not this process's)."""
+    if cls == "io_uring":
+        return comm.startswith(("iou-wrk-", "iou-sqp-"))
+    return cls == "workload" or (cls == "iowall" and pid != self_pid)
 
 
 def top_threads(samples: Sequence[tuple[float, Snapshot]], n: int = 12) -> list[tuple[str, str, float]]:
