@@ -82,6 +82,8 @@ class Samples:
     #: per tid: (on-CPU ns, runqueue-wait ns) first and last seen (/proc/.../schedstat)
     first: dict[int, tuple[int, int]] = field(default_factory=dict)
     last: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: per tid: when (monotonic s) it was first and last seen, for the shares of its time
+    seen: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def share(self, pred: Callable[[TaskSample], bool]) -> float:
         """Fraction of the looks for which ``pred`` holds (0 when there were none)."""
@@ -127,6 +129,19 @@ class Samples:
             c0, w0 = self.first.get(tid, (0, 0))
             on, wait = on + c1 - c0, wait + w1 - w0
         return wait / (on + wait) if on + wait else 0.0
+
+    def blocked_share(self) -> float:
+        """Share of the job threads' time between their first and last look spent neither on
+        a CPU nor runnable (elapsed less schedstat's on-CPU and runqueue wait): the waiting
+        the looks estimate, measured in ns instead of counted in some 80 looks (about 5
+        points of standard error)."""
+        elapsed = off = 0.0
+        for tid, (c1, w1) in self.last.items():
+            c0, w0 = self.first.get(tid, (0, 0))
+            t0, t1 = self.seen.get(tid, (0.0, 0.0))
+            elapsed += t1 - t0
+            off += max(0.0, (t1 - t0) - (c1 - c0 + w1 - w0) / 1e9)
+        return off / elapsed if elapsed > 0 else 0.0
 
 
 @dataclass
@@ -460,14 +475,15 @@ def t_io_latency(e: Evidence) -> Truth:
     depth = job.get("iodepth_level", {})
     reads = int(job.get("read", {}).get("total_ios", 0))
     lat = float(job.get("read", {}).get("clat_ns", {}).get("mean", 0)) / 1000
-    waiting = e.samples.share(lambda s: s.state != "R")
+    waiting = e.samples.blocked_share()
+    looked = e.samples.share(lambda s: s.state != "R")
     q1 = float(depth.get("1", 0))
     ok = reads > 0 and q1 >= 99.0 and waiting >= 0.3
     return Truth(
         ok,
         f"fio JSON: {reads} reads at queue depth 1 ({q1:.0f}%), mean completion "
-        f"latency {lat:.1f} us; job thread waiting (not running) in {waiting:.0%} "
-        "of looks (needs >= 30%)",
+        f"latency {lat:.1f} us; job thread waiting (neither on a CPU nor runnable, by "
+        f"schedstat) {waiting:.0%} of its time (needs >= 30%), in {looked:.0%} of looks",
     )
 
 
@@ -796,9 +812,11 @@ class Sampler(threading.Thread):
                         if len(line.split()) > 1
                     )
                     cpu, wait = (int(x) for x in (t / "schedstat").read_text().split()[:2])
+                    now = time.monotonic()
                     self.out.looks.append(TaskSample(tid, state, stack))
                     self.out.first.setdefault(tid, (cpu, wait))
                     self.out.last[tid] = (cpu, wait)
+                    self.out.seen[tid] = (self.out.seen.get(tid, (now, now))[0], now)
 
 
 def wait_machine_free(timeout: float = 1800) -> None:
