@@ -29,7 +29,7 @@ from pathlib import Path
 
 from iowall.model import Run
 from iowall.store import Store
-from iowall.store.bundle import read_bundle, write_bundle
+from iowall.store.bundle import pack_model, read_bundle, read_models, write_bundle
 from iowall.store.ingest import import_runs
 
 HERE = Path(__file__).resolve().parent
@@ -115,10 +115,10 @@ def measure(backend: str, new_url: Callable[[], str], files: list[str], trees: d
             timed(iowall("import", *files, "--db", url), SRC),
         )
     )
-    runs = [r for f in files for r in read_bundle(f)]
+    runs = [r for f in files for r in read_models(f)]  # as `iowall import` reads and packs them
     store = Store(new_url())
     t0 = time.perf_counter()
-    assert import_runs(store, runs) == (n, 0)
+    assert import_runs(store, runs, pack=pack_model) == (n, 0)
     out.append(
         line(backend, "new", "in process: import_runs of runs already read", n, time.perf_counter() - t0)
     )

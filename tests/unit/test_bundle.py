@@ -18,8 +18,9 @@ import pytest
 from iowall.errors import UserError
 from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.selection import collect_runs, load, parse_selection
-from iowall.store import Store, ingest
+from iowall.store import Store, codec, ingest
 from iowall.store import bundle as b
+from iowall.store.packing import pack_run
 
 FIO_JSON = json.dumps({"fio version": "fio-3.38", "jobs": [{"write": {"bw_bytes": 123}}]})
 
@@ -115,6 +116,38 @@ def test_import_twice_adds_nothing(tmp_path: Path, store_url: str, store_url2: s
     assert ingest.import_runs(dst, runs + runs[:1]) == (4, 1)
     assert ingest.import_runs(dst, runs) == (0, 4)
     assert dst.count() == 4
+
+
+def test_models_pack_into_the_rows_runs_do(tmp_path: Path, store_url: str, store_url2: str) -> None:
+    """``import`` packs a bundle's validated models straight into rows (``pack_model``): the
+    rows, metrics, artifacts and series of ``pack_run`` of the same runs (what is written of
+    them: ``write_group`` is one for both); importing the models twice adds nothing."""
+    odd = dataclasses.replace(
+        make_run("odd", "6.1", 3, float("nan")),
+        metrics=(Metric("zero", -0.0, "B/s"), Metric("n", float("nan"), "B/s"), Metric("i", 7.0, "ops")),
+        series=(Series("cpu", "sys", "share", ((0.0, -0.0), (1.0, float("inf")))),),
+    )
+    path = str(tmp_path / "x.json")
+    b.write_bundle([*collect_runs(fill(store_url), []), odd], path)
+    models, runs = b.read_models(path), b.read_bundle(path)
+
+    def text(rs: list[Run]) -> str:  # NaN-safe equality
+        return json.dumps(
+            sorted((dataclasses.replace(r, id=None) for r in rs), key=lambda r: r.uuid), default=str
+        )
+
+    assert text([b.to_run(m) for m in models]) == text(runs)
+    for m, r in zip(models, runs, strict=True):
+        got, want = b.pack_model(m, set()), pack_run(r, set())
+        assert got.row == want.row and got.artifacts == want.artifacts
+        assert json.dumps(got.metrics) == json.dumps(want.metrics)  # NaN-safe, -0.0 as 0.0 both
+        assert [repr(codec.unpack_series(x["encoding"], x["data"])) for x in got.series] == [
+            repr(codec.unpack_series(x["encoding"], x["data"])) for x in want.series
+        ]
+    dst = Store(store_url2)
+    assert ingest.import_runs(dst, models, pack=b.pack_model) == (5, 0)
+    assert ingest.import_runs(dst, models + models[:1], pack=b.pack_model) == (0, 6)
+    assert sorted(r.uuid for r in dst.runs()) == sorted(r.uuid for r in runs)
 
 
 def test_run_without_uuid_gets_a_stable_one(tmp_path: Path, store_url: str) -> None:

@@ -15,7 +15,8 @@ from ..report.emit import write, wrote
 from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
-from ..store.bundle import read_bundle, write_bundle
+from ..store.bundle import pack_model, read_models, to_run, write_bundle
+from ..store.gcpause import gc_paused
 from ..store.ingest import GROUP, import_runs, plan_import
 from .options import DbOpt
 from .progress import RichProgress
@@ -90,9 +91,15 @@ def import_(
     db: DbOpt = None,
 ) -> None:
     """Add the runs of bundle files to the store; runs already present (same uuid) are skipped."""
-    runs = [r for f in files for r in read_bundle(f)]  # every file valid before anything is written
+    with gc_paused():  # not once a file: each pause's end set off collections of all runs read
+        _import(files, dry_run, db)
+
+
+def _import(files: list[str], dry_run: bool, db: str | None) -> None:
+    models = [r for f in files for r in read_models(f)]  # every file valid before anything is written
     store = Store(db)
     if dry_run:
+        runs = [to_run(r) for r in models]
         new, present = plan_import(store, runs)
         known = {id(r) for r in present}
         rows = [
@@ -116,15 +123,16 @@ def import_(
         )
         write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n", None)
         return
-    bar = RichProgress("import") if len(runs) > GROUP else None  # a bar on large bundles
+    bar = RichProgress("import") if len(models) > GROUP else None  # a bar on large bundles
     if bar is not None:
-        bar.begin(len(runs))
+        bar.begin(len(models))
     try:
         added, skipped = import_runs(
             store,
-            runs,
+            models,
             done=bar.advance if bar else None,
             waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
+            pack=pack_model,
         )
     finally:
         if bar is not None:

@@ -14,19 +14,20 @@ import json
 import re
 import socket
 import sys
-import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from pydantic_core import from_json
 
 from ..atomic import open_atomic
 from ..dirs import redact_url
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
+from .bundle_models import BundleV1, BundleV2, RunV1, RunV2, StrictModel
 from .gcpause import gc_paused
+from .packing import Packed, pack_parts
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
@@ -34,130 +35,6 @@ FORMAT = "iowall-bundle"
 SCHEMA_VERSION = 2
 
 Doc = dict[str, Any]
-
-
-# ------------------------------------------------------------------------------------------
-# Edge models (pydantic): the shape of each schema version, strict, unknown keys refused
-
-
-def _uuid_text(v: str) -> str:
-    try:
-        ok = len(v) == 36 and str(uuidlib.UUID(v)) == v.lower()
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError("expected a UUID such as 0b7c3f1e-5d2a-4c8e-9f10-2a3b4c5d6e7f")
-    return v
-
-
-def _iso8601(v: str) -> str:
-    try:
-        dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError("expected an ISO 8601 time such as 2025-01-31T12:00:00+00:00") from None
-    return v
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-Uuid = Annotated[str, AfterValidator(_uuid_text)]
-When = Annotated[str, AfterValidator(_iso8601)]
-Status = Literal["ok", "failed", "interrupted", "filled"]
-Pair = Annotated[list[float], Field(min_length=2, max_length=2)]
-# Text limited to what the store's columns hold (see store/schema.py).
-Name64 = Annotated[str, Field(min_length=1, max_length=64)]
-Name128 = Annotated[str, Field(min_length=1, max_length=128)]
-Label = Annotated[str, Field(max_length=128)]
-Unit = Annotated[str, Field(max_length=32)]
-Batch = Annotated[str, Field(max_length=36)]
-
-
-class ArtifactModel(_Model):
-    """A raw artifact (v1 and v2): fio's JSON, engine output, probe data, as text."""
-
-    name: Name128
-    content_type: Name64
-    body: str
-
-
-class MetricV2(_Model):
-    name: Name128
-    value: float
-    unit: Unit
-    direction: Literal["higher", "lower"]
-
-
-class SeriesV2(_Model):
-    probe: Name64
-    name: Name128
-    unit: Unit
-    samples: list[Pair]
-
-
-class RunV2(_Model):
-    uuid: Uuid
-    source_id: int | None
-    label: Label
-    recipe: Name64
-    point: dict[str, Any]
-    status: Status
-    started_at: float
-    finished_at: float
-    batch: Batch
-    repeat_index: Annotated[int, Field(ge=0)]
-    error: str
-    notes: list[str]
-    fingerprint: str
-    env: dict[str, Any]
-    bed: dict[str, Any]
-    metrics: list[MetricV2]
-    series: list[SeriesV2]
-    artifacts: list[ArtifactModel]
-
-
-class SourceV2(_Model):
-    host: str
-    store: str
-
-
-class BundleV2(_Model):
-    format: Literal["iowall-bundle"]
-    schema_version: Literal[2]
-    created_at: When
-    iowall_version: str
-    source: SourceV2
-    runs: list[RunV2]
-
-
-class RunV1(_Model):
-    uuid: Uuid
-    id: int | None
-    label: Label
-    recipe: Name64
-    params: dict[str, Any]
-    status: Status
-    started_at: float
-    finished_at: float
-    batch: Batch
-    repeat_index: Annotated[int, Field(ge=0)]
-    error: str
-    notes: list[str]
-    env: dict[str, Any]
-    bed: dict[str, Any]
-    metrics: dict[str, float]
-    units: dict[str, Unit]
-    lower_is_better: list[str]
-    artifacts: list[ArtifactModel]
-
-
-class BundleV1(_Model):
-    format: Literal["iowall-bundle"]
-    schema_version: Literal[1]
-    created_at: When
-    iowall_version: str
-    runs: list[RunV1]
 
 
 # ------------------------------------------------------------------------------------------
@@ -214,7 +91,7 @@ def _v1_to_v2(doc: Doc) -> Doc:
 #: ``MIGRATIONS[n]`` turns a valid version-n document into a version-(n+1) one. Kept forever.
 MIGRATIONS: dict[int, Callable[[Doc], Doc]] = {1: _v1_to_v2}
 #: The shape of every version this iowall reads; each is validated before its step.
-MODELS: dict[int, type[_Model]] = {1: BundleV1, 2: BundleV2}
+MODELS: dict[int, type[StrictModel]] = {1: BundleV1, 2: BundleV2}
 
 
 def _loc(loc: Sequence[str | int]) -> str:
@@ -332,7 +209,8 @@ def _read_text(path: str) -> str:
         raise UserError(f"{name}: not JSON: not UTF-8 text (byte {e.start})") from None
 
 
-def _to_run(r: RunV2) -> Run:
+def to_run(r: RunV2) -> Run:
+    """A bundle's run model as a ``Run``."""
     return Run(
         point=Point(r.recipe, dict(r.point)),
         label=r.label,
@@ -360,7 +238,48 @@ def _to_run(r: RunV2) -> Run:
 def read_bundle(path: str) -> list[Run]:
     """The runs of a bundle file (``-`` reads stdin), migrated to the current schema; each run
     carries its uuid and ``id`` = its id in the store it was exported from (``source_id``)."""
-    return [_to_run(r) for r in _upgrade(parse_json(_read_text(path), path), f"bundle {path}").runs]
+    return [to_run(r) for r in read_models(path)]
+
+
+@gc_paused()
+def read_models(path: str) -> list[RunV2]:
+    """The runs of a bundle file as the models it was validated into (what ``import`` packs
+    straight into rows: ``pack_model``). A current bundle is parsed and validated in one
+    pass (pydantic's ``model_validate_json``: half the time of parsing, then validating);
+    an older one, or one that fails, takes the step-by-step way, which upgrades it or says
+    what is wrong, as before."""
+    text = _read_text(path)
+    name = f"bundle {path}"
+    try:
+        model = BundleV2.model_validate_json(text)
+    except ValidationError:
+        return _upgrade(parse_json(text, path), name).runs
+    dup = _duplicates(model)
+    if dup:
+        raise UserError(f"{name}: {dup}")
+    return model.runs
+
+
+def pack_model(r: RunV2, checked: set[tuple[str, ...]] | None = None) -> Packed:
+    """A bundle's run as the store's rows, the rows ``pack_run(to_run(r))`` gives without
+    building the ``Run`` (tests/unit/test_bundle.py checks they are the same)."""
+    return pack_parts(
+        r.uuid,
+        Point(r.recipe, r.point),
+        r.label,
+        r.status,
+        r.batch,
+        r.repeat_index,
+        (float(r.started_at), float(r.finished_at)),
+        r.env,
+        r.bed,
+        r.error,
+        r.notes,
+        r.metrics,
+        r.artifacts,
+        r.series,
+        checked,
+    )
 
 
 def parse_json(text: str, path: str) -> Any:

@@ -11,6 +11,7 @@ import json
 import struct
 import zlib
 from collections.abc import Sequence
+from typing import Protocol
 
 from ..model import Series
 
@@ -96,7 +97,20 @@ def unpack_metrics(encoding: str, data: bytes) -> list[tuple[int, float]]:
     return list(zip(got[:n], got[n:], strict=True))
 
 
-def pack_series(series: Sequence[Series]) -> tuple[str, bytes]:
+class SeriesLike(Protocol):
+    """A series as ``Series`` holds it, or as a bundle's model does (samples as lists)."""
+
+    @property
+    def probe(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def samples(self) -> Sequence[Sequence[float]]: ...
+
+
+def pack_series(series: Sequence[SeriesLike]) -> tuple[str, bytes]:
     """(encoding, data) holding every series of a run."""
     doc = [[s.probe, s.name, s.unit, [list(p) for p in s.samples]] for s in series]
     return JSON_ZLIB, zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 9)

@@ -1,7 +1,7 @@
 """Many runs into the store at once (``iowall import``, ``db copy``, a fleet's results): each
 run packed and checked outside any transaction, then GROUP runs a transaction, one
 executemany per table, as the scale fill packs them (benchmarks/store_scale.py), instead of
-nine statements a run: 750–1,080 runs/s in process, from 95–140 a call (docs/benchmarks.md).
+nine statements a run (rates in docs/benchmarks.md, "Import rate").
 
 Runs whose uuid the store has are skipped, also those another writer adds meanwhile (the
 uuid's unique constraint decides). Writers take turns, and a writer that has to wait says so
@@ -14,8 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Table, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -43,18 +42,30 @@ _BUSY_MS = 30000
 Waiting = Callable[[str], None]
 
 
+class Packable(Protocol):
+    """What ``import_runs`` takes: a ``Run``, or a bundle's run model (with ``pack_model``)."""
+
+    @property
+    def uuid(self) -> str: ...
+
+
+R = TypeVar("R", bound=Packable)
+
+
 def add_new_runs(
     store: Store,
-    runs: Sequence[Run],
+    runs: Sequence[R],
     *,
     done: Callable[[int], None] | None = None,
     waiting: Waiting | None = None,
     group: int = GROUP,
+    pack: Callable[[R, set[tuple[str, ...]]], Packed] = pack_run,  # type: ignore[assignment]
 ) -> int:
     """Add the runs of ``runs`` the store lacks (by uuid), ``group`` a transaction, under new
-    store ids; how many it added. ``done(n)`` after each group of ``n`` runs."""
+    store ids; how many it added. ``done(n)`` after each group of ``n`` runs; ``pack`` makes
+    a run's rows (``pack_run`` for a ``Run``)."""
     with gc_paused():
-        return _add_new_runs(store, runs, done, waiting, group)
+        return _add_new_runs(store, runs, done, waiting, group, pack)
 
 
 def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
@@ -75,27 +86,33 @@ def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]
 
 def import_runs(
     store: Store,
-    runs: Sequence[Run],
+    runs: Sequence[R],
     *,
     done: Callable[[int], None] | None = None,
     waiting: Callable[[str], None] | None = None,
+    pack: Callable[[R, set[tuple[str, ...]]], Packed] = pack_run,  # type: ignore[assignment]
 ) -> tuple[int, int]:
-    """Add the runs whose uuid the store lacks, under new store ids, a group of runs a
-    transaction (``store.ingest``: ``done`` after each, ``waiting`` when the store is busy);
-    returns (added, skipped as already present). Running it twice adds nothing; a run
-    another writer adds meanwhile is skipped too."""
+    """Add the runs whose uuid the store lacks, under new store ids (a run's ``id`` is not
+    stored), a group of runs a transaction (``store.ingest``: ``done`` after each, ``waiting``
+    when the store is busy); returns (added, skipped as already present). Running it twice
+    adds nothing; a run another writer adds meanwhile is skipped too."""
     seen: set[str] = set()
     new = []
     for r in runs:  # once each: the store decides about the rest, inside its transaction
         if not r.uuid or r.uuid not in seen:
             seen.add(r.uuid)
-            new.append(replace(r, id=None))
-    added = add_new_runs(store, new, done=done, waiting=waiting)
+            new.append(r)
+    added = add_new_runs(store, new, done=done, waiting=waiting, pack=pack)
     return added, len(runs) - added
 
 
 def _add_new_runs(
-    store: Store, runs: Sequence[Run], done: Callable[[int], None] | None, waiting: Waiting | None, group: int
+    store: Store,
+    runs: Sequence[R],
+    done: Callable[[int], None] | None,
+    waiting: Waiting | None,
+    group: int,
+    pack: Callable[[R, set[tuple[str, ...]]], Packed],
 ) -> int:
     added = 0
     checked: set[tuple[str, ...]] = set()
@@ -103,9 +120,7 @@ def _add_new_runs(
         part = runs[lo : lo + group]
         with store.engine.connect() as conn:  # not packed when stored already (a re-import)
             stored = _stored_uuids(conn, [r.uuid for r in part if r.uuid])
-        added += write_group(
-            store, [pack_run(r, checked) for r in part if r.uuid not in stored], added, waiting
-        )
+        added += write_group(store, [pack(r, checked) for r in part if r.uuid not in stored], added, waiting)
         if done is not None:
             done(len(part))
     return added

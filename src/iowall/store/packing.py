@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import uuid as uuidlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UserError
-from ..model import Run
+from ..model import Point, Run, fingerprint
 from . import codec
 from . import schema as t
 from .row_checks import METRICS, check_row, check_series
@@ -38,59 +39,113 @@ class Packed:
     kept_metrics: tuple[tuple[int, ...], str, bytes] | None = None
 
 
+class _Metric(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def direction(self) -> str: ...
+
+
+class _Artifact(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
 def pack_run(run: Run, checked: set[tuple[str, ...]] | None = None) -> Packed:
     """``run`` as rows, every value checked against what every backend holds (UserError
     naming the run otherwise). ``checked``: metric kinds and series names known to fit,
     skipped and added to (a batch of runs shares a few hundred: each checked once)."""
-    host = run.env.get("host", {})
+    return pack_parts(
+        run.uuid,
+        run.point,
+        run.label,
+        run.status,
+        run.batch,
+        run.repeat_index,
+        (run.started_at, run.finished_at),
+        run.env,
+        run.bed,
+        run.error,
+        run.notes,
+        run.metrics,
+        run.artifacts,
+        run.series,
+        checked,
+    )
+
+
+def pack_parts(
+    uuid: str,
+    point: Point,
+    label: str,
+    status: str,
+    batch: str,
+    repeat_index: int,
+    times: tuple[float, float],
+    env: Mapping[str, Any],
+    bed: Mapping[str, Any],
+    error: str,
+    notes: Sequence[str],
+    metrics: Sequence[_Metric],
+    artifacts: Sequence[_Artifact],
+    series: Sequence[codec.SeriesLike],
+    checked: set[tuple[str, ...]] | None = None,
+) -> Packed:
+    """A run's parts as rows (``pack_run``): from a ``Run``, or straight from the models a
+    bundle was validated into (store/bundle.py: no ``Run`` built on the way, the same rows)."""
+    host = env.get("host", {})
     row: dict[str, Any] = dict(
-        uuid=run.uuid or str(uuidlib.uuid4()),
-        batch=run.batch,
-        recipe=run.point.recipe,
-        label=run.label,
-        status=run.status,
-        point_key=run.point.key(),
-        point_json=json.dumps(dict(run.point.params), sort_keys=True),
-        fingerprint=run.fingerprint(),
-        repeat_index=run.repeat_index,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
+        uuid=uuid or str(uuidlib.uuid4()),
+        batch=batch,
+        recipe=point.recipe,
+        label=label,
+        status=status,
+        point_key=point.key(),
+        point_json=json.dumps(dict(point.params), sort_keys=True),
+        fingerprint=fingerprint(point, bed, env),
+        repeat_index=repeat_index,
+        started_at=times[0],
+        finished_at=times[1],
         host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
-        kernel=str(run.env.get("kernel", "")),
-        env_json=json.dumps(run.env, sort_keys=True, default=str),
-        bed_json=json.dumps(run.bed, sort_keys=True, default=str),
-        error=run.error,
-        notes_json=json.dumps(list(run.notes)),
+        kernel=str(env.get("kernel", "")),
+        env_json=json.dumps(env, sort_keys=True, default=str),
+        bed_json=json.dumps(bed, sort_keys=True, default=str),
+        error=error,
+        notes_json=json.dumps(list(notes)),
     )
     what = f"run {row['uuid']}"
     check_row(t.runs, row, what)
-    names = [m.name for m in run.metrics]
+    names = [m.name for m in metrics]
     if len(set(names)) != len(names):
         dup = next(n for i, n in enumerate(names) if n in names[:i])
         raise UserError(f"{what}: metric {dup!r} appears twice")
     seen = checked if checked is not None else set()
     # + 0.0: -0.0 becomes 0.0, as 0003's rows kept it (SQLite's REAL dropped the sign)
-    mets: list[tuple[Kind, float]] = [
-        ((m.name, m.unit, m.direction), float(m.value) + 0.0) for m in run.metrics
-    ]
+    mets: list[tuple[Kind, float]] = [((m.name, m.unit, m.direction), float(m.value) + 0.0) for m in metrics]
     for kind, _ in mets:
         if ("metric", *kind) not in seen:
             check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), what)
             seen.add(("metric", *kind))
-    arts = [
-        {"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body} for a in run.artifacts
-    ]
+    arts = [{"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body} for a in artifacts]
     for a in arts:
         check_row(t.artifacts, a, what)
-    for s in run.series:
+    for s in series:
         if ("series", s.probe, s.name, s.unit) not in seen:
-            check_series(s, what)
+            check_series(s.probe, s.name, s.unit, what)
             seen.add(("series", s.probe, s.name, s.unit))
-    for a, art in zip(arts, run.artifacts, strict=True):  # kept compressed (codec)
+    for a, art in zip(arts, artifacts, strict=True):  # kept compressed (codec)
         a["encoding"], a["body"], a["data"] = codec.pack_body(art.body)
     sers = []
-    if run.series:
-        enc, data = codec.pack_series(run.series)
+    if series:
+        enc, data = codec.pack_series(series)
         sers.append({"run_id": 0, "encoding": enc, "data": data})
     return Packed(row, mets, arts, sers)
 

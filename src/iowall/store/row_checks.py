@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import Column, Integer, MetaData, String, Table
 
 from ..errors import UserError
-from ..model import Series
 
 #: PostgreSQL's INTEGER, which the schema's Integer columns are there.
 INT32 = (-(2**31), 2**31 - 1)
@@ -52,6 +51,6 @@ METRICS = Table(
 )
 
 
-def check_series(s: Series, what: str) -> None:
+def check_series(probe: str, name: str, unit: str, what: str) -> None:
     """UserError when a series' probe, name or unit does not fit (check_row's rules)."""
-    check_row(SERIES, {"probe": s.probe, "name": s.name, "unit": s.unit}, what)
+    check_row(SERIES, {"probe": probe, "name": name, "unit": unit}, what)
