@@ -216,13 +216,15 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: Every reason, plus the stack that matched nothing.
 ORDER: tuple[str, ...] = tuple(r[0] for r in REASONS) + ("other",)
-#: A stack whose leaf is one of these is a task preempted, runnable (not blocked): the
-#: ``threadstate`` probe reads only stacks, and a runnable task off its CPU has one too.
+#: A stack whose leaf is one of these is a task preempted, runnable (not blocked): a runnable
+#: task off its CPU has a stack too. Since the ``threadstate`` probe reads each look's state,
+#: such a look carries the leaf ``[runnable]`` (probes.threadstate.RUNNABLE); the frames are
+#: what older runs, stacks only, can tell.
 PREEMPTED = "preempted"
 _PREEMPT_LEAF = re.compile(
     r"^(irqentry_exit.*|preempt_schedule.*|_?_cond_resched|"
     r"exit_to_user_mode.*|asm_sysvec_.*|schedule_preempt_disabled|"
-    r"raw_irqentry_exit_cond_resched)$"
+    r"raw_irqentry_exit_cond_resched|\[runnable\])$"
 )
 LABELS: dict[str, str] = {r[0]: r[1] for r in REASONS} | {"other": "other kernel waits"}
 #: Reasons that are not work of the point (an idle helper thread waits in these).

@@ -59,6 +59,9 @@ BUCKET_S = 0.25
 #: how often new threads are looked for
 DISCOVER_S = 0.25
 _COUNTERS = ("stat", "schedstat", "io", "stack")
+#: The leaf frame added to the stack of a look that found the thread runnable (state R) off
+#: its CPU: preempted, or woken and waiting for a CPU (``analysis.offcpu.PREEMPTED``).
+RUNNABLE = "[runnable]"
 
 
 @dataclass
@@ -187,6 +190,7 @@ class ThreadStateProbe(Probe):
         self._cg_index: dict[tuple[str | None, ...], int] = {}
         self._stacks: dict[str, int] = {}
         self._raw_stacks: dict[bytes, int] = {}
+        self._runnable: dict[int, int] = {}  # stack id → the id of it with the RUNNABLE leaf
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ticks = 0
@@ -278,23 +282,29 @@ class ThreadStateProbe(Probe):
         th.rows.append([round(t, 4), *row, th.samples, th.running])
 
     def _sample(self, th: _Thread) -> None:
-        """One look at one thread: its kernel stack (empty while it runs; a runnable task's
-        shows where it was preempted, which the analysis counts as running). A thread found
-        off its CPU that has not arrived on one since (schedstat's third field unchanged) is
-        still where it was: its stack cannot have changed, so it is not read again. The
-        stack read is the look's cost (the kernel symbolises every frame: ~50 us a look
-        here against a few for schedstat); raw stacks are parsed once each."""
+        """One look at one thread: its state (``stat``) and kernel stack (empty while it
+        runs). A task off its CPU in state R is runnable, not blocked: its stack (where it was
+        preempted, or woken and not yet run) is kept with the leaf ``RUNNABLE``, which the
+        analysis counts as running. /proc/TID/stack leaves out the scheduler's functions, so
+        a task preempted in ``cond_resched`` shows only its caller (iomap_file_buffered_write)
+        and only its state says it was not blocked. A thread found off its CPU that has not
+        arrived on one since (schedstat's third field unchanged) is still where it was: its
+        stack cannot have changed, so it is not read again. The stack read is the look's
+        cost (the kernel symbolises every frame: ~50 us a look here against a few for
+        schedstat); the state is read only off the CPU; raw stacks are parsed once each."""
         try:
             sched = os.pread(th.fds["schedstat"], 256, 0)
             pcount = sched.split()[2]
             sid = th.last_sid if pcount == th.pcount else None
             text = b"" if sid is not None else os.pread(th.fds["stack"], 16384, 0)
+            off = sid is not None or bool(text)
+            stat = os.pread(th.fds["stat"], 1024, 0) if off else b""  # read only off its CPU
         except (OSError, KeyError, IndexError):
             th.close()
             return
         th.samples += 1
         th.pcount = pcount
-        if sid is None and not text:
+        if not off:
             th.running += 1
             th.last_sid = None
             return
@@ -304,8 +314,18 @@ class ThreadStateProbe(Probe):
                 stack = parse_stack(text.decode(errors="replace"))
                 sid = self._raw_stacks[text] = self._stacks.setdefault(stack, len(self._stacks))
         th.last_sid = sid
+        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"R":
+            sid = self._runnable_sid(sid)
         key = (len(th.rows), sid)
         th.blocked[key] = th.blocked.get(key, 0) + 1
+
+    def _runnable_sid(self, sid: int) -> int:
+        """The id of stack ``sid`` with the leaf ``RUNNABLE``: the same place, not blocked."""
+        out = self._runnable.get(sid)
+        if out is None:
+            stack = next(s for s, i in self._stacks.items() if i == sid)
+            out = self._runnable[sid] = self._stacks.setdefault(f"{stack};{RUNNABLE}", len(self._stacks))
+        return out
 
     def _cgroup_rows(self, t: float) -> None:
         for cg in self._cgroups:
