@@ -174,6 +174,12 @@ _PRIMARY: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
 )
 
 
+def could_be_primary(name: str) -> bool:
+    """Whether ``primary_metric`` could choose a metric of this name (a run loaded with only
+    such metrics has the primary metric it has whole)."""
+    return any(name in names or match(name) for names, match in _PRIMARY)
+
+
 def primary_metric(run: Run) -> Metric | None:
     """The one definition of a run's primary metric (``--repeat auto`` decides on it, ``runs``
     shows it, explain and the Why section judge by it): the point's main throughput, fio's

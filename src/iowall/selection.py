@@ -8,7 +8,7 @@ neither imports it back."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from .errors import UserError
@@ -146,10 +146,16 @@ def matches(run: Run, flt: RunFilter) -> bool:
 
 
 def load(
-    store: Store | None, sel: Selection, *, measured_only: bool = True, with_series: bool = False
+    store: Store | None,
+    sel: Selection,
+    *,
+    measured_only: bool = True,
+    with_series: bool = False,
+    metrics: Callable[[str], bool] | None = None,
 ) -> list[Run]:
     """The runs a selection names, oldest first; by default only completed measurements.
-    A UserError when it names none, so that a typo never compares against nothing."""
+    A UserError when it names none, so that a typo never compares against nothing.
+    ``metrics``: which metrics to load from a store, by name (a bundle's runs keep all)."""
     if sel.bundle is not None:
         from .store.bundle import read_bundle  # pydantic's models: only for bundle files
 
@@ -157,7 +163,7 @@ def load(
     else:
         if store is None:
             raise UserError(f"selection {sel.text!r} needs a store")
-        runs = store.runs(sel.flt, with_series=with_series)
+        runs = store.runs(sel.flt, with_series=with_series, metrics=metrics)
     if measured_only:
         runs = [r for r in runs if r.status in MEASURED_STATUSES]
     if not runs:
@@ -166,12 +172,15 @@ def load(
     return runs
 
 
-def load_all(store: Store | None, texts: Sequence[str], **kw: bool) -> list[tuple[Selection, list[Run]]]:
-    """Several selections, each with its runs, in the order given."""
+def load_all(
+    store: Store | None, texts: Sequence[str], *, metrics: Callable[[str], bool] | None = None
+) -> list[tuple[Selection, list[Run]]]:
+    """Several selections, each with its runs (with the metrics ``metrics`` keeps, as
+    ``load``), in the order given."""
     out = []
     for t in texts:
         sel = parse_selection(t)
-        out.append((sel, load(store, sel, **kw)))
+        out.append((sel, load(store, sel, metrics=metrics)))
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysis.compare import CompareResult, Side, compare, shared_run
+from ..analysis.compare import CompareResult, Side, compare, selectable, shared_run
 from ..errors import UserError
 from ..selection import compared_field, load_all
 from ..store import Store
@@ -32,7 +32,7 @@ def compare_sets(
             "compare needs a base and at least one new run set, e.g. 'iowall compare base patched'"
         )
     store = None if all(".json" in t for t in texts) else Store.existing(db)
-    loaded = load_all(store, texts)
+    loaded = load_all(store, texts, metrics=selectable(metric))  # the metrics it may compare
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
     shared = shared_run(sides)
     if shared is not None:

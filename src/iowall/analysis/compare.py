@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -179,6 +179,17 @@ def _shape_diff(a: Run, b: Run) -> list[str]:
         if ha.get(k) != hb.get(k):
             out.append(f"host {k} {_text(ha.get(k))} vs {_text(hb.get(k))}")
     return out
+
+
+def selectable(patterns: Sequence[str] | None) -> Callable[[str], bool] | None:
+    """Which metric names ``select_metrics(names, patterns)`` could choose, as a test on one
+    name (None: every name), for loading only those: pure."""
+    if patterns is not None and list(patterns) == ["all"]:
+        return None
+    pats, skip = (list(HEADLINE), NOT_HEADLINE) if patterns is None else (list(patterns), ())
+    return lambda n: (
+        any(fnmatch.fnmatchcase(n, p) for p in pats) and not any(fnmatch.fnmatchcase(n, s) for s in skip)
+    )
 
 
 def select_metrics(names: Iterable[str], patterns: Sequence[str] | None) -> list[str]:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import datetime
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ..model import MEASURED_STATUSES, Metric, Run, primary_metric
+from ..model import MEASURED_STATUSES, Metric, Run, could_be_primary, primary_metric
 from .changepoints import ALPHA, ChangePoint, Detection, analyse
 from .series_gate import SeriesResults, Tested, newest_of
 
@@ -78,6 +78,12 @@ def _group(run: Run, by: str) -> str:
     if by == "commit":
         return str(run.env.get("commit", "")) or "?"
     return str(run.id if run.id is not None else run.started_at)
+
+
+def needed(metric: str | None) -> Callable[[str], bool]:
+    """Which metrics ``from_runs(runs, metric=metric)`` reads, as a test on a name: the one
+    named, or those that could be a run's primary metric (for loading only those)."""
+    return (lambda n: n == metric) if metric else could_be_primary
 
 
 def _metric(run: Run, name: str | None) -> Metric | None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..actions.series import check_series_options, read_series
-from ..analysis.history import BY, History, from_rows, from_runs
+from ..analysis.history import BY, History, from_rows, from_runs, needed
 from ..errors import UserError
 from ..report.emit import emit, wrote
 from ..report.history import draw_history, history_report
@@ -42,7 +42,7 @@ def build(
     if not selections:
         raise UserError("history needs runs: a selection (e.g. recipe=plan:nightly) or --series FILE")
     store = None if all(".json" in t for t in selections) else Store.existing(db)
-    runs = [r for _, rs in load_all(store, selections) for r in rs]
+    runs = [r for _, rs in load_all(store, selections, metrics=needed(metric)) for r in rs]
     hs = from_runs(runs, metric=metric, by=by, alpha=alpha)
     if not hs:
         what = f"metric {metric!r}" if metric else "a throughput metric"

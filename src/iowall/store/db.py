@@ -19,6 +19,7 @@ from .rows import (
     ARTIFACTS,
     CHUNK,
     EVERY_RUN,
+    MetricNames,
     RunFilter,
     and_where,
     artifact,
@@ -137,8 +138,11 @@ class Store:
             return [insert_run(conn, run) for run in runs]
 
     # -- reading ---------------------------------------------------------------------------
-    def runs(self, flt: RunFilter = EVERY_RUN, *, with_series: bool = False) -> list[Run]:
-        """Runs matching ``flt``, oldest first, with metrics (artifacts on demand)."""
+    def runs(
+        self, flt: RunFilter = EVERY_RUN, *, with_series: bool = False, metrics: MetricNames = None
+    ) -> list[Run]:
+        """Runs matching ``flt``, oldest first, with their metrics (those ``metrics`` keeps,
+        by name, when given) and, on demand, series."""
         check_limit(flt)
         p: dict[str, Any] = {}
         newest = flt.limit is not None and flt.commit is None
@@ -156,7 +160,7 @@ class Store:
                 rows = [r for r in rows if env_commit(r) == flt.commit]
                 if flt.limit is not None:
                     rows = rows[len(rows) - flt.limit :] if flt.limit else []
-            return load(db, rows, with_series=with_series)
+            return load(db, rows, with_series=with_series, metrics=metrics)
 
     def iter_runs(
         self,

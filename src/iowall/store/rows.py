@@ -6,7 +6,7 @@ the store."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -156,23 +156,37 @@ def chunks(xs: list[int], n: int = CHUNK) -> Iterable[list[int]]:
         yield xs[i : i + n]
 
 
+#: Which metrics to load, by name (None: all of them).
+MetricNames = Callable[[str], bool] | None
+
+
 def load(
-    db: Reader, rows: Sequence[Mapping[str, Any]], *, with_series: bool = False, with_artifacts: bool = False
+    db: Reader,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    with_series: bool = False,
+    with_artifacts: bool = False,
+    metrics: MetricNames = None,
 ) -> list[Run]:
-    """The Runs of ``rows`` (mappings of the runs table), in their order, with metrics and,
-    on demand, series and artifacts: one query per table per CHUNK runs."""
+    """The Runs of ``rows`` (mappings of the runs table), in their order, with metrics (only
+    those ``metrics`` keeps, when given: a page that compares two of a run's 136 need not
+    build the rest) and, on demand, series and artifacts: one query per table per CHUNK runs."""
     with gc_paused():  # 136 metrics a run: no cycles among them (store.gcpause)
-        return _load(db, rows, with_series, with_artifacts)
+        return _load(db, rows, with_series, with_artifacts, metrics)
 
 
 def _load(
-    db: Reader, rows: Sequence[Mapping[str, Any]], with_series: bool, with_artifacts: bool
+    db: Reader,
+    rows: Sequence[Mapping[str, Any]],
+    with_series: bool,
+    with_artifacts: bool,
+    metrics: MetricNames,
 ) -> list[Run]:
     ids = [r["id"] for r in rows]
     mets: dict[int, list[Metric]] = {i: [] for i in ids}
     sers: dict[int, list[Series]] = {i: [] for i in ids}
     arts: dict[int, list[Artifact]] = {i: [] for i in ids}
-    kinds = {i: (n, u, d) for i, n, u, d in db.all(KINDS)} if ids else {}
+    kinds = {i: (n, u, d) for i, n, u, d in db.all(KINDS) if metrics is None or metrics(n)} if ids else {}
     for chunk in chunks(ids):
         p: dict[str, Any] = {}
         of_chunk = " WHERE run_id IN " + in_list("id", chunk, p)
@@ -182,6 +196,7 @@ def _load(
             mets[rid] = [
                 Metric(name, v, unit, way)
                 for k, v in codec.unpack_metrics(enc, bytes(data))
+                if k in kinds
                 for name, unit, way in (kinds[k],)
             ]
         if with_series:

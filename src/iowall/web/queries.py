@@ -7,11 +7,11 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..analysis.compare import CompareResult, Side, compare, shared_run
-from ..analysis.history import BY, History, from_runs
+from ..analysis.compare import CompareResult, Side, compare, selectable, shared_run
+from ..analysis.history import BY, History, from_runs, needed
 from ..errors import UserError
 from ..model import Run
 from ..selection import compared_field, load, parse_selection, run_id
@@ -94,12 +94,15 @@ def batch_runs(store: Store, run: Run) -> list[Run]:
     return store.runs(RunFilter(batch=run.batch)) if run.batch else [run]
 
 
-def selected(store: Store, text: str, *, with_series: bool = False) -> list[Run]:
-    """The completed runs a selection names in the store (no bundle files)."""
+def selected(
+    store: Store, text: str, *, with_series: bool = False, metrics: Callable[[str], bool] | None = None
+) -> list[Run]:
+    """The completed runs a selection names in the store (no bundle files), with the metrics
+    ``metrics`` keeps (by name; all when None)."""
     _, json_, rest = text.strip().partition(".json")
     if json_ and (not rest or rest.startswith(":")):  # refused before parsing looks at the file
         raise UserError(f"selection {text!r}: the dashboard reads its store only, not files")
-    return load(store, parse_selection(text), with_series=with_series)
+    return load(store, parse_selection(text), with_series=with_series, metrics=metrics)
 
 
 def ids_text(ids: list[int]) -> str:
@@ -118,7 +121,8 @@ def ids_text(ids: list[int]) -> str:
 def compare_sets(store: Store, base: str, new: str, metric: str | None = None) -> CompareResult:
     """Two selections compared point by point, as ``iowall compare BASE NEW`` does; sides that
     share a run are refused."""
-    sides = [Side(t, selected(store, t)) for t in (base, new)]
+    keep = selectable([metric] if metric else None)  # 136 metrics a run; a page compares a few
+    sides = [Side(t, selected(store, t, metrics=keep)) for t in (base, new)]
     if shared_run(sides) is not None:
         raise UserError(f"{base!r} and {new!r} share runs: the sides of a comparison must not")
     res = compare(
@@ -147,7 +151,11 @@ def histories(store: Store, sel: str, metric: str, by: str, series: str = "") ->
         raise UserError("history needs runs: sel=SELECTION")
     hs = [
         h
-        for h in from_runs(selected(store, sel), metric=metric or None, by=by)
+        for h in from_runs(
+            selected(store, sel, metrics=needed(metric or None)),
+            metric=metric or None,
+            by=by,
+        )
         if not series or h.key == series
     ]
     if not hs:
