@@ -29,7 +29,8 @@ from pathlib import Path
 
 from iowall.model import Run
 from iowall.store import Store
-from iowall.store.bundle import pack_model, read_bundle, read_models, write_bundle
+from iowall.store.bundle import read_bundle, write_bundle
+from iowall.store.bundle_pool import packed_files
 from iowall.store.ingest import import_runs
 
 HERE = Path(__file__).resolve().parent
@@ -86,21 +87,26 @@ def line(backend: str, tree: str, what: str, runs: int, wall: float) -> str:
     return out
 
 
-def measure(backend: str, new_url: Callable[[], str], files: list[str], trees: dict[str, Path]) -> list[str]:
+def measure(
+    backend: str, new_url: Callable[[], str], files: list[str], trees: dict[str, Path], form: str = "plain"
+) -> list[str]:
     """Each tree: one import per bundle into a new store, then every bundle again in one
     call (nothing to add); the tree under test also all bundles in one call into a new
-    store, in process, and a db copy of it."""
+    store, in process, and a db copy of it. ``form``: the bundles' (plain or packed: the
+    tree before packed bundles reads only plain ones)."""
     out = []
     n = PER_BUNDLE * len(files)
+    if form == "packed":
+        trees = {"new": SRC}
     for tree, src in trees.items():
         url = new_url()
         walls = [timed(iowall("import", f, "--db", url), src) for f in files]
-        out.append(line(backend, tree, f"import, a {PER_BUNDLE}-run bundle a call", n, sum(walls)))
+        out.append(line(backend, tree, f"import, a {PER_BUNDLE}-run {form} bundle a call", n, sum(walls)))
         out.append(
             line(
                 backend,
                 tree,
-                "the same again (all present), one call",
+                f"the same {form} bundles again (all present), one call",
                 n,
                 timed(iowall("import", *files, "--db", url), src),
             )
@@ -110,24 +116,44 @@ def measure(backend: str, new_url: Callable[[], str], files: list[str], trees: d
         line(
             backend,
             "new",
-            f"import, {len(files)} bundles in one call",
+            f"import, {len(files)} {form} bundles in one call",
             n,
             timed(iowall("import", *files, "--db", url), SRC),
         )
     )
-    runs = [r for f in files for r in read_models(f)]  # as `iowall import` reads and packs them
+    runs = packed_files(files)  # as `iowall import` reads and packs them
     store = Store(new_url())
     t0 = time.perf_counter()
-    assert import_runs(store, runs, pack=pack_model) == (n, 0)
+    assert import_runs(store, runs, pack=lambda p, _: p) == (n, 0)
     out.append(
-        line(backend, "new", "in process: import_runs of runs already read", n, time.perf_counter() - t0)
+        line(
+            backend,
+            "new",
+            f"in process: writing {form} runs already read and packed",
+            n,
+            time.perf_counter() - t0,
+        )
     )
     store.engine.dispose()
-    for tree, src in trees.items():
-        out.append(
-            line(backend, tree, "db copy of that store", n, timed(iowall("db", "copy", url, new_url()), src))
-        )
+    if form == "plain":
+        for tree, src in trees.items():
+            out.append(
+                line(
+                    backend,
+                    tree,
+                    "db copy of that store",
+                    n,
+                    timed(iowall("db", "copy", url, new_url()), src),
+                )
+            )
     return out
+
+
+def measure_many(backend: str, new_url: Callable[[], str], files: list[str]) -> list[str]:
+    """All ``files`` (packed) in one call into a new store: the rate once past the start-up."""
+    n = PER_BUNDLE * len(files)
+    wall = timed(iowall("import", *files, "--db", new_url()), SRC)
+    return [line(backend, "new", f"import, {len(files)} packed bundles in one call", n, wall)]
 
 
 def measure_copy(
@@ -152,6 +178,7 @@ def main() -> None:
     ap.add_argument("--template-db", type=Path, help="template runs from a store_scale template store")
     ap.add_argument("--templates", metavar="BUNDLE", help="template runs from a bundle")
     ap.add_argument("--bundles", type=int, default=4, help="bundles of 500 runs to import")
+    ap.add_argument("--many", type=int, default=20, help="packed bundles of 500 runs in one call")
     ap.add_argument("--old", type=Path, help="the src of an older tree, measured beside this one")
     ap.add_argument("--no-pg", action="store_true", help="SQLite only")
     ap.add_argument("--copy-runs", type=int, default=10_000, help="runs of the store db copy copies")
@@ -165,18 +192,26 @@ def main() -> None:
         else:
             db = a.template_db or store_scale.make_templates(work, dict(os.environ, PYTHONPATH=str(SRC)))
             templates = store_scale.template_runs(db)[0]
-        rng = random.Random(1)
-        files = []
-        for b in range(a.bundles):
-            files.append(str(work / f"b{b}.json"))
+        files, packed, many = [], [], []
+        for b in range(max(a.bundles, a.many)):
             lo = b * PER_BUNDLE
-            write_bundle(clones(templates, lo, lo + PER_BUNDLE, rng), files[-1])
-        size = sum(os.path.getsize(f) for f in files) / len(files) / 1e6
-        print(f"{a.bundles} bundles of {PER_BUNDLE} runs, {size:.1f} MB each", flush=True)
+            runs = list(clones(templates, lo, lo + PER_BUNDLE, random.Random(b)))
+            many.append(str(work / f"m{b}.json"))
+            write_bundle(runs, many[-1], packed=True)
+            if b < a.bundles:
+                files.append(str(work / f"b{b}.json"))
+                write_bundle(runs, files[-1])
+                packed.append(many[-1])
+        for form, fs in (("plain", files), ("packed", packed)):
+            size = sum(os.path.getsize(f) for f in fs) / len(fs) / 1e6
+            print(f"{len(fs)} {form} bundles of {PER_BUNDLE} runs, {size:.1f} MB each", flush=True)
         trees = {"new": SRC, **({"old": a.old} if a.old else {})}
         count = iter(range(10**6))
         report = ["| store | tree | what | runs | wall | rate |", "|---|---|---|---|---|---|"]
-        report += measure("SQLite", lambda: f"sqlite:///{work / f's{next(count)}.db'}", files, trees)
+        sqlite = lambda: f"sqlite:///{work / f's{next(count)}.db'}"  # noqa: E731
+        report += measure("SQLite", sqlite, files, trees)
+        report += measure("SQLite", sqlite, packed, trees, "packed")
+        report += measure_many("SQLite", sqlite, many)
         fill_db = work / "fill.db"
         Store(str(fill_db))
         t0 = time.perf_counter()
@@ -206,6 +241,8 @@ def main() -> None:
                 return cluster.url(name)
 
             report += measure("PostgreSQL", pg_url, files, trees)
+            report += measure("PostgreSQL", pg_url, packed, trees, "packed")
+            report += measure_many("PostgreSQL", pg_url, many)
             report += measure_copy("PostgreSQL", pg_url, big, a.copy_runs, trees)
         print("\n".join(report))
     finally:

@@ -19,6 +19,7 @@ from .errors import Interrupted, WorkloadError
 from .model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
 from .probes import ProbeSet
 from .probes.base import Probe, ProbeContext
+from .progress import Progress
 from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
 from .store import Store
 
@@ -62,15 +63,6 @@ class Task:
     #: they stop (removing a tree of files): outside the window, it is nobody's CPU time
     prepare: Callable[[], None] | None = None
     cleanup: Callable[[], None] | None = None
-
-
-class Progress:
-    """Protocol of a progress display (rich bar on a terminal, or nothing)."""
-
-    def begin(self, total: float) -> None: ...
-    def step(self, description: str) -> None: ...
-    def advance(self, amount: float) -> None: ...
-    def end(self) -> None: ...
 
 
 @dataclass

@@ -27,8 +27,9 @@ from .knob_session import KnobSession
 from .model import Run
 from .probes import ProbeContext
 from .probes import resolve as resolve_probes
+from .progress import Progress
 from .repeat import Decider, KeyMetric, RepeatPolicy
-from .runner import Partial, Progress, Schedule, Task
+from .runner import Partial, Schedule, Task
 from .store import Store
 from .sysinfo import drop_caches, environment
 from .workloads.fio import BW_LOG_MS, fio_version

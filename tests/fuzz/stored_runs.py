@@ -65,9 +65,10 @@ def build(db: Path) -> str:
     return url
 
 
-def export(url: str, path: Path) -> dict[str, Any]:
-    """The store's runs exported by ``iowall export`` to ``path``; the bundle document."""
-    o = invoke(["export", "-o", str(path), "--db", url])
+def export(url: str, path: Path, *, packed: bool = False) -> dict[str, Any]:
+    """The store's runs exported by ``iowall export`` (``--packed``) to ``path``; the bundle
+    document."""
+    o = invoke(["export", "-o", str(path), "--db", url, *(["--packed"] if packed else [])])
     assert o.rc == 0, o
     doc: dict[str, Any] = json.loads(path.read_text())
     return doc

@@ -1,6 +1,6 @@
 """Fuzz ``iowall import FILE`` (1,000 files in `make test`, 10,000 in `make fuzz`: a bundle
-exported from a real store, a version 1 bundle, both mutated in shape and in text, raw text
-and bytes): never a traceback; a rejected file is one error line and adds nothing (all or
+exported from a real store, plain and packed, a version 1 bundle, all mutated in shape and
+in text, raw text and bytes): never a traceback; a rejected file is one error line and adds nothing (all or
 nothing); an accepted one adds what it says."""
 
 from __future__ import annotations
@@ -111,7 +111,9 @@ def bundle_files(draw: st.DrawFn, seeds: list[Any]) -> tuple[str, bytes]:
 
 
 def test_bundle_reader_fuzz(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    seed = stored_runs.export(stored_runs.build(tmp_path / "src.db"), tmp_path / "seed.json")
+    url = stored_runs.build(tmp_path / "src.db")
+    seed = stored_runs.export(url, tmp_path / "seed.json")
+    packed = stored_runs.export(url, tmp_path / "packed.json", packed=True)
     one_run = {**copy.deepcopy(seed), "runs": seed["runs"][:1]}
-    seeds = [seed, one_run, copy.deepcopy(V1_DOC)]
+    seeds = [seed, one_run, packed, copy.deepcopy(V1_DOC)]
     fuzz_import("import", bundle_files(seeds), tmp_path, tmp_path_factory.getbasetemp(), "bundle")

@@ -112,7 +112,7 @@ def test_newer_version_refused(tmp_path: Path, iowall_env: dict[str, str], db_ur
     cp = iowall("import", str(f), env=iowall_env)
     assert cp.returncode == 2
     assert cp.stderr == (
-        f"iowall: error: bundle {f} has schema_version 7; this iowall reads up to 2: upgrade iowall\n"
+        f"iowall: error: bundle {f} has schema_version 7; this iowall reads up to 3: upgrade iowall\n"
     )
     assert Store(db_url).count() == 0
 

@@ -251,7 +251,7 @@ V1_DOC: dict[str, Any] = {
 
 def test_every_older_version_has_a_step_and_a_model() -> None:
     assert set(b.MIGRATIONS) == set(range(1, b.SCHEMA_VERSION))
-    assert set(b.MODELS) == set(range(1, b.SCHEMA_VERSION + 1))
+    assert set(b.MODELS) == set(range(1, b.PACKED_VERSION + 1))  # packed (3): the form of 2
 
 
 def test_v1_migrates_to_v2() -> None:
@@ -295,7 +295,7 @@ def test_newer_version_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"format": "iowall-bundle", "schema_version": 7, "runs": []}))
     with pytest.raises(UserError) as e:
         b.read_bundle(str(path))
-    assert str(e.value) == (f"bundle {path} has schema_version 7; this iowall reads up to 2: upgrade iowall")
+    assert str(e.value) == (f"bundle {path} has schema_version 7; this iowall reads up to 3: upgrade iowall")
 
 
 def _v2() -> dict[str, Any]:

@@ -65,7 +65,7 @@ def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyP
     caller's progress, ended even when the touch fails."""
     from iowall import session
     from iowall.knob_session import KnobSession
-    from iowall.runner import Progress
+    from iowall.progress import Progress
 
     seen: list[str] = []
 

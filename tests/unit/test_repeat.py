@@ -13,6 +13,7 @@ import pytest
 from iowall.errors import UserError, WorkloadError
 from iowall.model import Metric, Point, Run, primary_metric
 from iowall.plan import PlanError, interleave, load_plan, plan_from_doc, rounds
+from iowall.progress import Progress
 from iowall.recipes.options import RecipeOptions
 from iowall.repeat import (
     RepeatPolicy,
@@ -24,7 +25,7 @@ from iowall.repeat import (
     summary,
     to_json,
 )
-from iowall.runner import Outcome, Partial, Progress, Schedule, Task
+from iowall.runner import Outcome, Partial, Schedule, Task
 from iowall.store import Store
 
 # ------------------------------------------------------------------------------ parsing

@@ -16,11 +16,11 @@ from ..guestmem import nothing_to_hold
 from ..knob_session import KnobSession
 from ..machine_lock import exclusive
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
+from ..progress import Progress
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get
 from ..repeat import RepeatPolicy
 from ..results import Report
-from ..runner import Progress
 from ..session import hold_memory_step
 from ..signals import interruptible
 from ..store import Store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated
 
 import typer
@@ -15,9 +15,11 @@ from ..report.emit import write, wrote
 from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
-from ..store.bundle import pack_model, read_models, to_run, write_bundle
+from ..store.bundle import Item, as_run, read_models, write_bundle
+from ..store.bundle_pool import packed_files
 from ..store.gcpause import gc_paused
 from ..store.ingest import GROUP, import_runs, plan_import
+from ..store.packing import Packed
 from .options import DbOpt
 from .progress import RichProgress
 
@@ -48,6 +50,14 @@ def export(
     measured_only: Annotated[
         bool, typer.Option("--measured-only", help="only completed measurements (ok, filled)")
     ] = False,
+    packed: Annotated[
+        bool,
+        typer.Option(
+            "--packed",
+            help="series, artifacts and metrics as the store keeps them: a quarter of the size, "
+            "imported 5x faster, not for reading by eye",
+        ),
+    ] = False,
     db: DbOpt = None,
 ) -> None:
     """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
@@ -72,7 +82,7 @@ def export(
             yield r
 
     source = {"host": socket.gethostname(), "store": store.shown if store else ""}
-    n = write_bundle(seen(runs), output, source=source)
+    n = write_bundle(seen(runs), output, source=source, packed=packed)
     held = f"{_n(n, 'run')} ({_n(len(labels), 'label')}, {_n(len(kernels), 'kernel')})"
     if output == "-":
         print(f"iowall: exported {held} to stdout", file=sys.stderr)
@@ -96,45 +106,54 @@ def import_(
 
 
 def _import(files: list[str], dry_run: bool, db: str | None) -> None:
-    models = [r for f in files for r in read_models(f)]  # every file valid before anything is written
-    store = Store(db)
     if dry_run:
-        runs = [to_run(r) for r in models]
-        new, present = plan_import(store, runs)
-        known = {id(r) for r in present}
-        rows = [
-            [
-                "present" if id(r) in known else "import",
-                r.uuid[:8],
-                str(r.id),
-                r.label,
-                r.point.recipe,
-                r.status,
-                _kernel(r),
-                r.point.describe(),
-            ]
-            for r in runs
-        ]
-        table = text_table(
-            ["action", "uuid", "source id", "label", "recipe", "status", "kernel", "point"],
-            rows,
-            left=8,
-            indent=0,
-        )
-        write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n", None)
+        _dry_run([r for f in files for r in read_models(f)], Store(db))
         return
-    bar = RichProgress("import") if len(models) > GROUP else None  # a bar on large bundles
+    packed = packed_files(files)  # every file valid before anything is written
+    store = Store(db)
+    bar = RichProgress("import") if len(packed) > GROUP else None  # a bar on large bundles
     if bar is not None:
-        bar.begin(len(models))
+        bar.begin(len(packed))
     try:
         added, skipped = import_runs(
             store,
-            models,
+            packed,
             done=bar.advance if bar else None,
             waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
-            pack=pack_model,
+            pack=_as_packed,
         )
     finally:
         if bar is not None:
             bar.end()
     write(f"imported {_n(added, 'run')}, {skipped} already present\n", None)
+
+
+def _as_packed(p: Packed, _checked: set[tuple[str, ...]]) -> Packed:
+    return p
+
+
+def _dry_run(models: Sequence[Item], store: Store) -> None:
+    """What an import would add and skip, as a table."""
+    runs = [as_run(r) for r in models]
+    new, present = plan_import(store, runs)
+    known = {id(r) for r in present}
+    rows = [
+        [
+            "present" if id(r) in known else "import",
+            r.uuid[:8],
+            str(r.id),
+            r.label,
+            r.point.recipe,
+            r.status,
+            _kernel(r),
+            r.point.describe(),
+        ]
+        for r in runs
+    ]
+    table = text_table(
+        ["action", "uuid", "source id", "label", "recipe", "status", "kernel", "point"],
+        rows,
+        left=8,
+        indent=0,
+    )
+    write(f"{table}\nwould import {_n(len(new), 'run')}, {len(present)} already present\n", None)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..runner import Progress as ProgressProtocol
+from ..progress import Progress as ProgressProtocol
 
 
 class RichProgress(ProgressProtocol):

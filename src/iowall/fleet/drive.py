@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..results import FAILED, IMPORTED, HostState
 from ..store import Store
-from ..store.bundle import read_bundle
+from ..store.bundle import pack_item, read_models
 from ..store.ingest import import_runs
 from ..units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
@@ -89,8 +89,8 @@ def _import(fd: FleetDir, host: str, store: Store) -> HostState:
     """``host``'s fetched bundle into the store; its runs keep the host name they were
     measured on (``env.host.hostname``), which is how the store attributes them."""
     try:
-        runs = read_bundle(str(fd.bundle(host)))
-        import_runs(store, runs)
+        runs = read_models(str(fd.bundle(host)))  # packed by the playbook's export
+        import_runs(store, runs, pack=pack_item)
     except UserError as e:
         return HostState(host, FAILED, error=f"import: {e}")
     names = sorted({str((r.env.get("host") or {}).get("hostname", "")) for r in runs})

@@ -17,8 +17,9 @@ from ..beds.xfs_blocks import check_fs_blocks
 from ..errors import UserError, WorkloadError
 from ..knob_session import KnobSession
 from ..model import Run
+from ..progress import Progress
 from ..repeat import Decider, pct, replay, summary
-from ..runner import Outcome, Partial, Progress, Task
+from ..runner import Outcome, Partial, Task
 from ..session import Session
 from ..signals import shielded
 from ..store import Store

@@ -26,9 +26,10 @@ from ..beds.device import check_count, raw_devices
 from ..beds.ram import make_image
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
+from ..progress import Progress
 from ..repeat import RepeatPolicy
 from ..results import Report, Value
-from ..runner import Outcome, Partial, Progress, Task
+from ..runner import Outcome, Partial, Task
 from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
 from ..model import Point, Run
+from ..progress import Progress
 from ..repeat import RepeatPolicy
 from ..results import Cell, Report, Value
-from ..runner import Progress, Task
+from ..runner import Task
 from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo

@@ -21,9 +21,10 @@ from ..beds import Bed, BedSpec, provision
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run
 from ..proc import need, run
+from ..progress import Progress
 from ..repeat import RepeatPolicy
 from ..results import Report
-from ..runner import Outcome, Partial, Progress, Task
+from ..runner import Outcome, Partial, Task
 from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count

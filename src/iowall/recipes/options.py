@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
+from ..progress import Progress
 from ..repeat import RepeatPolicy, as_policy
-from ..runner import Progress
 from ..session import Session
 from ..store import Store
 from ..units import parse_size

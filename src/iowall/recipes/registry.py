@@ -21,9 +21,9 @@ from typing import Any
 from ..errors import UserError
 from ..knob import Knob, looks_like_knob, parse_knob
 from ..knob_session import KnobSession, check_exists
+from ..progress import Progress
 from ..repeat import policy_of, replay, to_json
 from ..results import Report
-from ..runner import Progress
 from ..store import RunFilter, Store
 from .catalog import recipe_modules
 from .options import RecipeOptions

@@ -23,9 +23,10 @@ from ..errors import UserError
 from ..knob import parse_knob
 from ..knob_session import KnobSession
 from ..model import Artifact, Metric, Point, Run
+from ..progress import Progress
 from ..repeat import RepeatPolicy
 from ..results import Report, Value
-from ..runner import Outcome, Partial, Progress, Task
+from ..runner import Outcome, Partial, Task
 from ..session import Session
 from ..store import Store
 from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo

@@ -14,7 +14,7 @@ import json
 import re
 import socket
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -25,14 +25,18 @@ from ..atomic import open_atomic
 from ..dirs import redact_url
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
-from .bundle_models import BundleV1, BundleV2, RunV1, RunV2, StrictModel
+from .bundle_models import BundleV1, BundleV2, BundleV3, RunV1, RunV2, StrictModel
+from .bundle_packed import Carried, Writer, carried_runs, common_doc, run_of
 from .gcpause import gc_paused
 from .packing import Packed, pack_parts
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
-#: The schema version this iowall writes, and the newest it reads.
+#: The schema version of the plain bundles this iowall writes.
 SCHEMA_VERSION = 2
+#: The version of packed bundles (store/bundle_packed.py): v2's runs as the store keeps
+#: them; the newest this iowall reads.
+PACKED_VERSION = 3
 
 Doc = dict[str, Any]
 
@@ -91,7 +95,7 @@ def _v1_to_v2(doc: Doc) -> Doc:
 #: ``MIGRATIONS[n]`` turns a valid version-n document into a version-(n+1) one. Kept forever.
 MIGRATIONS: dict[int, Callable[[Doc], Doc]] = {1: _v1_to_v2}
 #: The shape of every version this iowall reads; each is validated before its step.
-MODELS: dict[int, type[StrictModel]] = {1: BundleV1, 2: BundleV2}
+MODELS: dict[int, type[StrictModel]] = {1: BundleV1, 2: BundleV2, 3: BundleV3}
 
 
 def _loc(loc: Sequence[str | int]) -> str:
@@ -149,12 +153,14 @@ def _duplicates(b: BundleV1 | BundleV2) -> str | None:
     return None
 
 
-def _validate(doc: Doc, version: int, name: str) -> BundleV1 | BundleV2:
-    tag = "" if version == SCHEMA_VERSION else f" (schema_version {version})"
+def _validate(doc: Doc, version: int, name: str) -> BundleV1 | BundleV2 | BundleV3:
+    tag = "" if version >= SCHEMA_VERSION else f" (schema_version {version})"
     try:
         model = MODELS[version].model_validate(doc)
     except ValidationError as e:
         raise UserError(f"{name}{tag}: {_problem(e)}") from None
+    if isinstance(model, BundleV3):
+        return model  # its runs are checked as they are read (carried_runs)
     assert isinstance(model, (BundleV1, BundleV2))
     dup = _duplicates(model)
     if dup:
@@ -162,16 +168,20 @@ def _validate(doc: Doc, version: int, name: str) -> BundleV1 | BundleV2:
     return model
 
 
-def _upgrade(doc: Any, name: str) -> BundleV2:
+def _upgrade(doc: Any, name: str) -> BundleV2 | BundleV3:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UserError(f'{name}: not an iowall bundle (expected a JSON object with "format": "{FORMAT}")')
     v = doc.get("schema_version")
     if type(v) is not int or v < 1:
         raise UserError(f"{name}: schema_version must be a whole number from 1 (got {v!r})")
-    if v > SCHEMA_VERSION:
+    if v > PACKED_VERSION:
         raise UserError(
-            f"{name} has schema_version {v}; this iowall reads up to {SCHEMA_VERSION}: upgrade iowall"
+            f"{name} has schema_version {v}; this iowall reads up to {PACKED_VERSION}: upgrade iowall"
         )
+    if v == PACKED_VERSION:
+        packed = _validate(doc, v, name)
+        assert isinstance(packed, BundleV3)
+        return packed
     while v < SCHEMA_VERSION:
         _validate(doc, v, name)
         doc = MIGRATIONS[v](doc)
@@ -182,8 +192,9 @@ def _upgrade(doc: Any, name: str) -> BundleV2:
 
 
 def migrate(doc: Any, *, name: str = "bundle") -> Doc:
-    """Upgrade a parsed bundle of any known version to ``SCHEMA_VERSION``, one step at a time,
-    validating each version's shape first; UserError (prefixed by ``name``) when it cannot."""
+    """Upgrade a parsed plain bundle of any known version to ``SCHEMA_VERSION``, one step at a
+    time, validating each version's shape first (a packed one is validated as it is);
+    UserError (prefixed by ``name``) when it cannot."""
     return _upgrade(doc, name).model_dump()
 
 
@@ -211,26 +222,16 @@ def _read_text(path: str) -> str:
 
 def to_run(r: RunV2) -> Run:
     """A bundle's run model as a ``Run``."""
-    return Run(
-        point=Point(r.recipe, dict(r.point)),
-        label=r.label,
-        status=r.status,
-        started_at=float(r.started_at),
-        finished_at=float(r.finished_at),
-        metrics=tuple(Metric(m.name, float(m.value), m.unit, m.direction) for m in r.metrics),
-        env=r.env,
-        bed=r.bed,
-        artifacts=tuple(Artifact(a.name, a.content_type, a.body) for a in r.artifacts),
-        series=tuple(
+    return run_of(
+        r,
+        r.env,
+        r.bed,
+        tuple(Metric(m.name, float(m.value), m.unit, m.direction) for m in r.metrics),
+        tuple(Artifact(a.name, a.content_type, a.body) for a in r.artifacts),
+        tuple(
             Series(s.probe, s.name, s.unit, tuple((float(t), float(v)) for t, v in s.samples))
             for s in r.series
         ),
-        batch=r.batch,
-        repeat_index=r.repeat_index,
-        error=r.error,
-        notes=tuple(r.notes),
-        id=r.source_id,
-        uuid=r.uuid,
     )
 
 
@@ -238,26 +239,51 @@ def to_run(r: RunV2) -> Run:
 def read_bundle(path: str) -> list[Run]:
     """The runs of a bundle file (``-`` reads stdin), migrated to the current schema; each run
     carries its uuid and ``id`` = its id in the store it was exported from (``source_id``)."""
-    return [to_run(r) for r in read_models(path)]
+    return [as_run(r) for r in read_models(path)]
+
+
+#: A bundle's run as read: a plain bundle's model, or a packed bundle's run, checked.
+Item = RunV2 | Carried
+_VERSION = re.compile(r'"schema_version"\s*:\s*(\d+)')
 
 
 @gc_paused()
-def read_models(path: str) -> list[RunV2]:
+def read_models(path: str) -> list[Item]:
     """The runs of a bundle file as the models it was validated into (what ``import`` packs
-    straight into rows: ``pack_model``). A current bundle is parsed and validated in one
+    straight into rows: ``pack_item``). A current bundle is parsed and validated in one
     pass (pydantic's ``model_validate_json``: half the time of parsing, then validating);
     an older one, or one that fails, takes the step-by-step way, which upgrades it or says
-    what is wrong, as before."""
+    what is wrong, as before. A packed one's runs are checked (``carried_runs``)."""
     text = _read_text(path)
     name = f"bundle {path}"
+    peek = _VERSION.search(text[:4096])  # the writer puts it first: one validating pass, not two
+    current: type[BundleV2] | type[BundleV3] = (
+        BundleV3 if peek is not None and peek.group(1) == str(PACKED_VERSION) else BundleV2
+    )
     try:
-        model = BundleV2.model_validate_json(text)
+        model = current.model_validate_json(text)
     except ValidationError:
-        return _upgrade(parse_json(text, path), name).runs
+        model = _upgrade(parse_json(text, path), name)
+    items: list[Item] = []
+    if isinstance(model, BundleV3):
+        items.extend(carried_runs(model, name))
+        return items
     dup = _duplicates(model)
     if dup:
         raise UserError(f"{name}: {dup}")
-    return model.runs
+    items.extend(model.runs)
+    return items
+
+
+def as_run(item: Item) -> Run:
+    """A bundle's run as a ``Run``."""
+    return item.run() if isinstance(item, Carried) else to_run(item)
+
+
+def pack_item(item: Item, checked: set[tuple[str, ...]] | None = None) -> Packed:
+    """A bundle's run as the store's rows: a packed one's as it carried them (checked when
+    read), a plain one's packed (``pack_model``)."""
+    return item.packed if isinstance(item, Carried) else pack_model(item, checked)
 
 
 def pack_model(r: RunV2, checked: set[tuple[str, ...]] | None = None) -> Packed:
@@ -304,19 +330,7 @@ def parse_json(text: str, path: str) -> Any:
 
 def _run_doc(run: Run) -> Doc:
     return {
-        "uuid": run_uuid(run),
-        "source_id": run.id,
-        "label": run.label,
-        "recipe": run.point.recipe,
-        "point": dict(run.point.params),
-        "status": run.status,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "batch": run.batch,
-        "repeat_index": run.repeat_index,
-        "error": run.error,
-        "notes": list(run.notes),
-        "fingerprint": run.fingerprint(),
+        **common_doc(run, run_uuid(run), run.fingerprint()),
         "env": dict(run.env),
         "bed": dict(run.bed),
         "metrics": [
@@ -340,24 +354,37 @@ def _iowall_version() -> str:
 
 
 def bundle_doc(
-    runs: Iterable[Run], *, source: Mapping[str, Any] | None = None, created_at: str | None = None
+    runs: Iterable[Run],
+    *,
+    source: Mapping[str, Any] | None = None,
+    created_at: str | None = None,
+    packed: bool = False,
 ) -> Doc:
-    """The bundle document for ``runs`` (what ``write_bundle`` writes)."""
+    """The bundle document for ``runs`` (what ``write_bundle`` writes): plain, or ``packed``
+    (store/bundle_packed.py)."""
     src = dict(source or {})
     unknown = set(src) - {"host", "store"}
     if unknown:
         raise ValueError(f"bundle source takes host and store, not {sorted(unknown)}")
     return {
         "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": PACKED_VERSION if packed else SCHEMA_VERSION,
         "created_at": created_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "iowall_version": _iowall_version(),
         "source": {
             "host": str(src.get("host") or socket.gethostname()),
             "store": redact_url(str(src.get("store") or "")),
         },
-        "runs": [_run_doc(r) for r in runs],
+        "runs": list(_run_docs(runs, packed)),
     }
+
+
+def _run_docs(runs: Iterable[Run], packed: bool) -> Iterator[Doc]:
+    """Each run's document, plain or packed (one writer for the bundle: a packed run carries
+    only the documents and kinds no run before it carried)."""
+    writer = Writer() if packed else None
+    for r in runs:
+        yield _run_doc(r) if writer is None else writer.run_doc(r)
 
 
 def _dumps(doc: Any) -> str:
@@ -365,19 +392,24 @@ def _dumps(doc: Any) -> str:
 
 
 def write_bundle(
-    runs: Iterable[Run], path: str, *, source: Mapping[str, Any] | None = None, created_at: str | None = None
+    runs: Iterable[Run],
+    path: str,
+    *,
+    source: Mapping[str, Any] | None = None,
+    created_at: str | None = None,
+    packed: bool = False,
 ) -> int:
     """Write ``runs`` as a bundle to ``path`` (``-`` is stdout) atomically (a temporary file in
     the same directory, fsynced, then renamed over ``path``), one run at a time: memory is
     bounded by one run whatever ``runs`` yields, the bytes are those of ``bundle_doc``.
     Returns how many runs it wrote."""
-    head = _dumps(bundle_doc((), source=source, created_at=created_at))
+    head = _dumps(bundle_doc((), source=source, created_at=created_at, packed=packed))
     assert head.endswith(',"runs":[]}')  # runs is the last key: the stream goes there
     n = 0
     with open_atomic(path, what="bundle") as f:
         f.write(head[:-2])
-        for r in runs:
-            f.write(("," if n else "") + _dumps(_run_doc(r)))
+        for doc in _run_docs(runs, packed):
+            f.write(("," if n else "") + _dumps(doc))
             n += 1
         f.write("]}\n")
     return n

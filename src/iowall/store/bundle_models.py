@@ -66,7 +66,9 @@ class SeriesV2(StrictModel):
     samples: list[Pair]
 
 
-class RunV2(StrictModel):
+class RunBase(StrictModel):
+    """What a run of v2 and v3 holds alike: its identity, point, status and times."""
+
     uuid: Uuid
     source_id: int | None
     label: Label
@@ -80,6 +82,9 @@ class RunV2(StrictModel):
     error: str
     notes: list[str]
     fingerprint: str
+
+
+class RunV2(RunBase):
     env: dict[str, Any]
     bed: dict[str, Any]
     metrics: list[MetricV2]
@@ -128,3 +133,29 @@ class BundleV1(StrictModel):
     created_at: When
     iowall_version: str
     runs: list[RunV1]
+
+
+#: A blob as the store keeps it: (encoding, base64 of its bytes).
+Blob = tuple[str, str]
+
+
+class RunV3(RunBase):
+    """A run of a packed bundle: v2's fields, with its environment and bed named by ref, its
+    documents, metric kinds, metrics, series and artifacts as the store keeps them."""
+
+    env: str
+    bed: str
+    docs: dict[str, Blob]
+    kinds: dict[str, tuple[Name128, Unit, Literal["higher", "lower"]]]
+    metrics: Blob | None
+    series: list[Blob]
+    artifacts: list[tuple[Name128, Name64, str, str, str | None]]
+
+
+class BundleV3(StrictModel):
+    format: Literal["iowall-bundle"]
+    schema_version: Literal[3]
+    created_at: When
+    iowall_version: str
+    source: SourceV2
+    runs: list[RunV3]

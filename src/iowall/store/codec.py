@@ -89,12 +89,18 @@ def pack_metrics(kinds: Sequence[int], values: Sequence[float]) -> tuple[str, by
 
 def unpack_metrics(encoding: str, data: bytes) -> list[tuple[int, float]]:
     """(kind id, value) of each metric of a run, as stored."""
+    ids, values = metrics_columns(encoding, data)
+    return list(zip(ids, values, strict=True))
+
+
+def metrics_columns(encoding: str, data: bytes) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The kind ids and the values of a run's metrics row, as stored."""
     if encoding != METRICS_F64:
         raise ValueError(f"metrics encoding {encoding!r} unknown to this iowall: upgrade iowall")
     raw = zlib.decompress(bytes(data))
     (n,) = struct.unpack_from("<I", raw)
     got = struct.unpack_from(f"<{n}I{n}d", raw, 4)
-    return list(zip(got[:n], got[n:], strict=True))
+    return got[:n], got[n:]
 
 
 class SeriesLike(Protocol):

@@ -11,6 +11,7 @@ importers inserting the same uuids in different orders would otherwise deadlock)
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from . import codec
 from . import schema as t
 from .db import Store
 from .gcpause import gc_paused
-from .packing import Packed, metrics_row, pack_run
+from .packing import Kind, Packed, metrics_row, pack_run
 from .rows import CHUNK
 from .write import IMPORT_LOCK, delta_base, dialect_insert, kind_ids, sqlite_transaction
 
@@ -235,7 +236,10 @@ def _write(conn: Connection, packed: Sequence[Packed]) -> int:
         .returning(t.runs.c.id, t.runs.c.uuid)
     )
     ids = {u: int(i) for i, u in conn.execute(ins, [p.row for p in todo])}  # a uuid added meanwhile: absent
-    kinds = kind_ids(conn, {k for p in todo for k, _ in p.metrics})
+    named: set[Kind] = set()
+    for p in todo:
+        named.update(map(_first, p.metrics))
+    kinds = kind_ids(conn, named, lambda: _packed_order(todo))
     mets: list[dict[str, Any]] = []
     arts: list[dict[str, Any]] = []
     sers: list[dict[str, Any]] = []
@@ -245,14 +249,36 @@ def _write(conn: Connection, packed: Sequence[Packed]) -> int:
             continue
         if p.metrics:
             mets.append(metrics_row(rid, p, kinds))
-        for rows, out in ((p.artifacts, arts), (p.series, sers)):
-            out.extend(dict(r, run_id=rid) for r in rows)
+        for r in p.artifacts:
+            r["run_id"] = rid  # the run's rows, made for this insert: set, not copied
+        for r in p.series:
+            r["run_id"] = rid
+        arts.extend(p.artifacts)
+        sers.extend(p.series)
     for table, rows in ((t.run_metrics, mets), (t.artifacts, arts), (t.series, sers)):
         if rows and conn.dialect.name == "postgresql":
             _copy(conn, table, rows)
         elif rows:
-            conn.execute(table.insert(), rows)
+            _insert_many(conn, table, rows)
     return len(ids)
+
+
+_first = operator.itemgetter(0)
+
+
+def _packed_order(todo: Sequence[Packed]) -> dict[Kind, int]:
+    """Each metric kind's id where the runs were packed (``kind_ids``' order)."""
+    return {
+        k: i for p in todo if p.kept_metrics for (k, _), i in zip(p.metrics, p.kept_metrics[0], strict=True)
+    }
+
+
+def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Rows into a SQLite table by the driver's executemany: SQLAlchemy's would process
+    each row's parameters (a fifth of the writing)."""
+    cols = list(rows[0])
+    sql = f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    conn.exec_driver_sql(sql, list(map(operator.itemgetter(*cols), rows)))
 
 
 def _copy(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:

@@ -6,6 +6,7 @@ the caller, inside its transaction."""
 from __future__ import annotations
 
 import json
+import operator
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,11 @@ class Packed:
     series: list[dict[str, Any]]
     docs: dict[str, tuple[str, bytes]] | None = None
     kept_metrics: tuple[tuple[int, ...], str, bytes] | None = None
+
+    @property
+    def uuid(self) -> str:
+        """The run's uuid (what ``store.ingest`` skips a run by)."""
+        return str(self.row["uuid"])
 
 
 class _Metric(Protocol):
@@ -101,28 +107,18 @@ def pack_parts(
 ) -> Packed:
     """A run's parts as rows (``pack_run``): from a ``Run``, or straight from the models a
     bundle was validated into (store/bundle.py: no ``Run`` built on the way, the same rows)."""
-    host = env.get("host", {})
-    row: dict[str, Any] = dict(
-        uuid=uuid or str(uuidlib.uuid4()),
-        batch=batch,
-        recipe=point.recipe,
-        label=label,
-        status=status,
-        point_key=point.key(),
-        point_json=json.dumps(dict(point.params), sort_keys=True),
-        fingerprint=fingerprint(point, bed, env),
-        repeat_index=repeat_index,
-        started_at=times[0],
-        finished_at=times[1],
-        host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
-        kernel=str(env.get("kernel", "")),
-        env_json=json.dumps(env, sort_keys=True, default=str),
-        bed_json=json.dumps(bed, sort_keys=True, default=str),
-        error=error,
-        notes_json=json.dumps(list(notes)),
+    row = run_row(
+        uuid or str(uuidlib.uuid4()),
+        point,
+        (label, status, batch, error),
+        repeat_index,
+        times,
+        env,
+        bed,
+        notes,
+        (json.dumps(env, sort_keys=True, default=str), json.dumps(bed, sort_keys=True, default=str)),
     )
     what = f"run {row['uuid']}"
-    check_row(t.runs, row, what)
     names = [m.name for m in metrics]
     if len(set(names)) != len(names):
         dup = next(n for i, n in enumerate(names) if n in names[:i])
@@ -150,11 +146,53 @@ def pack_parts(
     return Packed(row, mets, arts, sers)
 
 
+def run_row(
+    uuid: str,
+    point: Point,
+    texts: tuple[str, str, str, str],
+    repeat_index: int,
+    times: tuple[float, float],
+    env: Mapping[str, Any],
+    bed: Mapping[str, Any],
+    notes: Sequence[str],
+    docs: tuple[str, str],
+) -> dict[str, Any]:
+    """The ``runs`` row of a run, checked (``check_row``): ``texts`` its label, status, batch
+    and error, ``docs`` the env_json and bed_json columns (empty when the documents are
+    kept by ref: a packed bundle's run)."""
+    host = env.get("host", {})
+    label, status, batch, error = texts
+    row: dict[str, Any] = dict(
+        uuid=uuid,
+        batch=batch,
+        recipe=point.recipe,
+        label=label,
+        status=status,
+        point_key=point.key(),
+        point_json=json.dumps(dict(point.params), sort_keys=True),
+        fingerprint=fingerprint(point, bed, env),
+        repeat_index=repeat_index,
+        started_at=times[0],
+        finished_at=times[1],
+        host=str(host.get("hostname", "")) if isinstance(host, dict) else "",
+        kernel=str(env.get("kernel", "")),
+        env_json=docs[0],
+        bed_json=docs[1],
+        error=error,
+        notes_json=json.dumps(list(notes)),
+    )
+    check_row(t.runs, row, f"run {uuid}")
+    return row
+
+
+_first = operator.itemgetter(0)
+
+
 def metrics_row(run_id: int, p: Packed, kinds: dict[Kind, int]) -> dict[str, Any]:
     """The run_metrics row of a run's metrics, by the kinds' ids (the row it kept in another
     store when the ids are those it had there: the same bytes, not compressed again)."""
-    ids = [kinds[k] for k, _ in p.metrics]
-    if p.kept_metrics is not None and tuple(ids) == p.kept_metrics[0]:
+    ids = tuple(map(kinds.__getitem__, map(_first, p.metrics)))
+    if p.kept_metrics is not None and ids == p.kept_metrics[0]:
         return {"run_id": run_id, "encoding": p.kept_metrics[1], "data": p.kept_metrics[2]}
     enc, data = codec.pack_metrics(ids, [v for _, v in p.metrics])
     return {"run_id": run_id, "encoding": enc, "data": data}

@@ -4,6 +4,7 @@ VARCHAR, a NUL character, an integer past 32 bits) is refused the same way on bo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,20 +19,31 @@ INT32 = (-(2**31), 2**31 - 1)
 def check_row(table: Table, row: Mapping[str, Any], what: str) -> None:
     """UserError naming ``what`` (e.g. ``run <uuid>``) and the column when a value of ``row``
     does not fit ``table`` on every backend the store supports."""
+    limits = _limits(table)
     for name, value in row.items():
-        col = table.c[name]
-        where = f"{what}: {table.name}.{name}"
+        length, integer = limits[name]
         if isinstance(value, str):
-            if "\x00" in value:
-                raise UserError(f"{where} holds a NUL character, which PostgreSQL cannot store")
-            length = col.type.length if isinstance(col.type, String) else None
-            if length is not None and len(value) > length:
-                raise UserError(
-                    f"{where} is {len(value)} characters long; the store keeps at "
-                    f"most {length} ({value[:40]!r}…)"
-                )
-        elif isinstance(value, int) and isinstance(col.type, Integer) and not INT32[0] <= value <= INT32[1]:
-            raise UserError(f"{where} is {value}, past the store's 32-bit integers")
+            if "\x00" in value or (length is not None and len(value) > length):
+                _refuse(f"{what}: {table.name}.{name}", value, length)
+        elif integer and isinstance(value, int) and not INT32[0] <= value <= INT32[1]:
+            raise UserError(f"{what}: {table.name}.{name} is {value}, past the store's 32-bit integers")
+
+
+@functools.cache
+def _limits(table: Table) -> dict[str, tuple[int | None, bool]]:
+    """Each column's length limit (text) and whether it holds 32-bit integers."""
+    return {
+        c.name: (c.type.length if isinstance(c.type, String) else None, isinstance(c.type, Integer))
+        for c in table.columns
+    }
+
+
+def _refuse(where: str, value: str, length: int | None) -> None:
+    if "\x00" in value:
+        raise UserError(f"{where} holds a NUL character, which PostgreSQL cannot store")
+    raise UserError(
+        f"{where} is {len(value)} characters long; the store keeps at most {length} ({value[:40]!r}…)"
+    )
 
 
 #: The names a series carries, as the store has always limited them (the ``series`` table of

@@ -4,8 +4,9 @@ store needs none of it (``store.reader``)."""
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -103,9 +104,15 @@ def engine_url(url: str) -> str:
     return url
 
 
-def kind_ids(conn: Connection, kinds: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
+def kind_ids(
+    conn: Connection,
+    kinds: set[tuple[str, str, str]],
+    order: Callable[[], Mapping[tuple[str, str, str], int]] | None = None,
+) -> dict[tuple[str, str, str], int]:
     """The metric_kinds id of each (name, unit, direction), added when missing (a kind
-    another writer adds meanwhile is taken, not duplicated: the unique constraint decides)."""
+    another writer adds meanwhile is taken, not duplicated: the unique constraint decides),
+    in the ``order`` of their ids where the runs were packed (then an empty store numbers
+    them the same, and each run's metrics row is kept as it came), by name otherwise."""
     k = t.metric_kinds
 
     def known() -> dict[tuple[str, str, str], int]:
@@ -118,8 +125,10 @@ def kind_ids(conn: Connection, kinds: set[tuple[str, str, str]]) -> dict[tuple[s
         return found
 
     have = known() if kinds else {}
-    missing = sorted(kinds - set(have))
+    missing = list(kinds - set(have))
     if missing:
+        at = order() if order is not None else {}
+        missing.sort(key=lambda kind: (at.get(kind, math.inf), kind))
         conn.execute(
             dialect_insert(conn)(k).on_conflict_do_nothing(index_elements=["name", "unit", "direction"]),
             [{"name": n, "unit": u, "direction": d} for n, u, d in missing],

@@ -22,8 +22,8 @@ package registers the recipe (`iowall run limits`).
 
 from __future__ import annotations
 
+from ...progress import Progress
 from ...results import Report
-from ...runner import Progress
 from ...store import Store
 from ..options import RecipeOptions, one
 from ..registry import Recipe, register

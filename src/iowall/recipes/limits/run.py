@@ -15,11 +15,12 @@ from ...analysis.limits import summarise, why_limits
 from ...beds import BedSpec, check_fs, provision
 from ...beds.xfs_blocks import check_fs_blocks, fmt_block
 from ...knob_session import KnobSession
+from ...progress import Progress
 from ...repeat import RepeatPolicy
 from ...repeat import summary as summary_lines
 from ...repeat import to_json as repeat_json
 from ...results import Report
-from ...runner import Progress, Task
+from ...runner import Task
 from ...session import Session, hold_memory_step
 from ...store import Store
 from ...sysinfo import cpu_count, dirty_thresholds_bytes, host_facts, loadavg, meminfo, sysctl

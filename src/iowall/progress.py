@@ -1,0 +1,13 @@
+"""The progress display long work reports to (a rich bar on a terminal, or nothing): its own
+module so that a command with a bar (``import``, ``db copy``) does not import the runner."""
+
+from __future__ import annotations
+
+
+class Progress:
+    """Protocol of a progress display (rich bar on a terminal, or nothing)."""
+
+    def begin(self, total: float) -> None: ...
+    def step(self, description: str) -> None: ...
+    def advance(self, amount: float) -> None: ...
+    def end(self) -> None: ...

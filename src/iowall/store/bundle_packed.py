@@ -1,0 +1,406 @@
+"""Packed bundles (schema_version 3): the runs of a bundle as the store keeps them.
+
+A packed run carries v2's fields, but its environment and bed as compressed documents named
+by ref (an environment as a delta against an earlier one of its host), its metrics as one
+row of kind ids and float64 values, its series and artifacts compressed: the rows
+``store.ingest`` writes, so that an import checks them and writes them as they are instead
+of validating every number of a plain bundle and compressing it all again (5x the rate,
+docs/benchmarks.md "Import rate"). A run carries only the documents and metric kinds that
+no run before it in the bundle carried. Everything read is checked as a plain bundle is: each
+document's ref is that of its text, every blob reads back, names fit the store's columns.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import itertools
+import json
+import math
+import operator
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic_core import from_json
+
+from ..errors import UserError
+from ..model import Artifact, Metric, Point, Run, Series, run_uuid
+from . import codec
+from . import schema as t
+from .bundle_models import BundleV3, RunBase, RunV3
+from .packing import Kind, Packed, pack_run, run_row
+from .row_checks import METRICS, check_row, check_series
+
+Doc = dict[str, Any]
+
+
+@dataclass
+class Carried:
+    """A packed bundle's run, checked: its rows (``packed``, what an import writes) and what
+    reading it as a ``Run`` needs besides (``run``)."""
+
+    model: RunV3
+    packed: Packed
+    env: dict[str, Any]
+    bed: dict[str, Any]
+
+    @property
+    def uuid(self) -> str:
+        return self.model.uuid
+
+    def run(self) -> Run:
+        """The run, decoded (what ``read_bundle`` gives for a plain bundle's run)."""
+        r, p = self.model, self.packed
+        return run_of(
+            r,
+            self.env,
+            self.bed,
+            tuple(Metric(n, v, u, "lower" if d == "lower" else "higher") for (n, u, d), v in p.metrics),
+            tuple(
+                Artifact(a["name"], a["content_type"], codec.unpack_body(a["encoding"], a["body"], a["data"]))
+                for a in p.artifacts
+            ),
+            tuple(s for row in p.series for s in codec.unpack_series(row["encoding"], row["data"])),
+        )
+
+
+def run_of(
+    r: RunBase,
+    env: dict[str, Any],
+    bed: dict[str, Any],
+    metrics: tuple[Metric, ...],
+    artifacts: tuple[Artifact, ...],
+    series: tuple[Series, ...],
+) -> Run:
+    """A bundle's run (plain or packed) as a ``Run``, from its fields and its parts decoded."""
+    return Run(
+        point=Point(r.recipe, dict(r.point)),
+        label=r.label,
+        status=r.status,
+        started_at=float(r.started_at),
+        finished_at=float(r.finished_at),
+        metrics=metrics,
+        env=env,
+        bed=bed,
+        artifacts=artifacts,
+        series=series,
+        batch=r.batch,
+        repeat_index=r.repeat_index,
+        error=r.error,
+        notes=tuple(r.notes),
+        id=r.source_id,
+        uuid=r.uuid,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Writing
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def common_doc(run: Run, uuid: str, fingerprint: str) -> Doc:
+    """The fields a run has in plain and packed bundles alike (``RunBase``)."""
+    return {
+        "uuid": uuid,
+        "source_id": run.id,
+        "label": run.label,
+        "recipe": run.point.recipe,
+        "point": dict(run.point.params),
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "batch": run.batch,
+        "repeat_index": run.repeat_index,
+        "error": run.error,
+        "notes": list(run.notes),
+        "fingerprint": fingerprint,
+    }
+
+
+class Writer:
+    """Runs as a packed bundle's runs, one at a time (a bundle is written as a stream), each
+    carrying the documents and metric kinds no run before it carried."""
+
+    def __init__(self) -> None:
+        self._docs: set[str] = set()
+        self._bases: dict[str, tuple[str, str]] = {}  # host → (ref, text) of a whole document
+        self._ids: dict[Kind, int] = {}
+
+    def run_doc(self, run: Run) -> Doc:
+        """``run`` as a packed bundle's run (its uuid ``run_uuid``'s, as a plain bundle's)."""
+        uuid = run_uuid(run)
+        p = pack_run(run if run.uuid == uuid else dataclasses.replace(run, uuid=uuid))
+        row = p.row
+        docs: dict[str, list[str]] = {}
+        env = self._doc(row["env_json"], row["host"], docs)
+        bed = self._doc(row["bed_json"], None, docs)
+        kinds: dict[str, list[str]] = {}
+        ids = []
+        for kind, _ in p.metrics:
+            i = self._ids.get(kind)
+            if i is None:
+                i = self._ids[kind] = len(self._ids) + 1
+                kinds[str(i)] = list(kind)
+            ids.append(i)
+        metrics = None
+        if p.metrics:
+            enc, data = codec.pack_metrics(ids, [v for _, v in p.metrics])
+            metrics = [enc, _b64(data)]
+        return {
+            **common_doc(run, uuid, row["fingerprint"]),
+            "env": env,
+            "bed": bed,
+            "docs": docs,
+            "kinds": kinds,
+            "metrics": metrics,
+            "series": [[s["encoding"], _b64(s["data"])] for s in p.series],
+            "artifacts": [
+                [
+                    a["name"],
+                    a["content_type"],
+                    a["encoding"],
+                    a["body"],
+                    None if a["data"] is None else _b64(a["data"]),
+                ]
+                for a in p.artifacts
+            ],
+        }
+
+    def _doc(self, text: str, host: str | None, docs: dict[str, list[str]]) -> str:
+        """The ref of a document, packed into ``docs`` unless an earlier run carried it; an
+        environment as a delta against its host's last whole one when that is smaller."""
+        ref = codec.doc_ref(text)
+        if ref in self._docs:
+            return ref
+        base = self._bases.get(host) if host is not None else None
+        delta = codec.pack_delta(text, *base) if base is not None else None
+        _, enc, data = delta or codec.pack_doc(text)
+        if delta is None and host is not None:
+            self._bases[host] = (ref, text)
+        docs[ref] = [enc, _b64(data)]
+        self._docs.add(ref)
+        return ref
+
+
+# ------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclass
+class _Reading:
+    """What the runs read so far carried: documents (encoding, data, text) and parsed, metric
+    kinds by id, names checked, uuids."""
+
+    docs: dict[str, tuple[str, bytes, str]] = field(default_factory=dict)
+    parsed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kinds: dict[int, Kind] = field(default_factory=dict)
+    checked: set[tuple[str, ...]] = field(default_factory=set)
+    series: set[tuple[str, str, str]] = field(default_factory=set)
+    uuids: dict[str, int] = field(default_factory=dict)
+
+
+def carried_runs(model: BundleV3, name: str) -> list[Carried]:
+    """The runs of a validated packed bundle, each checked (UserError naming ``name``, the
+    run and what is wrong)."""
+    st = _Reading()
+    out = []
+    for i, r in enumerate(model.runs):
+        if r.uuid in st.uuids:
+            raise UserError(f"{name}: runs[{i}].uuid: {r.uuid} repeats runs[{st.uuids[r.uuid]}]")
+        st.uuids[r.uuid] = i
+        try:
+            out.append(_carry(r, st))
+        except ValueError as e:
+            raise UserError(f"{name}: runs[{i}].{e}") from None
+        except UserError as e:
+            raise UserError(f"{name}: {e}") from None
+    return out
+
+
+def _bytes(b64: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where}: not base64") from None
+
+
+def _carry(r: RunV3, st: _Reading) -> Carried:
+    for ref, (enc, b64) in r.docs.items():
+        _read_doc(ref, enc, _bytes(b64, f"docs[{ref!r}]"), st)
+    env, bed = _parsed(r.env, "env", st), _parsed(r.bed, "bed", st)
+    row = run_row(
+        r.uuid,
+        Point(r.recipe, r.point),
+        (r.label, r.status, r.batch, r.error),
+        r.repeat_index,
+        (float(r.started_at), float(r.finished_at)),
+        env,
+        bed,
+        r.notes,
+        ("", ""),
+    )
+    row["env_ref"], row["bed_ref"] = r.env, r.bed
+    docs = {ref: st.docs[ref][:2] for ref in (r.env, r.bed)}
+    base = codec.delta_base(*docs[r.env])
+    if base is not None:
+        docs[base] = st.docs[base][:2]
+    metrics, kept = _metrics(r, st)
+    return Carried(r, Packed(row, metrics, _artifacts(r, st), _series(r, st), docs, kept), env, bed)
+
+
+def _read_doc(ref: str, enc: str, data: bytes, st: _Reading) -> None:
+    where = f"docs[{ref!r}]"
+    if ref in st.docs:
+        raise ValueError(f"{where}: carried by an earlier run already")
+    base = None
+    if enc == codec.DOC_DELTA:
+        try:
+            bref = codec.delta_base(enc, data) or ""
+        except UnicodeDecodeError:
+            bref = ""
+        b = st.docs.get(bref)
+        if b is None or b[0] != codec.DOC_ZLIB:
+            raise ValueError(
+                f"{where}: a delta whose base {bref!r} is not a whole document carried before it"
+            )
+        base = b[2]
+    elif enc != codec.DOC_ZLIB:
+        raise ValueError(f"{where}: encoding {enc!r} unknown")
+    try:
+        text = codec.unpack_doc(enc, data, base)
+    except (zlib.error, UnicodeDecodeError) as e:
+        raise ValueError(f"{where}: unreadable ({e})") from None
+    if codec.doc_ref(text) != ref:
+        raise ValueError(f"{where}: not the ref of its text ({codec.doc_ref(text)})")
+    st.docs[ref] = (enc, data, text)
+
+
+def _parsed(ref: str, what: str, st: _Reading) -> dict[str, Any]:
+    got = st.parsed.get(ref)
+    if got is None:
+        if ref not in st.docs:
+            raise ValueError(f"{what}: document {ref!r} is not carried by this run or one before it")
+        try:
+            got = from_json(st.docs[ref][2], allow_inf_nan=True)  # twice json's speed
+        except ValueError:
+            try:
+                got = json.loads(st.docs[ref][2])  # what pydantic-core refuses: numbers past a float
+            except ValueError:
+                got = None
+        if not isinstance(got, dict):
+            raise ValueError(f"{what}: document {ref!r} is not a JSON object")
+        st.parsed[ref] = got
+    return got
+
+
+def _metrics(
+    r: RunV3, st: _Reading
+) -> tuple[list[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes] | None]:
+    for k, kind in r.kinds.items():
+        if not (k.isascii() and k.isdigit()):
+            raise ValueError(f"kinds[{k!r}]: not a kind id")
+        i = int(k)
+        if st.kinds.get(i, kind) != kind:
+            raise ValueError(f"kinds[{k!r}]: an earlier run's kind {i} is {list(st.kinds[i])}")
+        if ("metric", *kind) not in st.checked:
+            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), f"run {r.uuid}")
+            st.checked.add(("metric", *kind))
+        st.kinds[i] = kind
+    if r.metrics is None:
+        return [], None
+    enc, data = r.metrics[0], _bytes(r.metrics[1], "metrics")
+    try:
+        ids, values = codec.metrics_columns(enc, data)
+    except (ValueError, zlib.error, struct.error) as e:
+        raise ValueError(f"metrics: unreadable ({e})") from None
+    try:
+        kinds = list(map(st.kinds.__getitem__, ids))
+    except KeyError as e:
+        raise ValueError(f"metrics: kind {e.args[0]} is not carried by this run or one before it") from None
+    if len(set(map(_first, kinds))) != len(kinds):
+        names = [k[0] for k in kinds]
+        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        raise ValueError(f"metrics: {dup!r} appears twice")
+    # kept as it came unless a value is -0.0 (stored as 0.0, as a plain bundle's would be);
+    # the zeros' signs looked at by map and filter: no Python loop over 137 values
+    if -1.0 in map(math.copysign, itertools.repeat(1.0), filter(operator.not_, values)):
+        return [(k, v + 0.0) for k, v in zip(kinds, values, strict=True)], None
+    return list(zip(kinds, values, strict=True)), (ids, enc, data)
+
+
+_first = operator.itemgetter(0)
+_names = operator.itemgetter(0, 1, 2)
+_key = operator.itemgetter(0, 1)
+
+
+def _series(r: RunV3, st: _Reading) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    names: set[tuple[str, str]] = set()
+    for j, (enc, b64) in enumerate(r.series):
+        where = f"series[{j}]"
+        data = _bytes(b64, where)
+        doc = _series_doc(enc, data, where)
+        for probe, name, unit in set(map(_names, doc)) - st.series:
+            check_series(probe, name, unit, f"run {r.uuid}")
+            st.series.add((probe, name, unit))
+        keys = set(map(_key, doc))
+        if len(keys) != len(doc) or not names.isdisjoint(keys):
+            seen = set(names)
+            for probe, name in map(_key, doc):
+                if (probe, name) in seen:
+                    raise ValueError(f"{where}: {probe}/{name} appears twice")
+                seen.add((probe, name))
+        names |= keys
+        rows.append({"run_id": 0, "encoding": enc, "data": data})
+    return rows
+
+
+#: A series row's JSON as ``codec.unpack_series`` reads it, checked in one pass (pydantic-core:
+#: a third of the time of json.loads and a loop over the samples; NaN and ±inf allowed).
+_SERIES = TypeAdapter(list[tuple[str, str, str, list[tuple[float, float]]]], config=ConfigDict(strict=True))
+
+
+def _series_doc(enc: str, data: bytes, where: str) -> list[tuple[str, str, str, list[tuple[float, float]]]]:
+    if enc != codec.JSON_ZLIB:
+        raise ValueError(f"{where}: encoding {enc!r} unknown")
+    try:
+        return _SERIES.validate_json(zlib.decompress(data))
+    except zlib.error as e:
+        raise ValueError(f"{where}: unreadable ({e})") from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ValueError(f"{where}: not series as the store keeps them ({first['msg']})") from None
+
+
+def _artifacts(r: RunV3, st: _Reading) -> list[dict[str, Any]]:
+    rows, names = [], set()
+    for j, (name, ctype, enc, body, b64) in enumerate(r.artifacts):
+        where = f"artifacts[{j}]"
+        if name in names:
+            raise ValueError(f"{where}: {name!r} appears twice")
+        names.add(name)
+        data = None if b64 is None else _bytes(b64, where)
+        if enc == codec.ZLIB and data is not None and not body:
+            try:
+                zlib.decompress(data).decode("utf-8", "surrogatepass")
+            except (zlib.error, UnicodeDecodeError) as e:
+                raise ValueError(f"{where}: unreadable ({e})") from None
+        elif not (enc == codec.BASE64 and data is not None and not body) and not (
+            enc == codec.IDENTITY and data is None
+        ):
+            raise ValueError(f"{where}: encoding {enc!r} with {'no ' if data is None else ''}data is unknown")
+        row = {"run_id": 0, "name": name, "content_type": ctype, "encoding": enc, "body": body, "data": data}
+        if ("artifact", name, ctype) not in st.checked:  # the names once a bundle, the body each time
+            check_row(t.artifacts, {"name": name, "content_type": ctype}, f"run {r.uuid}")
+            st.checked.add(("artifact", name, ctype))
+        if body:
+            check_row(t.artifacts, {"body": body}, f"run {r.uuid}")
+        rows.append(row)
+    return rows
