@@ -17,7 +17,7 @@ from . import schema as t
 from .db import Store
 from .ingest import GROUP, Waiting, add_new_packed
 from .packing import Kind, Packed
-from .reader import Reader, in_list
+from .reader import Reader
 from .row_checks import check_row
 from .rows import ARTIFACTS, KINDS, RunFilter, chunks, doc_texts, kept_docs
 from .write import dialect_insert
@@ -136,7 +136,7 @@ def packed_runs(db: Reader, rows: Sequence[Mapping[str, Any]], kinds: dict[int, 
     sers: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     for part in chunks(ids):
         p: dict[str, Any] = {}
-        of_part = " WHERE run_id IN " + in_list("id", part, p)
+        of_part = " WHERE " + db.where_in("run_id", "id", part, p)
         for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_metrics" + of_part, p):
             got = codec.unpack_metrics(enc, bytes(data))
             if any(k not in kinds for k, _ in got):

@@ -14,7 +14,7 @@ from ..dirs import db_url, default_db_url, redact_url
 from ..errors import UserError
 from ..model import Artifact, Run
 from . import codec
-from .reader import Reader, connect_pg, connect_sqlite, in_list, sqlite_file
+from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
 from .rows import (
     ARTIFACTS,
     CHUNK,
@@ -265,8 +265,8 @@ class Store:
                 if not ids:
                     break
                 pm: dict[str, Any] = {}
-                sql = "SELECT run_id, encoding, data FROM run_metrics WHERE run_id IN " + in_list(
-                    "id", ids, pm
+                sql = "SELECT run_id, encoding, data FROM run_metrics WHERE " + db.where_in(
+                    "run_id", "id", ids, pm
                 )
                 for rid, enc, data in db.all(sql, pm):  # keyset pages of the selected runs: bounded
                     for kind, _ in codec.unpack_metrics(enc, bytes(data)):
@@ -296,7 +296,9 @@ class Store:
         with self.reading() as db:
             for i in range(0, len(ids), CHUNK):
                 p: dict[str, Any] = {}
-                for a in db.maps(ARTIFACTS + " WHERE run_id IN " + in_list("id", ids[i : i + CHUNK], p), p):
+                for a in db.maps(
+                    ARTIFACTS + " WHERE " + db.where_in("run_id", "id", ids[i : i + CHUNK], p), p
+                ):
                     out[a["run_id"]].append(artifact(a))
         return {k: tuple(sorted(v, key=lambda a: a.name)) for k, v in out.items()}
 
@@ -307,7 +309,7 @@ class Store:
         with self.reading() as db:
             for i in range(0, len(want), CHUNK):
                 p: dict[str, Any] = {}
-                q = "SELECT uuid FROM runs WHERE uuid IN " + in_list("u", want[i : i + CHUNK], p)
+                q = "SELECT uuid FROM runs WHERE " + db.where_in("uuid", "u", want[i : i + CHUNK], p)
                 found.update(u for (u,) in db.all(q, p))
         return found
 

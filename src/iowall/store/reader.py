@@ -47,6 +47,15 @@ class Reader:
         finally:
             cur.close()
 
+    def where_in(self, column: str, name: str, values: Iterable[Any], params: dict[str, Any]) -> str:
+        """``column IN (…)`` of ``values`` (``in_list``); on PostgreSQL ``column = ANY(:name)``
+        of one array: psycopg parses a statement's placeholders in Python, and a list of 500
+        is too long for its cache of parsed statements."""
+        if self.dialect == "postgresql":
+            params[name] = list(values)
+            return f"{column} = ANY(:{name})"
+        return f"{column} IN " + in_list(name, values, params)
+
     def scalar(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first column of the first row of ``sql`` (None when there is no row)."""
         rows = self.all(sql, params)
