@@ -131,12 +131,56 @@ def test_integer_rank_nulls_are_the_float_ones_exactly() -> None:
     rel = tuple(range(3, n - 2))
     floats = np.arange(1.0, n + 1.0)
     ref = np.sort(cp._zstats(cp._shuffled(floats, (1,) * n, rel, b, seed), rel).max(axis=1))
-    assert cp._null_max.__wrapped__(n, rel, b, seed).tolist() == ref.tolist()
+    assert cp._scan_null.__wrapped__(n, rel, b, seed).full().tolist() == ref.tolist()
     a = np.asarray([3, 5, 9], dtype=np.int64)
     e = np.asarray([20, 30, 37], dtype=np.int64)
     key = (tuple(int(v) for v in a), tuple(int(v) for v in e))
     rs = cp._shuffled(floats, (1,) * n, (0, *key[0], 1, *key[1]), b, seed)
     assert (
-        cp._arc_null.__wrapped__(n, key, b, seed).tolist()
+        cp._arc_nulls.__wrapped__(n, key, b, seed).full().tolist()
         == np.sort(cp._arc_z(rs, a, e).max(axis=1)).tolist()
     )
+
+
+def test_nulls_drawn_a_chunk_at_a_time_are_those_drawn_at_once() -> None:
+    # the sequential null (_Null) draws CHUNK permutations at a time from one generator: the
+    # same permutations as all b at once, so a count that runs to the end is the same count
+    import numpy as np
+
+    from iowall.analysis import changepoints as cp
+
+    n, b, seed = 30, 2 * cp._Null.CHUNK + 345, 3
+    rel = tuple(range(3, n - 2))
+    ref = np.sort(cp._zstats(cp._shuffled(np.arange(1.0, n + 1.0), (1,) * n, rel, b, seed), rel).max(axis=1))
+    null = cp._scan_null.__wrapped__(n, rel, b, seed)
+    z = float(np.median(ref))
+    most = cp._most(0.001, b)
+    assert most == 1  # p = (1 + k) / (1 + b) <= 0.001 for k <= 1 of 2,345
+    got = null.exceed(z, most)  # far from significant: decided by the first chunk alone
+    assert got > most and null._drawn == cp._Null.CHUNK
+    assert null.exceed(z) == cp._at_least(ref, z)  # counted to the end: exact
+    assert null.full().tolist() == ref.tolist()
+
+
+def test_sequential_nulls_find_what_whole_nulls_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from iowall.analysis import changepoints as cps
+
+    rng = random.Random(11)
+    series = []
+    for shift in (0.0, 0.0, 0.05, 0.3):
+        xs = [rng.gauss(100.0, 2.0) for _ in range(60)]
+        series.append(xs[:35] + [v * (1 + shift) for v in xs[35:]])
+    series.append(
+        [rng.gauss(100.0, 2.0) for _ in range(30)]
+        + [rng.gauss(120.0, 2.0) for _ in range(8)]
+        + [rng.gauss(100.0, 2.0) for _ in range(30)]
+    )  # an excursion and back: arcs
+    fast = [analyse(xs) for xs in series]
+    cps._scan_null.cache_clear()
+    cps._arc_nulls.cache_clear()
+    monkeypatch.setattr(cps, "_most", lambda alpha, b: None)  # every permutation, every time
+    whole = [analyse(xs) for xs in series]
+    assert fast == whole
+    assert [len(d.points) for d in fast] != [0] * len(series)  # some series do change

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -179,9 +180,13 @@ class _Search:
     b: int
     seed: int
 
-    def scan(self, lo: int, hi: int, at: int | None = None) -> tuple[int, float, float] | None:
+    def scan(
+        self, lo: int, hi: int, at: int | None = None, alpha: float | None = None
+    ) -> tuple[int, float, float] | None:
         """Best allowed cut in x[lo:hi] by |standardised Mann-Whitney| (or the cut ``at``),
-        with its permutation p-value against the maximum over all allowed cuts there."""
+        with its permutation p-value against the maximum over all allowed cuts there; with
+        ``alpha``, a p-value above it may be a lower bound (``_Null``: only whether it is
+        above ``alpha`` is used then)."""
         cut_at = _allowed(self.cuts, lo, hi, self.min_size)
         if not cut_at.size:
             return None
@@ -194,13 +199,13 @@ class _Search:
         z = _zstats(r[None, :], rel)[0]
         best = int(np.argmax(z)) if at is None else rel.index(at - lo)
         if len(blocks) == n and np.unique(seg).size == n:  # single runs, no ties: one null per shape
-            null = _null_max(n, rel, self.b, self.seed)
+            exceed = _scan_null(n, rel, self.b, self.seed).exceed(float(z[best]), _most(alpha, self.b))
         else:
             null = np.sort(_zstats(_shuffled(r, blocks, rel, self.b, self.seed), rel).max(axis=1))
-        exceed = null.size - int(np.searchsorted(null, z[best] - 1e-9, side="left"))
+            exceed = _at_least(null, float(z[best]))
         return int(cut_at[best]), (1.0 + exceed) / (1.0 + self.b), float(z[best])
 
-    def arc(self, lo: int, hi: int) -> tuple[int, int, float, float] | None:
+    def arc(self, lo: int, hi: int, alpha: float | None = None) -> tuple[int, int, float, float] | None:
         """Best interior arc [a, b) of x[lo:hi] (both ends allowed cuts, ``min_size`` runs
         inside and outside on each side) by |standardised Mann-Whitney| of inside against
         outside, with its permutation p-value against the maximum over all such arcs: circular
@@ -223,13 +228,10 @@ class _Search:
         best = int(np.argmax(z))
         key = (tuple(int(v) for v in a), tuple(int(v) for v in b))
         if len(blocks) == n and np.unique(seg).size == n:
-            null = _arc_null(n, key, self.b, self.seed)
+            exceed = _arc_nulls(n, key, self.b, self.seed).exceed(float(z[best]), _most(alpha, self.b))
         else:
             rs = _shuffled(r, blocks, (0, *key[0], 1, *key[1]), self.b, self.seed)
-            null = np.sort(
-                np.concatenate([_arc_z(rs[i : i + 500], a, b).max(axis=1) for i in range(0, self.b, 500)])
-            )
-        exceed = null.size - int(np.searchsorted(null, z[best] - 1e-9, side="left"))
+            exceed = _at_least(np.sort(_arc_max(rs, a, b)), float(z[best]))
         return (int(a[best]) + lo, int(b[best]) + lo, (1.0 + exceed) / (1.0 + self.b), float(z[best]))
 
     def segment(self, alpha: float) -> list[int]:
@@ -240,8 +242,8 @@ class _Search:
         todo = [(0, self.x.size)]
         while todo:
             lo, hi = todo.pop()
-            one = self.scan(lo, hi)
-            two = self.arc(lo, hi)
+            one = self.scan(lo, hi, alpha=alpha)
+            two = self.arc(lo, hi, alpha=alpha)
             if (
                 two is not None
                 and two[2] <= alpha
@@ -319,24 +321,85 @@ def _arc_z(r: Ranks, a: IntArray, b: IntArray) -> FloatArray:
     return np.asarray(np.abs(c[:, b] - c[:, a] - mean) / sd)
 
 
-@functools.lru_cache(maxsize=128)
-def _arc_null(n: int, key: tuple[tuple[int, ...], tuple[int, ...]], b: int, seed: int) -> FloatArray:
-    """Sorted permutation null of the maximum arc statistic for n untied single runs."""
-    a, e = np.asarray(key[0], dtype=np.int64), np.asarray(key[1], dtype=np.int64)
-    rs = _shuffled(_whole_ranks(n), (1,) * n, (0, *key[0], 1, *key[1]), b, seed)
-    return np.sort(np.concatenate([_arc_z(rs[i : i + 500], a, e).max(axis=1) for i in range(0, b, 500)]))
-
-
 def _whole_ranks(n: int) -> npt.NDArray[np.int32]:
     """The ranks 1..n of n untied runs, as integers: shuffled by the same generator they
     move exactly as the float ranks do (the draws do not depend on the dtype)."""
     return np.arange(1, n + 1, dtype=np.int32)
 
 
+def _arc_max(rs: Ranks, a: IntArray, b: IntArray) -> FloatArray:
+    """The maximum arc statistic of each row of ranks, 500 rows at a time (memory)."""
+    return np.concatenate([_arc_z(rs[i : i + 500], a, b).max(axis=1) for i in range(0, rs.shape[0], 500)])
+
+
+def _at_least(null: FloatArray, z: float) -> int:
+    """How many of a sorted null reach ``z`` (less 1e-9: the observed statistic is one of
+    the permutations' when nothing changed)."""
+    return null.size - int(np.searchsorted(null, z - 1e-9, side="left"))
+
+
+def _most(alpha: float | None, b: int) -> int | None:
+    """The most permutations that may reach a statistic whose p-value (1 + k) / (1 + b) is
+    still at most ``alpha``; None (count them all) without a level."""
+    if alpha is None:
+        return None
+    k = math.floor(alpha * (1 + b)) - 1
+    while (2 + k) / (1 + b) <= alpha:
+        k += 1
+    while k >= 0 and (1 + k) / (1 + b) > alpha:
+        k -= 1
+    return k
+
+
+class _Null:
+    """The permutation null of one untied shape's maximum statistic (``stat`` of each row of
+    shuffled ranks), drawn CHUNK permutations at a time and only as far as a test needs:
+    a sequential Monte Carlo p-value (Besag and Clifford 1991). Once more permutations than
+    ``most`` reach the statistic, its p-value is above the level and the rest are not drawn
+    (a cut far from significant is decided by its first 1,000 of 20,000). The permutations
+    are those drawing all ``b`` at once gives, in the same order, so a count that runs to the
+    end is the same count; thread-safe (history tests series on threads)."""
+
+    CHUNK = 1000
+
+    def __init__(self, n: int, key: tuple[int, ...], b: int, seed: int, stat: Callable[[Ranks], FloatArray]):
+        self._rng = np.random.default_rng([seed, *((1,) * n), 0, *key])  # as _shuffled seeds it
+        self._n, self._b, self._stat = n, b, stat
+        self._parts: list[FloatArray] = []
+        self._drawn = 0
+        self._lock = threading.Lock()
+
+    def exceed(self, z: float, most: int | None = None) -> int:
+        """How many permutations reach ``z``: exact, or, past ``most``, a count above it."""
+        with self._lock:
+            count = sum(_at_least(p, z) for p in self._parts)
+            while self._drawn < self._b and (most is None or count <= most):
+                k = min(self.CHUNK, self._b - self._drawn)
+                rs = self._rng.permuted(np.broadcast_to(_whole_ranks(self._n), (k, self._n)), axis=1)
+                part = np.sort(self._stat(rs))
+                self._parts.append(part)
+                self._drawn += k
+                count += _at_least(part, z)
+            return count
+
+    def full(self) -> FloatArray:
+        """The whole sorted null (every permutation drawn)."""
+        self.exceed(math.inf)
+        with self._lock:
+            return np.sort(np.concatenate(self._parts))
+
+
 @functools.lru_cache(maxsize=256)
-def _null_max(n: int, rel: tuple[int, ...], b: int, seed: int) -> FloatArray:
-    """Sorted permutation null of the maximum statistic for n untied single runs."""
-    return np.sort(_zstats(_shuffled(_whole_ranks(n), (1,) * n, rel, b, seed), rel).max(axis=1))
+def _scan_null(n: int, rel: tuple[int, ...], b: int, seed: int) -> _Null:
+    """The null of the maximum single-cut statistic for n untied single runs."""
+    return _Null(n, rel, b, seed, lambda rs: _zstats(rs, rel).max(axis=1))
+
+
+@functools.lru_cache(maxsize=128)
+def _arc_nulls(n: int, key: tuple[tuple[int, ...], tuple[int, ...]], b: int, seed: int) -> _Null:
+    """The null of the maximum arc statistic for n untied single runs."""
+    a, e = np.asarray(key[0], dtype=np.int64), np.asarray(key[1], dtype=np.int64)
+    return _Null(n, (0, *key[0], 1, *key[1]), b, seed, lambda rs: _arc_max(rs, a, e))
 
 
 def _describe(
