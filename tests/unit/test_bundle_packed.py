@@ -58,9 +58,7 @@ def test_packed_round_trip_and_shape(tmp_path: Path, store_url: str) -> None:
     assert Path(path).stat().st_size < plain.stat().st_size
 
 
-def test_packed_import_stores_as_plain(
-    tmp_path: Path, store_url: str, store_url2: str
-) -> None:
+def test_packed_import_stores_as_plain(tmp_path: Path, store_url: str, store_url2: str) -> None:
     runs = collect_runs(fill(store_url), [])
     packed, _ = _packed(tmp_path, runs)
     plain = str(tmp_path / "plain.json")
@@ -200,3 +198,18 @@ def test_workers_read_as_one_process_does(tmp_path: Path, monkeypatch: pytest.Mo
     bad = _write(tmp_path, {"format": "iowall-bundle", "schema_version": 3})
     with pytest.raises(UserError, match=f"^bundle {bad}: created_at: missing"):
         bundle_pool.packed_files([*files, bad], workers=2)
+
+
+def test_plain_runs_the_store_has_are_not_packed_again(tmp_path: Path, store_url: str) -> None:
+    runs = collect_runs(fill(store_url), [])
+    plain = str(tmp_path / "plain.json")
+    b.write_bundle([*runs, make_run("new", "6.9", 1, 5.0)], plain)
+    got = bundle_pool.packed_files([plain], url=store_url)
+    assert [type(p).__name__ for p in got] == ["Present"] * 4 + ["Packed"]
+    assert [p.uuid for p in got] == [*(r.uuid for r in runs), got[-1].uuid]
+    assert ingest.import_runs(Store(store_url), got, pack=lambda p, _: p) == (1, 4)
+    nowhere = tmp_path / "none.db"  # no store there: asked nothing, made nothing
+    assert all(
+        type(p).__name__ == "Packed" for p in bundle_pool.packed_files([plain], url=f"sqlite:///{nowhere}")
+    )
+    assert not nowhere.exists()

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..dirs import db_url, default_db_url
 from ..errors import UserError
 from ..model import MEASURED_STATUSES, Run
 from ..report.emit import write, wrote
@@ -16,7 +17,7 @@ from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import Item, as_run, read_models, write_bundle
-from ..store.bundle_pool import packed_files
+from ..store.bundle_pool import Present, packed_files
 from ..store.gcpause import gc_paused
 from ..store.ingest import GROUP, import_runs, plan_import
 from ..store.packing import Packed
@@ -109,8 +110,9 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
     if dry_run:
         _dry_run([r for f in files for r in read_models(f)], Store(db))
         return
-    packed = packed_files(files)  # every file valid before anything is written
-    store = Store(db)
+    url = db_url(db) if db else default_db_url()
+    packed = packed_files(files, url=url)  # every file valid before anything is written
+    store = Store(url)
     bar = RichProgress("import") if len(packed) > GROUP else None  # a bar on large bundles
     if bar is not None:
         bar.begin(len(packed))
@@ -128,7 +130,9 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
     write(f"imported {_n(added, 'run')}, {skipped} already present\n", None)
 
 
-def _as_packed(p: Packed, _checked: set[tuple[str, ...]]) -> Packed:
+def _as_packed(p: Packed | Present, _checked: set[tuple[str, ...]]) -> Packed:
+    """The rows read (a Present run is skipped by the store before this: it has it)."""
+    assert isinstance(p, Packed), f"run {p.uuid} was stored, then left the store"
     return p
 
 

@@ -1,40 +1,95 @@
 """Bundle files read, checked and packed into the store's rows on every CPU: a file a worker
 process (reading and packing hold the GIL; zlib alone would not fill a second CPU), the
 rows sent back to the one process that writes. What ``iowall import`` does before it
-writes anything, so that every file is valid before the first run is stored."""
+writes anything, so that every file is valid before the first run is stored. A plain
+bundle's runs the store has already are not packed (``Present``): importing again costs
+the reading only."""
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from .bundle import pack_item, read_models
+from .bundle_packed import Carried
 from .gcpause import gc_paused
 from .packing import Packed
+from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
+from .rows import CHUNK
 
 #: Below this many bytes of bundles in all, the workers' start costs more than they gain.
 PARALLEL_MIN_BYTES = 8 << 20
 
 
-def packed_files(paths: Sequence[str], workers: int | None = None) -> list[Packed]:
+@dataclass(frozen=True)
+class Present:
+    """A run of a plain bundle that the store had when its file was read: not packed (the
+    store skips it by its uuid; runs are never removed from a store)."""
+
+    uuid: str
+
+
+def packed_files(
+    paths: Sequence[str], workers: int | None = None, url: str | None = None
+) -> list[Packed | Present]:
     """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``),
     the files shared among ``workers`` processes (one a CPU by default) when there are
-    several files and enough bytes; stdin (``-``) is read here. UserError as reading one
-    file would raise it: the first file's in order that fails."""
+    several files and enough bytes; stdin (``-``) is read here. A plain run the store at
+    ``url`` has is ``Present``. UserError as reading one file would raise it: the first
+    file's in order that fails."""
     n = min(workers or os.cpu_count() or 1, len(paths))
+    read = functools.partial(_packed, url=url)
     if n < 2 or "-" in paths or _size(paths) < PARALLEL_MIN_BYTES:
-        return [p for path in paths for p in _packed(path)]
+        return [p for path in paths for p in read(path)]
     ctx = multiprocessing.get_context("fork")  # the modules imported once, in this process
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        return [p for part in pool.map(_packed, paths) for p in part]
+        return [p for part in pool.map(read, paths) for p in part]
 
 
-def _packed(path: str) -> list[Packed]:
+def _packed(path: str, url: str | None = None) -> list[Packed | Present]:
     checked: set[tuple[str, ...]] = set()
     with gc_paused():
-        return [pack_item(x, checked) for x in read_models(path)]
+        items = read_models(path)
+        plain = [x.uuid for x in items if not isinstance(x, Carried)]
+        have = stored_uuids(url, plain) if url and plain else set()
+        return [
+            Present(x.uuid) if not isinstance(x, Carried) and x.uuid in have else pack_item(x, checked)
+            for x in items
+        ]
+
+
+def stored_uuids(url: str, uuids: Sequence[str]) -> set[str]:
+    """Which of ``uuids`` the store at ``url`` holds, read on a connection of this process's
+    own; none when there is no store there yet (this creates nothing) or it cannot be read
+    (the import that follows says why)."""
+    path = sqlite_file(url)
+    if path is not None and not os.path.exists(path):
+        return set()
+    try:
+        con: Any = connect_sqlite(path) if path is not None else connect_pg(url)
+    except Exception:  # noqa: BLE001 - not a store to ask: everything gets packed
+        return set()
+    db = Reader(con, "sqlite" if path is not None else "postgresql")
+    found: set[str] = set()
+    try:
+        for i in range(0, len(uuids), CHUNK):
+            p: dict[str, Any] = {}
+            found.update(
+                u
+                for (u,) in db.all(
+                    "SELECT uuid FROM runs WHERE " + db.where_in("uuid", "u", uuids[i : i + CHUNK], p), p
+                )
+            )
+    except Exception:  # noqa: BLE001 - a new store without its tables yet, a busy file
+        return set()
+    finally:
+        con.close()
+    return found
 
 
 def _size(paths: Sequence[str]) -> int:
