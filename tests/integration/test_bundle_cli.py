@@ -145,3 +145,15 @@ def test_malformed_files_exit_2_and_import_nothing(
     cp = iowall("import", str(tmp_path / "missing.json"), env=env2)
     assert cp.returncode == 2 and cp.stderr.strip().endswith("missing.json: no such file")
     assert Store(env2["IOWALL_DB"]).count() == 0
+
+
+def test_dry_run_makes_no_store(tmp_path: Path, db_url: str, iowall_env: dict[str, str]) -> None:
+    fill(db_url)
+    out = tmp_path / "all.json"
+    iowall("export", "--packed", "-o", str(out), env=iowall_env, check=True)
+    nowhere = tmp_path / "none.db"
+    cp = iowall("import", "--dry-run", str(out), "--db", f"sqlite:///{nowhere}", env=iowall_env, check=True)
+    assert cp.stdout.splitlines()[-1] == "would import 4 runs, 0 already present"
+    assert not nowhere.exists()
+    cp = iowall("import", "--dry-run", str(out), env=iowall_env, check=True)  # the store it came from
+    assert cp.stdout.splitlines()[-1] == "would import 0 runs, 4 already present"

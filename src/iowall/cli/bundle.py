@@ -17,7 +17,7 @@ from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import Item, as_run, read_models, write_bundle
-from ..store.bundle_pool import Present, packed_files
+from ..store.bundle_pool import Present, packed_files, stored_uuids
 from ..store.gcpause import gc_paused
 from ..store.ingest import GROUP, import_runs, plan_import
 from ..store.packing import Packed
@@ -107,10 +107,10 @@ def import_(
 
 
 def _import(files: list[str], dry_run: bool, db: str | None) -> None:
-    if dry_run:
-        _dry_run([r for f in files for r in read_models(f)], Store(db))
-        return
     url = db_url(db) if db else default_db_url()
+    if dry_run:
+        _dry_run([r for f in files for r in read_models(f)], url)
+        return
     packed = packed_files(files, url=url)  # every file valid before anything is written
     store = Store(url)
     bar = RichProgress("import") if len(packed) > GROUP else None  # a bar on large bundles
@@ -136,10 +136,11 @@ def _as_packed(p: Packed | Present, _checked: set[tuple[str, ...]]) -> Packed:
     return p
 
 
-def _dry_run(models: Sequence[Item], store: Store) -> None:
-    """What an import would add and skip, as a table."""
+def _dry_run(models: Sequence[Item], url: str) -> None:
+    """What an import would add and skip, as a table; the store is only read (where there is
+    none yet, none is made: every run would be imported)."""
     runs = [as_run(r) for r in models]
-    new, present = plan_import(store, runs)
+    new, present = plan_import(stored_uuids(url, [r.uuid for r in runs if r.uuid], strict=True), runs)
     known = {id(r) for r in present}
     rows = [
         [

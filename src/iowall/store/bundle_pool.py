@@ -15,6 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ..dirs import redact_url
+from ..errors import UserError
 from .bundle import pack_item, read_models
 from .bundle_packed import Carried
 from .gcpause import gc_paused
@@ -63,32 +65,31 @@ def _packed(path: str, url: str | None = None) -> list[Packed | Present]:
         ]
 
 
-def stored_uuids(url: str, uuids: Sequence[str]) -> set[str]:
+def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set[str]:
     """Which of ``uuids`` the store at ``url`` holds, read on a connection of this process's
-    own; none when there is no store there yet (this creates nothing) or it cannot be read
-    (the import that follows says why)."""
+    own; none when there is no store there yet (this creates nothing). A store that cannot be
+    read gives none too (a worker's shortcut: the import that follows says why), or with
+    ``strict`` a UserError saying why."""
     path = sqlite_file(url)
     if path is not None and not os.path.exists(path):
         return set()
-    try:
-        con: Any = connect_sqlite(path) if path is not None else connect_pg(url)
-    except Exception:  # noqa: BLE001 - not a store to ask: everything gets packed
-        return set()
-    db = Reader(con, "sqlite" if path is not None else "postgresql")
     found: set[str] = set()
+    con: Any = None
     try:
+        con = connect_sqlite(path) if path is not None else connect_pg(url)
+        db = Reader(con, "sqlite" if path is not None else "postgresql")
         for i in range(0, len(uuids), CHUNK):
             p: dict[str, Any] = {}
-            found.update(
-                u
-                for (u,) in db.all(
-                    "SELECT uuid FROM runs WHERE " + db.where_in("uuid", "u", uuids[i : i + CHUNK], p), p
-                )
-            )
-    except Exception:  # noqa: BLE001 - a new store without its tables yet, a busy file
+            of = db.where_in("uuid", "u", uuids[i : i + CHUNK], p)
+            found.update(u for (u,) in db.all("SELECT uuid FROM runs WHERE " + of, p))
+    except Exception as e:  # noqa: BLE001 - the driver's errors, whichever the driver
+        new = getattr(e, "sqlstate", None) == "42P01" or "no such table" in str(e)  # no tables yet
+        if strict and not new:
+            raise UserError(f"cannot read {redact_url(url)}: {str(e).strip().splitlines()[0]}") from None
         return set()
     finally:
-        con.close()
+        if con is not None:
+            con.close()
     return found
 
 

@@ -69,10 +69,10 @@ def add_new_runs(
         return _add_new_runs(store, runs, done, waiting, group, pack)
 
 
-def plan_import(store: Store, runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
-    """Split ``runs`` into those to add and those already present (same uuid in the store,
-    or earlier in ``runs``)."""
-    seen = store.known_uuids(r.uuid for r in runs if r.uuid)
+def plan_import(stored: set[str], runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """Split ``runs`` into those to add and those already present (their uuid in ``stored``,
+    the store's, or earlier in ``runs``)."""
+    seen = set(stored)
     new: list[Run] = []
     present: list[Run] = []
     for r in runs:
