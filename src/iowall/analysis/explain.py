@@ -15,7 +15,7 @@ Quantities are metric names (docs/probes.md), context keys, or the derived quant
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,9 +255,11 @@ def explain(
     tasks_top: Sequence[Mapping[str, Any]] = (),
     lock_callers: str | None = None,
     top_functions: str | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Verdict]:
     """Verdicts of the rules that fire, in table order; ``[]`` when none does (the caller
-    shows :data:`NO_RULE_FIRED`).
+    shows :data:`NO_RULE_FIRED`). ``only``: the rules that may fire at all (those that stand
+    beside the run's wall): a rule left out neither fires nor replaces another.
 
     ``metrics``: the run's metrics by name; ``context``: what the caller knows of the run
     (:data:`CONTEXT_KEYS`), which overrides a metric of the same name (``cpus``).
@@ -277,7 +279,7 @@ def explain(
     fired: dict[str, Verdict] = {}
     dropped: set[str] = set()
     for row in RULES:
-        if row.rule in fired:
+        if row.rule in fired or (only is not None and row.rule not in only):
             continue
         nums = {c.key: _num(values, c.key) for c in row.when}
         if any(x is None for x in nums.values()):

@@ -173,6 +173,18 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     att = attribute(stacks) if stacks else None
     if att is not None and not any(k.startswith("profile_") and k.endswith("_share") for k in metrics):
         metrics.update({m.name: m.value for m in path_metrics(att)})  # older runs
+    b = budget(run, stacks)
+    wall: Wall | None = None
+    notes: list[str] = []
+    keep: tuple[str, ...] = ()
+    walls: list[Wall] = []
+    if b is not None:
+        d = wall_of(run, b, ctx)
+        wall, notes = d.wall, list(d.notes)
+        walls = [x for x in (wall, *d.also) if x]
+        keep = (*(r for w in walls for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
+    # with a budget only the rules that stand beside its wall may fire: one left out must not
+    # replace one kept (device-bound in writeback replacing writeback-phase beside a memcopy wall)
     verdicts = explain(
         metrics,
         ctx,
@@ -180,23 +192,16 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
         tasks_top=tasks_top(run),
         lock_callers=lock_callers(att) if att is not None else None,
         top_functions=top_functions(att) if att is not None else None,
+        only=keep if b is not None else None,
     )
-    b = budget(run, stacks)
-    wall: Wall | None = None
-    notes: list[str] = []
-    keep: tuple[str, ...] = ()
     if b is not None:
-        d = wall_of(run, b, ctx)
-        wall, notes = d.wall, list(d.notes)
-        keep = (*(r for w in (wall, *d.also) if w for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
-        verdicts = [v for v in verdicts if v.rule in keep]
         verdicts[:0] = [
             Verdict(
                 w.kind,
                 w.sentence if i == 0 else "Also: " + w.sentence,
                 {**w.evidence, "share": round(w.share, 4)},
             )
-            for i, w in enumerate(x for x in (wall, *d.also) if x)
+            for i, w in enumerate(walls)
         ]
     said = sentences(verdicts) if verdicts or b is None else []
     return {
