@@ -213,3 +213,21 @@ def test_plain_runs_the_store_has_are_not_packed_again(tmp_path: Path, store_url
         type(p).__name__ == "Packed" for p in bundle_pool.packed_files([plain], url=f"sqlite:///{nowhere}")
     )
     assert not nowhere.exists()
+
+
+def test_a_blob_that_inflates_past_the_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from iowall.store import bundle_packed
+
+    _, doc = _packed(tmp_path, [make_run("base", "6.18.0", 1, 1e9)])
+    big = json.dumps([["cpu", "sys", "share", [[float(i), 0.5] for i in range(400)]]]).encode()
+    doc["runs"][0]["series"][0][1] = _b64(zlib.compress(big, 9))  # 6 KB of samples from a few hundred bytes
+    path = _write(tmp_path, doc)
+    assert len(b.read_models(path)) == 1  # under the cap: read
+    monkeypatch.setattr(bundle_packed, "INFLATE_MAX", 1000)
+    with pytest.raises(UserError, match=r"runs\[0\]\.series\[0\]: unreadable \(inflates past 1000 bytes\)"):
+        b.read_models(path)
+    assert codec.inflate(zlib.compress(big), None) == big  # the store's reads: no cap
+    with pytest.raises(zlib.error):
+        codec.inflate(zlib.compress(big)[:-9], 10_000)  # truncated: as zlib.decompress says

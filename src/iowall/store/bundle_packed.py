@@ -36,6 +36,10 @@ from .packing import Kind, Packed, pack_run, run_row
 from .row_checks import METRICS, check_row, check_series
 
 Doc = dict[str, Any]
+#: The most one blob of a packed run may inflate to: a plain bundle's memory is bounded by
+#: its size, a packed one's by this (a few kilobytes is what runs hold; fio's JSON of a
+#: long run with many jobs a few megabytes).
+INFLATE_MAX = 256 << 20
 
 
 @dataclass
@@ -274,8 +278,8 @@ def _read_doc(ref: str, enc: str, data: bytes, st: _Reading) -> None:
     elif enc != codec.DOC_ZLIB:
         raise ValueError(f"{where}: encoding {enc!r} unknown")
     try:
-        text = codec.unpack_doc(enc, data, base)
-    except (zlib.error, UnicodeDecodeError) as e:
+        text = codec.unpack_doc(enc, data, base, INFLATE_MAX)
+    except (zlib.error, UnicodeDecodeError, ValueError) as e:
         raise ValueError(f"{where}: unreadable ({e})") from None
     if codec.doc_ref(text) != ref:
         raise ValueError(f"{where}: not the ref of its text ({codec.doc_ref(text)})")
@@ -317,7 +321,7 @@ def _metrics(
         return [], None
     enc, data = r.metrics[0], _bytes(r.metrics[1], "metrics")
     try:
-        ids, values = codec.metrics_columns(enc, data)
+        ids, values = codec.metrics_columns(enc, data, INFLATE_MAX)
     except (ValueError, zlib.error, struct.error) as e:
         raise ValueError(f"metrics: unreadable ({e})") from None
     try:
@@ -371,9 +375,11 @@ def _series_doc(enc: str, data: bytes, where: str) -> list[tuple[str, str, str, 
     if enc != codec.JSON_ZLIB:
         raise ValueError(f"{where}: encoding {enc!r} unknown")
     try:
-        return _SERIES.validate_json(zlib.decompress(data))
-    except zlib.error as e:
+        raw = codec.inflate(data, INFLATE_MAX)
+    except (zlib.error, ValueError) as e:
         raise ValueError(f"{where}: unreadable ({e})") from None
+    try:
+        return _SERIES.validate_json(raw)
     except ValidationError as e:
         first = e.errors()[0]
         raise ValueError(f"{where}: not series as the store keeps them ({first['msg']})") from None
@@ -389,8 +395,8 @@ def _artifacts(r: RunV3, st: _Reading) -> list[dict[str, Any]]:
         data = None if b64 is None else _bytes(b64, where)
         if enc == codec.ZLIB and data is not None and not body:
             try:
-                zlib.decompress(data).decode("utf-8", "surrogatepass")
-            except (zlib.error, UnicodeDecodeError) as e:
+                codec.inflate(data, INFLATE_MAX).decode("utf-8", "surrogatepass")
+            except (zlib.error, UnicodeDecodeError, ValueError) as e:
                 raise ValueError(f"{where}: unreadable ({e})") from None
         elif not (enc == codec.BASE64 and data is not None and not body) and not (
             enc == codec.IDENTITY and data is None

@@ -42,6 +42,24 @@ METRICS_F64 = "kinds-f64-zlib"
 MIN_COMPRESS = 64
 
 
+def inflate(data: bytes, limit: int | None = None, zdict: bytes | None = None) -> bytes:
+    """zlib.decompress of ``data`` (``zdict``: the preset dictionary), as it reads (bytes
+    after the stream's end ignored, a truncated stream an error); with ``limit``, ValueError
+    when the bytes would be more than that (a blob that inflates without bound: a packed
+    bundle's, from anyone)."""
+    if limit is None and zdict is None:
+        return zlib.decompress(data)
+    z = zlib.decompressobj(zdict=zdict) if zdict is not None else zlib.decompressobj()
+    out = z.decompress(data, limit or 0)
+    if limit is None:
+        out += z.flush()
+    if z.unconsumed_tail:
+        raise ValueError(f"inflates past {limit} bytes")
+    if not z.eof:
+        raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
+    return out
+
+
 def pack_body(body: str) -> tuple[str, str, bytes | None]:
     """(encoding, body column, data column) for an artifact body; zlib unless that is larger
     (a gzipped profile in base64 gains little: about as much as decoding the base64 would)."""
@@ -93,11 +111,13 @@ def unpack_metrics(encoding: str, data: bytes) -> list[tuple[int, float]]:
     return list(zip(ids, values, strict=True))
 
 
-def metrics_columns(encoding: str, data: bytes) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """The kind ids and the values of a run's metrics row, as stored."""
+def metrics_columns(
+    encoding: str, data: bytes, limit: int | None = None
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The kind ids and the values of a run's metrics row, as stored (``limit``: ``inflate``'s)."""
     if encoding != METRICS_F64:
         raise ValueError(f"metrics encoding {encoding!r} unknown to this iowall: upgrade iowall")
-    raw = zlib.decompress(bytes(data))
+    raw = inflate(bytes(data), limit)
     (n,) = struct.unpack_from("<I", raw)
     got = struct.unpack_from(f"<{n}I{n}d", raw, 4)
     return got[:n], got[n:]
@@ -162,12 +182,12 @@ def delta_base(encoding: str, data: bytes) -> str | None:
     return bytes(data[:REF_LEN]).decode("ascii") if encoding == DOC_DELTA else None
 
 
-def unpack_doc(encoding: str, data: bytes, base: str | None = None) -> str:
-    """The JSON text of a document as it was stored (``base``: the text of its delta_base)."""
+def unpack_doc(encoding: str, data: bytes, base: str | None = None, limit: int | None = None) -> str:
+    """The JSON text of a document as it was stored (``base``: the text of its delta_base;
+    ``limit``: ``inflate``'s)."""
     if encoding == DOC_ZLIB:
-        return zlib.decompress(bytes(data)).decode("utf-8", "surrogatepass")
+        return inflate(bytes(data), limit).decode("utf-8", "surrogatepass")
     if encoding == DOC_DELTA and base is not None:
-        z = zlib.decompressobj(zdict=base.encode("utf-8", "surrogatepass"))
-        raw = z.decompress(bytes(data[REF_LEN:])) + z.flush()
+        raw = inflate(bytes(data[REF_LEN:]), limit, base.encode("utf-8", "surrogatepass"))
         return raw.decode("utf-8", "surrogatepass")
     raise ValueError(f"document encoding {encoding!r} unknown to this iowall: upgrade iowall")
