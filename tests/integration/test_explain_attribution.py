@@ -45,6 +45,16 @@ def run_plan(tmp_path: Path, env: dict[str, str], body: str, *args: str) -> dict
     return doc
 
 
+def _too_short(url: str, run_id: int) -> bool:
+    """A run the phase split has nothing to go on for: no write bandwidth series (fio's 100 ms
+    log of a write shorter than a second, its first ~0.1 s missing) and under a second."""
+    from iowall.analysis.context import phase_context
+    from iowall.store import Store
+
+    run = Store(url).get_run(run_id)
+    return not phase_context(run) and (run.metric("write_runtime_s") or 0.0) < 1.0
+
+
 def _phases_seen(url: str, doc: dict[str, Any]) -> str:
     """What the phase split had to go on (a failure's message: CI-43 and CI-44 had neither
     the verdict nor its near miss, which a stored run of this plan here always gives)."""
@@ -96,6 +106,9 @@ def test_buffered_write_phases_and_attribution(tmp_path: Path, iowall_env: dict[
         # (device-bound in writeback) replaced writeback-phase, and says the same two phases
         ev = verdicts["device-bound"]["evidence"]
         assert ev["copy_s"] > 0 and ev["writeback_s"] > 0
+    elif _too_short(iowall_env["IOWALL_DB"], doc["run"]):
+        # CI-45: 1.5 GiB written in 0.37 s, no bandwidth log to split: the rule cannot be tried
+        assert not any(m.startswith("writeback-phase") for m in doc["near_misses"])
     else:  # measured, but under the verdict's 25% on this run: the nearest miss says so
         assert any(
             m.startswith("writeback-phase: writeback's share of the time") for m in doc["near_misses"]
