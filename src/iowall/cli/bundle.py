@@ -56,7 +56,7 @@ def export(
         typer.Option(
             "--packed",
             help="series, artifacts and metrics as the store keeps them: a quarter of the size, "
-            "imported 5x faster, not for reading by eye",
+            "imported about twice as fast, not for reading by eye",
         ),
     ] = False,
     db: DbOpt = None,

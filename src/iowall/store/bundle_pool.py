@@ -22,7 +22,7 @@ from .bundle_packed import Carried
 from .gcpause import gc_paused
 from .packing import Packed
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
-from .rows import CHUNK
+from .rows import uuids_in
 
 #: Below this many bytes of bundles in all, the workers' start costs more than they gain.
 PARALLEL_MIN_BYTES = 8 << 20
@@ -73,15 +73,10 @@ def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set
     path = sqlite_file(url)
     if path is not None and not os.path.exists(path):
         return set()
-    found: set[str] = set()
     con: Any = None
     try:
         con = connect_sqlite(path) if path is not None else connect_pg(url)
-        db = Reader(con, "sqlite" if path is not None else "postgresql")
-        for i in range(0, len(uuids), CHUNK):
-            p: dict[str, Any] = {}
-            of = db.where_in("uuid", "u", uuids[i : i + CHUNK], p)
-            found.update(u for (u,) in db.all("SELECT uuid FROM runs WHERE " + of, p))
+        return uuids_in(Reader(con, "sqlite" if path is not None else "postgresql"), uuids)
     except Exception as e:  # noqa: BLE001 - the driver's errors, whichever the driver
         new = getattr(e, "sqlstate", None) == "42P01" or "no such table" in str(e)  # no tables yet
         if strict and not new:
@@ -90,7 +85,6 @@ def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set
     finally:
         if con is not None:
             con.close()
-    return found
 
 
 def _size(paths: Sequence[str]) -> int:

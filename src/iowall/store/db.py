@@ -26,6 +26,7 @@ from .rows import (
     check_limit,
     env_commit,
     load,
+    uuids_in,
     where,
     with_docs,
 )
@@ -304,14 +305,8 @@ class Store:
 
     def known_uuids(self, uuids: Iterable[str]) -> set[str]:
         """Which of ``uuids`` are already stored (import skips those runs)."""
-        want = sorted(set(uuids))
-        found: set[str] = set()
         with self.reading() as db:
-            for i in range(0, len(want), CHUNK):
-                p: dict[str, Any] = {}
-                q = "SELECT uuid FROM runs WHERE " + db.where_in("uuid", "u", want[i : i + CHUNK], p)
-                found.update(u for (u,) in db.all(q, p))
-        return found
+            return uuids_in(db, sorted(set(uuids)))
 
     def id_of_uuid(self, uuid: str) -> int | None:
         """The id of the run with this uuid, if stored."""

@@ -151,6 +151,16 @@ def with_docs(db: Reader, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
+def uuids_in(db: Reader, uuids: Sequence[str]) -> set[str]:
+    """Which of ``uuids`` the store holds, CHUNK a query."""
+    found: set[str] = set()
+    for i in range(0, len(uuids), CHUNK):
+        p: dict[str, Any] = {}
+        of = db.where_in("uuid", "u", uuids[i : i + CHUNK], p)
+        found.update(u for (u,) in db.all("SELECT uuid FROM runs WHERE " + of, p))
+    return found
+
+
 def chunks(xs: list[int], n: int = CHUNK) -> Iterable[list[int]]:
     for i in range(0, len(xs), n):
         yield xs[i : i + n]
