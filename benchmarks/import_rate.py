@@ -30,7 +30,7 @@ from pathlib import Path
 from iowall.model import Run
 from iowall.store import Store
 from iowall.store.bundle import read_bundle, write_bundle
-from iowall.store.bundle_pool import packed_files
+from iowall.store.bundle_pool import packed_parts
 from iowall.store.ingest import import_runs
 
 HERE = Path(__file__).resolve().parent
@@ -121,7 +121,7 @@ def measure(
             timed(iowall("import", *files, "--db", url), SRC),
         )
     )
-    runs = packed_files(files)  # as `iowall import` reads and packs them
+    runs = [p for part in packed_parts(files) for p in part]  # as `iowall import` reads them
     store = Store(new_url())
     t0 = time.perf_counter()
     assert import_runs(store, runs, pack=lambda p, _: p) == (n, 0)

@@ -223,7 +223,7 @@ class Schedule:
         if d is not None and run.status != "interrupted":
             if d.observe(run).stop and d.policy.auto:
                 run = replace(run, notes=run.notes + (d.note(point.key()),))
-        rid = self.store.add_run(run)
+        rid = self.store.add_run(run, waiting=self.progress.step)  # an import may hold the store
         run = replace(run, id=rid)
         self.runs.append(run)
         return run

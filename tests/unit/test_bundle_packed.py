@@ -188,30 +188,36 @@ def test_workers_read_as_one_process_does(tmp_path: Path, monkeypatch: pytest.Mo
     plain = str(tmp_path / "plain.json")
     b.write_bundle([make_run("x", "6.9", 1, 5.0)], plain)
     files.append(plain)
-    serial = bundle_pool.packed_files(files, workers=1)
+    serial = _read_all(files, workers=1)
     monkeypatch.setattr(bundle_pool, "PARALLEL_MIN_BYTES", 0)
-    parallel = bundle_pool.packed_files(files, workers=2)
+    parallel = _read_all(files, workers=2)
     assert [p.row for p in parallel] == [p.row for p in serial] and len(serial) == 7
     assert [(p.metrics, p.series, p.artifacts, p.docs) for p in parallel] == [
         (p.metrics, p.series, p.artifacts, p.docs) for p in serial
     ]
     bad = _write(tmp_path, {"format": "iowall-bundle", "schema_version": 3})
     with pytest.raises(UserError, match=f"^bundle {bad}: created_at: missing"):
-        bundle_pool.packed_files([*files, bad], workers=2)
+        _read_all([*files, bad], workers=2)
+    store = Store(f"sqlite:///{tmp_path / 'iowall.db'}")  # the good files written, then rolled back
+    parts = (
+        [p for p in part if type(p).__name__ == "Packed"] for part in bundle_pool.packed_parts([*files, bad])
+    )
+    with pytest.raises(UserError, match=f"^bundle {bad}: created_at: missing"):
+        ingest.import_parts(store, parts)
+    assert store.count() == 0
+    assert ingest.import_parts(store, [[p for p in parallel if type(p).__name__ == "Packed"]]) == 7
 
 
 def test_plain_runs_the_store_has_are_not_packed_again(tmp_path: Path, store_url: str) -> None:
     runs = collect_runs(fill(store_url), [])
     plain = str(tmp_path / "plain.json")
     b.write_bundle([*runs, make_run("new", "6.9", 1, 5.0)], plain)
-    got = bundle_pool.packed_files([plain], url=store_url)
+    got = _read_all([plain], url=store_url)
     assert [type(p).__name__ for p in got] == ["Present"] * 4 + ["Packed"]
     assert [p.uuid for p in got] == [*(r.uuid for r in runs), got[-1].uuid]
-    assert ingest.import_runs(Store(store_url), got, pack=lambda p, _: p) == (1, 4)
+    assert ingest.import_parts(Store(store_url), [[p for p in got if type(p).__name__ == "Packed"]]) == 1
     nowhere = tmp_path / "none.db"  # no store there: asked nothing, made nothing
-    assert all(
-        type(p).__name__ == "Packed" for p in bundle_pool.packed_files([plain], url=f"sqlite:///{nowhere}")
-    )
+    assert all(type(p).__name__ == "Packed" for p in _read_all([plain], url=f"sqlite:///{nowhere}"))
     assert not nowhere.exists()
 
 
@@ -231,3 +237,8 @@ def test_a_blob_that_inflates_past_the_cap_is_refused(
     assert codec.inflate(zlib.compress(big), None) == big  # the store's reads: no cap
     with pytest.raises(zlib.error):
         codec.inflate(zlib.compress(big)[:-9], 10_000)  # truncated: as zlib.decompress says
+
+
+def _read_all(paths: list[str], **kw: Any) -> list[Any]:
+    """Every run of ``paths`` as ``iowall import`` reads them (``packed_parts``), in order."""
+    return [p for part in bundle_pool.packed_parts(paths, **kw) for p in part]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import socket
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import closing
 from typing import Annotated
 
 import typer
@@ -17,12 +20,15 @@ from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import Item, as_run, read_models, write_bundle
-from ..store.bundle_pool import Present, packed_files, stored_uuids
+from ..store.bundle_pool import Present, packed_parts, stored_uuids
 from ..store.gcpause import gc_paused
-from ..store.ingest import GROUP, import_runs, plan_import
+from ..store.ingest import import_parts, plan_import
 from ..store.packing import Packed
 from .options import DbOpt
 from .progress import RichProgress
+
+#: From this many bytes of bundle files on, a progress bar (about a second of importing).
+BAR_MIN_BYTES = 8 << 20
 
 
 def _n(count: int, word: str) -> str:
@@ -111,29 +117,43 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
     if dry_run:
         _dry_run([r for f in files for r in read_models(f)], url)
         return
-    packed = packed_files(files, url=url)  # every file valid before anything is written
-    store = Store(url)
-    bar = RichProgress("import") if len(packed) > GROUP else None  # a bar on large bundles
-    if bar is not None:
-        bar.begin(len(packed))
-    try:
-        added, skipped = import_runs(
-            store,
-            packed,
-            done=bar.advance if bar else None,
-            waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
-            pack=_as_packed,
-        )
-    finally:
+    sizes = [_bytes(f) for f in files]
+    bar = RichProgress("import") if sum(sizes) >= BAR_MIN_BYTES else None  # a bar on large bundles
+    runs = 0
+
+    def to_write(read: Iterable[list[Packed | Present]]) -> Generator[list[Packed], None, None]:
+        nonlocal runs
+        for size, part in zip(sizes, read, strict=True):
+            runs += len(part)
+            yield [p for p in part if isinstance(p, Packed)]  # a Present run: the store has it
+            if bar is not None:
+                bar.advance(size)  # the file's runs written
+
+    with closing(to_write(packed_parts(files, url=url))) as parts:
+        first = next(
+            parts
+        )  # read (the workers started) before the store is opened: a bad first file makes none
+        store = Store(url)
         if bar is not None:
-            bar.end()
-    write(f"imported {_n(added, 'run')}, {skipped} already present\n", None)
+            bar.begin(sum(sizes))
+        try:
+            added = import_parts(
+                store,
+                itertools.chain([first], parts),
+                waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
+            )
+        finally:
+            if bar is not None:
+                bar.end()
+    write(f"imported {_n(added, 'run')}, {runs - added} already present\n", None)
 
 
-def _as_packed(p: Packed | Present, _checked: set[tuple[str, ...]]) -> Packed:
-    """The rows read (a Present run is skipped by the store before this: it has it)."""
-    assert isinstance(p, Packed), f"run {p.uuid} was stored, then left the store"
-    return p
+def _bytes(path: str) -> int:
+    """A bundle file's size; 0 for stdin and for one that cannot be read (reading says why)."""
+    try:
+        return 0 if path == "-" else os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _dry_run(models: Sequence[Item], url: str) -> None:

@@ -1,16 +1,16 @@
 """Bundle files read, checked and packed into the store's rows on every CPU: a file a worker
 process (reading and packing hold the GIL; zlib alone would not fill a second CPU), the
-rows sent back to the one process that writes. What ``iowall import`` does before it
-writes anything, so that every file is valid before the first run is stored. A plain
-bundle's runs the store has already are not packed (``Present``): importing again costs
-the reading only."""
+rows sent back, a file at a time in order, to the one process that writes them while the
+next files are read (``iowall import``: in one transaction, committed once every file
+was read and found valid). A plain bundle's runs the store has already are not packed
+(``Present``): importing again costs the reading only."""
 
 from __future__ import annotations
 
 import functools
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -36,21 +36,26 @@ class Present:
     uuid: str
 
 
-def packed_files(
+def packed_parts(
     paths: Sequence[str], workers: int | None = None, url: str | None = None
-) -> list[Packed | Present]:
-    """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``),
-    the files shared among ``workers`` processes (one a CPU by default) when there are
-    several files and enough bytes; stdin (``-``) is read here. A plain run the store at
-    ``url`` has is ``Present``. UserError as reading one file would raise it: the first
-    file's in order that fails."""
+) -> Iterator[list[Packed | Present]]:
+    """The runs of each bundle file of ``paths``, in order, a list a file, as rows to write
+    (``pack_item``): the files shared among ``workers`` processes (one a CPU by default)
+    that read ahead of the caller when there are several files and enough bytes, read one
+    at a time as asked otherwise; stdin (``-``) is read here. A plain run the store at
+    ``url`` has is ``Present``. A file that fails raises its UserError where its list would
+    come; closing the iterator cancels the files not yet read."""
     n = min(workers or os.cpu_count() or 1, len(paths))
     read = functools.partial(_packed, url=url)
     if n < 2 or "-" in paths or _size(paths) < PARALLEL_MIN_BYTES:
-        return [p for path in paths for p in read(path)]
+        yield from map(read, paths)
+        return
     ctx = multiprocessing.get_context("fork")  # the modules imported once, in this process
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        return [p for part in pool.map(read, paths) for p in part]
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    try:
+        yield from pool.map(read, paths)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _packed(path: str, url: str | None = None) -> list[Packed | Present]:

@@ -15,12 +15,12 @@ from sqlalchemy import Connection, func, select
 from . import codec
 from . import schema as t
 from .db import Store
-from .ingest import GROUP, Waiting, add_new_packed
+from .ingest import GROUP, add_new_packed
 from .packing import Kind, Packed
 from .reader import Reader
 from .row_checks import check_row
 from .rows import ARTIFACTS, KINDS, RunFilter, chunks, doc_texts, kept_docs
-from .write import dialect_insert
+from .write import Waiting, dialect_insert
 
 #: Runs read and written per transaction (the ingest's group): memory stays bounded on a
 #: large store, and an interrupted copy keeps what it finished (the next copy skips it).

@@ -6,7 +6,7 @@ when first needed)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -127,15 +127,18 @@ class Store:
             return False
 
     # -- writing ---------------------------------------------------------------------------
-    def add_run(self, run: Run) -> int:
+    def add_run(self, run: Run, waiting: Callable[[str], None] | None = None) -> int:
         """Insert a run with everything it carries; returns its id."""
-        return self.add_runs([run])[0]
+        return self.add_runs([run], waiting)[0]
 
-    def add_runs(self, runs: Sequence[Run]) -> list[int]:
-        """Insert several runs in one transaction (all or none); keeps ``run.uuid`` when set."""
-        from .write import insert_run  # SQLAlchemy, when a store is written
+    def add_runs(self, runs: Sequence[Run], waiting: Callable[[str], None] | None = None) -> list[int]:
+        """Insert several runs in one transaction (all or none); keeps ``run.uuid`` when set.
+        On SQLite it waits for the write lock as long as another writer holds it (an import
+        of many runs), telling ``waiting`` once, instead of failing after the busy timeout."""
+        from .write import insert_run, sqlite_write_turn  # SQLAlchemy, when a store is written
 
-        with self.engine.begin() as conn:
+        sqlite = self.dialect == "sqlite"
+        with sqlite_write_turn(self.engine, self.shown, waiting) if sqlite else self.engine.begin() as conn:
             return [insert_run(conn, run) for run in runs]
 
     # -- reading ---------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Many runs into the store at once (``iowall import``, ``db copy``, a fleet's results): each
-run packed and checked outside any transaction, then GROUP runs a transaction, one
+run packed and checked outside any transaction, then written GROUP runs a statement, one
 executemany per table, as the scale fill packs them (benchmarks/store_scale.py), instead of
-nine statements a run (rates in docs/benchmarks.md, "Import rate").
+nine statements a run (rates in docs/benchmarks.md, "Import rate"). ``iowall import`` writes
+all its files in one transaction while they are still being read (``import_parts``: all or
+nothing); the others commit GROUP runs a transaction.
 
 Runs whose uuid the store has are skipped, also those another writer adds meanwhile (the
 uuid's unique constraint decides). Writers take turns, and a writer that has to wait says so
@@ -12,13 +14,12 @@ importers inserting the same uuids in different orders would otherwise deadlock)
 from __future__ import annotations
 
 import operator
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Float, Integer, LargeBinary, String, Table, Text, select, text
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
 from ..errors import UserError
 from ..model import Run
@@ -28,19 +29,12 @@ from .db import Store
 from .gcpause import gc_paused
 from .packing import Kind, Packed, metrics_row, pack_run
 from .rows import CHUNK
-from .write import IMPORT_LOCK, delta_base, dialect_insert, kind_ids, sqlite_transaction
+from .write import IMPORT_LOCK, Waiting, delta_base, dialect_insert, kind_ids, sqlite_write_turn
 
-#: Runs per transaction: a concurrent writer waits for at most one group's writes (0.2 s),
-#: and an interrupted import keeps every group it finished (the next one skips them).
+#: Runs a statement, and a transaction where each group commits (``db copy``, a fleet's
+#: results): a concurrent writer waits for one group's writes (0.2 s), and an interrupted
+#: copy keeps every group it finished (the next one skips them).
 GROUP = 500
-#: How long a writer waits for the store, in all, before it gives up (a stuck writer).
-WAIT_MAX = 600.0
-#: How long a first attempt waits for SQLite's write lock before saying that it waits.
-_FIRST_WAIT_MS = 200
-#: SQLite's busy timeout on every connection (store.db's pragmas), restored after a wait.
-_BUSY_MS = 30000
-
-Waiting = Callable[[str], None]
 
 
 class Packable(Protocol):
@@ -145,18 +139,47 @@ def add_new_packed(
     return added
 
 
+def import_parts(store: Store, parts: Iterable[Sequence[Packed]], *, waiting: Waiting | None = None) -> int:
+    """Add the runs of ``parts`` (a bundle file's runs each, packed as they are read) the
+    store lacks, all in one transaction that holds the store's write turn from the first
+    part on; how many runs it added. Each part is written while the next ones are still
+    being read and checked, and the commit comes after the last: a part that fails (its
+    file's UserError, an interrupt) leaves the store as it was, so an import is all or
+    nothing. Other writers wait meanwhile, and say so (``write.sqlite_write_turn``)."""
+    added = 0
+    with _refusals(store, 0), gc_paused(), ExitStack() as turn:
+        conn: Connection | None = None
+        for part in parts:
+            if part and conn is None:
+                conn = turn.enter_context(_transaction(store, waiting))
+            for lo in range(0, len(part), GROUP):
+                assert conn is not None
+                added += _write(conn, part[lo : lo + GROUP])
+    return added
+
+
 def write_group(store: Store, packed: Sequence[Packed], before: int, waiting: Waiting | None) -> int:
     """Write ``packed`` in one transaction holding the store's write turn; how many runs it
     added (those stored meanwhile are skipped). A run the store refuses is a UserError that
     says how many runs (``before``) this import had added already."""
     if not packed:
         return 0
-    # the driver's own error too: on PostgreSQL the runs go in by the driver (_pg_insert)
-    refused = (IntegrityError, getattr(store.engine.dialect.loaded_dbapi, "IntegrityError", IntegrityError))
+    with _refusals(store, before), _transaction(store, waiting) as conn:
+        return _write(conn, packed)
+
+
+@contextmanager
+def _refusals(store: Store, before: int) -> Iterator[None]:
+    """A run the store refuses (a constraint) as a UserError that names the constraint and
+    says what was kept: the ``before`` runs added by earlier transactions."""
     try:
-        with _transaction(store, waiting) as conn:
-            return _write(conn, packed)
-    except refused as e:
+        yield
+    except Exception as e:
+        # the driver's own error too: on PostgreSQL the runs go in by the driver (_pg_insert)
+        if not isinstance(
+            e, (IntegrityError, getattr(store.engine.dialect.loaded_dbapi, "IntegrityError", ()))
+        ):
+            raise
         what = str(getattr(e, "orig", e)).splitlines()[0]
         kept = (
             "nothing was imported"
@@ -177,38 +200,8 @@ def _transaction(store: Store, waiting: Waiting | None) -> Iterator[Connection]:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), lock)
             yield conn
         return
-    with (
-        store.engine.connect() as conn,
-        sqlite_transaction(conn, lambda: _begin_immediate(conn, store, waiting)),
-    ):
+    with sqlite_write_turn(store.engine, store.shown, waiting) as conn:
         yield conn
-
-
-def _begin_immediate(conn: Connection, store: Store, waiting: Waiting | None) -> None:
-    """BEGIN IMMEDIATE: SQLite's write lock now, not at the first insert (a transaction that
-    read first and writes second fails at once with 'database is locked' when another
-    writer got there in between: no busy timeout helps it). Waits up to WAIT_MAX, saying so
-    once when the first short wait is not enough."""
-    start = time.monotonic()
-    conn.exec_driver_sql(f"PRAGMA busy_timeout={_FIRST_WAIT_MS}")
-    try:
-        while True:
-            try:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-                return
-            except OperationalError as e:
-                if "locked" not in str(e.orig) and "busy" not in str(e.orig):
-                    raise
-                if time.monotonic() - start > WAIT_MAX:
-                    raise UserError(
-                        f"{store.shown} stayed busy for {WAIT_MAX:.0f} s (another writer holds it): "
-                        "nothing of this group was written; try again"
-                    ) from None
-                if conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() != _BUSY_MS:
-                    _say(waiting, store, "another process is writing to it")
-                    conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_MS}")
-    finally:
-        conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_MS}")
 
 
 def _say(waiting: Waiting | None, store: Store, why: str) -> None:

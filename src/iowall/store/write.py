@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import OperationalError
 
 from ..dirs import redact_url
 from ..errors import UserError
@@ -195,6 +197,55 @@ def sqlite_transaction(conn: Connection, begin: Callable[[], Any]) -> Iterator[N
         dbapi.isolation_level = level
 
 
+#: How long a writer waits for the store, in all, before it gives up (a stuck writer).
+WAIT_MAX = 600.0
+#: How long a first attempt waits for SQLite's write lock before saying that it waits.
+_FIRST_WAIT_MS = 200
+#: SQLite's busy timeout on every connection (``_sqlite_pragmas``), restored after a wait.
+_BUSY_MS = 30000
+
+#: Told, once, that a writer waits for the store and why.
+Waiting = Callable[[str], None]
+
+
+@contextmanager
+def sqlite_write_turn(engine: Engine, shown: str, waiting: Waiting | None = None) -> Iterator[Connection]:
+    """A transaction on a SQLite store that holds its write lock from the start, taken when
+    another writer lets go however long that writer holds it (an import writes all its runs
+    in one transaction), up to WAIT_MAX: a writer waits and says so, it does not fail with
+    'database is locked' after the busy timeout."""
+    with engine.connect() as conn, sqlite_transaction(conn, lambda: _begin_immediate(conn, shown, waiting)):
+        yield conn
+
+
+def _begin_immediate(conn: Connection, shown: str, waiting: Waiting | None) -> None:
+    """BEGIN IMMEDIATE: SQLite's write lock now, not at the first insert (a transaction that
+    read first and writes second fails at once with 'database is locked' when another
+    writer got there in between: no busy timeout helps it). Waits up to WAIT_MAX, saying so
+    once when the first short wait is not enough."""
+    start = time.monotonic()
+    conn.exec_driver_sql(f"PRAGMA busy_timeout={_FIRST_WAIT_MS}")
+    try:
+        while True:
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except OperationalError as e:
+                if "locked" not in str(e.orig) and "busy" not in str(e.orig):
+                    raise
+                if time.monotonic() - start > WAIT_MAX:
+                    raise UserError(
+                        f"{shown} stayed busy for {WAIT_MAX:.0f} s (another writer holds it): "
+                        "nothing was written; try again"
+                    ) from None
+                if conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() != _BUSY_MS:
+                    if waiting is not None:
+                        waiting(f"waiting for {shown}: another process is writing to it")
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_MS}")
+    finally:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_MS}")
+
+
 #: The page size of a new SQLite store: a run's compressed rows (a profile of about 2.5 KB,
 #: its metrics and series of about 1 KB each) leave less unused room in 8 KiB pages than in
 #: the default 4 KiB ones: 4,620 → 4,104 bytes of artifacts pages a run (benchmarks.md).
@@ -207,7 +258,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
     a 30 s busy timeout, so two processes writing at once (a run and an import, two CI jobs)
     wait for each other instead of failing with 'database is locked'."""
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA busy_timeout=30000")  # first: switching to WAL waits for a writer too
+    cur.execute(f"PRAGMA busy_timeout={_BUSY_MS}")  # first: switching to WAL waits for a writer too
     cur.execute(f"PRAGMA page_size={SQLITE_PAGE}")  # takes effect only in a new file
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
