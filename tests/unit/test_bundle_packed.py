@@ -83,6 +83,15 @@ def test_metrics_rows_kept_as_they_came_into_an_empty_store(tmp_path: Path) -> N
     with dst.engine.connect() as c:
         kept = [bytes(d) for (d,) in c.exec_driver_sql("SELECT data FROM run_metrics ORDER BY run_id")]
     assert kept == [base64.b64decode(r["metrics"][1]) for r in doc["runs"]]
+    # a store that numbers the kinds otherwise: each row written again from the carried values
+    other = Store(str(tmp_path / "o.db"))
+    other.add_run(dataclasses.replace(make_run("x", "6.1", 9, 5.0), metrics=(Metric("first", 1.0, "B/s"),)))
+    assert ingest.import_runs(other, b.read_models(path), pack=b.pack_item) == (3, 0)
+    # (in the order of this store's kind ids, as every row written here)
+    assert [set(other.get_run(i).metrics) for i in (2, 3, 4)] == [set(r.metrics) for r in runs]
+    with other.engine.connect() as c:
+        again = [bytes(d) for (d,) in c.exec_driver_sql("SELECT data FROM run_metrics WHERE run_id > 1")]
+    assert again and not set(again) & set(kept)
 
 
 def test_negative_zero_stored_as_zero(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import math
 import operator
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ from ..model import Artifact, Metric, Point, Run, Series, run_uuid
 from . import codec
 from . import schema as t
 from .bundle_models import BundleV3, RunBase, RunV3
-from .packing import Kind, Packed, pack_run, run_row
+from .packing import KeptMetrics, Kind, Packed, pack_run, run_row
 from .row_checks import METRICS, check_row, check_series
 
 Doc = dict[str, Any]
@@ -307,7 +308,7 @@ def _parsed(ref: str, what: str, st: _Reading) -> dict[str, Any]:
 
 def _metrics(
     r: RunV3, st: _Reading
-) -> tuple[list[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes] | None]:
+) -> tuple[Sequence[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes] | None]:
     for k, kind in r.kinds.items():
         if not (k.isascii() and k.isdigit()):
             raise ValueError(f"kinds[{k!r}]: not a kind id")
@@ -337,7 +338,8 @@ def _metrics(
     # the zeros' signs looked at by map and filter: no Python loop over 137 values
     if -1.0 in map(math.copysign, itertools.repeat(1.0), filter(operator.not_, values)):
         return [(k, v + 0.0) for k, v in zip(kinds, values, strict=True)], None
-    return list(zip(kinds, values, strict=True)), (ids, enc, data)
+    kept = (ids, enc, data)
+    return KeptMetrics(st.kinds, kept), kept
 
 
 _first = operator.itemgetter(0)

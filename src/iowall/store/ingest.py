@@ -27,7 +27,7 @@ from . import codec
 from . import schema as t
 from .db import Store
 from .gcpause import gc_paused
-from .packing import Kind, Packed, metrics_row, pack_run
+from .packing import Kind, Packed, metric_kinds, metrics_row, pack_run
 from .rows import CHUNK
 from .write import IMPORT_LOCK, Waiting, delta_base, dialect_insert, kind_ids, sqlite_write_turn
 
@@ -239,7 +239,7 @@ def _write(conn: Connection, packed: Sequence[Packed]) -> int:
     ids = {u: int(i) for i, u in got}  # a uuid added meanwhile: absent
     named: set[Kind] = set()
     for p in todo:
-        named.update(map(_first, p.metrics))
+        named.update(metric_kinds(p.metrics))
     kinds = kind_ids(conn, named, lambda: _packed_order(todo))
     mets: list[dict[str, Any]] = []
     arts: list[dict[str, Any]] = []
@@ -264,13 +264,13 @@ def _write(conn: Connection, packed: Sequence[Packed]) -> int:
     return len(ids)
 
 
-_first = operator.itemgetter(0)
-
-
 def _packed_order(todo: Sequence[Packed]) -> dict[Kind, int]:
     """Each metric kind's id where the runs were packed (``kind_ids``' order)."""
     return {
-        k: i for p in todo if p.kept_metrics for (k, _), i in zip(p.metrics, p.kept_metrics[0], strict=True)
+        k: i
+        for p in todo
+        if p.kept_metrics
+        for k, i in zip(metric_kinds(p.metrics), p.kept_metrics[0], strict=True)
     }
 
 
