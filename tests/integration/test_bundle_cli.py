@@ -140,11 +140,16 @@ def test_malformed_files_exit_2_and_import_nothing(
         f.write_text(text)
         cp = iowall("import", str(good), str(f), env=env2)  # the good file is not imported either
         assert cp.returncode == 2, cp
+        assert not (tmp_path / "other.db").exists(), "a failed import left the store it made"
         assert cp.stderr.startswith(f"iowall: error: bundle {f}") and expect in cp.stderr
         assert cp.stderr.count("\n") == 1
     cp = iowall("import", str(tmp_path / "missing.json"), env=env2)
     assert cp.returncode == 2 and cp.stderr.strip().endswith("missing.json: no such file")
     assert Store(env2["IOWALL_DB"]).count() == 0
+    # a store that was there stays, as it was
+    iowall("import", str(good), env=env2, check=True)
+    cp = iowall("import", str(good), str(tmp_path / "value.json"), env=env2)
+    assert cp.returncode == 2 and Store(env2["IOWALL_DB"]).count() == 4
 
 
 def test_dry_run_makes_no_store(tmp_path: Path, db_url: str, iowall_env: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+import sqlite3
 import sys
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import closing
@@ -24,6 +25,7 @@ from ..store.bundle_pool import Present, packed_parts, stored_uuids
 from ..store.gcpause import gc_paused
 from ..store.ingest import import_parts, plan_import
 from ..store.packing import Packed
+from ..store.reader import sqlite_file
 from .options import DbOpt
 from .progress import RichProgress
 
@@ -117,6 +119,20 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
     if dry_run:
         _dry_run([r for f in files for r in read_models(f)], url)
         return
+    path = sqlite_file(url)
+    new = path if path is not None and not os.path.exists(path) else None
+    try:
+        added, runs = _import_files(files, url)
+    except BaseException:
+        if new is not None:  # a bad file or an interrupt leaves no store where there was none
+            _discard_if_empty(new)
+        raise
+    write(f"imported {_n(added, 'run')}, {runs - added} already present\n", None)
+
+
+def _import_files(files: list[str], url: str) -> tuple[int, int]:
+    """(runs added, runs read): each file's runs written as the workers hand the file over,
+    in one transaction (``import_parts``), with a bar over the files' bytes."""
     sizes = [_bytes(f) for f in files]
     bar = RichProgress("import") if sum(sizes) >= BAR_MIN_BYTES else None  # a bar on large bundles
     runs = 0
@@ -130,9 +146,7 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
                 bar.advance(size)  # the file's runs written
 
     with closing(to_write(packed_parts(files, url=url))) as parts:
-        first = next(
-            parts
-        )  # read (the workers started) before the store is opened: a bad first file makes none
+        first = next(parts)  # the workers are started before the store is opened
         store = Store(url)
         if bar is not None:
             bar.begin(sum(sizes))
@@ -143,9 +157,28 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
                 waiting=lambda m: print(f"iowall: {m}", file=sys.stderr),
             )
         finally:
+            store.close()
             if bar is not None:
                 bar.end()
-    write(f"imported {_n(added, 'run')}, {runs - added} already present\n", None)
+    return added, runs
+
+
+def _discard_if_empty(path: str) -> None:
+    """Remove the SQLite store at ``path`` (and its WAL) if it holds no run: one this import
+    made before it failed. Anything in the way leaves it be (the import's own error is what
+    the user sees)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            (n,) = con.execute("SELECT count(*) FROM runs").fetchone()
+        finally:
+            con.close()
+        if n == 0:
+            for f in (path, f"{path}-wal", f"{path}-shm"):
+                if os.path.exists(f):
+                    os.unlink(f)
+    except (sqlite3.Error, OSError):
+        pass
 
 
 def _bytes(path: str) -> int:

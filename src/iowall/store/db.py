@@ -67,6 +67,12 @@ class Store:
             self._engine = self._make_engine()
         return self._engine
 
+    def close(self) -> None:
+        """Let go of the connections the store's engine holds, if one was made (a store in
+        memory keeps its engine: closing it would drop the store)."""
+        if self._engine is not None and self._file is not None:
+            self._engine.dispose()
+
     def _make_engine(self) -> Engine:
         from .write import make_engine  # 0.2 s of SQLAlchemy that reading SQLite does not need
 
