@@ -1,7 +1,9 @@
 """Concurrent ingest (issue 27 item 2): 8 `iowall import` processes at once into PostgreSQL,
-2 into SQLite, each importing its own runs and the same shared runs in its own order, while
-another process stores runs one at a time as `iowall run` does. Afterwards every run is
-there exactly once, with its rows once; no importer failed, deadlocked or said "locked"."""
+2 into SQLite, each importing its own runs and the same shared runs in its own order (one
+transaction an import), while another process stores runs one at a time as `iowall run`
+does and a third adds runs as a fleet's results go in (``add_new_runs``, a transaction a
+group). Afterwards every run is there exactly once, with its rows once; no writer failed,
+deadlocked or said "locked"."""
 
 from __future__ import annotations
 
@@ -22,8 +24,10 @@ from iowall.store import schema as t
 from iowall.store.bundle import write_bundle
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-#: Runs only one importer has, and runs every importer has: 700 a bundle, two transactions.
+#: Runs only one importer has, and runs every importer has: 700 a bundle.
 OWN, SHARED = 300, 400
+#: Runs only the fleet-like writer has (it has the shared ones too), and its group.
+FLEET, FLEET_GROUP = 100, 150
 #: Runs the concurrent single-run writer adds, one transaction each.
 SINGLES = 40
 
@@ -62,6 +66,18 @@ for i in range({n}):
 """
 
 
+FLEET_WRITER = """
+import random, sys
+from iowall.store import Store
+from iowall.store.ingest import add_new_runs
+sys.path.insert(0, {tests!r})
+from test_import_concurrency import FLEET, FLEET_GROUP, SHARED, _run
+runs = [_run(i, "fleet") for i in range(FLEET)] + [_run(i, "shared") for i in range(SHARED)]
+random.Random(99).shuffle(runs)
+print(add_new_runs(Store({url!r}), runs, group=FLEET_GROUP, waiting=lambda m: print(m, file=sys.stderr)))
+"""
+
+
 def _ingest_at_once(url: str, importers: int, tmp_path: Path) -> None:
     shared = [_run(i, "shared") for i in range(SHARED)]
     files, source = [], {r.uuid: r for r in shared}
@@ -77,7 +93,12 @@ def _ingest_at_once(url: str, importers: int, tmp_path: Path) -> None:
         "-c",
         SINGLE_WRITER.format(tests=str(Path(__file__).parent), url=url, n=SINGLES),
     ]
-    procs = [subprocess.Popen(single, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
+    fleet = [sys.executable, "-c", FLEET_WRITER.format(tests=str(Path(__file__).parent), url=url)]
+    source.update((r.uuid, r) for r in (_run(i, "fleet") for i in range(FLEET)))
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for cmd in (single, fleet)
+    ]
     procs += [
         subprocess.Popen(
             [sys.executable, "-m", "iowall", "import", f, "--db", url],
@@ -93,7 +114,7 @@ def _ingest_at_once(url: str, importers: int, tmp_path: Path) -> None:
         assert p.returncode == 0, err
         assert "locked" not in err and "deadlock" not in err, err
     expect = set(source)
-    imported = sum(int(out.split()[1]) for out, _ in outs[1:])  # "imported N runs, M already present"
+    imported = int(outs[1][0]) + sum(int(out.split()[1]) for out, _ in outs[2:])  # "imported N runs, …"
     assert imported == len(expect), [o for o, _ in outs]
     s = Store(url)
     with s.engine.connect() as conn:
