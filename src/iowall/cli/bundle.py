@@ -145,8 +145,8 @@ def _import_files(files: list[str], url: str) -> tuple[int, int]:
             if bar is not None:
                 bar.advance(size)  # the file's runs written
 
-    with closing(to_write(packed_parts(files, url=url))) as parts:
-        first = next(parts)  # the workers are started before the store is opened
+    with closing(packed_parts(files, url=url)) as read, closing(to_write(read)) as parts:
+        first = next(parts, [])  # the workers are started before the store is opened
         store = Store(url)
         if bar is not None:
             bar.begin(sum(sizes))

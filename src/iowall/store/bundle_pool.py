@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +38,7 @@ class Present:
 
 def packed_parts(
     paths: Sequence[str], workers: int | None = None, url: str | None = None
-) -> Iterator[list[Packed | Present]]:
+) -> Generator[list[Packed | Present], None, None]:
     """The runs of each bundle file of ``paths``, in order, a list a file, as rows to write
     (``pack_item``): the files shared among ``workers`` processes (one a CPU by default)
     that read ahead of the caller when there are several files and enough bytes, read one

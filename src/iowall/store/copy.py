@@ -16,7 +16,7 @@ from . import codec
 from . import schema as t
 from .db import Store
 from .ingest import GROUP, add_new_packed
-from .packing import Kind, Packed
+from .packing import KeptMetrics, Kind, Packed
 from .reader import Reader
 from .row_checks import check_row
 from .rows import ARTIFACTS, KINDS, RunFilter, chunks, doc_texts, kept_docs
@@ -125,23 +125,24 @@ RUN_COLUMNS = (
 def packed_runs(db: Reader, rows: Sequence[Mapping[str, Any]], kinds: dict[int, Kind]) -> list[Packed]:
     """The runs of ``rows`` (runs rows, ``Store.row_pages``) as the rows an ingest writes,
     read on ``db`` one query per table per chunk, all as kept: environment and bed documents
-    by ref (a delta's base too), metrics as (kind, value) with their row, artifacts and
+    by ref (a delta's base too), metrics as their row (``KeptMetrics``), artifacts and
     series compressed; a body kept as text before compression existed is compressed as an
     import would. A run whose documents are kept in its row (before 0003) or were read
     already (``with_docs``) is packed from their text. ``kinds``: the source's metric kinds
     by id, read again into it when a run names one it lacks (added since)."""
     ids = [r["id"] for r in rows]
-    mets: dict[int, tuple[list[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes]]] = {}
+    mets: dict[int, KeptMetrics] = {}
     arts: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     sers: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
     for part in chunks(ids):
         p: dict[str, Any] = {}
         of_part = " WHERE " + db.where_in("run_id", "id", part, p)
         for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_metrics" + of_part, p):
-            got = codec.unpack_metrics(enc, bytes(data))
-            if any(k not in kinds for k, _ in got):
+            data = bytes(data)
+            kind_ids, _ = codec.metrics_columns(enc, data)
+            if not kinds.keys() >= set(kind_ids):
                 kinds.update({i: (n, u, d) for i, n, u, d in db.all(KINDS)})
-            mets[rid] = ([(kinds[k], v) for k, v in got], (tuple(k for k, _ in got), enc, bytes(data)))
+            mets[rid] = KeptMetrics(kinds, (kind_ids, enc, data))  # the pairs made only if needed
         for rid, enc, data in db.all("SELECT run_id, encoding, data FROM run_series" + of_part, p):
             sers[rid].append({"run_id": 0, "encoding": enc, "data": bytes(data)})
         for a in db.maps(ARTIFACTS + of_part, p):
@@ -162,8 +163,8 @@ def packed_runs(db: Reader, rows: Sequence[Mapping[str, Any]], kinds: dict[int, 
                 if r[ref] and not r[col]:
                     texts = texts if texts is not None else doc_texts(kept)
                     row[col] = texts[r[ref]]
-        metrics, kept_metrics = mets.get(r["id"], ([], None))
-        out.append(Packed(row, metrics, arts[r["id"]], sers[r["id"]], docs, kept_metrics))
+        m = mets.get(r["id"])
+        out.append(Packed(row, m or [], arts[r["id"]], sers[r["id"]], docs, m.kept if m else None))
     return out
 
 
