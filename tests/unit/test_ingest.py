@@ -111,3 +111,17 @@ def test_a_run_saved_during_a_long_import_waits_and_says_so(
     holder.close()
     worker.join(30)
     assert len(got) == 1 and store.count() == 1 and len(said) == 1
+
+
+def test_an_interrupt_inside_the_driver_stays_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C while the driver executes: SQLAlchemy drops the connection (SQLite rolls the
+    transaction back as it closes); the write turn lets the interrupt through rather than a
+    PendingRollbackError from a ROLLBACK on a connection that is gone."""
+    store = Store(f"sqlite:///{tmp_path / 'iowall.db'}")
+    with pytest.raises(KeyboardInterrupt), write.sqlite_write_turn(store.engine, store.shown) as conn:
+        conn.exec_driver_sql("INSERT INTO metric_kinds (name, unit, direction) VALUES ('x', 's', 'lower')")
+        conn.invalidate()  # what SQLAlchemy does when a KeyboardInterrupt reaches it mid-statement
+        raise KeyboardInterrupt
+    with sqlite3.connect(tmp_path / "iowall.db") as con:
+        assert con.execute("SELECT count(*) FROM metric_kinds").fetchone() == (0,)
+    assert store.add_run(_run(1, "e")) > 0  # the store is writable after it

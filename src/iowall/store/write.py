@@ -190,11 +190,13 @@ def sqlite_transaction(conn: Connection, begin: Callable[[], Any]) -> Iterator[N
         try:
             yield
         except BaseException:
-            conn.exec_driver_sql("ROLLBACK")
+            if not conn.invalidated:  # an interrupt inside the driver drops the connection,
+                conn.exec_driver_sql("ROLLBACK")  # and SQLite rolls back as it closes
             raise
         conn.exec_driver_sql("COMMIT")
     finally:
-        dbapi.isolation_level = level
+        if not conn.invalidated:
+            dbapi.isolation_level = level
 
 
 #: How long a writer waits for the store, in all, before it gives up (a stuck writer).
