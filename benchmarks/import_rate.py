@@ -121,7 +121,7 @@ def measure(
             timed(iowall("import", *files, "--db", url), SRC),
         )
     )
-    runs = [p for part in packed_parts(files) for p in part]  # as `iowall import` reads them
+    runs = [p for _, part in packed_parts(files) for p in part]  # as `iowall import` reads them
     store = Store(new_url())
     t0 = time.perf_counter()
     assert import_runs(store, runs, pack=lambda p, _: p) == (n, 0)

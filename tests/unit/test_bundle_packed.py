@@ -209,12 +209,40 @@ def test_workers_read_as_one_process_does(tmp_path: Path, monkeypatch: pytest.Mo
         _read_all([*files, bad], workers=2)
     store = Store(f"sqlite:///{tmp_path / 'iowall.db'}")  # the good files written, then rolled back
     parts = (
-        [p for p in part if type(p).__name__ == "Packed"] for part in bundle_pool.packed_parts([*files, bad])
+        [p for p in part if type(p).__name__ == "Packed"]
+        for _, part in bundle_pool.packed_parts([*files, bad])
     )
     with pytest.raises(UserError, match=f"^bundle {bad}: created_at: missing"):
         ingest.import_parts(store, parts)
     assert store.count() == 0
     assert ingest.import_parts(store, [[p for p in parallel if type(p).__name__ == "Packed"]]) == 7
+
+
+def test_one_large_file_is_shared_by_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One packed file read by slices on two processes gives the rows one process reads, and
+    names the run one process would name when several fail: the first in order, though the
+    slices' first pass (what runs carry) finds a later one first."""
+    runs = [make_run("base", f"6.{j % 3}", j, 1e9 * j) for j in range(1, 12)]
+    path, doc = _packed(tmp_path, runs, "big.json")
+    serial = _read_all([path], workers=1)
+    monkeypatch.setattr(bundle_pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(bundle_pool, "SLICE", 2)
+    shared = _read_all([path], workers=2)
+    assert len(shared) == len(runs) and [p.row for p in shared] == [p.row for p in serial]
+    assert [(list(p.metrics), p.series, p.artifacts, p.docs, p.kept_metrics) for p in shared] == [
+        (list(p.metrics), p.series, p.artifacts, p.docs, p.kept_metrics) for p in serial
+    ]
+    late = copy.deepcopy(doc)  # run 8 redefines a kind: found by the first pass
+    late["runs"][8]["kinds"] = {"1": ["other", "s", "lower"]}
+    early = copy.deepcopy(late)  # and run 3's series cannot be read: found by the second
+    early["runs"][3]["series"] = [["nope", ""]]
+    for damaged, run in ((late, 8), (early, 3)):
+        f = _write(tmp_path, damaged)
+        with pytest.raises(UserError) as one:
+            _read_all([f], workers=1)
+        with pytest.raises(UserError) as two:
+            _read_all([f], workers=2)
+        assert str(two.value) == str(one.value) and f"runs[{run}]." in str(one.value)
 
 
 def test_plain_runs_the_store_has_are_not_packed_again(tmp_path: Path, store_url: str) -> None:
@@ -250,4 +278,4 @@ def test_a_blob_that_inflates_past_the_cap_is_refused(
 
 def _read_all(paths: list[str], **kw: Any) -> list[Any]:
     """Every run of ``paths`` as ``iowall import`` reads them (``packed_parts``), in order."""
-    return [p for part in bundle_pool.packed_parts(paths, **kw) for p in part]
+    return [p for _, part in bundle_pool.packed_parts(paths, **kw) for p in part]

@@ -21,7 +21,7 @@ from ..report.table import text_table
 from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import Item, as_run, read_models, write_bundle
-from ..store.bundle_pool import Present, packed_parts, stored_uuids
+from ..store.bundle_pool import Present, file_bytes, packed_parts, stored_uuids
 from ..store.gcpause import gc_paused
 from ..store.ingest import import_parts, plan_import
 from ..store.packing import Packed
@@ -133,23 +133,23 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
 def _import_files(files: list[str], url: str) -> tuple[int, int]:
     """(runs added, runs read): each file's runs written as the workers hand the file over,
     in one transaction (``import_parts``), with a bar over the files' bytes."""
-    sizes = [_bytes(f) for f in files]
-    bar = RichProgress("import") if sum(sizes) >= BAR_MIN_BYTES else None  # a bar on large bundles
+    total = sum(map(file_bytes, files))
+    bar = RichProgress("import") if total >= BAR_MIN_BYTES else None  # a bar on large bundles
     runs = 0
 
-    def to_write(read: Iterable[list[Packed | Present]]) -> Generator[list[Packed], None, None]:
+    def to_write(read: Iterable[tuple[float, list[Packed | Present]]]) -> Generator[list[Packed], None, None]:
         nonlocal runs
-        for size, part in zip(sizes, read, strict=True):
+        for size, part in read:
             runs += len(part)
             yield [p for p in part if isinstance(p, Packed)]  # a Present run: the store has it
             if bar is not None:
-                bar.advance(size)  # the file's runs written
+                bar.advance(size)  # the bytes of file whose runs are written
 
     with closing(packed_parts(files, url=url)) as read, closing(to_write(read)) as parts:
         first = next(parts, [])  # the workers are started before the store is opened
         store = Store(url)
         if bar is not None:
-            bar.begin(sum(sizes))
+            bar.begin(total)
         try:
             added = import_parts(
                 store,
@@ -179,14 +179,6 @@ def _discard_if_empty(path: str) -> None:
                     os.unlink(f)
     except (sqlite3.Error, OSError):
         pass
-
-
-def _bytes(path: str) -> int:
-    """A bundle file's size; 0 for stdin and for one that cannot be read (reading says why)."""
-    try:
-        return 0 if path == "-" else os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _dry_run(models: Sequence[Item], url: str) -> None:

@@ -250,10 +250,25 @@ _VERSION = re.compile(r'"schema_version"\s*:\s*(\d+)')
 @gc_paused()
 def read_models(path: str) -> list[Item]:
     """The runs of a bundle file as the models it was validated into (what ``import`` packs
-    straight into rows: ``pack_item``). A current bundle is parsed and validated in one
-    pass (pydantic's ``model_validate_json``: half the time of parsing, then validating);
-    an older one, or one that fails, takes the step-by-step way, which upgrades it or says
-    what is wrong, as before. A packed one's runs are checked (``carried_runs``)."""
+    straight into rows: ``pack_item``). A packed one's runs are checked (``carried_runs``)."""
+    return items_of(*read_model(path))
+
+
+def items_of(model: BundleV2 | BundleV3, name: str) -> list[Item]:
+    """The runs of a validated bundle (``read_model``) as ``read_models`` gives them."""
+    if isinstance(model, BundleV3):
+        return list(carried_runs(model, name))
+    dup = _duplicates(model)
+    if dup:
+        raise UserError(f"{name}: {dup}")
+    return list(model.runs)
+
+
+def read_model(path: str) -> tuple[BundleV2 | BundleV3, str]:
+    """A bundle file validated, and its name for messages. A current bundle is parsed and
+    validated in one pass (pydantic's ``model_validate_json``: half the time of parsing,
+    then validating); an older one, or one that fails, takes the step-by-step way, which
+    upgrades it or says what is wrong, as before."""
     text = _read_text(path)
     name = f"bundle {path}"
     peek = _VERSION.search(text[:4096])  # the writer puts it first: one validating pass, not two
@@ -261,18 +276,9 @@ def read_models(path: str) -> list[Item]:
         BundleV3 if peek is not None and peek.group(1) == str(PACKED_VERSION) else BundleV2
     )
     try:
-        model = current.model_validate_json(text)
+        return current.model_validate_json(text), name
     except ValidationError:
-        model = _upgrade(parse_json(text, path), name)
-    items: list[Item] = []
-    if isinstance(model, BundleV3):
-        items.extend(carried_runs(model, name))
-        return items
-    dup = _duplicates(model)
-    if dup:
-        raise UserError(f"{name}: {dup}")
-    items.extend(model.runs)
-    return items
+        return _upgrade(parse_json(text, path), name), name
 
 
 def as_run(item: Item) -> Run:

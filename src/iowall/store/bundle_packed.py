@@ -22,7 +22,8 @@ import math
 import operator
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,6 +208,8 @@ class _Reading:
     docs: dict[str, tuple[str, bytes, str]] = field(default_factory=dict)
     parsed: dict[str, dict[str, Any]] = field(default_factory=dict)
     kinds: dict[int, Kind] = field(default_factory=dict)
+    doc_from: dict[str, int] = field(default_factory=dict)  # the run each document came with
+    kind_from: dict[int, int] = field(default_factory=dict)  # the run each kind came with
     checked: set[tuple[str, ...]] = field(default_factory=set)
     series: set[tuple[str, str, str]] = field(default_factory=set)
     uuids: dict[str, int] = field(default_factory=dict)
@@ -214,20 +217,46 @@ class _Reading:
 
 def carried_runs(model: BundleV3, name: str) -> list[Carried]:
     """The runs of a validated packed bundle, each checked (UserError naming ``name``, the
-    run and what is wrong)."""
+    run and what is wrong): what each carries for later runs first, then the rest of it."""
     st = _Reading()
     out = []
     for i, r in enumerate(model.runs):
-        if r.uuid in st.uuids:
-            raise UserError(f"{name}: runs[{i}].uuid: {r.uuid} repeats runs[{st.uuids[r.uuid]}]")
-        st.uuids[r.uuid] = i
-        try:
-            out.append(_carry(r, st))
-        except ValueError as e:
-            raise UserError(f"{name}: runs[{i}].{e}") from None
-        except UserError as e:
-            raise UserError(f"{name}: {e}") from None
+        with _naming(name, i):
+            _carry_refs(r, st, i)
+            out.append(_carry(r, st, i))
     return out
+
+
+def read_refs(model: BundleV3, name: str) -> _Reading:
+    """What the runs of a packed bundle carry for later ones (documents, metric kinds, the
+    uuids), checked in order and kept with the run each came with: after it, any run can be
+    checked by itself (``carried_slice``), so a large file is shared among processes."""
+    st = _Reading()
+    for i, r in enumerate(model.runs):
+        with _naming(name, i):
+            _carry_refs(r, st, i)
+    return st
+
+
+def carried_slice(model: BundleV3, name: str, st: _Reading, lo: int, hi: int) -> list[Carried]:
+    """Runs ``lo``..``hi``-1 of a packed bundle checked, ``read_refs`` having read what
+    all of them carry: each run sees only what it or a run before it carried."""
+    out = []
+    for i in range(lo, hi):
+        with _naming(name, i):
+            out.append(_carry(model.runs[i], st, i))
+    return out
+
+
+@contextmanager
+def _naming(name: str, i: int) -> Iterator[None]:
+    """A run's ValueError or UserError as one UserError naming the bundle and the run."""
+    try:
+        yield
+    except ValueError as e:
+        raise UserError(f"{name}: runs[{i}].{e}") from None
+    except UserError as e:
+        raise UserError(f"{name}: {e}") from None
 
 
 def _bytes(b64: str, where: str) -> bytes:
@@ -237,10 +266,29 @@ def _bytes(b64: str, where: str) -> bytes:
         raise ValueError(f"{where}: not base64") from None
 
 
-def _carry(r: RunV3, st: _Reading) -> Carried:
+def _carry_refs(r: RunV3, st: _Reading, i: int) -> None:
+    """What run ``i`` carries for itself and later runs: its uuid, documents, metric kinds."""
+    if r.uuid in st.uuids:
+        raise ValueError(f"uuid: {r.uuid} repeats runs[{st.uuids[r.uuid]}]")
+    st.uuids[r.uuid] = i
     for ref, (enc, b64) in r.docs.items():
         _read_doc(ref, enc, _bytes(b64, f"docs[{ref!r}]"), st)
-    env, bed = _parsed(r.env, "env", st), _parsed(r.bed, "bed", st)
+        st.doc_from[ref] = i
+    for k, kind in r.kinds.items():
+        if not (k.isascii() and k.isdigit()):
+            raise ValueError(f"kinds[{k!r}]: not a kind id")
+        n = int(k)
+        if st.kinds.get(n, kind) != kind:
+            raise ValueError(f"kinds[{k!r}]: an earlier run's kind {n} is {list(st.kinds[n])}")
+        if ("metric", *kind) not in st.checked:
+            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), f"run {r.uuid}")
+            st.checked.add(("metric", *kind))
+        st.kinds[n] = kind
+        st.kind_from.setdefault(n, i)
+
+
+def _carry(r: RunV3, st: _Reading, i: int) -> Carried:
+    env, bed = _parsed(r.env, "env", st, i), _parsed(r.bed, "bed", st, i)
     row = run_row(
         r.uuid,
         Point(r.recipe, r.point),
@@ -257,7 +305,7 @@ def _carry(r: RunV3, st: _Reading) -> Carried:
     base = codec.delta_base(*docs[r.env])
     if base is not None:
         docs[base] = st.docs[base][:2]
-    metrics, kept = _metrics(r, st)
+    metrics, kept = _metrics(r, st, i)
     return Carried(r, Packed(row, metrics, _artifacts(r, st), _series(r, st), docs, kept), env, bed)
 
 
@@ -288,11 +336,11 @@ def _read_doc(ref: str, enc: str, data: bytes, st: _Reading) -> None:
     st.docs[ref] = (enc, data, text)
 
 
-def _parsed(ref: str, what: str, st: _Reading) -> dict[str, Any]:
+def _parsed(ref: str, what: str, st: _Reading, i: int) -> dict[str, Any]:
+    if st.doc_from.get(ref, i + 1) > i:
+        raise ValueError(f"{what}: document {ref!r} is not carried by this run or one before it")
     got = st.parsed.get(ref)
     if got is None:
-        if ref not in st.docs:
-            raise ValueError(f"{what}: document {ref!r} is not carried by this run or one before it")
         try:
             got = from_json(st.docs[ref][2], allow_inf_nan=True)  # twice json's speed
         except ValueError:
@@ -307,18 +355,8 @@ def _parsed(ref: str, what: str, st: _Reading) -> dict[str, Any]:
 
 
 def _metrics(
-    r: RunV3, st: _Reading
+    r: RunV3, st: _Reading, i: int
 ) -> tuple[Sequence[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes] | None]:
-    for k, kind in r.kinds.items():
-        if not (k.isascii() and k.isdigit()):
-            raise ValueError(f"kinds[{k!r}]: not a kind id")
-        i = int(k)
-        if st.kinds.get(i, kind) != kind:
-            raise ValueError(f"kinds[{k!r}]: an earlier run's kind {i} is {list(st.kinds[i])}")
-        if ("metric", *kind) not in st.checked:
-            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), f"run {r.uuid}")
-            st.checked.add(("metric", *kind))
-        st.kinds[i] = kind
     if r.metrics is None:
         return [], None
     enc, data = r.metrics[0], _bytes(r.metrics[1], "metrics")
@@ -326,13 +364,13 @@ def _metrics(
         ids, values = codec.metrics_columns(enc, data, INFLATE_MAX)
     except (ValueError, zlib.error, struct.error) as e:
         raise ValueError(f"metrics: unreadable ({e})") from None
-    try:
-        kinds = list(map(st.kinds.__getitem__, ids))
-    except KeyError as e:
-        raise ValueError(f"metrics: kind {e.args[0]} is not carried by this run or one before it") from None
+    if ids and max(map(st.kind_from.get, ids, itertools.repeat(i + 1))) > i:
+        late = next(k for k in ids if st.kind_from.get(k, i + 1) > i)
+        raise ValueError(f"metrics: kind {late} is not carried by this run or one before it")
+    kinds = list(map(st.kinds.__getitem__, ids))
     if len(set(map(_first, kinds))) != len(kinds):
         names = [k[0] for k in kinds]
-        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        dup = next(n for j, n in enumerate(names) if n in names[:j])
         raise ValueError(f"metrics: {dup!r} appears twice")
     # kept as it came unless a value is -0.0 (stored as 0.0, as a plain bundle's would be);
     # the zeros' signs looked at by map and filter: no Python loop over 137 values

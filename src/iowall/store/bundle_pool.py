@@ -17,8 +17,9 @@ from typing import Any
 
 from ..dirs import redact_url
 from ..errors import UserError
-from .bundle import pack_item, read_models
-from .bundle_packed import Carried
+from .bundle import Item, items_of, pack_item, read_model, read_models
+from .bundle_models import BundleV3
+from .bundle_packed import Carried, carried_runs, carried_slice, read_refs
 from .gcpause import gc_paused
 from .packing import Packed
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
@@ -38,36 +39,88 @@ class Present:
 
 def packed_parts(
     paths: Sequence[str], workers: int | None = None, url: str | None = None
-) -> Generator[list[Packed | Present], None, None]:
-    """The runs of each bundle file of ``paths``, in order, a list a file, as rows to write
-    (``pack_item``): the files shared among ``workers`` processes (one a CPU by default)
-    that read ahead of the caller when there are several files and enough bytes, read one
-    at a time as asked otherwise; stdin (``-``) is read here. A plain run the store at
-    ``url`` has is ``Present``. A file that fails raises its UserError where its list would
-    come; closing the iterator cancels the files not yet read."""
-    n = min(workers or os.cpu_count() or 1, len(paths))
+) -> Generator[tuple[float, list[Packed | Present]], None, None]:
+    """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``), a
+    list a file (a slice of one, below), each with the bytes of file it stands for (what a
+    progress bar counts). Several files and enough bytes: the files shared among
+    ``workers`` processes (one a CPU by default) that read ahead of the caller. One large
+    packed file: shared by slices of SLICE runs (``_one_file_shared``). Else read one at a
+    time as asked; stdin (``-``) is read here. A plain run the store at ``url`` has is
+    ``Present``. A file that fails raises its UserError where its list would come; closing
+    the iterator cancels what is not read yet."""
+    n = workers or os.cpu_count() or 1
+    sizes = [file_bytes(p) for p in paths]
+    if n >= 2 and len(paths) == 1 and paths[0] != "-" and sizes[0] >= PARALLEL_MIN_BYTES:
+        yield from _one_file_shared(paths[0], sizes[0], n, url)
+        return
     read = functools.partial(_packed, url=url)
-    if n < 2 or "-" in paths or _size(paths) < PARALLEL_MIN_BYTES:
-        yield from map(read, paths)
+    if min(n, len(paths)) < 2 or "-" in paths or sum(sizes) < PARALLEL_MIN_BYTES:
+        for size, path in zip(sizes, paths, strict=True):
+            yield size, read(path)
         return
     ctx = multiprocessing.get_context("fork")  # the modules imported once, in this process
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=min(n, len(paths)), mp_context=ctx)
     try:
-        yield from pool.map(read, paths)
+        yield from zip(sizes, pool.map(read, paths), strict=True)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _packed(path: str, url: str | None = None) -> list[Packed | Present]:
-    checked: set[tuple[str, ...]] = set()
     with gc_paused():
-        items = read_models(path)
-        plain = [x.uuid for x in items if not isinstance(x, Carried)]
-        have = stored_uuids(url, plain) if url and plain else set()
-        return [
-            Present(x.uuid) if not isinstance(x, Carried) and x.uuid in have else pack_item(x, checked)
-            for x in items
-        ]
+        return _rows(read_models(path), url)
+
+
+def _rows(items: list[Item], url: str | None) -> list[Packed | Present]:
+    checked: set[tuple[str, ...]] = set()
+    plain = [x.uuid for x in items if not isinstance(x, Carried)]
+    have = stored_uuids(url, plain) if url and plain else set()
+    return [
+        Present(x.uuid) if not isinstance(x, Carried) and x.uuid in have else pack_item(x, checked)
+        for x in items
+    ]
+
+
+#: The runs a worker checks at a time when one large packed file is shared among the CPUs.
+SLICE = 500
+#: The file being shared (its model, name and what its runs carry), set before the workers
+#: are forked: they find it here, copied with the process, not sent to each of them.
+_SHARED: tuple[BundleV3, str, Any] | None = None
+
+
+def _one_file_shared(
+    path: str, size: int, workers: int, url: str | None
+) -> Generator[tuple[float, list[Packed | Present]], None, None]:
+    """One large bundle file: parsed here, and what its runs carry for later ones read in
+    order (``read_refs``); then its runs checked in slices on ``workers`` processes. A
+    failing run is named as one process reading the file would name it: the first in order."""
+    global _SHARED
+    model, name = read_model(path)
+    if not isinstance(model, BundleV3) or len(model.runs) < 2 * SLICE:
+        yield size, _rows(items_of(model, name), url)  # a plain file: one validating pass anyway
+        return
+    try:
+        carried = read_refs(model, name)
+    except UserError:
+        carried_runs(model, name)  # a run before the one that failed may fail first
+        raise
+    runs = len(model.runs)
+    los = range(0, runs, SLICE)
+    his = [min(lo + SLICE, runs) for lo in los]
+    _SHARED = (model, name, carried)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        for lo, hi, part in zip(los, his, pool.map(_slice, los, his), strict=True):
+            yield size * (hi - lo) / runs, part
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _SHARED = None
+
+
+def _slice(lo: int, hi: int) -> list[Packed | Present]:
+    assert _SHARED is not None, "a worker forked before the file was shared"
+    with gc_paused():
+        return [c.packed for c in carried_slice(*_SHARED, lo, hi)]
 
 
 def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set[str]:
@@ -92,11 +145,9 @@ def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set
             con.close()
 
 
-def _size(paths: Sequence[str]) -> int:
-    total = 0
-    for p in paths:
-        try:
-            total += os.path.getsize(p)
-        except OSError:
-            pass  # reading it says what is wrong
-    return total
+def file_bytes(path: str) -> int:
+    """A bundle file's size; 0 for stdin and for one that cannot be read (reading says why)."""
+    try:
+        return 0 if path == "-" else os.path.getsize(path)
+    except OSError:
+        return 0
