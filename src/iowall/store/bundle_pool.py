@@ -108,7 +108,9 @@ def _one_file_shared(
     los = range(0, runs, SLICE)
     his = [min(lo + SLICE, runs) for lo in los]
     _SHARED = (model, name, carried)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(los)), mp_context=multiprocessing.get_context("fork")
+    )
     try:
         for lo, hi, part in zip(los, his, pool.map(_slice, los, his), strict=True):
             yield size * (hi - lo) / runs, part
