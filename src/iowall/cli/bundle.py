@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import os
 import socket
-import sqlite3
 import sys
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import closing
@@ -22,6 +21,7 @@ from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import Item, as_run, read_models, write_bundle
 from ..store.bundle_pool import Present, file_bytes, packed_parts, stored_uuids
+from ..store.db import remove_if_empty
 from ..store.gcpause import gc_paused
 from ..store.ingest import import_parts, plan_import
 from ..store.packing import Packed
@@ -125,7 +125,7 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
         added, runs = _import_files(files, url)
     except BaseException:
         if new is not None:  # a bad file or an interrupt leaves no store where there was none
-            _discard_if_empty(new)
+            remove_if_empty(new)
         raise
     write(f"imported {_n(added, 'run')}, {runs - added} already present\n", None)
 
@@ -161,24 +161,6 @@ def _import_files(files: list[str], url: str) -> tuple[int, int]:
             if bar is not None:
                 bar.end()
     return added, runs
-
-
-def _discard_if_empty(path: str) -> None:
-    """Remove the SQLite store at ``path`` (and its WAL) if it holds no run: one this import
-    made before it failed. Anything in the way leaves it be (the import's own error is what
-    the user sees)."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            (n,) = con.execute("SELECT count(*) FROM runs").fetchone()
-        finally:
-            con.close()
-        if n == 0:
-            for f in (path, f"{path}-wal", f"{path}-shm"):
-                if os.path.exists(f):
-                    os.unlink(f)
-    except (sqlite3.Error, OSError):
-        pass
 
 
 def _dry_run(models: Sequence[Item], url: str) -> None:

@@ -6,6 +6,7 @@ when first needed)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -359,3 +360,24 @@ def _window(
         params["until"] = until
         where_sql = and_where(where_sql, "started_at < :until")
     return where_sql
+
+
+def remove_if_empty(path: str) -> None:
+    """Remove the SQLite store at ``path``, its WAL too, if it holds no run: one a command
+    made before it failed (``iowall import`` into a store that was not there). A store with
+    runs, or one that cannot be read, is left as it is: the command's own error is what the
+    user sees."""
+    if not os.path.exists(path):
+        return
+    try:
+        con = connect_sqlite(path)
+        try:
+            (n,) = con.execute("SELECT count(*) FROM runs").fetchone()
+        finally:
+            con.close()
+        if n == 0:
+            for f in (path, f"{path}-wal", f"{path}-shm"):
+                if os.path.exists(f):
+                    os.unlink(f)
+    except (sqlite3.Error, OSError):
+        pass
