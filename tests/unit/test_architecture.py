@@ -27,7 +27,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: compare renderers in a run's report (numpy, which a run that shows no compare does not need),
 #: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a store does not need), psycopg
 #: (40-80 ms that only a PostgreSQL store needs), the compare of a stored report (analysis.compare
-#: and recipes.tables: numpy, which a report without a compare does not need).
+#: and recipes.tables: numpy, which a report without a compare does not need), the import's writer
+#: (store.ingest: SQLAlchemy, imported while the workers read the bundles).
 LAZY_OK = (
     "matplotlib",
     "alembic",
@@ -40,6 +41,7 @@ LAZY_OK = (
     "psycopg",
     "..analysis.compare",
     ".tables",
+    "..store.ingest",
 )
 
 

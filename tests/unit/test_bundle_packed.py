@@ -9,6 +9,9 @@ import base64
 import copy
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -243,6 +246,38 @@ def test_one_large_file_is_shared_by_slices(tmp_path: Path, monkeypatch: pytest.
         with pytest.raises(UserError) as two:
             _read_all([f], workers=2)
         assert str(two.value) == str(one.value) and f"runs[{run}]." in str(one.value)
+
+
+_WATCH_SUBMIT = """
+import json, sys
+from iowall.store import bundle_pool
+seen = []
+submit = bundle_pool.ProcessPoolExecutor.submit
+def watched(self, *a, **k):
+    seen.append("sqlalchemy" in sys.modules)
+    return submit(self, *a, **k)
+bundle_pool.ProcessPoolExecutor.submit = watched
+from iowall.cli.main import main
+rc = main(["import", "--db", sys.argv[1], *sys.argv[2:]])
+print(json.dumps([rc, seen, "sqlalchemy" in sys.modules]))
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the files are read in the one process")
+def test_the_workers_read_before_the_writer_is_imported(tmp_path: Path) -> None:
+    """``iowall import`` forks its readers before it imports SQLAlchemy (the writer), which it
+    imports while they read: the reading needs none of it (row_checks is plain data)."""
+    files = [_packed(tmp_path, [make_run("base", f"6.{i}", 1, 1e9)], f"p{i}.json")[0] for i in range(2)]
+    cp = subprocess.run(
+        [sys.executable, "-c", _WATCH_SUBMIT, str(tmp_path / "s.db"), *files],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(b.__file__).parents[2])},
+    )
+    rc, seen, at_end = json.loads(cp.stdout.splitlines()[-1])
+    assert rc == 0 and at_end and seen == [False, False], cp.stderr
+    assert "imported 2 runs" in cp.stdout
 
 
 def test_plain_runs_the_store_has_are_not_packed_again(tmp_path: Path, store_url: str) -> None:

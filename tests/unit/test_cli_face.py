@@ -118,3 +118,18 @@ def test_a_group_with_no_command_says_what_is_missing(
     rc, out, err = _run(capsys, *group)
     assert rc == 2 and "Usage:" in out
     assert err.strip() == f"iowall: error: iowall {group[0]} needs a command: one of {listed}"
+
+
+def test_ctrl_c_in_a_command_says_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C inside a command exits 130 with one line (typer returned a silent 130)."""
+    import iowall.cli.recipes as recipes
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recipes, "recipes_cmd", interrupted)
+    rc, _, err = _run(capsys, "recipes")
+    assert rc == 130
+    assert err.strip().splitlines()[-1] == "iowall: interrupted"

@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         if "Abort" in kinds:
             return 130
         raise
+    if rc == 130:  # typer's return for a KeyboardInterrupt (Ctrl-C) in a command; none returns it
+        print("iowall: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else 0  # a command's own exit code (gate: 1, 3)
 
 

@@ -33,10 +33,9 @@ from pydantic_core import from_json
 from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, run_uuid
 from . import codec
-from . import schema as t
 from .bundle_models import BundleV3, RunBase, RunV3
 from .packing import KeptMetrics, Kind, Packed, pack_run, run_row
-from .row_checks import METRICS, check_row, check_series
+from .row_checks import ARTIFACTS, METRICS, check_row, check_series
 
 Doc = dict[str, Any]
 #: The most one blob of a packed run may inflate to: a plain bundle's memory is bounded by
@@ -445,9 +444,9 @@ def _artifacts(r: RunV3, st: _Reading) -> list[dict[str, Any]]:
             raise ValueError(f"{where}: encoding {enc!r} with {'no ' if data is None else ''}data is unknown")
         row = {"run_id": 0, "name": name, "content_type": ctype, "encoding": enc, "body": body, "data": data}
         if ("artifact", name, ctype) not in st.checked:  # the names once a bundle, the body each time
-            check_row(t.artifacts, {"name": name, "content_type": ctype}, f"run {r.uuid}")
+            check_row(ARTIFACTS, {"name": name, "content_type": ctype}, f"run {r.uuid}")
             st.checked.add(("artifact", name, ctype))
         if body:
-            check_row(t.artifacts, {"body": body}, f"run {r.uuid}")
+            check_row(ARTIFACTS, {"body": body}, f"run {r.uuid}")
         rows.append(row)
     return rows

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from ..dirs import redact_url
 from ..errors import UserError
+from ..model import Run
 from .bundle import Item, items_of, pack_item, read_model, read_models
 from .bundle_models import BundleV3
 from .bundle_packed import Carried, carried_runs, carried_slice, read_refs
@@ -25,8 +26,12 @@ from .packing import Packed
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
 from .rows import uuids_in
 
-#: Below this many bytes of bundles in all, the workers' start costs more than they gain.
+#: One file of at least this many bytes is parsed here and shared among the workers by slices
+#: (``_one_file_shared``); a smaller one is read whole by one worker.
 PARALLEL_MIN_BYTES = 8 << 20
+
+#: What ``packed_parts`` gives: each file's (or slice's) bytes and its runs as rows.
+Part = tuple[float, list["Packed | Present"]]
 
 
 @dataclass(frozen=True)
@@ -37,33 +42,60 @@ class Present:
     uuid: str
 
 
-def packed_parts(
-    paths: Sequence[str], workers: int | None = None, url: str | None = None
-) -> Generator[tuple[float, list[Packed | Present]], None, None]:
+class Parts:
+    """The parts being read (``packed_parts``): an iterator whose ``close`` stops the workers
+    and drops what is not read yet, also when no part was asked for."""
+
+    def __init__(self, parts: Iterator[Part], stop: Callable[[], None] = lambda: None) -> None:
+        self._parts = parts
+        self._stop = stop
+
+    def __iter__(self) -> Parts:
+        return self
+
+    def __next__(self) -> Part:
+        return next(self._parts)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._parts, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._stop()
+
+
+def packed_parts(paths: Sequence[str], workers: int | None = None, url: str | None = None) -> Parts:
     """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``), a
     list a file (a slice of one, below), each with the bytes of file it stands for (what a
-    progress bar counts). Several files and enough bytes: the files shared among
-    ``workers`` processes (one a CPU by default) that read ahead of the caller. One large
-    packed file: shared by slices of SLICE runs (``_one_file_shared``). Else read one at a
-    time as asked; stdin (``-``) is read here. A plain run the store at ``url`` has is
-    ``Present``. A file that fails raises its UserError where its list would come; closing
-    the iterator cancels what is not read yet."""
+    progress bar counts). With two CPUs or more the reading starts now, on ``workers``
+    processes (one a CPU by default; no more than there are files), so that the caller can
+    do its own start meanwhile (``iowall import`` imports its writer and opens the store):
+    one large file is parsed here and its slices shared (``_one_file_shared``). Stdin
+    (``-``), or one CPU: read here as asked. A plain run the store at ``url`` has is
+    ``Present``. A file that fails raises its UserError where its list would come; ``close``
+    cancels what is not read yet."""
     n = workers or os.cpu_count() or 1
     sizes = [file_bytes(p) for p in paths]
-    if n >= 2 and len(paths) == 1 and paths[0] != "-" and sizes[0] >= PARALLEL_MIN_BYTES:
-        yield from _one_file_shared(paths[0], sizes[0], n, url)
-        return
     read = functools.partial(_packed, url=url)
-    if min(n, len(paths)) < 2 or "-" in paths or sum(sizes) < PARALLEL_MIN_BYTES:
-        for size, path in zip(sizes, paths, strict=True):
-            yield size, read(path)
-        return
-    ctx = multiprocessing.get_context("fork")  # the modules imported once, in this process
-    pool = ProcessPoolExecutor(max_workers=min(n, len(paths)), mp_context=ctx)
+    if n < 2 or "-" in paths:
+        return Parts((size, read(path)) for size, path in zip(sizes, paths, strict=True))
+    if len(paths) == 1 and sizes[0] >= PARALLEL_MIN_BYTES:
+        return _one_file_shared(paths[0], sizes[0], n, url)
+    pool = ProcessPoolExecutor(max_workers=min(n, len(paths)), mp_context=_FORK)
     try:
-        yield from zip(sizes, pool.map(read, paths), strict=True)
-    finally:
+        futures = [pool.submit(read, path) for path in paths]
+    except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    return Parts(
+        ((size, f.result()) for size, f in zip(sizes, futures, strict=True)),
+        lambda: pool.shutdown(wait=True, cancel_futures=True),
+    )
+
+
+#: Workers are forked: the modules are imported once, in this process.
+_FORK = multiprocessing.get_context("fork")
 
 
 def _packed(path: str, url: str | None = None) -> list[Packed | Present]:
@@ -88,17 +120,14 @@ SLICE = 500
 _SHARED: tuple[BundleV3, str, Any] | None = None
 
 
-def _one_file_shared(
-    path: str, size: int, workers: int, url: str | None
-) -> Generator[tuple[float, list[Packed | Present]], None, None]:
+def _one_file_shared(path: str, size: int, workers: int, url: str | None) -> Parts:
     """One large bundle file: parsed here, and what its runs carry for later ones read in
     order (``read_refs``); then its runs checked in slices on ``workers`` processes. A
     failing run is named as one process reading the file would name it: the first in order."""
     global _SHARED
     model, name = read_model(path)
     if not isinstance(model, BundleV3) or len(model.runs) < 2 * SLICE:
-        yield size, _rows(items_of(model, name), url)  # a plain file: one validating pass anyway
-        return
+        return Parts(iter([(size, _rows(items_of(model, name), url))]))  # a plain file: one pass anyway
     try:
         carried = read_refs(model, name)
     except UserError:
@@ -108,15 +137,18 @@ def _one_file_shared(
     los = range(0, runs, SLICE)
     his = [min(lo + SLICE, runs) for lo in los]
     _SHARED = (model, name, carried)
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(los)), mp_context=multiprocessing.get_context("fork")
-    )
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(los)), mp_context=_FORK)
     try:
-        for lo, hi, part in zip(los, his, pool.map(_slice, los, his), strict=True):
-            yield size * (hi - lo) / runs, part
+        futures = [pool.submit(_slice, lo, hi) for lo, hi in zip(los, his, strict=True)]
     finally:
+        _SHARED = None  # the workers have it: forked when the first slice was submitted
+
+    def stop() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
-        _SHARED = None
+
+    return Parts(
+        ((size * (hi - lo) / runs, f.result()) for lo, hi, f in zip(los, his, futures, strict=True)), stop
+    )
 
 
 def _slice(lo: int, hi: int) -> list[Packed | Present]:
@@ -145,6 +177,22 @@ def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set
     finally:
         if con is not None:
             con.close()
+
+
+def plan_import(stored: set[str], runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """Split ``runs`` into those to add and those already present (their uuid in ``stored``,
+    the store's, or earlier in ``runs``)."""
+    seen = set(stored)
+    new: list[Run] = []
+    present: list[Run] = []
+    for r in runs:
+        if r.uuid and r.uuid in seen:
+            present.append(r)
+            continue
+        if r.uuid:
+            seen.add(r.uuid)
+        new.append(r)
+    return new, present
 
 
 def file_bytes(path: str) -> int:

@@ -18,7 +18,7 @@ from .db import Store
 from .ingest import GROUP, add_new_packed
 from .packing import KeptMetrics, Kind, Packed
 from .reader import Reader
-from .row_checks import check_row
+from .row_checks import RUNS, check_row
 from .rows import ARTIFACTS, KINDS, RunFilter, chunks, doc_texts, kept_docs
 from .write import Waiting, dialect_insert
 
@@ -152,7 +152,7 @@ def packed_runs(db: Reader, rows: Sequence[Mapping[str, Any]], kinds: dict[int, 
     out = []
     for r in rows:
         row = {c: r[c] for c in RUN_COLUMNS}
-        check_row(t.runs, row, f"run {row['uuid']}")
+        check_row(RUNS, row, f"run {row['uuid']}")
         docs = None
         if r["env_ref"] and r["bed_ref"] and not r["env_json"] and not r["bed_json"]:
             row["env_ref"], row["bed_ref"] = r["env_ref"], r["bed_ref"]

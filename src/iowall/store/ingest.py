@@ -22,7 +22,6 @@ from sqlalchemy import Connection, Float, Integer, LargeBinary, String, Table, T
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import UserError
-from ..model import Run
 from . import codec
 from . import schema as t
 from .db import Store
@@ -61,22 +60,6 @@ def add_new_runs(
     a run's rows (``pack_run`` for a ``Run``)."""
     with gc_paused():
         return _add_new_runs(store, runs, done, waiting, group, pack)
-
-
-def plan_import(stored: set[str], runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
-    """Split ``runs`` into those to add and those already present (their uuid in ``stored``,
-    the store's, or earlier in ``runs``)."""
-    seen = set(stored)
-    new: list[Run] = []
-    present: list[Run] = []
-    for r in runs:
-        if r.uuid and r.uuid in seen:
-            present.append(r)
-            continue
-        if r.uuid:
-            seen.add(r.uuid)
-        new.append(r)
-    return new, present
 
 
 def import_runs(

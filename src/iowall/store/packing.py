@@ -15,8 +15,7 @@ from typing import Any, Protocol
 from ..errors import UserError
 from ..model import Point, Run, fingerprint
 from . import codec
-from . import schema as t
-from .row_checks import METRICS, check_row, check_series
+from .row_checks import ARTIFACTS, METRICS, RUNS, check_row, check_series
 
 #: A metric kind: (name, unit, direction).
 Kind = tuple[str, str, str]
@@ -175,7 +174,7 @@ def pack_parts(
             seen.add(("metric", *kind))
     arts = [{"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body} for a in artifacts]
     for a in arts:
-        check_row(t.artifacts, a, what)
+        check_row(ARTIFACTS, a, what)
     for s in series:
         if ("series", s.probe, s.name, s.unit) not in seen:
             check_series(s.probe, s.name, s.unit, what)
@@ -224,7 +223,7 @@ def run_row(
         error=error,
         notes_json=json.dumps(list(notes)),
     )
-    check_row(t.runs, row, f"run {uuid}")
+    check_row(RUNS, row, f"run {uuid}")
     return row
 
 
