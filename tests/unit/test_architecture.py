@@ -28,7 +28,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a store does not need), psycopg
 #: (40-80 ms that only a PostgreSQL store needs), the compare of a stored report (analysis.compare
 #: and recipes.tables: numpy, which a report without a compare does not need), the import's writer
-#: (store.ingest: SQLAlchemy, imported while the workers read the bundles).
+#: (store.ingest: SQLAlchemy, imported while the workers read the bundles), rich's progress bar
+#: (30 ms that an import of a small bundle, which shows no bar, does not need).
 LAZY_OK = (
     "matplotlib",
     "alembic",
@@ -42,6 +43,7 @@ LAZY_OK = (
     "..analysis.compare",
     ".tables",
     "..store.ingest",
+    "rich.progress",
 )
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
 from ..progress import Progress as ProgressProtocol
 
 
@@ -15,6 +13,9 @@ class RichProgress(ProgressProtocol):
     """A progress bar with ETA on stderr; silent when stderr is not a terminal."""
 
     def __init__(self, title: str) -> None:
+        # rich (30 ms) only once a bar is made: `import` of a small bundle shows none
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
         self.title = title
         self._p = Progress(
             TextColumn("{task.description}"),
