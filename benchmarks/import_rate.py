@@ -88,15 +88,20 @@ def line(backend: str, tree: str, what: str, runs: int, wall: float) -> str:
 
 
 def measure(
-    backend: str, new_url: Callable[[], str], files: list[str], trees: dict[str, Path], form: str = "plain"
+    backend: str,
+    new_url: Callable[[], str],
+    files: list[str],
+    trees: dict[str, Path],
+    form: str = "plain",
+    old_packed: bool = False,
 ) -> list[str]:
     """Each tree: one import per bundle into a new store, then every bundle again in one
     call (nothing to add); the tree under test also all bundles in one call into a new
-    store, in process, and a db copy of it. ``form``: the bundles' (plain or packed: the
-    tree before packed bundles reads only plain ones)."""
+    store, in process, and a db copy of it. ``form``: the bundles' (plain or packed: an
+    older tree reads packed ones only with ``old_packed``, from 1d3bc5d on)."""
     out = []
     n = PER_BUNDLE * len(files)
-    if form == "packed":
+    if form == "packed" and not old_packed:
         trees = {"new": SRC}
     for tree, src in trees.items():
         url = new_url()
@@ -200,6 +205,7 @@ def main() -> None:
     ap.add_argument("--bundles", type=int, default=4, help="bundles of 500 runs to import")
     ap.add_argument("--many", type=int, default=20, help="packed bundles of 500 runs in one call")
     ap.add_argument("--old", type=Path, help="the src of an older tree, measured beside this one")
+    ap.add_argument("--old-packed", action="store_true", help="the older tree reads packed bundles too")
     ap.add_argument("--no-pg", action="store_true", help="SQLite only")
     ap.add_argument("--copy-runs", type=int, default=10_000, help="runs of the store db copy copies")
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
@@ -230,7 +236,7 @@ def main() -> None:
         report = ["| store | tree | what | runs | wall | rate |", "|---|---|---|---|---|---|"]
         sqlite = lambda: f"sqlite:///{work / f's{next(count)}.db'}"  # noqa: E731
         report += measure("SQLite", sqlite, files, trees)
-        report += measure("SQLite", sqlite, packed, trees, "packed")
+        report += measure("SQLite", sqlite, packed, trees, "packed", a.old_packed)
         report += measure_many("SQLite", sqlite, many, trees)
         fill_db = work / "fill.db"
         Store(str(fill_db))
@@ -261,7 +267,7 @@ def main() -> None:
                 return cluster.url(name)
 
             report += measure("PostgreSQL", pg_url, files, trees)
-            report += measure("PostgreSQL", pg_url, packed, trees, "packed")
+            report += measure("PostgreSQL", pg_url, packed, trees, "packed", a.old_packed)
             report += measure_many("PostgreSQL", pg_url, many, trees)
             report += measure_copy("PostgreSQL", pg_url, big, a.copy_runs, trees)
         print("\n".join(report))
