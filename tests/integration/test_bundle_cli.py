@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -162,3 +167,41 @@ def test_dry_run_makes_no_store(tmp_path: Path, db_url: str, iowall_env: dict[st
     assert not nowhere.exists()
     cp = iowall("import", "--dry-run", str(out), env=iowall_env, check=True)  # the store it came from
     assert cp.stdout.splitlines()[-1] == "would import 0 runs, 4 already present"
+
+
+def test_ctrl_c_while_a_file_does_not_come_says_one_line_and_leaves_no_store(
+    tmp_path: Path, db_url: str, iowall_env: dict[str, str]
+) -> None:
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) while a worker
+    waits on a pipe that is never written: exit 130, the one line ``iowall: interrupted`` (no
+    worker's traceback), and the store the import made removed."""
+    fill(db_url)
+    good = tmp_path / "good.json"
+    iowall("export", "-o", str(good), env=iowall_env, check=True)
+    fifo = tmp_path / "never.json"
+    os.mkfifo(fifo)
+    store = tmp_path / "new.db"
+    exe = os.path.join(os.path.dirname(sys.executable), "iowall")
+    p = subprocess.Popen(
+        [exe, "import", "--db", str(store), str(good), str(fifo)],
+        env=iowall_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, which the SIGINT goes to
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not ignored, as under a shell
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not store.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the store is opened while the workers read
+        time.sleep(1.0)  # the first file written, the second waited for
+        assert p.poll() is None, p.communicate()
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+    assert (p.returncode, err, out) == (130, "iowall: interrupted\n", "")
+    assert not store.exists()

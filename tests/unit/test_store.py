@@ -74,3 +74,29 @@ def test_order_and_prefixes_do_not_depend_on_the_backend(store_url: str) -> None
     assert [r.id for r in s.runs(RunFilter(kernel="6.18.0"))] == [rid]
     assert s.runs(RunFilter(kernel="6.18.0-rc1")) == []  # kernel names are case-sensitive
     assert s.runs(RunFilter(kernel="6.18.0-R%")) == []  # LIKE's wildcards are plain text
+
+
+def test_a_store_a_command_made_and_left_empty_is_removed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """remove_if_empty: a store with no run goes, also one interrupted while its tables were
+    made (no byte yet, or no runs table yet: Ctrl-C during the first open); a store with runs
+    and a file that is not SQLite stay."""
+    import sqlite3
+
+    from iowall.store.db import remove_if_empty
+
+    empty = tmp_path / "empty.db"
+    Store(str(empty))
+    nothing = tmp_path / "nothing.db"
+    nothing.write_bytes(b"")
+    half = tmp_path / "half.db"
+    con = sqlite3.connect(half)
+    con.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    con.commit()
+    con.close()
+    full = tmp_path / "full.db"
+    Store(str(full)).add_run(_run("a", "read", 1.0))
+    other = tmp_path / "other.db"
+    other.write_text("not a database, whatever it is")
+    for p in (empty, nothing, half, full, other):
+        remove_if_empty(str(p))
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["full.db", "other.db"]

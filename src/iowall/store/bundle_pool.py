@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -44,11 +45,11 @@ class Present:
 
 class Parts:
     """The parts being read (``packed_parts``): an iterator whose ``close`` stops the workers
-    and drops what is not read yet, also when no part was asked for."""
+    (``pool``) and drops what is not read yet, also when no part was asked for."""
 
-    def __init__(self, parts: Iterator[Part], stop: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, parts: Iterator[Part], pool: ProcessPoolExecutor | None = None) -> None:
         self._parts = parts
-        self._stop = stop
+        self._pool = pool
 
     def __iter__(self) -> Parts:
         return self
@@ -62,7 +63,8 @@ class Parts:
             if close is not None:
                 close()
         finally:
-            self._stop()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def packed_parts(paths: Sequence[str], workers: int | None = None, url: str | None = None) -> Parts:
@@ -82,20 +84,52 @@ def packed_parts(paths: Sequence[str], workers: int | None = None, url: str | No
         return Parts((size, read(path)) for size, path in zip(sizes, paths, strict=True))
     if len(paths) == 1 and sizes[0] >= PARALLEL_MIN_BYTES:
         return _one_file_shared(paths[0], sizes[0], n, url)
-    pool = ProcessPoolExecutor(max_workers=min(n, len(paths)), mp_context=_FORK)
+    return _started(min(n, len(paths)), read, [(path,) for path in paths], sizes)
+
+
+def _started(
+    workers: int,
+    fn: Callable[..., list[Packed | Present]],
+    calls: Sequence[tuple[Any, ...]],
+    sizes: Sequence[float],
+) -> Parts:
+    """``fn`` of each of ``calls`` submitted to ``workers`` forked processes (the modules
+    imported once, in this process), their results the parts, each with its bytes of
+    ``sizes``. Ctrl-C is held while they are forked (at the first
+    submit) and raised after: arriving during a fork, it was lost in the at-fork hooks
+    ("Exception ignored in: _releaseLock") and the import went on to the end."""
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_sigint
+    )
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        futures = [pool.submit(read, path) for path in paths]
+        futures = [pool.submit(_interruptible, fn, *c) for c in calls]
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held meanwhile is raised here
     except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         pool.shutdown(wait=True, cancel_futures=True)
         raise
-    return Parts(
-        ((size, f.result()) for size, f in zip(sizes, futures, strict=True)),
-        lambda: pool.shutdown(wait=True, cancel_futures=True),
-    )
+    return Parts(((size, f.result()) for size, f in zip(sizes, futures, strict=True)), pool)
 
 
-#: Workers are forked: the modules are imported once, in this process.
-_FORK = multiprocessing.get_context("fork")
+def _ignore_sigint() -> None:
+    """A worker leaves Ctrl-C (SIGINT, which a terminal sends to every process of the
+    command) to the process that reads its results, but for while it reads a file: an idle
+    worker interrupted printed a traceback before ``iowall: interrupted``, and one interrupted
+    while it sent a result could leave the rest of it unsent, the reader waiting for it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held while it was forked
+
+
+def _interruptible(fn: Callable[..., list[Packed | Present]], *args: Any) -> list[Packed | Present]:
+    """``fn(*args)`` on a worker, Ctrl-C ending it (its future's KeyboardInterrupt, sent back
+    quietly) as it would end this process: a worker blocked on a pipe that is not written
+    is let go too."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return fn(*args)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _packed(path: str, url: str | None = None) -> list[Packed | Present]:
@@ -134,21 +168,14 @@ def _one_file_shared(path: str, size: int, workers: int, url: str | None) -> Par
         carried_runs(model, name)  # a run before the one that failed may fail first
         raise
     runs = len(model.runs)
-    los = range(0, runs, SLICE)
-    his = [min(lo + SLICE, runs) for lo in los]
+    slices = [(lo, min(lo + SLICE, runs)) for lo in range(0, runs, SLICE)]
     _SHARED = (model, name, carried)
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(los)), mp_context=_FORK)
     try:
-        futures = [pool.submit(_slice, lo, hi) for lo, hi in zip(los, his, strict=True)]
+        return _started(
+            min(workers, len(slices)), _slice, slices, [size * (hi - lo) / runs for lo, hi in slices]
+        )
     finally:
         _SHARED = None  # the workers have it: forked when the first slice was submitted
-
-    def stop() -> None:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-    return Parts(
-        ((size * (hi - lo) / runs, f.result()) for lo, hi, f in zip(los, his, futures, strict=True)), stop
-    )
 
 
 def _slice(lo: int, hi: int) -> list[Packed | Present]:

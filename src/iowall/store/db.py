@@ -364,15 +364,19 @@ def _window(
 
 def remove_if_empty(path: str) -> None:
     """Remove the SQLite store at ``path``, its WAL too, if it holds no run: one a command
-    made before it failed (``iowall import`` into a store that was not there). A store with
-    runs, or one that cannot be read, is left as it is: the command's own error is what the
-    user sees."""
+    made before it failed (``iowall import`` into a store that was not there), also one
+    interrupted while its tables were being made (no ``runs`` table yet, or no byte yet). A
+    store with runs, or one that cannot be read, is left as it is: the command's own error
+    is what the user sees."""
     if not os.path.exists(path):
         return
     try:
         con = connect_sqlite(path)
         try:
-            (n,) = con.execute("SELECT count(*) FROM runs").fetchone()
+            made = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'"
+            ).fetchone()
+            n = con.execute("SELECT count(*) FROM runs").fetchone()[0] if made else 0
         finally:
             con.close()
         if n == 0:
