@@ -148,6 +148,28 @@ def test_copy_bad_stores_exit_2_with_one_line(
     assert err.startswith("iowall: error: ") and expect in err and err.count("\n") == 1
 
 
+def test_an_interrupted_copy_leaves_no_store_it_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (or an error) before a copy's first group is committed: exit 130, one line,
+    and no SQLite store where there was none; a store that was there is kept."""
+    from iowall.cli import db as db_cli
+
+    src = Store(str(tmp_path / "src.db"))
+    src.add_run(_whole_run(0, "a"))
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(db_cli, "copy_runs", interrupted)
+    rc, out, err = _copy(capsys, str(tmp_path / "src.db"), str(tmp_path / "new.db"))
+    assert (rc, out, err) == (130, "", "iowall: interrupted\n")
+    assert not (tmp_path / "new.db").exists()
+    Store(str(tmp_path / "old.db"))
+    assert _copy(capsys, str(tmp_path / "src.db"), str(tmp_path / "old.db"))[0] == 130
+    assert (tmp_path / "old.db").exists()
+
+
 def test_compare_prints_the_same_on_both_backends(
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

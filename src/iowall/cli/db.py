@@ -3,6 +3,7 @@ DST already has."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -13,7 +14,9 @@ from ..errors import UserError
 from ..report.emit import write
 from ..selection import parse_selection
 from ..store import RunFilter, Store
-from ..store.copy import CHUNK, copy_runs
+from ..store.copy import CHUNK, Copied, copy_runs
+from ..store.db import remove_if_empty
+from ..store.reader import sqlite_file
 from .progress import RichProgress
 
 db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")
@@ -53,9 +56,29 @@ def copy(
                 f"--select {select!r}: a bundle file is not a store; use 'iowall import' for bundles"
             )
         flt = sel.flt
-    source, target = Store.existing(src), Store(dst)
+    source = Store.existing(src)
+    path = sqlite_file(db_url(dst))
+    new = path if path is not None and not os.path.exists(path) else None
+    try:
+        target, done = _copy(source, dst, flt)
+    except BaseException:
+        if new is not None:  # an error or Ctrl-C before the first group leaves no store behind
+            remove_if_empty(new)
+        raise
+    write(
+        f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
+        f"report{'' if done.reports == 1 else 's'} from {source.shown} to "
+        f"{target.shown}; {done.skipped} already there\n",
+        None,
+    )
+
+
+def _copy(source: Store, dst: str, flt: RunFilter) -> tuple[Store, Copied]:
+    """The store at ``dst`` (made or migrated) and what copying ``flt`` of ``source`` into
+    it did, with a bar on large copies."""
+    target = Store(dst)
     total = source.count(flt)
-    bar = RichProgress("copy") if min(total, flt.limit or total) > CHUNK else None  # large copies
+    bar = RichProgress("copy") if min(total, flt.limit or total) > CHUNK else None
     if bar is not None:
         bar.begin(min(total, flt.limit or total))
     try:
@@ -69,12 +92,7 @@ def copy(
     finally:
         if bar is not None:
             bar.end()
-    write(
-        f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
-        f"report{'' if done.reports == 1 else 's'} from {source.shown} to "
-        f"{target.shown}; {done.skipped} already there\n",
-        None,
-    )
+    return target, done
 
 
 db_app.command("copy")(copy)
