@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 from collections.abc import Generator, Iterable, Iterator, Sequence
@@ -20,10 +19,9 @@ from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
 from ..store.bundle import Item, as_run, read_models, write_bundle
 from ..store.bundle_pool import Present, file_bytes, packed_parts, plan_import, stored_uuids
-from ..store.db import remove_if_empty
+from ..store.db import none_left_if_failed
 from ..store.gcpause import gc_paused
 from ..store.packing import Packed
-from ..store.reader import sqlite_file
 from .options import DbOpt
 from .progress import RichProgress
 
@@ -117,14 +115,8 @@ def _import(files: list[str], dry_run: bool, db: str | None) -> None:
     if dry_run:
         _dry_run([r for f in files for r in read_models(f)], url)
         return
-    path = sqlite_file(url)
-    new = path if path is not None and not os.path.exists(path) else None
-    try:
+    with none_left_if_failed(url):  # a bad file or an interrupt leaves no store where there was none
         added, runs = _import_files(files, url)
-    except BaseException:
-        if new is not None:  # a bad file or an interrupt leaves no store where there was none
-            remove_if_empty(new)
-        raise
     write(f"imported {_n(added, 'run')}, {runs - added} already present\n", None)
 
 

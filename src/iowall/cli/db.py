@@ -3,7 +3,6 @@ DST already has."""
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated
 
@@ -15,8 +14,7 @@ from ..report.emit import write
 from ..selection import parse_selection
 from ..store import RunFilter, Store
 from ..store.copy import CHUNK, Copied, copy_runs
-from ..store.db import remove_if_empty
-from ..store.reader import sqlite_file
+from ..store.db import none_left_if_failed
 from .progress import RichProgress
 
 db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")
@@ -57,14 +55,8 @@ def copy(
             )
         flt = sel.flt
     source = Store.existing(src)
-    path = sqlite_file(db_url(dst))
-    new = path if path is not None and not os.path.exists(path) else None
-    try:
+    with none_left_if_failed(db_url(dst)):  # an error or Ctrl-C before the first group
         target, done = _copy(source, dst, flt)
-    except BaseException:
-        if new is not None:  # an error or Ctrl-C before the first group leaves no store behind
-            remove_if_empty(new)
-        raise
     write(
         f"copied {done.copied} run{'' if done.copied == 1 else 's'} and {done.reports} "
         f"report{'' if done.reports == 1 else 's'} from {source.shown} to "

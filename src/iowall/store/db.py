@@ -362,6 +362,21 @@ def _window(
     return where_sql
 
 
+@contextmanager
+def none_left_if_failed(url: str) -> Iterator[None]:
+    """Around a command that may make the SQLite store at ``url``: if there was none and the
+    command fails or is interrupted (an import's bad file, Ctrl-C) before a run is in it,
+    none is left (``remove_if_empty``)."""
+    path = sqlite_file(url)
+    new = path if path is not None and not os.path.exists(path) else None
+    try:
+        yield
+    except BaseException:
+        if new is not None:
+            remove_if_empty(new)
+        raise
+
+
 def remove_if_empty(path: str) -> None:
     """Remove the SQLite store at ``path``, its WAL too, if it holds no run: one a command
     made before it failed (``iowall import`` into a store that was not there), also one
