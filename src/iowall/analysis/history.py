@@ -156,7 +156,7 @@ def _detect_all(series: Sequence[Sequence[Observation]], by: str, alpha: float |
     """``_detect`` of each series, on as many threads as CPUs: each series' permutation null
     is its own (its length differs), numpy shuffles and sums without the GIL, and the
     results do not depend on the order (each generator is seeded by its series' shape)."""
-    workers = min(len(series), os.cpu_count() or 1)
+    workers = min(len(series), len(os.sched_getaffinity(0)))  # the CPUs this process may run on
     if workers < 2:
         return [_detect(obs, by, alpha) for obs in series]
     with ThreadPoolExecutor(max_workers=workers) as ex:

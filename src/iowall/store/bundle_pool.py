@@ -71,13 +71,13 @@ def packed_parts(paths: Sequence[str], workers: int | None = None, url: str | No
     """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``), a
     list a file (a slice of one, below), each with the bytes of file it stands for (what a
     progress bar counts). With two CPUs or more the reading starts now, on ``workers``
-    processes (one a CPU by default; no more than there are files), so that the caller can
+    processes (one a CPU it may run on by default; no more than there are files), so that the caller can
     do its own start meanwhile (``iowall import`` imports its writer and opens the store):
     one large file is parsed here and its slices shared (``_one_file_shared``). Stdin
     (``-``), or one CPU: read here as asked. A plain run the store at ``url`` has is
     ``Present``. A file that fails raises its UserError where its list would come; ``close``
     cancels what is not read yet."""
-    n = workers or os.cpu_count() or 1
+    n = workers or len(os.sched_getaffinity(0))  # the CPUs this process may run on
     sizes = [file_bytes(p) for p in paths]
     read = functools.partial(_packed, url=url)
     if n < 2 or "-" in paths:
