@@ -27,6 +27,8 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from sqlalchemy import text
+
 from iowall.model import Run
 from iowall.store import Store
 from iowall.store.bundle import as_run, read_bundle, read_models, write_bundle
@@ -198,6 +200,45 @@ def measure_copy(
     return out
 
 
+def measure_concurrent(backend: str, url: str, files: list[str], importers: int) -> list[str]:
+    """``importers`` ``iowall import`` processes started at once into one new store, each with
+    its own two packed bundles and one bundle every one of them has (the same runs, taken
+    by whichever comes first): the wall until the last is done, and a check that every run
+    is there once and that no importer failed or said "locked" (issue 27 item 2 at the
+    size of real bundles; tests/integration/test_import_concurrency.py is the test)."""
+    shared, own = files[0], files[1 : 1 + 2 * importers]
+    assert len(own) == 2 * importers, f"--many must be at least {2 * importers + 1}"
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    t0 = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            iowall("import", *own[2 * k : 2 * k + 2], shared, "--db", url),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(importers)
+    ]
+    outs = [p.communicate() for p in procs]
+    wall = time.perf_counter() - t0
+    for p, (_, err) in zip(procs, outs, strict=True):
+        if p.returncode != 0 or "locked" in err or "deadlock" in err:
+            raise SystemExit(f"a concurrent importer failed ({p.returncode}): {err.strip()}")
+    n = PER_BUNDLE * (2 * importers + 1)
+    added = sum(int(out.split()[1]) for out, _ in outs)  # "imported N runs, …"
+    store = Store(url)
+    with store.engine.connect() as conn:
+        stored, distinct = conn.execute(text("SELECT count(*), count(DISTINCT uuid) FROM runs")).one()
+    store.engine.dispose()
+    if not added == stored == distinct == n:
+        raise SystemExit(
+            f"runs lost or doubled: {n} expected, {added} added, {stored} stored, {distinct} uuids"
+        )
+    what = f"{importers} imports at once (2 own bundles and a shared one each), every run once"
+    return [line(backend, "new", what, n, wall)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--template-db", type=Path, help="template runs from a store_scale template store")
@@ -257,6 +298,7 @@ def main() -> None:
         report += measure_copy(
             "SQLite", lambda: f"sqlite:///{work / f's{next(count)}.db'}", big, a.copy_runs, trees
         )
+        report += measure_concurrent("SQLite", sqlite(), many, 2)
         if not a.no_pg and bindir() is not None:
             cluster = Cluster()
             cluster.start()
@@ -270,6 +312,7 @@ def main() -> None:
             report += measure("PostgreSQL", pg_url, packed, trees, "packed", a.old_packed)
             report += measure_many("PostgreSQL", pg_url, many, trees)
             report += measure_copy("PostgreSQL", pg_url, big, a.copy_runs, trees)
+            report += measure_concurrent("PostgreSQL", pg_url(), many, 8)
         print("\n".join(report))
     finally:
         if cluster is not None:
