@@ -71,12 +71,12 @@ def packed_parts(paths: Sequence[str], workers: int | None = None, url: str | No
     """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``), a
     list a file (a slice of one, below), each with the bytes of file it stands for (what a
     progress bar counts). With two CPUs or more the reading starts now, on ``workers``
-    processes (one a CPU it may run on by default; no more than there are files), so that the caller can
-    do its own start meanwhile (``iowall import`` imports its writer and opens the store):
-    one large file is parsed here and its slices shared (``_one_file_shared``). Stdin
-    (``-``), or one CPU: read here as asked. A plain run the store at ``url`` has is
-    ``Present``. A file that fails raises its UserError where its list would come; ``close``
-    cancels what is not read yet."""
+    processes (by default one a CPU this process may run on, no more than there are files),
+    so that the caller can do its own start meanwhile (``iowall import`` imports its writer
+    and opens the store): one large file is parsed here and its slices shared
+    (``_one_file_shared``). Stdin (``-``), or one CPU: read here as asked. A plain run the
+    store at ``url`` has is ``Present``. A file that fails raises its UserError where its
+    list would come; ``close`` cancels what is not read yet."""
     n = workers or len(os.sched_getaffinity(0))  # the CPUs this process may run on
     sizes = [file_bytes(p) for p in paths]
     read = functools.partial(_packed, url=url)
@@ -95,9 +95,10 @@ def _started(
 ) -> Parts:
     """``fn`` of each of ``calls`` submitted to ``workers`` forked processes (the modules
     imported once, in this process), their results the parts, each with its bytes of
-    ``sizes``. Ctrl-C is held while they are forked (at the first
-    submit) and raised after: arriving during a fork, it was lost in the at-fork hooks
-    ("Exception ignored in: _releaseLock") and the import went on to the end."""
+    ``sizes``. Ctrl-C is held while they are forked (at the first submit; the pool's threads,
+    started then, keep it held, so it comes to this thread) and raised after: arriving during
+    a fork, it was lost in the at-fork hooks ("Exception ignored in: _releaseLock") and the
+    import went on to the end."""
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_sigint
     )
