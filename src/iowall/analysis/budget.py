@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute
 from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
 
@@ -68,6 +69,8 @@ class ThreadBudget:
     seconds: dict[str, float]
     syscalls: float
     bytes: float
+    #: the CPUs the thread may run on (its affinity mask), when the probe read it
+    allowed_cpus: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,14 @@ class Budget:
     #: mean CPUs over the window of the threads outside the point and of those working for
     #: it (``compute``'s ``cpus``), None without the tasks probe
     cpus: tuple[float, float] | None = None
+    #: per blocked reason: the mechanism most of its samples stand for
+    #: (``analysis.kernel_knowledge``) and that share of the reason's samples
+    mechanisms: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: kernel on-CPU seconds by mechanism, from the profile's stacks of the workload's threads
+    #: (``""``: stacks the table does not know)
+    cpu_mechanisms: dict[str, float] = field(default_factory=dict)
+    #: the kernel function the workload's threads were sampled on most, and its caller
+    cpu_top: tuple[str, str] = ("", "")
 
     @property
     def wall_s(self) -> float:
@@ -160,6 +171,7 @@ def compute(
     blocked_fn: dict[str, dict[tuple[str, str], int]] = {}
     blocked_sys: dict[str, dict[str, int]] = {}
     blocked_leaf: dict[str, dict[str, int]] = {}
+    blocked_mech: dict[str, dict[str, int]] = {}
     left: list[str] = []
     measured: list[tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]] = []
     fields = _fields(doc)
@@ -190,6 +202,9 @@ def compute(
                 lf = blocked_leaf.setdefault(c.reason, {})
                 leaf = leaf_of(stacks[sid])
                 lf[leaf] = lf.get(leaf, 0) + n
+                mc = blocked_mech.setdefault(c.reason, {})
+                mech = mechanism_of(stacks[sid])
+                mc[mech] = mc.get(mech, 0) + n
         measured.append((th, d, wall, reasons))
     if not measured:
         return None
@@ -243,6 +258,7 @@ def compute(
                 secs,
                 d["syscr"] + d["syscw"],
                 d["rchar"] + d["wchar"],
+                _allowed(th.get("allowed_cpus")),
             )
         )
     totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
@@ -266,7 +282,75 @@ def compute(
         syscalls=_most(blocked_sys),
         leaves=_most(blocked_leaf),
         cpus=cpus,
+        mechanisms=_dominant(blocked_mech),
+        cpu_mechanisms=cpu_mechanisms(profile, comms, totals["kernel"]) if profile else {},
+        cpu_top=cpu_top(profile, comms) if profile else ("", ""),
     )
+
+
+def _allowed(v: Any) -> tuple[int, ...] | None:
+    """A thread's affinity mask as the probe stored it (a list of CPU numbers), or None."""
+    if not isinstance(v, list) or not v:
+        return None
+    return tuple(int(x) for x in v if isinstance(x, int))
+
+
+def _dominant(counts: Mapping[str, Mapping[str, int]]) -> dict[str, tuple[str, float]]:
+    """Per reason, the known mechanism sampled most and its share of the reason's samples."""
+    out: dict[str, tuple[str, float]] = {}
+    for r, c in counts.items():
+        total = sum(c.values())
+        known = [(k, n) for k, n in c.items() if k]
+        if total and known:
+            k, n = max(known, key=lambda kv: kv[1])
+            out[r] = (k, n / total)
+    return out
+
+
+def _kernel_stacks(profile: Mapping[str, int], comms: set[str]) -> dict[str, int]:
+    """The workload's stacks with kernel frames, only those frames (root first)."""
+    out: dict[str, int] = {}
+    for stack, n in profile.items():
+        frames = stack.split(";")
+        if frames[0] not in comms:
+            continue
+        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
+        if kernel:
+            k = ";".join(kernel)
+            out[k] = out.get(k, 0) + n
+    return out
+
+
+def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds split by mechanism (``analysis.kernel_knowledge``),
+    in proportion to its profile samples with kernel frames."""
+    mine = _kernel_stacks(profile, comms)
+    total = sum(mine.values())
+    if not total:
+        return {}
+    out: dict[str, float] = {}
+    for s, n in mine.items():
+        k = mechanism_of(s)
+        out[k] = out.get(k, 0.0) + kernel_s * n / total
+    return out
+
+
+def cpu_top(profile: Mapping[str, int], comms: set[str]) -> tuple[str, str]:
+    """The leaf kernel function the workload's threads were sampled on most, with the most
+    frequent caller of it that is not plumbing (``lzo1x_1_do_compress``, ``zcomp_compress``)."""
+    leaves: dict[str, int] = {}
+    callers: dict[tuple[str, str], int] = {}
+    for s, n in _kernel_stacks(profile, comms).items():
+        frames = s.split(";")
+        leaf = frames[-1]
+        leaves[leaf] = leaves.get(leaf, 0) + n
+        caller = next((f for f in reversed(frames[:-1]) if f != leaf), "")
+        callers[(leaf, caller)] = callers.get((leaf, caller), 0) + n
+    if not leaves:
+        return "", ""
+    top = max(leaves.items(), key=lambda kv: kv[1])[0]
+    caller = max(((c, n) for (lf, c), n in callers.items() if lf == top), key=lambda kv: kv[1])[0]
+    return top, caller
 
 
 def _own_part(cpus: tuple[float, float] | None, self_cpus: float) -> float:
@@ -400,4 +484,7 @@ def to_json(b: Budget) -> dict[str, Any]:
         "cpus": (
             {"outside": round(b.cpus[0], 3), "working": round(b.cpus[1], 3)} if b.cpus is not None else None
         ),
+        "mechanisms": {r: {"mechanism": m, "share": round(x, 4)} for r, (m, x) in b.mechanisms.items()},
+        "cpu_mechanisms": {m or "(not in the table)": round(v, 4) for m, v in b.cpu_mechanisms.items()},
+        "cpu_top": {"function": b.cpu_top[0], "caller": b.cpu_top[1]},
     }

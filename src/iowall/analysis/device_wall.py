@@ -7,11 +7,11 @@ the device takes: a block-layer limit when the cgroup sets one)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .budget import Budget
-from .wall_verdict import Wall, pct, us
+from .wall_verdict import Wall, pct, rate, size, us
 
 #: the device is the wall when busy at least this share of the window with requests queued
 DEVICE_BUSY = 0.80
@@ -27,7 +27,9 @@ HELD_RATIO = 3.0
 @dataclass(frozen=True)
 class Device:
     """The bed's device over the window: busy share, mean requests in flight, time per I/O
-    (Little's law: time in queue / I/Os), I/Os per second; None where not measured."""
+    (Little's law: time in queue / I/Os), I/Os per second; and its side of the point: the
+    requests it completed (per second, bytes, merges) against the I/Os the workload issued,
+    the queue limits in force and what the device is. None where not measured."""
 
     util: float | None = None
     queue_depth: float | None = None
@@ -35,6 +37,49 @@ class Device:
     iops: float | None = None
     #: the loop worker's CPUs over the window (a ram or loop bed's device is a kernel thread)
     loop_cpus: float | None = None
+    name: str = ""
+    #: ``loop`` (with ``backing``: its backing file, and ``dio``), ``zram`` (``comp``), ``disk``
+    kind: str = ""
+    backing: str = ""
+    dio: bool = False
+    comp: str = ""
+    #: per direction (``read``, ``write``): requests, bytes and merges per second
+    reqs: Mapping[str, float] = field(default_factory=dict)
+    bytes_per_s: Mapping[str, float] = field(default_factory=dict)
+    merges: Mapping[str, float] = field(default_factory=dict)
+    #: the queue's attributes in force (queue/max_sectors_kb …, knobs applied)
+    queue: Mapping[str, str] = field(default_factory=dict)
+    #: the workload's side: its main direction, bytes per I/O it issued, bytes per second,
+    #: whether its I/O was direct and sequential
+    direction: str = ""
+    io_bytes: float | None = None
+    workload_bytes_per_s: float | None = None
+    direct: bool = False
+    sequential: bool = False
+
+    def request_bytes(self, d: str = "") -> float | None:
+        """Mean bytes per request the device completed in direction ``d`` (the workload's)."""
+        d = d or self.direction
+        r, b = self.reqs.get(d), self.bytes_per_s.get(d)
+        return b / r if r and b is not None else None
+
+    def queue_int(self, attr: str) -> int | None:
+        try:
+            return int(str(self.queue.get(attr, "")).strip())
+        except ValueError:
+            return None
+
+    def describe(self) -> str:
+        """What the bed's device is, in words."""
+        if self.kind == "loop":
+            how = "direct I/O" if self.dio else "buffered"
+            into = f" {self.backing}" if self.backing else " its backing file"
+            return f"a loop device: its worker thread does each request against{into} ({how})"
+        if self.kind == "zram":
+            return f"zram: each page compressed ({self.comp or 'its compressor'}) in the submitter's context"
+        if self.kind == "disk":
+            return "a disk"
+        return ""
 
 
 def window_mean(samples: Sequence[tuple[float, float]], w0: float, w1: float) -> float | None:
@@ -57,8 +102,8 @@ def window_mean(samples: Sequence[tuple[float, float]], w0: float, w1: float) ->
 
 def device_in_window(series: Mapping[str, Sequence[tuple[float, float]]], w0: float, w1: float) -> Device:
     """``Device`` from the diskstats series (``DEV_util``, ``DEV_queue_depth``,
-    ``DEV_read_iops``, ``DEV_write_iops``: the busiest device) and the tasks probe's
-    ``loop_cpus``."""
+    ``DEV_read_iops``, ``DEV_write_iops``, ``DEV_*_bytes_per_s``, ``DEV_*_merges_per_s``:
+    the busiest device) and the tasks probe's ``loop_cpus``."""
     best: Device | None = None
     for name, pts in series.items():
         if not name.endswith("_util"):
@@ -66,25 +111,135 @@ def device_in_window(series: Mapping[str, Sequence[tuple[float, float]]], w0: fl
         dev = name[: -len("_util")]
         util = window_mean(pts, w0, w1)
         qd = window_mean(series.get(f"{dev}_queue_depth", ()), w0, w1)
-        iops = sum(
-            x
-            for x in (window_mean(series.get(f"{dev}_{d}_iops", ()), w0, w1) for d in ("read", "write"))
-            if x is not None
-        )
+
+        def per(stem: str, dev: str = dev) -> dict[str, float]:
+            out = {}
+            for d in ("read", "write"):
+                v = window_mean(series.get(f"{dev}_{d}_{stem}", ()), w0, w1)
+                if v is not None:
+                    out[d] = v
+            return out
+
+        reqs = per("iops")
+        iops = sum(reqs.values())
         aw = qd / iops if qd is not None and iops else None
-        d = Device(util, qd, aw, iops)
+        d = Device(
+            util,
+            qd,
+            aw,
+            iops,
+            name=dev,
+            reqs=reqs,
+            bytes_per_s=per("bytes_per_s"),
+            merges=per("merges_per_s"),
+        )
         if best is None or (util or 0) > (best.util or 0):
             best = d
     loop = window_mean(series.get("loop_cpus", ()), w0, w1)
-    b = best or Device()
-    return Device(b.util, b.queue_depth, b.await_s, b.iops, loop)
+    return replace(best or Device(), loop_cpus=loop)
+
+
+def with_facts(
+    dev: Device,
+    bed: Mapping[str, Any],
+    knobs: Mapping[str, Any],
+    workload: Mapping[str, Any],
+) -> Device:
+    """``dev`` with what the run recorded around it: what the bed's device is (its facts:
+    ``loop``, ``zram``), the queue attributes in force (the bed's, overridden by the point's
+    ``sysfs:queue/…`` and ``sysfs:bdi/read_ahead_kb`` knobs), and the workload's side
+    (``direction``, ``io_bytes`` per I/O, ``bytes_per_s``, ``direct``, ``sequential``)."""
+    queue = {str(k): str(v) for k, v in (bed.get("queue") or {}).items()}
+    for k, v in knobs.items():
+        if str(k).startswith("sysfs:queue/"):
+            queue[str(k).removeprefix("sysfs:queue/")] = str(v)
+        elif str(k) == "sysfs:bdi/read_ahead_kb":
+            queue["read_ahead_kb"] = str(v)
+    loop = bed.get("loop") if isinstance(bed.get("loop"), Mapping) else None
+    zram = bed.get("zram") if isinstance(bed.get("zram"), Mapping) else None
+    name = dev.name or str(bed.get("device") or "").rsplit("/", 1)[-1]
+    kind = "loop" if loop is not None else "zram" if zram is not None else ""
+    if not kind and name:
+        kind = "loop" if name.startswith("loop") else "zram" if name.startswith("zram") else "disk"
+    return replace(
+        dev,
+        name=name,
+        kind=kind,
+        backing=str((loop or {}).get("backing_file", "")),
+        dio=str((loop or {}).get("dio", "0")) == "1",
+        comp=str((zram or {}).get("comp_algorithm", "")),
+        queue=queue,
+        direction=str(workload.get("direction", "")),
+        io_bytes=workload.get("io_bytes"),
+        workload_bytes_per_s=workload.get("bytes_per_s"),
+        direct=bool(workload.get("direct")),
+        sequential=bool(workload.get("sequential")),
+    )
+
+
+#: requests at most this share of the workload's I/O size were made smaller on the way down
+SMALLER = 0.5
+#: the device moved at least this many times the workload's own bytes: most of its work was
+#: somebody else's
+SHARED = 4.0
+
+
+@dataclass(frozen=True)
+class RequestCause:
+    """Why the device's requests were smaller than the workload's I/Os (or not merged): the
+    mechanism, and the words that say it with its numbers."""
+
+    mechanism: str
+    said: str
+
+
+def request_cause(dev: Device) -> RequestCause | None:
+    """The mechanism that made the requests the device completed smaller than the I/Os the
+    workload issued, when the numbers show one (pure):
+
+    - ``split``: requests at the cap ``queue/max_sectors_kb`` set, below the I/O size;
+    - ``no-readahead``: buffered reads with ``read_ahead_kb`` 0, each served page by page;
+    - ``not-merged``: small sequential I/O with ``queue/nomerges`` set and no merge counted.
+
+    None when the requests are the size asked for, when nothing is known of them, or when
+    they are smaller for a reason the queue's settings do not show (the caller names the
+    sizes then, not a cause)."""
+    w, r, d = dev.io_bytes, dev.request_bytes(), dev.direction
+    if not w or not r or not d:
+        return None
+    n = w / r
+    what = f"each {size(w)} {d}"
+    cap = dev.queue_int("max_sectors_kb")
+    if r <= SMALLER * w and cap is not None and cap * 1024 < w and r <= 1.1 * cap * 1024:
+        return RequestCause(
+            "split",
+            f"{what} reached the device as {n:.0f} requests of {size(r)}: queue/max_sectors_kb = "
+            f"{cap} caps a request at {size(cap * 1024)}, so the block layer splits every I/O",
+        )
+    ra = dev.queue_int("read_ahead_kb")
+    if d == "read" and not dev.direct and ra == 0 and r <= SMALLER * w:
+        return RequestCause(
+            "no-readahead",
+            f"{what} reached the device as {n:.0f} requests of {size(r)}, read one after "
+            "another: read_ahead_kb = 0, so the page cache reads each page on its own when the "
+            "reader asks for it",
+        )
+    nomerges = dev.queue_int("nomerges")
+    merged = dev.merges.get(d)
+    if nomerges and dev.sequential and w <= 64 * 1024 and r <= 1.25 * w and not merged:
+        return RequestCause(
+            "not-merged",
+            f"{what} reached the device as its own request of {size(r)}: queue/nomerges = "
+            f"{nomerges} turns merging off, so neighbouring I/Os are not joined into larger requests",
+        )
+    return None
 
 
 def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str] = ()) -> Wall:
     ios = sum(t.syscalls for t in b.threads)
     wait = b.totals.get("blocked:io", 0.0)
     per_io = wait / ios if ios else None
-    ev = {
+    ev: dict[str, Any] = {
         "device_util": dev.util,
         "device_queue_depth": dev.queue_depth,
         "device_await_s": dev.await_s,
@@ -97,14 +252,45 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
         if not devnos or lim.get("dev") in devnos
     ]
     busy = f"{pct(dev.util)} busy" if dev.util is not None else "busy time not measured"
+    r = dev.request_bytes()
+    if r is not None:
+        ev |= {"request_bytes": round(r), "io_bytes": dev.io_bytes, "direction": dev.direction}
+    cause = request_cause(dev)
+    if cause is not None:
+        return Wall(
+            "request-size",
+            f"Requests made smaller on the way down: {who} waited {pct(share)} of its time for "
+            f"I/O, and {cause.said} (the device {busy}"
+            + (f", its loop worker on a CPU {pct(min(1, dev.loop_cpus))}" if dev.loop_cpus else "")
+            + ").",
+            share,
+            ev | {"queue": dict(dev.queue)},
+            cause.mechanism,
+        )
+    moved = sum(dev.bytes_per_s.values())
+    own = dev.workload_bytes_per_s
+    working = (dev.util or 0) >= DEVICE_QUEUED_BUSY or (dev.loop_cpus or 0) >= DEVICE_QUEUED_BUSY
+    if own and moved >= SHARED * own and working:
+        worker = f", its loop worker on a CPU {pct(min(1, dev.loop_cpus))}" if dev.loop_cpus else ""
+        return Wall(
+            "device",
+            f"A shared device: {who} waited {pct(share)} of its time for I/O while the device "
+            f"moved {rate(moved)}, of which {who}'s own I/O was {rate(own)} ({pct(own / moved)}): "
+            f"its requests queue behind other I/O (the device {busy}{worker}).",
+            share,
+            ev | {"device_bytes_per_s": round(moved), "workload_bytes_per_s": round(own)},
+            "shared",
+        )
     if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
+        what = f" ({dev.describe()})" if dev.kind == "loop" else " (the bed's device is that kernel thread)"
         return Wall(
             "device",
             f"Device-bound: {who} waited {pct(share)} of its time for I/O "
             f"while the loop device's worker was on a CPU {pct(min(1, dev.loop_cpus))} "
-            "of the window (the bed's device is that kernel thread).",
+            f"of the window{what}.",
             share,
             ev,
+            "loop-worker",
         )
     held = (
         per_io is not None

@@ -21,27 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .budget import MIN_WINDOW_S, Budget
-from .device_wall import Device, io_wall
-from .kernel_paths import LABELS as PATH_LABELS
+from .cpu_wall import cpu_wall
+from .device_wall import DEVICE_BUSY, Device, io_wall, request_cause
+from .kernel_knowledge import BY_NAME, meaning
 from .offcpu import LABELS, LOG_FORCE
-from .wall_verdict import Wall
+from .wall_verdict import TURNS, Wall, who_of
 from .wall_verdict import pct as _pct
-from .wall_verdict import rate as _rate
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
 #: a second state holding at least this share is named beside the wall
 ALSO_SHARE = 0.25
-#: the copy's own rate (bytes per second spent in the copy path) at least this share of the
-#: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by
-#: page from scattered folios: 40-45% of the engine's rep-movsb rate on this VM's page-cache
-#: reads and tmpfs reads (docs/explain.md), 2% when every fresh page faults on the host.
-MEMCOPY_NEAR = 0.25
-#: ``decide``'s context key for ``lock_turns`` as a share of the workload's time
-TURNS = "lock_turn_share"
 
 
 def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
@@ -123,12 +115,15 @@ def decide(
     ctx: Mapping[str, float],
     neighbours: Sequence[tuple[str, float]] = (),
     devnos: Sequence[str] = (),
+    helpers: Mapping[str, float] | None = None,
 ) -> Decision:
     """The wall, a second state of at least ``ALSO_SHARE``, and the notes that go with them
     (too short, unaccounted time, the neighbours' share). ``ctx``: ``memcopy_bytes_per_s``,
     ``jobs`` and ``cpus`` when known; ``neighbours``: the busiest other processes as (name,
     CPU-seconds); ``devnos``: the bed's devices (MAJ:MIN) when known, so that an I/O limit
-    the cgroup sets on another device is not taken for this point's.
+    the cgroup sets on another device is not taken for this point's; ``helpers``: the CPUs
+    the threads outside the workload spent in each mechanism of ``analysis.kernel_knowledge``
+    (``why.helper_mechanisms``), to name what held the writeback an fsync waited for.
 
     Time spent runnable behind other processes stretches every other state alike: unless it
     is the largest state itself, the workload's own wall is chosen among the other states,
@@ -149,6 +144,9 @@ def decide(
     # once, read by the states and by the CPU wall's sentences
     ctx = {**ctx, TURNS: lock_turns(b, ctx) / (b.wall_s or 1.0)}
     states = _states(b, ctx)
+    tags = _tags_of_split(b, device, states)
+    if tags:  # the split's own requests took every tag: one wall, not two
+        states["blocked:io"] = states.get("blocked:io", 0.0) + states.pop("blocked:block-queue")
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
         notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no stack sampled).")
@@ -174,11 +172,33 @@ def decide(
             f"{top} {_pct(share)}): no wall is named."
         )
         return Decision(None, (), tuple(notes))
-    wall = _name(top, share, b, device, ctx, neighbours, devnos)
-    also = tuple(_name(k, v, b, device, ctx, neighbours, devnos) for k, v in ranked[1:2] if v >= ALSO_SHARE)
+    hp = dict(helpers or {})
+    wall = _name(top, share, b, device, ctx, neighbours, devnos, hp)
+    if tags and wall.kind == "request-size":
+        wall = Wall(
+            wall.kind,
+            wall.sentence + f" The smaller requests also took every request tag: {_pct(tags)} of its "
+            "time (counted in the wait above) went to waiting for a free one (blk_mq_get_tag).",
+            wall.share,
+            wall.evidence | {"tag_wait_share": round(tags, 4)},
+            wall.mechanism,
+        )
+    also = tuple(
+        _name(k, v, b, device, ctx, neighbours, devnos, hp) for k, v in ranked[1:2] if v >= ALSO_SHARE
+    )
     if wall.kind == "lock":  # the I/O is serial because one lock holder issues it at a time
         also = tuple(_behind_lock(a) if a.kind == "io-latency" else a for a in also)
     return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
+
+
+def _tags_of_split(b: Budget, device: Device, states: Mapping[str, float]) -> float:
+    """The share of time waiting for request tags that the requests made smaller (split,
+    not merged) caused, to count with them: one I/O split into 256 requests needs 256 tags.
+    0 when there is no such wait or no such cause."""
+    q = states.get("blocked:block-queue", 0.0)
+    if not q or b.mechanisms.get("block-queue", ("", 0.0))[0] != "tags":
+        return 0.0
+    return q if request_cause(device) is not None else 0.0
 
 
 def _behind_lock(w: Wall) -> Wall:
@@ -188,7 +208,7 @@ def _behind_lock(w: Wall) -> Wall:
         ": more jobs or a deeper queue would move it.",
         ": the lock's holder issues them one at a time, so more jobs would wait on the lock.",
     )
-    return Wall(w.kind, said, w.share, w.evidence | {"behind_lock": True})
+    return Wall(w.kind, said, w.share, w.evidence | {"behind_lock": True}, w.mechanism)
 
 
 def _name(
@@ -199,10 +219,11 @@ def _name(
     ctx: Mapping[str, float],
     neighbours: Sequence[tuple[str, float]],
     devnos: Sequence[str] = (),
+    helpers: Mapping[str, float] | None = None,
 ) -> Wall:
-    who = _who(b)
+    who = who_of(b)
     if top == "cpu":
-        return _cpu(share, b, ctx, who)
+        return cpu_wall(share, b, ctx, who, dev)
     if top == "runnable:quota":
         return _quota(share, b, who)
     if top == "runnable:others":
@@ -216,6 +237,7 @@ def _name(
         )
     reason = top.split(":", 1)[1]
     fn, caller = b.top_functions.get(reason, ("", ""))
+    mech = b.mechanisms.get(reason, ("", 0.0))[0]
     if reason == "io":
         return io_wall(share, b, dev, who, devnos)
     on = _on_cpu(b, reason, share)
@@ -231,22 +253,32 @@ def _name(
         )
         leaf = b.leaves.get("fsync", "")
         where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
+        said = f"{who} spent {_pct(share)} of its time in {what}{on}"
+        held, held_said = _held_by(mech, helpers or {}, dev)
+        if mech and mech != "writeback":
+            said += f", most of its wait in {_mech_words(mech)}" + (f" ({where})" if where else "")
+        elif where:
+            said += f", most of its wait{log} ({where})"
         return Wall(
             "fsync",
-            f"{who} spent {_pct(share)} of its time in {what}{on}, most of its wait{log} ({where}).",
+            said + held_said + ".",
             share,
-            {"function": fn, "syscall": call, "sleeps_in": leaf},
+            {"function": fn, "syscall": call, "sleeps_in": leaf, "waits_in": mech},
+            held or (mech if mech != "writeback" else "") or ("writeback" if mech else ""),
         )
     if reason == "dirty-throttle":
+        held, held_said = _held_by("writeback", helpers or {}, dev)
         return Wall(
             "dirty-throttle",
             f"Dirty throttling: {who} was paused in "
             f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
-            "to bring the dirty pages under the limit.",
+            f"to bring the dirty pages under the limit{held_said}.",
             share,
+            {},
+            held,
         )
     if reason == "reclaim":
-        return _reclaim(share, b, who, fn)
+        return _reclaim(share, b, who, fn, mech)
     if reason == "lock":
         where = f", taken in {caller}" if caller else ""
         return Wall(
@@ -254,6 +286,7 @@ def _name(
             f"Lock contention: {who} waited {_pct(share)} of its time for kernel locks ({fn}{where}).",
             share,
             {"function": fn, "caller": caller},
+            mech,
         )
     if reason == "sleep":
         return Wall(
@@ -263,153 +296,94 @@ def _name(
             share,
         )
     if reason == "block-queue":
-        return Wall(
-            "block-queue",
-            f"{who} waited {_pct(share)} of its time in the block "
-            f"layer's queueing ({fn}) before its I/O reached the device.",
-            share,
-        )
+        return _block_queue(share, who, fn, mech, dev)
     label = LABELS.get(reason, reason)
     via = f", from {caller}" if caller and caller != fn else ""
+    named = f" ({fn}{via})" if fn else ""
+    inside = f": {meaning(mech)}" if mech and mech in BY_NAME else ""
     return Wall(
         reason,
-        f"{who} spent {_pct(share)} of its time blocked on {label}{on} ({fn}{via}).",
+        f"{who} spent {_pct(share)} of its time blocked on {label}{on}{named}{inside}.",
         share,
         {"function": fn, "caller": caller},
+        mech,
     )
+
+
+#: what a mechanism is called in a sentence (the table's own line is longer)
+_WORDS = {
+    "journal-commit": "the jbd2 journal commit",
+    "journal-space": "jbd2 journal space",
+    "log-force": "the filesystem's log force",
+    "log-space": "waiting for XFS log space",
+    "log-tree": "btrfs's log-tree commit",
+    "transaction-commit": "a btrfs transaction commit",
+    "writeback": "writeback",
+}
+
+
+def _mech_words(mech: str) -> str:
+    return _WORDS.get(mech, mech)
+
+
+#: the helpers' CPUs in one mechanism that make it the holder of the writeback
+HELD_CPUS = 0.3
+#: mechanisms of the threads outside the workload that can hold its writeback
+_HOLDERS = ("compression", "checksum", "encryption", "block-allocation", "unwritten-conversion")
+
+
+def _held_by(mech: str, helpers: Mapping[str, float], dev: Device) -> tuple[str, str]:
+    """What held the writeback a wait is for (``mech`` is ``writeback`` or unknown): work
+    the bed's kernel threads did on it (compression in btrfs's workers …, from the profile)
+    when it took at least ``HELD_CPUS``, else the loop worker when it was on a CPU at least
+    ``DEVICE_BUSY`` of the window; the mechanism and the words, or ("", "")."""
+    if mech not in ("writeback", ""):
+        return "", ""
+    work = [(k, v) for k, v in helpers.items() if k in _HOLDERS and v >= HELD_CPUS]
+    if work:
+        k, v = max(work, key=lambda kv: kv[1])
+        return k, (
+            f"; the writeback it waited for was {k}: the kernel's threads spent {v:.2f} CPU in it "
+            f"({meaning(k)})"
+        )
+    if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
+        what = f": {dev.describe()}" if dev.kind == "loop" else ""
+        return "loop-worker", (
+            f"; the writeback ran at the pace of the loop device's worker, on a CPU "
+            f"{_pct(min(1.0, dev.loop_cpus))} of the window{what}"
+        )
+    return "", ""
+
+
+def _block_queue(share: float, who: str, fn: str, mech: str, dev: Device) -> Wall:
+    """A wait in the block layer's queueing, told apart by the function it sleeps in: a
+    request tag (nr_requests), wbt, io.latency, io.cost, the io.max throttle."""
+    q = dev.queue
+    if mech == "tags":
+        nr = q.get("nr_requests")
+        depth = f": queue/nr_requests = {nr} in force" if nr else ""
+        said = (
+            f"waited {_pct(share)} of its time for a free request tag (blk_mq_get_tag){depth}, "
+            "so no more requests could be in flight on the device"
+        )
+    elif mech == "wbt":
+        lat = q.get("wbt_lat_usec")
+        target = f", wbt_lat_usec = {lat}" if lat else ""
+        said = f"waited {_pct(share)} of its time in writeback throttling (wbt{target}): {meaning(mech)}"
+    elif mech in ("iolatency", "iocost", "blk-throttle", "rq-qos"):
+        said = f"waited {_pct(share)} of its time held by {meaning(mech)} ({fn})"
+    else:
+        said = (
+            f"waited {_pct(share)} of its time in the block layer's queueing ({fn}) "
+            "before its I/O reached the device"
+        )
+    return Wall("block-queue", f"{who} {said}.", share, {"function": fn, "queue": dict(q)}, mech)
 
 
 def _on_cpu(b: Budget, reason: str, share: float) -> str:
     """`` (12% of it on a CPU)`` when a mechanism's time was partly on a CPU."""
     part = b.kernel_contexts.get(reason, 0.0) / (b.wall_s or 1.0)
     return f" ({_pct(part / share)} of it on a CPU)" if share and part >= 0.05 * share else ""
-
-
-def _who(b: Budget) -> str:
-    comms = sorted({t.comm for t in b.threads})
-    n = len(b.threads)
-    name = comms[0] if len(comms) == 1 else "the workload"
-    return f"{name} ({n} thread{'s' if n != 1 else ''})" if n > 1 else name
-
-
-def _cpu(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
-    w = _cpu_kind(share, b, ctx, who)
-    own = b.share("runnable:own")
-    if own >= 0.05:
-        jobs, cpus = ctx.get("jobs"), ctx.get("cpus")
-        many = f" ({jobs:.0f} jobs on {cpus:.0f} CPUs)" if jobs and cpus else ""
-        w = Wall(
-            w.kind,
-            w.sentence + f" That includes {_pct(own)} of its time runnable behind "
-            f"its own threads and the bed's workers: more runnable threads than CPUs"
-            f"{many}.",
-            share,
-            w.evidence | {"own_run_delay_share": round(own, 4)},
-        )
-    turns = ctx.get(TURNS, 0.0)
-    if turns >= 0.05:
-        fn, caller = b.top_functions.get("lock", ("", ""))
-        where = f" ({fn}" + (f", taken in {caller})" if caller else ")") if fn else ""
-        busy = f" ({b.cpus[1]:.2f} of {ctx.get('cpus', 0):.0f} busy with the point's work)" if b.cpus else ""
-        w = Wall(
-            w.kind,
-            w.sentence + f" And {_pct(turns)} asleep on a kernel lock{where} that "
-            f"its threads take in turn: the CPUs were full{busy}, so the lock only chose "
-            "which thread waited; it would cost throughput with more CPUs than threads.",
-            share,
-            w.evidence | {"lock_turn_share": round(turns, 4)},
-        )
-    alone = b.threads[0] if len(b.threads) == 1 else None
-    oncpu = b.share("user") + b.share("kernel")
-    if alone is not None and oncpu >= 0.80:
-        return Wall(
-            w.kind,
-            w.sentence + f" One thread does the point's work: on a CPU "
-            f"{_pct(oncpu)} of the window, it is the wall; more jobs would spread it.",
-            share,
-            w.evidence | {"thread_bound": True},
-        )
-    return w
-
-
-def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str) -> Wall:
-    kernel, user = b.totals.get("kernel", 0.0), b.totals.get("user", 0.0)
-    oncpu = kernel + user
-    paths = sorted(b.kernel_paths.items(), key=lambda kv: -kv[1])
-    moved = sum(t.bytes for t in b.threads)
-    per_cpu_s = moved / oncpu if oncpu else 0.0
-    mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
-    threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
-    waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
-    # the CPU state holds the waits for a CPU too: say so when they weigh
-    on = (
-        f"on a CPU {_pct(share)} of its time"
-        if waits < 0.05
-        else f"on a CPU or waiting for one {_pct(share)} of its time ({_pct(max(0.0, share - waits))} on one)"
-    )
-    ev: dict[str, Any] = {
-        "on_cpu_s": round(oncpu, 3),
-        "kernel_s": round(kernel, 3),
-        "bytes_per_cpu_s": round(per_cpu_s),
-    }
-    if user >= kernel:
-        return Wall(
-            "cpu-user",
-            f"On a CPU in user space: {who} ran its own code {_pct(user / b.wall_s)} "
-            f"of its time ({_pct(share)} on a CPU in all).",
-            share,
-            ev,
-        )
-    top_path, top_s = paths[0] if paths else ("", 0.0)
-    if top_path == "copy" and top_s >= 0.4 * kernel:
-        copy_rate = moved / top_s if top_s else 0.0  # bytes per second spent copying
-        ev["copy_bytes_per_s"] = round(copy_rate)
-        ref = ctx.get("memcopy_thread_bytes_per_s")
-        ceiling = mc / threads if mc and threads else ref
-        copying = (
-            f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
-            f"time) at {_rate(copy_rate)} while copying"
-        )
-        if not ceiling:
-            return Wall(
-                "memcopy",
-                f"Copying: {who} was {on}, {copying} (no memory-copy rate of this machine to compare).",
-                share,
-                ev,
-            )
-        ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
-        what = (
-            "the memory-copy ceiling measured beside it"
-            if mc and threads
-            else "this machine's one-thread memory-copy rate (measured once this boot)"
-        )
-        if copy_rate >= MEMCOPY_NEAR * ceiling:
-            return Wall(
-                "memcopy",
-                f"The memory-copy wall: {who} was {on}"
-                f", {copying}, {_pct(copy_rate / ceiling)} of {what}, "
-                f"{_rate(ceiling)} per thread.",
-                share,
-                ev,
-            )
-        return Wall(
-            "cpu-kernel",
-            f"On a CPU in the kernel: {who} was {on}"
-            f", {copying}, only {_pct(copy_rate / ceiling)} of {what} "
-            f"({_rate(ceiling)} per thread): something slows the copy itself "
-            "(faults on fresh pages, memory the host must back first).",
-            share,
-            ev,
-        )
-    label = PATH_LABELS.get(top_path, "paths the profile did not record")
-    return Wall(
-        "cpu-kernel",
-        f"On a CPU in the kernel: {who} was {on}"
-        f", {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
-        f"{label}.",
-        share,
-        ev | {"path": top_path},
-    )
 
 
 def _quota(share: float, b: Budget, who: str) -> Wall:
@@ -429,7 +403,7 @@ def _quota(share: float, b: Budget, who: str) -> Wall:
     )
 
 
-def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
+def _reclaim(share: float, b: Budget, who: str, fn: str, mech: str = "") -> Wall:
     cg = next((c for c in b.cgroups if c.get("limits", {}).get("mem_limit_bytes")), None)
     if cg is not None:
         lim = cg["limits"]["mem_limit_bytes"]
@@ -443,9 +417,12 @@ def _reclaim(share: float, b: Budget, who: str, fn: str) -> Wall:
                 f"{_on_cpu(b, 'reclaim', share)} ({fn}).",
                 share,
                 {"limit_bytes": lim, "hits": hits},
+                mech,
             )
     return Wall(
         "reclaim",
         f"Memory reclaim: {who} spent {_pct(share)} of its time reclaiming memory itself ({fn}).",
         share,
+        {},
+        mech,
     )

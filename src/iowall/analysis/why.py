@@ -8,13 +8,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import UserError
 from ..model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
+from ..units import parse_size
 from .attribution import classes, lock_callers, top_functions, top_paths
 from .budget import Budget, compute, counter_window
 from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
-from .device_wall import device_in_window, window_mean
+from .device_wall import Device, device_in_window, window_mean, with_facts
 from .explain import Verdict, explain, near_misses, sentences
+from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute, decode_folded, path_metrics
 from .wall import Decision, decide
 from .wall_verdict import Wall
@@ -120,13 +123,142 @@ def helpers(run: Run, window: tuple[float, float]) -> dict[str, float]:
     return out
 
 
-def wall_of(run: Run, b: Budget, ctx: dict[str, float]) -> Decision:
-    """The wall verdict from the budget, with the device seen over the same window."""
+def workload_side(run: Run) -> dict[str, Any]:
+    """The workload's side of the device side: its main direction, the bytes per I/O it
+    issued (fio's bytes over its I/Os), its bytes per second, and whether its I/O was direct
+    and sequential (the point's ``direct`` and ``rw``)."""
+    best: tuple[float, str] | None = None
+    for d in ("read", "write"):
+        io = run.metric(f"{d}_io_bytes")
+        if io and (best is None or io > best[0]):
+            best = (io, d)
+    p = run.point.params
+    out: dict[str, Any] = {
+        "direct": bool(p.get("direct")),
+        "sequential": str(p.get("rw", "")) in ("read", "write", "rw", "readwrite"),
+    }
+    if best is None:
+        return out
+    io, d = best
+    iops, rt, bw = run.metric(f"{d}_iops"), run.metric(f"{d}_runtime_s"), run.metric(f"{d}_bw_bytes_per_s")
+    out["direction"] = d
+    if iops and rt:
+        measured = io / (iops * rt)
+        out["io_bytes"] = measured
+        try:  # fio's fixed block size, when the measured mean agrees with it
+            bs = float(parse_size(str(p.get("bs", ""))))
+        except (UserError, ValueError):
+            bs = 0.0
+        if bs and abs(bs - measured) <= 0.1 * bs:
+            out["io_bytes"] = bs
+    out["bytes_per_s"] = sum(run.metric(f"{x}_bw_bytes_per_s") or 0.0 for x in ("read", "write")) or bw
+    return out
+
+
+def device_of(run: Run, window: tuple[float, float]) -> Device:
+    """The device side of ``run`` over ``window``: the diskstats series and the loop worker's
+    CPUs, with the bed's facts, the knobs in force and the workload's side."""
     series = {s.name: s.samples for s in run.series if s.probe == "diskstats"}
     series.update({s.name: s.samples for s in run.series if s.probe == "tasks" and s.name == "loop_cpus"})
-    dev = device_in_window(series, *b.window)
+    knobs = run.env.get("knobs") or {}
+    return with_facts(
+        device_in_window(series, *window),
+        run.bed,
+        knobs if isinstance(knobs, dict) else {},
+        workload_side(run),
+    )
+
+
+def helper_mechanisms(profile: dict[str, int] | None, comms: set[str], cpus: float) -> dict[str, float]:
+    """CPUs (over the profile, the whole point) that threads outside the workload spent in
+    each known mechanism of ``analysis.kernel_knowledge`` (btrfs's workers compressing, the
+    loop worker, checksums): the profile's kernel stacks of other tasks, as a share of all
+    samples (idle included: ``perf record -a``) times the CPUs."""
+    if not profile or not cpus:
+        return {}
+    total = sum(profile.values())
+    out: dict[str, float] = {}
+    for stack, n in profile.items():
+        frames = stack.split(";")
+        if frames[0] in comms or frames[0].startswith("swapper"):
+            continue
+        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
+        if not kernel:
+            continue
+        m = mechanism_of(";".join(kernel))
+        if m:
+            out[m] = out.get(m, 0.0) + n
+    return {m: round(cpus * n / total, 3) for m, n in out.items()} if total else {}
+
+
+def wall_of(run: Run, b: Budget, ctx: dict[str, float], profile: dict[str, int] | None = None) -> Decision:
+    """The wall verdict from the budget, with the device seen over the same window."""
+    dev = device_of(run, b.window)
     devno = run.bed.get("devno")
-    return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else ())
+    comms = {t.comm for t in b.threads}
+    hp = helper_mechanisms(profile, comms, ctx.get("cpus", 0.0))
+    return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else (), hp)
+
+
+def device_json(dev: Device) -> dict[str, Any]:
+    """The device side as reports keep it: what the device is, the requests it completed
+    against the I/Os the workload issued, and the queue limits in force."""
+    per = {
+        d: {
+            "requests_per_s": round(dev.reqs[d], 1),
+            "bytes_per_s": round(dev.bytes_per_s.get(d, 0.0)),
+            "merges_per_s": round(dev.merges[d], 1) if d in dev.merges else None,
+            "request_bytes": round(dev.request_bytes(d) or 0) or None,
+        }
+        for d in ("read", "write")
+        if dev.reqs.get(d)
+    }
+    return {
+        "name": dev.name,
+        "kind": dev.kind,
+        "what": dev.describe(),
+        "util": round(dev.util, 4) if dev.util is not None else None,
+        "in_flight": round(dev.queue_depth, 2) if dev.queue_depth is not None else None,
+        "await_s": dev.await_s,
+        "loop_worker_cpus": round(dev.loop_cpus, 3) if dev.loop_cpus is not None else None,
+        "requests": per,
+        "workload": {
+            "direction": dev.direction,
+            "io_bytes": round(dev.io_bytes) if dev.io_bytes else None,
+            "bytes_per_s": round(dev.workload_bytes_per_s) if dev.workload_bytes_per_s else None,
+            "direct": dev.direct,
+            "sequential": dev.sequential,
+        },
+        "queue": dict(dev.queue),
+    }
+
+
+def cost_json(b: Budget, dev: Device) -> dict[str, Any] | None:
+    """The cost of each I/O: the workload's CPU time per call and per MiB, calls per second
+    (read/write system calls of its threads over the window), and CPU per I/O where fio's
+    own count of I/Os is known (libaio and io_uring submit many per call)."""
+    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
+    calls = sum(t.syscalls for t in b.threads)
+    moved = sum(t.bytes for t in b.threads)
+    if not oncpu or not b.window_s:
+        return None
+    out: dict[str, Any] = {
+        "cpu_s": round(oncpu, 4),
+        "user_share": round(b.totals.get("user", 0.0) / oncpu, 4),
+        "calls_per_s": round(calls / b.window_s, 1),
+    }
+    if calls:
+        out["cpu_us_per_call"] = round(oncpu / calls * 1e6, 3)
+        out["bytes_per_call"] = round(moved / calls) if moved else None
+    if moved:
+        out["cpu_ms_per_mib"] = round(oncpu / (moved / 2**20) * 1e3, 4)
+    if dev.workload_bytes_per_s and dev.io_bytes:
+        ios = dev.workload_bytes_per_s / dev.io_bytes * b.window_s
+        out["ios_per_s"] = round(ios / b.window_s, 1)
+        out["cpu_us_per_io"] = round(oncpu / ios * 1e6, 3) if ios else None
+        if not moved:
+            out["cpu_ms_per_mib"] = round(oncpu / (dev.workload_bytes_per_s * b.window_s / 2**20) * 1e3, 4)
+    return out
 
 
 #: Classes of thread that do not work for the point: their CPU time is what the workload's
@@ -166,6 +298,8 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
             "paths": [],
             "wall": None,
             "budget": None,
+            "device": None,
+            "cost": None,
         }
     metrics = {m.name: m.value for m in run.metrics}
     ctx = explain_context(run, batch)
@@ -178,8 +312,10 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     notes: list[str] = []
     keep: tuple[str, ...] = ()
     walls: list[Wall] = []
+    dev: Device | None = None
     if b is not None:
-        d = wall_of(run, b, ctx)
+        d = wall_of(run, b, ctx, stacks)
+        dev = device_of(run, b.window)
         wall, notes = d.wall, list(d.notes)
         walls = [x for x in (wall, *d.also) if x]
         keep = (*(r for w in walls for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
@@ -210,8 +346,17 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
         "fired": bool(verdicts),
         "applicable": True,
         "wall": (
-            {"kind": wall.kind, "sentence": wall.sentence, "share": round(wall.share, 4)} if wall else None
+            {
+                "kind": wall.kind,
+                "mechanism": wall.mechanism,
+                "sentence": wall.sentence,
+                "share": round(wall.share, 4),
+            }
+            if wall
+            else None
         ),
+        "device": device_json(dev) if dev is not None and (dev.reqs or dev.kind) else None,
+        "cost": cost_json(b, dev) if b is not None and dev is not None else None,
         "budget": ({**budget_json(b), "helpers_cpus": helpers(run, b.window)} if b is not None else None),
         "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence} for v in verdicts],
         # with a budget, only the near misses of the rules that may stand beside its wall

@@ -29,6 +29,10 @@ QUEUE_ATTRS = (
     "physical_block_size",
     "rotational",
     "nomerges",
+    "read_ahead_kb",
+    "wbt_lat_usec",
+    "max_segments",
+    "max_segment_size",
 )
 MKFS = {
     "xfs": ("mkfs.xfs", "xfsprogs", ["-f", "-q"]),
@@ -202,14 +206,7 @@ class Bed:
         self.device = dev
         self.devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         self.devices = [os.path.basename(dev)]
-        self.facts.update(device=dev, devno=self.devno, queue=queue_facts(dev))
-        loop = Path(f"/sys/block/{os.path.basename(dev)}/loop")
-        if loop.is_dir():
-            self.facts["loop"] = {
-                f: (loop / f).read_text().strip()
-                for f in ("backing_file", "dio", "offset", "sizelimit")
-                if (loop / f).exists()
-            }
+        self.facts.update(device=dev, devno=self.devno, queue=queue_facts(dev), **device_kind_facts(dev))
 
     def record_space(self) -> None:
         """Block size and capacity of the mounted filesystem."""
@@ -224,6 +221,28 @@ class Bed:
         """Space left for the workload right now."""
         sv = os.statvfs(self.path)
         return sv.f_bavail * sv.f_frsize
+
+
+def device_kind_facts(dev: str) -> dict[str, dict[str, str]]:
+    """What a block device is, for the device side of explain: a loop device's backing file
+    and whether it does direct I/O (``{"loop": …}``), zram's compressor (``{"zram": …}``)."""
+    name = os.path.basename(os.path.realpath(dev))
+    sysdir = Path(f"/sys/block/{name}")
+    loop = sysdir / "loop"
+    if loop.is_dir():
+        return {
+            "loop": {
+                f: (loop / f).read_text().strip()
+                for f in ("backing_file", "dio", "offset", "sizelimit")
+                if (loop / f).exists()
+            }
+        }
+    comp = sysdir / "comp_algorithm"
+    if comp.exists():
+        algs = comp.read_text().split()
+        chosen = next((a.strip("[]") for a in algs if a.startswith("[")), "")
+        return {"zram": {"comp_algorithm": chosen}}
+    return {}
 
 
 def queue_facts(dev: str) -> dict[str, str]:

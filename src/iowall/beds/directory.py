@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UserError
-from .base import Bed, queue_facts
+from .base import Bed, device_kind_facts, queue_facts
 
 
 def check_dir(path: str) -> None:
@@ -34,7 +34,9 @@ def provision_dir(bed: Bed, path: str) -> None:
         name = dict(line.split("=", 1) for line in uevent.read_text().split() if "=" in line).get("DEVNAME")
         if name:
             bed.device, bed.devno, bed.devices = f"/dev/{name}", devno, [name]
-            bed.facts.update(device=bed.device, devno=devno, queue=queue_facts(bed.device))
+            bed.facts.update(
+                device=bed.device, devno=devno, queue=queue_facts(bed.device), **device_kind_facts(bed.device)
+            )
     bed.notes.append(f"dir bed: nothing formatted; files go to {work} on {fs} ({source})")
 
 

@@ -58,6 +58,8 @@ _SERIES: tuple[tuple[str, str, Rate], ...] = (
     ("write_iops", "ops_per_s", lambda dt, a, b: _d(a, b, "writes") / dt),
     ("read_bytes_per_s", "bytes_per_s", lambda dt, a, b: _d(a, b, "read_sectors") * SECTOR / dt),
     ("write_bytes_per_s", "bytes_per_s", lambda dt, a, b: _d(a, b, "write_sectors") * SECTOR / dt),
+    ("read_merges_per_s", "ops_per_s", lambda dt, a, b: _d(a, b, "reads_merged") / dt),
+    ("write_merges_per_s", "ops_per_s", lambda dt, a, b: _d(a, b, "writes_merged") / dt),
     ("util", "share", lambda dt, a, b: min(1.0, _d(a, b, "io_ticks_ms") / (dt * 1000))),
     ("queue_depth", "requests", lambda dt, a, b: _d(a, b, "time_in_queue_ms") / (dt * 1000)),
 )
@@ -91,6 +93,8 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
         metric("disk_write_bytes", wb, "bytes", "higher"),
         metric("disk_read_ios", total("reads"), "ops", "higher"),
         metric("disk_write_ios", total("writes"), "ops", "higher"),
+        metric("disk_read_merges", total("reads_merged"), "ops"),
+        metric("disk_write_merges", total("writes_merged"), "ops"),
         metric("disk_util_max", util_max, "share"),
     ]
     if wall > 0:

@@ -80,6 +80,8 @@ class _Thread:
     #: (None: running, or not looked at yet)
     pcount: bytes = b""
     last_sid: int | None = None
+    #: the CPUs it may run on, as last read (fio sets a job's affinity after it starts)
+    allowed: list[int] = field(default_factory=list)
 
     def read(self, what: str) -> str:
         try:
@@ -280,6 +282,10 @@ class ThreadStateProbe(Probe):
             th.close()  # gone, or a zombie its parent has not reaped: its time has ended
             return
         th.rows.append([round(t, 4), *row, th.samples, th.running])
+        try:
+            th.allowed = sorted(os.sched_getaffinity(th.tid))
+        except OSError:
+            pass
 
     def _sample(self, th: _Thread) -> None:
         """One look at one thread: its state (``stat``) and kernel stack (empty while it
@@ -409,6 +415,7 @@ class ThreadStateProbe(Probe):
                     "tid": th.tid,
                     "comm": th.comm,
                     "cgroup": th.cg,
+                    "allowed_cpus": th.allowed,
                     "rows": th.rows,
                     "blocked": [[r, s, n] for (r, s), n in sorted(th.blocked.items())],
                 }

@@ -12,6 +12,7 @@ from ..analysis.explain import Verdict, to_json
 from ..model import Run
 from ..units import fmt_rate
 from .budget import budget_lines
+from .device_side import cost_lines, device_lines
 from .emit import Format, json_text, renders
 from .table import text_table
 
@@ -41,6 +42,10 @@ def _explanation_text(e: Explanation) -> str:
         out += [f"    {m}" for m in w["near_misses"]]
     if w.get("budget"):
         out += ["", *budget_lines(w["budget"])]
+    if w.get("cost"):
+        out += cost_lines(w["cost"])
+    if w.get("device"):
+        out += ["", *device_lines(w["device"])]
     if w.get("attribution"):
         rows = [[a["title"], f"{a['cpu_s']:.2f}", f"{100 * a['share']:.0f}%"] for a in w["attribution"]]
         out += [
@@ -82,5 +87,7 @@ def _explanation_json(e: Explanation) -> str:
         paths=list(w.get("paths", [])),
         wall=w.get("wall"),
         budget=w.get("budget"),
+        device=w.get("device"),
+        cost=w.get("cost"),
     )
     return json_text(doc)

@@ -1,0 +1,262 @@
+"""The wall of a point whose workload's time is mostly on a CPU or waiting for one (pure):
+the copy against the machine's memory-copy rate, a named kernel mechanism (compression,
+checksums, page zeroing: ``analysis.kernel_knowledge``), the fixed cost of each call, the
+CPU affinity mask, or a kernel path with its most sampled function; runnable behind its own
+threads and lock waits the CPUs could not have served are counted here (``analysis.wall``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .budget import Budget
+from .device_wall import Device
+from .kernel_knowledge import meaning
+from .kernel_paths import LABELS as PATH_LABELS
+from .wall_verdict import TURNS, Wall, size, who_of
+from .wall_verdict import pct as _pct
+from .wall_verdict import rate as _rate
+
+#: the copy's own rate (bytes per second spent in the copy path) at least this share of the
+#: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by
+#: page from scattered folios: 40-45% of the engine's rep-movsb rate on this VM's page-cache
+#: reads and tmpfs reads (docs/explain.md), 2% when every fresh page faults on the host.
+MEMCOPY_NEAR = 0.25
+
+
+def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: Device | None = None) -> Wall:
+    w = _cpu_kind(share, b, ctx, who, dev)
+    own = b.share("runnable:own")
+    pinned = _affinity(b, ctx, own)
+    if pinned is not None:
+        return pinned
+    if own >= 0.05:
+        jobs, cpus = ctx.get("jobs"), ctx.get("cpus")
+        many = f" ({jobs:.0f} jobs on {cpus:.0f} CPUs)" if jobs and cpus else ""
+        w = Wall(
+            w.kind,
+            w.sentence + f" That includes {_pct(own)} of its time runnable behind "
+            f"its own threads and the bed's workers: more runnable threads than CPUs"
+            f"{many}.",
+            share,
+            w.evidence | {"own_run_delay_share": round(own, 4)},
+            w.mechanism,
+        )
+    turns = ctx.get(TURNS, 0.0)
+    if turns >= 0.05:
+        fn, caller = b.top_functions.get("lock", ("", ""))
+        where = f" ({fn}" + (f", taken in {caller})" if caller else ")") if fn else ""
+        busy = f" ({b.cpus[1]:.2f} of {ctx.get('cpus', 0):.0f} busy with the point's work)" if b.cpus else ""
+        w = Wall(
+            w.kind,
+            w.sentence + f" And {_pct(turns)} asleep on a kernel lock{where} that "
+            f"its threads take in turn: the CPUs were full{busy}, so the lock only chose "
+            "which thread waited; it would cost throughput with more CPUs than threads.",
+            share,
+            w.evidence | {"lock_turn_share": round(turns, 4)},
+            w.mechanism,
+        )
+    alone = b.threads[0] if len(b.threads) == 1 else None
+    oncpu = b.share("user") + b.share("kernel")
+    if alone is not None and oncpu >= 0.80:
+        return Wall(
+            w.kind,
+            w.sentence + f" One thread does the point's work: on a CPU "
+            f"{_pct(oncpu)} of the window, it is the wall; more jobs would spread it.",
+            share,
+            w.evidence | {"thread_bound": True},
+            w.mechanism,
+        )
+    return w
+
+
+#: the workload's threads waited at least this share of their time behind each other
+AFFINITY_OWN = 0.20
+
+
+def _affinity(b: Budget, ctx: Mapping[str, float], own: float) -> Wall | None:
+    """The CPUs the workload may use are fewer than the machine's and it queued behind its
+    own threads while CPUs it may not use sat idle: the affinity mask is the wall."""
+    cpus = ctx.get("cpus")
+    masks = [t.allowed_cpus for t in b.threads if t.allowed_cpus]
+    if not cpus or not masks or own < AFFINITY_OWN or len(masks) < len(b.threads):
+        return None
+    allowed = sorted(set().union(*masks))
+    if len(allowed) >= cpus:
+        return None
+    working = b.cpus[1] + b.cpus[0] if b.cpus is not None else None
+    if working is not None and working > cpus - 0.5:
+        return None  # the other CPUs were busy anyway: the CPUs, not the mask, are the wall
+    who = who_of(b)
+    listed = ",".join(str(c) for c in allowed)
+    idle = f" while the machine's CPUs were {working:.2f} of {cpus:.0f} busy" if working is not None else ""
+    return Wall(
+        "cpu-affinity",
+        f"Held by its CPU affinity: {who} may run only on CPU {listed} ({len(allowed)} of "
+        f"{cpus:.0f}) and waited {_pct(own)} of its time runnable behind its own threads{idle}: "
+        "the affinity mask, not the CPUs, is the wall.",
+        b.share("user") + b.share("kernel") + own,
+        {"allowed_cpus": allowed, "own_run_delay_share": round(own, 4)},
+    )
+
+
+#: bytes per call at most this: small enough that a call's fixed cost can outweigh its copy
+PER_CALL_BYTES = 64 * 1024
+#: the copy held less than this share of the time on a CPU
+PER_CALL_COPY = 0.5
+#: ... and a call cost at most this much CPU: a system call's own entry, exit and lookups cost
+#: a microsecond or two; a call of milliseconds does real work inside (a path, not a call)
+PER_CALL_MAX_US = 20.0
+#: a named kernel mechanism holding at least this share of the kernel on-CPU time names it
+KERNEL_MECHANISM = 0.30
+
+
+def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
+    """A CPU wall where each call moves little and the copy is a small part of its cost: the
+    fixed cost of a call (syscall entry and exit, lookups, the generator's own work per I/O)
+    holds it. Not when the threads queue behind each other: then the CPUs are the wall."""
+    calls = sum(t.syscalls for t in b.threads)
+    moved = sum(t.bytes for t in b.threads)
+    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
+    if not calls or not moved or not oncpu or b.share("runnable:own") >= 0.10:
+        return None
+    per = moved / calls
+    us_call = oncpu / calls * 1e6
+    if per > PER_CALL_BYTES or copy_s / oncpu >= PER_CALL_COPY or us_call > PER_CALL_MAX_US:
+        return None
+    copy_us = copy_s / calls * 1e6
+    return Wall(
+        "per-call",
+        f"Per-call cost: {who} was on a CPU {_pct(share)} of its time making "
+        f"{calls / b.window_s:,.0f} calls/s of {size(per)} each, {us_call:.1f} us of CPU a call, "
+        f"of which the copy took {copy_us:.1f} us ({_pct(copy_s / oncpu)}); the rest is the "
+        f"call's own cost (entry and exit, lookups, {who}'s own work per I/O: "
+        f"{_pct(b.totals.get('user', 0.0) / oncpu)} in user space): larger blocks or batched "
+        "submission would move it.",
+        share,
+        {
+            "calls_per_s": round(calls / b.window_s),
+            "bytes_per_call": round(per),
+            "cpu_us_per_call": round(us_call, 2),
+        },
+    )
+
+
+def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: Device | None = None) -> Wall:
+    kernel, user = b.totals.get("kernel", 0.0), b.totals.get("user", 0.0)
+    oncpu = kernel + user
+    paths = sorted(b.kernel_paths.items(), key=lambda kv: -kv[1])
+    moved = sum(t.bytes for t in b.threads)
+    per_cpu_s = moved / oncpu if oncpu else 0.0
+    mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
+    threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
+    waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
+    # the CPU state holds the waits for a CPU too: say so when they weigh
+    on = (
+        f"on a CPU {_pct(share)} of its time"
+        if waits < 0.05
+        else f"on a CPU or waiting for one {_pct(share)} of its time ({_pct(max(0.0, share - waits))} on one)"
+    )
+    ev: dict[str, Any] = {
+        "on_cpu_s": round(oncpu, 3),
+        "kernel_s": round(kernel, 3),
+        "bytes_per_cpu_s": round(per_cpu_s),
+    }
+    named = _kernel_mechanism(b)
+    if named is not None and kernel > user:
+        mech, secs = named
+        fn, caller = b.cpu_top
+        top = f" ({fn} < {caller})" if fn and caller else f" ({fn})" if fn else ""
+        where = ""
+        if mech == "compression" and dev is not None and dev.kind == "zram":
+            where = f"; the bed's device is {dev.describe()}"
+        return Wall(
+            "cpu-kernel",
+            f"On a CPU in the kernel, in {mech}: {who} was {on}, {_pct(secs / oncpu)} of its "
+            f"CPU time in {mech}{top}: {meaning(mech)}{where}.",
+            share,
+            ev | {"mechanism_s": round(secs, 3), "function": fn, "caller": caller},
+            mech,
+        )
+    copy_s = b.kernel_paths.get("copy", 0.0)
+    per_call = _per_call(share, b, who, copy_s)
+    if per_call is not None:
+        return per_call
+    top_path, top_s = paths[0] if paths else ("", 0.0)
+    if top_path == "copy" and top_s >= 0.4 * kernel:
+        copy_rate = moved / top_s if top_s else 0.0  # bytes per second spent copying
+        ev["copy_bytes_per_s"] = round(copy_rate)
+        ref = ctx.get("memcopy_thread_bytes_per_s")
+        ceiling = mc / threads if mc and threads else ref
+        copying = (
+            f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
+            f"time) at {_rate(copy_rate)} while copying"
+        )
+        if not ceiling:
+            return Wall(
+                "memcopy",
+                f"Copying: {who} was {on}, {copying} (no memory-copy rate of this machine to compare).",
+                share,
+                ev,
+            )
+        ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
+        what = (
+            "the memory-copy ceiling measured beside it"
+            if mc and threads
+            else "this machine's one-thread memory-copy rate (measured once this boot)"
+        )
+        if copy_rate >= MEMCOPY_NEAR * ceiling:
+            return Wall(
+                "memcopy",
+                f"The memory-copy wall: {who} was {on}"
+                f", {copying}, {_pct(copy_rate / ceiling)} of {what}, "
+                f"{_rate(ceiling)} per thread.",
+                share,
+                ev,
+            )
+        return Wall(
+            "cpu-kernel",
+            f"On a CPU in the kernel: {who} was {on}"
+            f", {copying}, only {_pct(copy_rate / ceiling)} of {what} "
+            f"({_rate(ceiling)} per thread): something slows the copy itself "
+            "(faults on fresh pages, memory the host must back first).",
+            share,
+            ev,
+        )
+    label = PATH_LABELS.get(top_path, "paths the profile did not record")
+    fn, caller = b.cpu_top
+    top = f" (most sampled: {fn} < {caller})" if fn and caller else f" (most sampled: {fn})" if fn else ""
+    return Wall(
+        "cpu-kernel",
+        f"On a CPU in the kernel: {who} was {on}"
+        f", {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
+        f"{label}{top}.",
+        share,
+        ev | {"path": top_path, "function": fn, "caller": caller},
+    )
+
+
+#: mechanisms of the kernel knowledge table that are work on a CPU (not a wait's machinery)
+CPU_WORK = (
+    "compression",
+    "checksum",
+    "encryption",
+    "page-zeroing",
+    "block-allocation",
+    "unwritten-conversion",
+    "page-tables",
+    "spinlock",
+)
+
+
+def _kernel_mechanism(b: Budget) -> tuple[str, float] | None:
+    """The named mechanism of the kernel knowledge table (not the generic copy or writeback)
+    that holds at least ``KERNEL_MECHANISM`` of the workload's kernel on-CPU time, with its
+    seconds; None when none does (the path and the function are named instead)."""
+    kernel = b.totals.get("kernel", 0.0)
+    named = [(k, v) for k, v in b.cpu_mechanisms.items() if k in CPU_WORK]
+    if not kernel or not named:
+        return None
+    k, v = max(named, key=lambda kv: kv[1])
+    return (k, v) if v >= KERNEL_MECHANISM * kernel else None
