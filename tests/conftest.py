@@ -58,8 +58,8 @@ def reporting_hold(request: pytest.FixtureRequest) -> Iterator[KnobSession | Non
     """Free page reporting held off for the whole session (root, on a VM that reports;
     restored at its end, or by `iowall recover` if the session is killed). Memory freed while
     it is off stays backed by the host, so the first guest-memory touch of the session (the
-    first `limits` or `--hold-memory`) serves every later one (guestmem.TOUCHED): each
-    `limits` would otherwise touch all free memory again, 20-30 s here."""
+    first `limits`, `run` or `gate`: all hold guest memory by default) serves every later one
+    (guestmem.TOUCHED): each would otherwise touch all free memory again, 20-30 s here."""
     # the guests' lane (-m guests) measures nothing here and may end while the lane beside
     # it still runs: its hold, restored then, would move the knob under that lane's tests
     if not ROOT or reporting_order() is None or request.config.option.markexpr == "guests":

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .beds import Bed
-from .guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, reporting_order
+from .guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, nothing_to_hold, reporting_order
 from .knob_session import KnobSession
 from .model import Run
 from .probes import ProbeContext
@@ -42,11 +42,15 @@ NOT_ROOT = (
 NOT_DROPPED = "caches not dropped before the point (needs root)"
 
 
-HOST_RECLAIMS = (
+#: What a run on a VM that reclaims freed memory risks when nothing holds that off.
+RECLAIMS = (
     "this VM hands freed memory back to its host (free page reporting): page cache "
-    "allocated after a cache drop may pay host faults and read slower than it is; "
-    "give --hold-memory to hold reporting off and touch the memory first, as "
-    "'iowall limits' does"
+    "allocated after a cache drop may pay host faults and read slower than it is"
+)
+#: The note of such a run when the user turned the hold off.
+HOST_RECLAIMS = (
+    f"{RECLAIMS}; holding guest memory (reporting held off and the free memory touched "
+    "first, iowall's default) was turned off by --no-hold-memory"
 )
 
 
@@ -68,9 +72,6 @@ class Session:
     batch: str = field(default_factory=lambda: str(uuid.uuid4()))
     #: what the report should say about how the points ran
     notes: list[str] = field(default_factory=list)
-    #: say so when the VM hands freed memory to its host and nothing holds that off (limits
-    #: does, see iowall.guestmem)
-    memory_note: bool = True
 
     def __post_init__(self) -> None:
         self.root = os.geteuid() == 0
@@ -96,9 +97,6 @@ class Session:
             self.schedule.key_metric = self.key_metric
         if not self.root:
             self.note(NOT_ROOT)
-        order = reporting_order()
-        if self.memory_note and order not in (None, str(OFF_ORDER)):
-            self.note(HOST_RECLAIMS)
 
     # -- beds ------------------------------------------------------------------------------
     def use_beds(self, *beds: Bed, facts: Callable[[], dict[str, Any]] | None = None) -> None:
@@ -160,11 +158,27 @@ class Session:
 
 def hold_memory_step(ks: KnobSession, progress: Progress) -> GuestMemory | None:
     """``guestmem.hold_guest_memory`` as a step of ``progress`` (it takes seconds: the free
-    memory is touched once), for `limits` and `run --hold-memory` alike: free page reporting
-    held off through ``ks`` (restored with it); what was done, or None (nothing to do)."""
+    memory is touched once), for `limits`, `run` and `gate` alike: free page reporting held
+    off through ``ks`` (restored with it); what was done, or None (nothing to do)."""
     progress.begin(1.0)
     progress.step("guest memory: touching the free memory once")
     try:
         return hold_guest_memory(ks)
     finally:
         progress.end()
+
+
+def memory_note(hold: bool, gm: GuestMemory | None) -> str | None:
+    """The report's line on guest memory, read before the points run: what the hold did
+    (``gm``), or why there was nothing to hold; with the hold turned off (``hold`` False,
+    --no-hold-memory), the warning where the VM reclaims freed memory, else nothing."""
+    if gm is not None:
+        return gm.note()
+    order = reporting_order()
+    reclaims = order is not None and order != str(OFF_ORDER)
+    if not hold:
+        return HOST_RECLAIMS if reclaims else None
+    if order is None:
+        return f"guest memory: nothing to hold, {nothing_to_hold()}"
+    risk = RECLAIMS if reclaims else "free page reporting is off already, but no free memory was touched"
+    return f"guest memory: not held ({nothing_to_hold()}): {risk}"

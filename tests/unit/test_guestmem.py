@@ -61,7 +61,7 @@ def test_the_note_says_whether_iowall_held_reporting_or_found_it_held() -> None:
 
 
 def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`limits` and `run --hold-memory` hold guest memory through one helper: a step on the
+    """`limits`, `run` and `gate` hold guest memory through one helper: a step on the
     caller's progress, ended even when the touch fails."""
     from iowall import session
     from iowall.knob_session import KnobSession

@@ -72,11 +72,13 @@ def run_ab(
     timeout: float,
     boot_timeout: float,
     boot_attempts: int,
+    hold_memory: bool = True,
 ) -> Report:
     """Everything checked on the host first (the kernels found, the target loaded, KVM or
     ``allow_emulated``), then the store ``db`` opened, the rounds run, and the Report made
     and stored with its batch; a side with no completed run leaves ``report.compare``
-    None."""
+    None. Each guest's `iowall run` holds its memory as `run` does by default; ``hold_memory``
+    False gives it --no-hold-memory."""
     if len(kernels) != 2:
         raise UserError(f"give --kernel exactly twice (A then B), not {len(kernels)} times")
     parse_size(memory, what="--memory")
@@ -88,7 +90,11 @@ def run_ab(
     batch = str(uuid.uuid4())
     workdir = os.path.join(cache, "runs", batch)
     os.makedirs(workdir)
-    opts = ["--bed", "ram", "--probes", probes] + (["--quick"] if quick else [])
+    opts = (
+        ["--bed", "ram", "--probes", probes]
+        + (["--quick"] if quick else [])
+        + ([] if hold_memory else ["--no-hold-memory"])  # the guest's `run` holds it by default
+    )
     target_arg = os.path.abspath(target) if os.path.isfile(target) else target
     cfg = AbConfig(
         kernels=pair,

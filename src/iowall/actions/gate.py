@@ -196,6 +196,7 @@ def gate_runs(
         raise UserError("--confirm re-runs the workload: give a recipe or plan as TARGET")
     lbl = label or f"gate-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     new_ids: list[int] = []
+    memory: list[str] = []  # each run's line on guest memory (held again by every run)
 
     def run_once() -> None:  # the first run and every confirmation: the same --repeat
         rep = run_target(
@@ -210,6 +211,9 @@ def gate_runs(
         )
         add_report(store, rep)
         new_ids.extend(rep.run_ids)
+        said = rep.data.get("guest_memory")
+        if said and said not in memory:
+            memory.append(str(said))
 
     if workload:
         run_once()
@@ -237,13 +241,13 @@ def gate_runs(
         if used
         else []
     )
-    notes += result.method_notes
+    notes += memory + result.method_notes
     cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
     if workload:
         cmd += (
             ["--repeat", str(repeat)]
             + (["--quick"] if quick else [])
-            + (["--hold-memory"] if hold_memory else [])
+            + ([] if hold_memory else ["--no-hold-memory"])
         )
     return GateReport(
         result,

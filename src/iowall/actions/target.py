@@ -12,7 +12,6 @@ from typing import Any
 from .. import journal
 from ..beds import BedSpec, check_place
 from ..errors import UserError
-from ..guestmem import nothing_to_hold
 from ..knob_session import KnobSession
 from ..machine_lock import exclusive
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
@@ -21,7 +20,7 @@ from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get
 from ..repeat import RepeatPolicy
 from ..results import Report
-from ..session import hold_memory_step
+from ..session import hold_memory_step, memory_note
 from ..signals import interruptible
 from ..store import Store
 
@@ -128,23 +127,27 @@ def prepare(
 
 
 def execute(
-    t: Target, store: Store, progress: ProgressOf, wait: float | None = None, hold_memory: bool = False
+    t: Target, store: Store, progress: ProgressOf, wait: float | None = None, hold_memory: bool = True
 ) -> Report:
-    """Run a prepared target under the machine lock, after recovering what a crash left;
-    ``hold_memory``: first hold guest memory as `limits` does (free page reporting off, the
-    free memory touched), restored after, its note added to the report."""
+    """Run a prepared target under the machine lock, after recovering what a crash left.
+    ``hold_memory`` (the default; False is --no-hold-memory): first hold guest memory as
+    `limits` does (free page reporting off, the free memory touched), restored on every way
+    out by the KnobSession; a recipe that holds it itself (``Recipe.holds_memory``: limits)
+    is told through its options instead. The report's line on it (``session.memory_note``)
+    ends its notes and is its ``data["guest_memory"]``."""
+    own = t.recipe is not None and t.recipe.holds_memory
     with exclusive(f"run {t.name}", wait), interruptible(), KnobSession() as ks:
         journal.recover()
-        gm = hold_memory_step(ks, progress(t.title)) if hold_memory else None
+        gm = hold_memory_step(ks, progress(t.title)) if hold_memory and not own else None
+        said = None if own else memory_note(hold_memory, gm)
         if t.plan is not None:
             report = plan_report(run_plan(t.plan, store, progress(t.title)))
         else:
             assert t.recipe is not None
-            report = t.recipe.run(t.opts, store, progress(t.title))
-        if not hold_memory:
+            report = t.recipe.run(replace(t.opts, hold_memory=hold_memory), store, progress(t.title))
+        if said is None:
             return report
-        said = gm.note() if gm is not None else f"--hold-memory: nothing to hold, {nothing_to_hold()}"
-        return replace(report, notes=(*report.notes, said))
+        return replace(report, notes=(*report.notes, said), data={**report.data, "guest_memory": said})
 
 
 def run_target(
@@ -153,7 +156,7 @@ def run_target(
     progress: ProgressOf,
     *,
     wait: float | None = None,
-    hold_memory: bool = False,
+    hold_memory: bool = True,
     **kwargs: Any,
 ) -> Report:
     """Prepare and run a plan file or a recipe; ``kwargs`` are ``prepare``'s."""

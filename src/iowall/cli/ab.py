@@ -10,7 +10,7 @@ import typer
 
 from ..actions.ab import run_ab
 from ..report.emit import emit
-from .options import DbOpt, OutputOpt, ReportFormat, ReportFormatOpt
+from .options import DbOpt, HoldMemoryOpt, OutputOpt, ReportFormat, ReportFormatOpt
 
 
 def _say(text: str) -> None:
@@ -65,6 +65,7 @@ def ab(
             "when it dies before the guest command (an early-boot panic or hang)",
         ),
     ] = 2,
+    hold_memory: HoldMemoryOpt = True,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
@@ -85,6 +86,7 @@ def ab(
         timeout=timeout,
         boot_timeout=boot_timeout,
         boot_attempts=boot_attempts,
+        hold_memory=hold_memory,
     )
     emit(report, fmt, output)
     if report.compare is None:

@@ -13,7 +13,7 @@ from ..report.emit import emit
 from ..report.fleet import Hosts
 from ..results import IMPORTED
 from ..store import Store
-from .options import CommitOpt, DbOpt, LabelOpt, QuickOpt
+from .options import CommitOpt, DbOpt, HoldMemoryOpt, LabelOpt, QuickOpt
 
 fleet_app = typer.Typer(
     no_args_is_help=True, help="Run on many hosts through Ansible; every bundle into one store."
@@ -41,11 +41,12 @@ def fleet_run(
     label: LabelOpt = None,
     commit: CommitOpt = None,
     quick: QuickOpt = False,
+    hold_memory: HoldMemoryOpt = True,
     db: DbOpt = None,
 ) -> None:
     """Install iowall on each host, run there with --wait, fetch and import every bundle."""
     store = Store(db)
-    spec = FleetSpec(inventory, target, label or "", commit or "", quick)
+    spec = FleetSpec(inventory, target, label or "", commit or "", quick, hold_memory)
     states = run_fleet(spec, store, _say)
     emit(Hosts(tuple(states)))
     failed = [s.host for s in states if s.status != IMPORTED]

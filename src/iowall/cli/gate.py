@@ -120,7 +120,7 @@ def gate(
         typer.Option("--flames", metavar="DIR", help="write each regression's differential flame graph here"),
     ] = None,
     wait: WaitOpt = None,
-    hold_memory: HoldMemoryOpt = False,
+    hold_memory: HoldMemoryOpt = True,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,

@@ -21,6 +21,7 @@ from .options import (
     BED_HELP,
     CommitOpt,
     DbOpt,
+    HoldMemoryOpt,
     OutputOpt,
     ProbesOpt,
     QuickOpt,
@@ -68,6 +69,7 @@ def limits(
     ] = None,
     probes: ProbesOpt = "default",
     wait: WaitOpt = None,
+    hold_memory: HoldMemoryOpt = True,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
@@ -93,6 +95,7 @@ def limits(
         mkfs_opts=mkfs_opts,
         mount_opts=mount_opts,
         probes=probes,
+        hold_memory=hold_memory,
     )
     check_fs(BedSpec.parse(opts.bed), opts.fs)  # before the store, the lock, guest memory
     store = Store(db)

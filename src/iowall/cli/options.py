@@ -182,13 +182,15 @@ WaitOpt = Annotated[
         "(bare: as long as it takes; --wait=10m: at most that), saying who holds it",
     ),
 ]
+#: Every measuring command's (limits, run, gate, ab, fleet run); default True.
 HoldMemoryOpt = Annotated[
     bool,
     typer.Option(
-        "--hold-memory",
-        help="on a VM whose host takes freed memory back (free page reporting): "
-        "hold reporting off and touch the free memory first, as limits does, so that buffered "
-        "points do not pay host faults (restored after)",
+        "--hold-memory/--no-hold-memory",
+        help="on a VM whose host takes freed memory back (free page reporting): hold "
+        "reporting off and touch the free memory once first, so that buffered points do not "
+        "pay host faults (restored after; the report says what was done). The default: "
+        "--no-hold-memory measures the VM as it is",
     ),
 ]
 WipeOpt = Annotated[

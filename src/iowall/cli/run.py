@@ -74,7 +74,7 @@ def run_cmd(
         ),
     ] = None,
     wait: WaitOpt = None,
-    hold_memory: HoldMemoryOpt = False,
+    hold_memory: HoldMemoryOpt = True,
     dry_run: Annotated[
         bool,
         typer.Option(

@@ -33,13 +33,15 @@ STAGES = {
 
 @dataclass(frozen=True)
 class FleetSpec:
-    """What a fleet run is: inventory, target (recipe, ``limits`` or plan file), label, commit."""
+    """What a fleet run is: inventory, target (recipe, ``limits`` or plan file), label, commit;
+    ``hold_memory`` False gives each host's command --no-hold-memory."""
 
     inventory: str
     target: str
     label: str = ""
     commit: str = ""
     quick: bool = False
+    hold_memory: bool = True
 
     def resolved_target(self) -> tuple[str, str]:
         """(what the playbook runs, what keys the run): a plan file by absolute path and
@@ -138,6 +140,7 @@ def run_fleet(
             "iowall_label": spec.label,
             "iowall_commit": spec.commit,
             "iowall_quick": spec.quick,
+            "iowall_hold_memory": spec.hold_memory,
             "iowall_key": fd.path.name,
             "iowall_fetch_dir": str(fd.fetched),
         }

@@ -30,6 +30,9 @@ class RecipeOptions:
     probes: str = "default"
     #: knobs held for the whole recipe (name → value read back), set by ``Recipe.run``
     knobs: tuple[tuple[str, str], ...] = ()
+    #: guest memory held (False: --no-hold-memory); read by a recipe that holds it itself
+    #: (``Recipe.holds_memory``), set by ``actions.target.execute``
+    hold_memory: bool = True
 
     def repeats(self, quick_default: int = 1, default: int = 3) -> RepeatPolicy:
         """The policy to run with: ``--repeat`` if given, else ``quick_default`` fixed rounds

@@ -42,6 +42,9 @@ class Recipe:
     #: machine: called before the lock is taken (``checked``); a recipe passes its options
     #: step, whose result is dropped
     check: Callable[[RecipeOptions], object] | None = None
+    #: the recipe holds guest memory itself, at its own step, as ``RecipeOptions.hold_memory``
+    #: says (limits: before its beds); for the others `run` holds it before the recipe runs
+    holds_memory: bool = False
 
     def run(self, opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         """Run the recipe with the ``--set`` knobs held (every run is stored as it ends) and

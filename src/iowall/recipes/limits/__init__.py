@@ -58,6 +58,7 @@ def _options(opts: RecipeOptions) -> LimitsOptions:
         mount_opts=str(one(opts, "mount") or ""),
         probes=opts.probes,
         knobs=opts.knobs,
+        hold_memory=opts.hold_memory,
         names=SET_NAMES,
     )
 
@@ -75,5 +76,6 @@ register(
         execute=_execute,
         check=_options,
         module=__name__,
+        holds_memory=True,
     )
 )

@@ -41,6 +41,9 @@ class LimitsOptions:
     knobs: tuple[tuple[str, str], ...] = ()
     #: XFS block sizes in bytes, one bed each (``--fs-block 4k,16k``); empty: mkfs's default
     fs_blocks: tuple[int, ...] = ()
+    #: hold guest memory first (free page reporting off, the free memory touched, restored
+    #: after); False: --no-hold-memory
+    hold_memory: bool = True
 
     def policy(self) -> RepeatPolicy:
         """``--repeat`` as given; else each cell until its 95% interval is within ±5% or 10
@@ -64,6 +67,7 @@ def limits_options(
     mount_opts: str = "",
     probes: str = "default",
     knobs: tuple[tuple[str, str], ...] = (),
+    hold_memory: bool = True,
     names: Mapping[str, str] = CLI_NAMES,
 ) -> LimitsOptions:
     """LimitsOptions from what the user typed: ``size`` (``8G``), ``jobs`` (``1,2,4``) and
@@ -82,4 +86,5 @@ def limits_options(
         probes=probes,
         knobs=knobs,
         fs_blocks=tuple(parse_fs_blocks(fs_block)) if fs_block is not None else (),
+        hold_memory=hold_memory,
     )

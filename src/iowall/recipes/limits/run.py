@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...analysis.dirty import applied_threshold_note
@@ -21,7 +21,7 @@ from ...repeat import summary as summary_lines
 from ...repeat import to_json as repeat_json
 from ...results import Report
 from ...runner import Task
-from ...session import Session, hold_memory_step
+from ...session import Session, hold_memory_step, memory_note
 from ...store import Store
 from ...sysinfo import cpu_count, dirty_thresholds_bytes, host_facts, loadavg, meminfo, sysctl
 from ...units import fmt_bytes
@@ -163,7 +163,6 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
         progress=progress,
         probes=opts.probes,
         knobs=dict(opts.knobs),
-        memory_note=False,
     )
     notes: list[str] = []
     load = loadavg()
@@ -192,10 +191,11 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
         quick=opts.quick,
         budget=opts.size,
     )
-    with KnobSession() as ks:
-        gm = hold_memory_step(ks, progress)
-        if gm is not None:
-            notes.append(gm.note())
+    with KnobSession() as ks:  # the hold is restored with it, however the run ends
+        gm = hold_memory_step(ks, progress) if opts.hold_memory else None
+        said = memory_note(opts.hold_memory, gm)
+        if said is not None:
+            notes.append(said)
         for i, block in enumerate(blocks):
             mkfs = " ".join(x for x in (opts.mkfs_opts, f"-b size={block}" if block else "") if x)
             with provision(
@@ -229,7 +229,8 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
         repeat={"policy": policy.to_json(), "decisions": run.repeat_docs},
         why=why_limits(summary, runs),
     )
-    return limits_report(summary, ctx)
+    report = limits_report(summary, ctx)
+    return report if said is None else replace(report, data={**report.data, "guest_memory": said})
 
 
 def _one_per_reason(notes: Sequence[tuple[str, str]]) -> list[str]:
