@@ -269,3 +269,33 @@ def test_the_affinity_mask() -> None:
         _doc([t | {"allowed_cpus": [0, 1]} for t in th], []), (0.0, 4.0), "test", None, (0.05, 1.0)
     )
     assert free is not None and _wall(free, device_wall.Device(), {"cpus": 2.0}).kind != "cpu-affinity"
+
+
+def test_readahead_sized_requests_are_no_split() -> None:
+    # limits --quick, buffered 2 MiB reads: three readahead requests of ~690 KiB each under a
+    # 1280 KiB cap is readahead at work, not a wall (named "split" before this was checked)
+    dev = _dev(
+        reqs={"read": 3500.0},
+        bytes_per_s={"read": 3500.0 * 689 * 1024},
+        queue={"max_sectors_kb": "1280", "read_ahead_kb": "128"},
+        direction="read",
+        io_bytes=2 * 2**20,
+        sequential=True,
+    )
+    assert device_wall.request_cause(dev) is None
+
+
+WBT = (
+    "x;__x64_sys_fsync;file_write_and_wait_range;do_writepages;submit_bio;"
+    "__rq_qos_throttle;wbt_wait;rq_qos_wait"
+)
+
+
+def test_wbt_in_front_of_a_full_device_is_not_the_wall() -> None:
+    # fsync's own writeback waits in wbt while the loop device is 96% busy with 42 requests
+    # in flight: the device holds it (wbt_lat_usec 0 against 2000: 2614 vs 2292 MiB/s, ±26%)
+    b = _budget([WBT], {0: 380})
+    full = _wall(b, _dev(util=0.96, queue_depth=42.0, kind="loop", backing="/dev/shm/i.img"))
+    assert (full.kind, full.mechanism) == ("fsync", "loop-worker") and "96% busy" in full.sentence
+    idle = _wall(b, _dev(util=0.3, queue_depth=2.0))
+    assert (idle.kind, idle.mechanism) == ("fsync", "wbt")

@@ -177,8 +177,13 @@ def with_facts(
     )
 
 
-#: requests at most this share of the workload's I/O size were made smaller on the way down
-SMALLER = 0.5
+#: requests at most this share of the workload's I/O size were made smaller on the way down:
+#: a 2 MiB buffered read served as three readahead requests of 690 KiB is readahead doing its
+#: job, a 1 MiB write as 256 requests of 4 KiB is a wall (limits --quick, docs/explain.md)
+SMALLER = 0.25
+#: requests split at a cap are the cap's size (the last piece of each I/O smaller): their mean
+#: is at least this share of the cap
+AT_CAP = 0.5
 #: the device moved at least this many times the workload's own bytes: most of its work was
 #: somebody else's
 SHARED = 4.0
@@ -210,7 +215,12 @@ def request_cause(dev: Device) -> RequestCause | None:
     n = w / r
     what = f"each {size(w)} {d}"
     cap = dev.queue_int("max_sectors_kb")
-    if r <= SMALLER * w and cap is not None and cap * 1024 < w and r <= 1.1 * cap * 1024:
+    if (
+        r <= SMALLER * w
+        and cap is not None
+        and cap * 1024 < w
+        and AT_CAP * cap * 1024 <= r <= 1.1 * cap * 1024
+    ):
         return RequestCause(
             "split",
             f"{what} reached the device as {n:.0f} requests of {size(r)}: queue/max_sectors_kb = "
@@ -335,13 +345,15 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
         )
     queued = (dev.queue_depth or 0) >= DEVICE_QUEUED and (dev.util or 0) >= DEVICE_QUEUED_BUSY
     if dev.util is not None and (dev.util >= DEVICE_BUSY or queued):
+        what = f" The bed's device is {dev.describe()}." if dev.kind in ("loop", "zram") else ""
         return Wall(
             "device",
             f"Device-bound: {who} waited {pct(share)} of its time for I/O "
             f"while the device was {busy} with {dev.queue_depth or 0:.1f} requests in "
-            f"flight on average (each took {us(dev.await_s or 0)}).",
+            f"flight on average (each took {us(dev.await_s or 0)}).{what}",
             share,
             ev,
+            "loop-worker" if dev.kind == "loop" and not dev.dio else "",
         )
     return Wall(
         "io",
