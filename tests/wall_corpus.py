@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -84,6 +85,14 @@ class Samples:
     last: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: per tid: when (monotonic s) it was first and last seen, for the shares of its time
     seen: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: per tid: its Cpus_allowed_list (/proc/PID/task/TID/status) when last seen
+    cpus: dict[int, str] = field(default_factory=dict)
+    #: the block device (loop or zram) under the files the job processes hold open, and its
+    #: /proc/diskstats at the first and the last look that saw a job with a file open there:
+    #: the device's counters over the jobs' I/O, for a bed iowall provisions inside the run
+    disk: str = ""
+    disk_first: dict[str, int] = field(default_factory=dict)
+    disk_last: dict[str, int] = field(default_factory=dict)
 
     def share(self, pred: Callable[[TaskSample], bool]) -> float:
         """Fraction of the looks for which ``pred`` holds (0 when there were none)."""
@@ -151,6 +160,10 @@ class Evidence:
     fio: dict[str, Any]
     samples: Samples
     wall_s: float
+    #: the same plan without the condition, run by the same harness right before this one
+    #: (kinds with a ``control`` plan: the second corpus)
+    control: Evidence | None = None
+    run_id: int | None = None
 
     def job(self) -> dict[str, Any]:
         """fio's first job (the plans use group_reporting: one job entry)."""
@@ -163,6 +176,10 @@ class Evidence:
 
     def runtime_s(self) -> float:
         return float(self.job().get("job_runtime", 0)) / 1000.0
+
+    def throughput(self) -> float:
+        """fio's bandwidth in bytes/s, reads and writes together."""
+        return self.bw("read") + self.bw("write")
 
 
 @dataclass(frozen=True)
@@ -199,6 +216,16 @@ class Kind:
     #: whether the wall is made by this host's hardware (the virtio disk's speed), which the
     #: induction cannot control: on a faster host the condition may not arise at all
     host_dependent: bool = False
+    #: the expected ``wall.mechanism`` (None: not scored, as in the first corpus; "": the
+    #: wall should name no mechanism)
+    mechanism: str | None = None
+    #: the same plan with the condition removed: run first, its Evidence is the condition
+    #: run's ``control`` ("": no control run)
+    control: str = ""
+    #: the control run's induction when it differs from the condition's (None: the same)
+    control_induce: Callable[[], contextlib.AbstractContextManager[Setup]] | None = None
+    #: why the kind is not run on this machine ("": it is)
+    dropped: str = ""
 
 
 # --------------------------------------------------------------------------------------
@@ -246,22 +273,96 @@ def _mounted(path: str) -> bool:
         return any(line.split()[1] == path for line in f)
 
 
+#: queue attributes a corpus may change (a plan's sysfs:queue knobs): a loop device keeps
+#: them across detach and attach, so each is put back as it was before the device is let go
+QUEUE_KNOBS = ("max_sectors_kb", "read_ahead_kb", "nomerges", "nr_requests", "scheduler")
+
+
+def queue_settings(name: str) -> dict[str, str]:
+    """The QUEUE_KNOBS of block device ``name`` that it has, as read (a selection file such
+    as scheduler by its bracketed choice)."""
+    out = {}
+    for a in QUEUE_KNOBS:
+        with contextlib.suppress(OSError):
+            text = Path(f"/sys/block/{name}/queue/{a}").read_text().strip()
+            if "[" in text:
+                text = text[text.index("[") + 1 : text.index("]")]
+            out[a] = text
+    return out
+
+
+def restore_queue(name: str, old: dict[str, str]) -> None:
+    """Write back each queue attribute that differs from ``old`` (max_sectors_kb after
+    nr_requests and the scheduler, which may bound it)."""
+    for a in ("scheduler", "nr_requests", "nomerges", "read_ahead_kb", "max_sectors_kb"):
+        if a in old and queue_settings(name).get(a) != old[a]:
+            _write(Path(f"/sys/block/{name}/queue/{a}"), old[a])
+
+
+def dev_name(devno: str) -> str:
+    """The kernel's name of the block device MAJ:MIN (loop3)."""
+    return Path(f"/sys/dev/block/{devno}").resolve().name
+
+
+#: mkfs of each filesystem, as iowall's beds run it (ext4's inode tables and journal
+#: initialised now, not by a kworker during the measurement)
+MKFS = {
+    "xfs": ["mkfs.xfs", "-q", "-f"],
+    "ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+    "btrfs": ["mkfs.btrfs", "-q", "-f"],
+}
+
+
+def mkfs_argv(fs: str, dev: str, *, discard: bool = True) -> list[str]:
+    """mkfs of ``fs`` on ``dev``; ``discard=False`` keeps it from discarding the device (a
+    discard would punch a zero-filled image's pages out again)."""
+    argv = list(MKFS[fs])
+    if not discard and fs == "ext4":
+        argv[argv.index("-E") + 1] += ",nodiscard"
+    elif not discard:
+        argv.append("-K")
+    return [*argv, dev]
+
+
 @contextlib.contextmanager
-def loop_xfs(size: int, image_dir: str = "/dev/shm") -> Iterator[tuple[str, str]]:
-    """An XFS on a loop device over a preallocated image in ``image_dir`` (its pages are
-    allocated here, charged to the caller's memory cgroup, not to any group a run joins
-    later), mounted under /run/iowall-corpus; yields (mount point, MAJ:MIN). Unmounted,
-    detached and deleted on exit."""
+def loop_xfs(
+    size: int,
+    image_dir: str = "/dev/shm",
+    *,
+    fs: str = "xfs",
+    mount_opts: str = "",
+    zero_fill: bool = False,
+) -> Iterator[tuple[str, str]]:
+    """An XFS (or ``fs``, mounted with ``mount_opts``) on a loop device over a preallocated
+    image in ``image_dir`` (its pages are allocated here, charged to the caller's memory
+    cgroup, not to any group a run joins later; ``zero_fill``: also written once, as iowall's
+    ram bed does, so that no block is written for the first time during a measurement, and
+    mkfs does not discard it), mounted under /run/iowall-corpus; yields (mount point,
+    MAJ:MIN). On exit it is unmounted (lazily if it stays busy, which is then raised), the
+    device's queue settings are put back as they were, and it is detached and deleted."""
     os.makedirs("/run/iowall-corpus", exist_ok=True)
     fd, image = tempfile.mkstemp(prefix=PREFIX, suffix=".img", dir=image_dir)
     os.close(fd)
     mnt = tempfile.mkdtemp(prefix="mnt-", dir="/run/iowall-corpus")
     dev = ""
+    queue: dict[str, str] = {}
     try:
         _run("fallocate", "-l", str(size), image)
-        dev = _run("losetup", "--find", "--show", image)
-        _run("mkfs.xfs", "-q", "-f", dev)
-        _run("mount", dev, mnt)
+        if zero_fill:
+            _run(
+                "dd",
+                "if=/dev/zero",
+                f"of={image}",
+                "bs=64M",
+                f"count={size}",
+                "iflag=count_bytes",
+                "conv=notrunc",
+                "status=none",
+            )
+        dev = _run("losetup", "--find", "--show", "--direct-io=off", image)
+        queue = queue_settings(os.path.basename(dev))
+        _run(*mkfs_argv(fs, dev, discard=not zero_fill))
+        _run("mount", "-t", fs, *(["-o", mount_opts] if mount_opts else []), dev, mnt)
         st = os.stat(dev)
         yield mnt, f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     finally:
@@ -271,10 +372,17 @@ def loop_xfs(size: int, image_dir: str = "/dev/shm") -> Iterator[tuple[str, str]
             if subprocess.run(["umount", mnt], capture_output=True).returncode == 0:
                 break
             time.sleep(0.2)
+        busy = _mounted(mnt)
+        if busy:  # still held open: detached from the tree now, freed when the last user goes
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
         if dev:
+            with contextlib.suppress(OSError):
+                restore_queue(os.path.basename(dev), queue)
             subprocess.run(["losetup", "-d", dev], check=True)
         os.rmdir(mnt)
         os.unlink(image)
+        if busy:
+            raise RuntimeError(f"{mnt} stayed busy for 10 s: unmounted lazily")
 
 
 DIRTY = ("dirty_bytes", "dirty_background_bytes", "dirty_ratio", "dirty_background_ratio")
@@ -321,11 +429,20 @@ def busy(n: int) -> Iterator[list[int]]:
 
 
 def diskstats(dev: str) -> dict[str, int]:
-    """/proc/diskstats of ``dev``: sectors read/written and io_ticks (ms busy)."""
+    """/proc/diskstats of ``dev``: reads and writes completed, merged, and their sectors, and
+    io_ticks (ms busy)."""
     for line in Path("/proc/diskstats").read_text().splitlines():
         f = line.split()
         if f[2] == dev:
-            return {"rd_sectors": int(f[5]), "wr_sectors": int(f[9]), "io_ticks": int(f[12])}
+            return {
+                "reads": int(f[3]),
+                "rd_merged": int(f[4]),
+                "rd_sectors": int(f[5]),
+                "writes": int(f[7]),
+                "wr_merged": int(f[8]),
+                "wr_sectors": int(f[9]),
+                "io_ticks": int(f[12]),
+            }
     return {}
 
 
@@ -800,6 +917,13 @@ class Sampler(threading.Thread):
             for p, c in comm.items()
             if c.startswith("fio") and comm.get(parent.get(p, 0), "").startswith("fio")
         ]
+        if jobs and not self.out.disk:
+            self.out.disk = next(filter(None, (bed_device(pid) for pid in jobs)), "")
+        if jobs and self.out.disk:
+            now_disk = diskstats(self.out.disk)
+            if now_disk:
+                self.out.disk_first = self.out.disk_first or now_disk
+                self.out.disk_last = now_disk
         for pid in jobs:
             for t in Path(f"/proc/{pid}/task").iterdir():
                 with contextlib.suppress(OSError, ValueError, IndexError):
@@ -812,11 +936,27 @@ class Sampler(threading.Thread):
                         if len(line.split()) > 1
                     )
                     cpu, wait = (int(x) for x in (t / "schedstat").read_text().split()[:2])
+                    for line in (t / "status").read_text().splitlines():
+                        if line.startswith("Cpus_allowed_list:"):
+                            self.out.cpus[tid] = line.split(":", 1)[1].strip()
                     now = time.monotonic()
                     self.out.looks.append(TaskSample(tid, state, stack))
                     self.out.first.setdefault(tid, (cpu, wait))
                     self.out.last[tid] = (cpu, wait)
                     self.out.seen[tid] = (self.out.seen.get(tid, (now, now))[0], now)
+
+
+def bed_device(pid: int) -> str:
+    """The loop or zram device under a regular file process ``pid`` holds open ("" if
+    none): the bed its fio job reads or writes."""
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            st = os.stat(fd)
+            if stat.S_ISREG(st.st_mode) and os.major(st.st_dev):
+                name = dev_name(f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+                if name.startswith(("loop", "zram")):
+                    return name
+    return ""
 
 
 def wait_machine_free(timeout: float = 1800) -> None:
@@ -885,15 +1025,20 @@ def expected(kind: Kind, neighbour: bool = False) -> str:
 
 
 def score(kind: Kind, explain: dict[str, Any], neighbour: bool = False) -> str:
-    """named: the wall is the expected kind; partial: the expected kind is a verdict's rule
-    but not the wall, or the wall is one of the kind's near names; wrong: a wall of another
-    kind; silent: no wall (an explain without a "wall" key counts as silent)."""
+    """named: the wall is the expected kind (and, for a kind that states one, its
+    ``mechanism`` the expected mechanism); partial: the kind is right but the mechanism is
+    not, or the expected kind is a verdict's rule but not the wall, or the wall is one of the
+    kind's near names; wrong: a wall of another kind; silent: no wall (an explain without a
+    "wall" key counts as silent)."""
     wall = explain.get("wall")
     got = wall.get("kind") if isinstance(wall, dict) else None
     rules = {v.get("rule") for v in explain.get("verdicts") or []}
     want = expected(kind, neighbour)
     if got == want:
-        return "named"
+        if kind.mechanism is None:
+            return "named"
+        said = (wall or {}).get("mechanism") or ""  # absent, null and "" all say none
+        return "named" if said == kind.mechanism else "partial"
     if got in kind.near or want in rules:
         return "partial"
     return "wrong" if got else "silent"
@@ -914,20 +1059,36 @@ class Case:
     elapsed_s: float
     threads: str = ""
     error: str = ""
+    #: the expected wall.mechanism (None: not scored)
+    mechanism: str | None = None
+    #: the control run (kinds with a control plan): its id and how long it took, and how long
+    #: the condition's took (induction, run and ground truth; explain after it is not counted)
+    control_run_id: int | None = None
+    control_s: float = 0.0
+    condition_s: float = 0.0
+    #: fio's bandwidth (bytes/s, reads and writes) of the condition and of the control run
+    bw: float = 0.0
+    control_bw: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "neighbour": self.neighbour,
             "expected": self.expected,
+            "mechanism": self.mechanism,
             "truth": {"held": self.truth.held, "detail": self.truth.detail},
             "run": self.run_id,
+            "control_run": self.control_run_id,
+            "bw_bytes_per_s": self.bw,
+            "control_bw_bytes_per_s": self.control_bw,
             "wall": self.wall,
             "score": self.score,
             "verdicts": [{"rule": v.get("rule"), "sentence": v.get("sentence")} for v in self.verdicts],
             "sentences": self.sentences,
             "explain_text": self.explain_text,
             "elapsed_s": round(self.elapsed_s, 1),
+            "control_s": round(self.control_s, 1),
+            "condition_s": round(self.condition_s, 1),
             "threads": self.threads,
             "error": self.error,
         }
@@ -937,16 +1098,39 @@ def _cli(db: str, *args: str, timeout: float = 300) -> subprocess.CompletedProce
     return subprocess.run([iowall_exe(), *args, "--db", db], capture_output=True, text=True, timeout=timeout)
 
 
-def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False, timeout: float = 300) -> Case:
-    """Induce ``kind`` (beside one busy-loop neighbour if asked), run its plan inside, check
-    the ground truth, explain the run and score it."""
+@dataclass
+class Ran:
+    """One ``iowall run`` of a plan inside its induction: the run, what the counters and the
+    sampler saw (``evidence``), and how long it all took."""
+
+    run_id: int | None
+    evidence: Evidence
+    error: str
+    elapsed_s: float
+
+
+def run_plan(
+    name: str,
+    plan_text: str,
+    induce: Callable[[], contextlib.AbstractContextManager[Setup]],
+    db: str,
+    workdir: Path,
+    *,
+    neighbour: bool = False,
+    during: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
+    timeout: float = 300,
+) -> Ran:
+    """Wait for the machine to be free, induce, run ``plan_text`` (its ``{bed}`` the
+    induction's bed) with ``iowall run`` while the Sampler watches its fio jobs, snapshot the
+    induction's counters before and after, and tear the induction down. ``during`` (and one
+    busy-loop ``neighbour``) are entered once the run holds iowall's machine lock."""
     t0 = time.monotonic()
     wait_machine_free()
     workdir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        setup = stack.enter_context(kind.induce())
-        plan = workdir / f"{kind.name}.toml"
-        plan.write_text(kind.plan.replace("{bed}", setup.bed))
+        setup = stack.enter_context(induce())
+        plan = workdir / f"{name}.toml"
+        plan.write_text(plan_text.replace("{bed}", setup.bed))
         argv = joined(setup.procs, [iowall_exe(), "run", str(plan), "--db", db, "--format", "json", "--wait"])
         before = setup.snapshot()
         t_run = time.monotonic()
@@ -955,13 +1139,13 @@ def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False, tim
         )
         sampler = Sampler(proc.pid)
         sampler.start()
-        with contextlib.ExitStack() as during:
+        with contextlib.ExitStack() as disturb:
             try:
                 if holds_machine_lock(proc):
-                    if kind.during:
-                        during.enter_context(kind.during())
+                    if during:
+                        disturb.enter_context(during())
                     if neighbour:
-                        during.enter_context(busy(1))
+                        disturb.enter_context(busy(1))
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -983,31 +1167,75 @@ def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False, tim
         fio = json.loads(raw.stdout[raw.stdout.index("{") :]) if raw.returncode == 0 else {}
     except (ValueError, KeyError, IndexError):
         error = f"iowall run exited {proc.returncode}: {err.strip()[-400:]}"
+    evidence = Evidence(before, after, fio, samples, wall_s, run_id=run_id)
+    return Ran(run_id, evidence, error, time.monotonic() - t0)
+
+
+def run_case(kind: Kind, db: str, workdir: Path, *, neighbour: bool = False, timeout: float = 300) -> Case:
+    """Induce ``kind`` (beside one busy-loop neighbour if asked), run its plan inside, check
+    the ground truth, explain the run and score it. A kind with a ``control`` plan runs that
+    first, the same way (its own induction: ``control_induce`` or the kind's), and the
+    condition's ground truth sees it as ``Evidence.control``."""
+    t0 = time.monotonic()
+    control: Ran | None = None
+    if kind.control:
+        control = run_plan(
+            f"{kind.name}-control",
+            kind.control,
+            kind.control_induce or kind.induce,
+            db,
+            workdir,
+            neighbour=neighbour,
+            timeout=timeout,
+        )
+    t_cond = time.monotonic()
+    ran = run_plan(
+        kind.name,
+        kind.plan,
+        kind.induce,
+        db,
+        workdir,
+        neighbour=neighbour,
+        during=kind.during,
+        timeout=timeout,
+    )
+    ev = ran.evidence
+    ev.control = control.evidence if control else None
+    error = ran.error
+    if control and control.error:
+        error = f"{error}; control: {control.error}" if error else f"control: {control.error}"
     try:
-        truth = kind.truth(Evidence(before, after, fio, samples, wall_s))
+        truth = kind.truth(ev)
     except (KeyError, ValueError, ZeroDivisionError) as e:
         truth = Truth(False, f"could not check: {e!r}")
+    condition_s = time.monotonic() - t_cond
     explain: dict[str, Any] = {}
     text = ""
-    if run_id is not None:
-        cp = _cli(db, "explain", str(run_id), "--format", "json")
+    if ran.run_id is not None:
+        cp = _cli(db, "explain", str(ran.run_id), "--format", "json")
         with contextlib.suppress(ValueError):
             explain = json.loads(cp.stdout)
-        text = _cli(db, "explain", str(run_id)).stdout.strip()
+        text = _cli(db, "explain", str(ran.run_id)).stdout.strip()
     return Case(
         kind=kind.name,
         neighbour=neighbour,
         expected=expected(kind, neighbour),
         truth=truth,
-        run_id=run_id,
+        run_id=ran.run_id,
         wall=explain.get("wall"),
         score=score(kind, explain, neighbour) if explain else "silent",
         verdicts=list(explain.get("verdicts") or []),
         sentences=list(explain.get("sentences") or []),
         explain_text=text,
         elapsed_s=time.monotonic() - t0,
-        threads=samples.summary(),
+        threads=ev.samples.summary(),
         error=error,
+        mechanism=kind.mechanism,
+        control_run_id=control.run_id if control else None,
+        control_s=control.elapsed_s if control else 0.0,
+        condition_s=condition_s,
+        bw=ev.throughput(),
+        control_bw=control.evidence.throughput() if control else None,
     )
 
 
