@@ -80,24 +80,32 @@ def _affinity(b: Budget, ctx: Mapping[str, float], own: float) -> Wall | None:
     own threads while CPUs it may not use sat idle: the affinity mask is the wall."""
     cpus = ctx.get("cpus")
     masks = [t.allowed_cpus for t in b.threads if t.allowed_cpus]
-    if not cpus or not masks or own < AFFINITY_OWN or len(masks) < len(b.threads):
+    # behind other processes too: on the CPUs it may use, they take turns with it there
+    waited = own + b.share("runnable:others")
+    if not cpus or not masks or waited < AFFINITY_OWN or len(masks) < len(b.threads):
         return None
     allowed = sorted(set().union(*masks))
     if len(allowed) >= cpus:
         return None
-    working = b.cpus[1] + b.cpus[0] if b.cpus is not None else None
+    # the CPUs the point's own threads used: those other processes use are theirs only by
+    # their share, which unpinned threads would contend for (as lock_turns counts them)
+    working = b.cpus[1] if b.cpus is not None else None
     if working is not None and working > cpus - 0.5:
-        return None  # the other CPUs were busy anyway: the CPUs, not the mask, are the wall
+        return None  # the point's own threads filled the CPUs anyway: the CPUs are the wall
     who = who_of(b)
     listed = ",".join(str(c) for c in allowed)
-    idle = f" while the machine's CPUs were {working:.2f} of {cpus:.0f} busy" if working is not None else ""
+    idle = (
+        f" while its threads and the bed's workers used {working:.2f} of the {cpus:.0f} CPUs"
+        if working is not None
+        else ""
+    )
     return Wall(
         "cpu-affinity",
         f"Held by its CPU affinity: {who} may run only on CPU {listed} ({len(allowed)} of "
-        f"{cpus:.0f}) and waited {_pct(own)} of its time runnable behind its own threads{idle}: "
+        f"{cpus:.0f}) and waited {_pct(waited)} of its time runnable for them{idle}: "
         "the affinity mask, not the CPUs, is the wall.",
-        b.share("user") + b.share("kernel") + own,
-        {"allowed_cpus": allowed, "own_run_delay_share": round(own, 4)},
+        b.share("user") + b.share("kernel") + waited,
+        {"allowed_cpus": allowed, "run_delay_share": round(waited, 4)},
     )
 
 

@@ -234,30 +234,32 @@ def device_json(dev: Device) -> dict[str, Any]:
 
 
 def cost_json(b: Budget, dev: Device) -> dict[str, Any] | None:
-    """The cost of each I/O: the workload's CPU time per call and per MiB, calls per second
-    (read/write system calls of its threads over the window), and CPU per I/O where fio's
-    own count of I/Os is known (libaio and io_uring submit many per call)."""
+    """The cost of each I/O: the workload's CPU time per I/O (fio's own count: libaio and
+    io_uring submit many per call, through calls no counter sees), per MiB, and per
+    read/write call with calls per second where those calls moved the workload's bytes."""
     oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
-    calls = sum(t.syscalls for t in b.threads)
-    moved = sum(t.bytes for t in b.threads)
     if not oncpu or not b.window_s:
         return None
+    calls = sum(t.syscalls for t in b.threads)
+    moved = sum(t.bytes for t in b.threads)
+    fio_bytes = (dev.workload_bytes_per_s or 0.0) * b.window_s
     out: dict[str, Any] = {
         "cpu_s": round(oncpu, 4),
         "user_share": round(b.totals.get("user", 0.0) / oncpu, 4),
-        "calls_per_s": round(calls / b.window_s, 1),
     }
-    if calls:
+    # read/write calls count only when they carried the I/O (not fio's reads of /proc
+    # beside libaio's submissions: 3 bytes a call)
+    if calls and moved and (not fio_bytes or moved >= 0.5 * fio_bytes):
+        out["calls_per_s"] = round(calls / b.window_s, 1)
         out["cpu_us_per_call"] = round(oncpu / calls * 1e6, 3)
-        out["bytes_per_call"] = round(moved / calls) if moved else None
-    if moved:
-        out["cpu_ms_per_mib"] = round(oncpu / (moved / 2**20) * 1e3, 4)
-    if dev.workload_bytes_per_s and dev.io_bytes:
-        ios = dev.workload_bytes_per_s / dev.io_bytes * b.window_s
+        out["bytes_per_call"] = round(moved / calls)
+    total = fio_bytes or moved
+    if total:
+        out["cpu_ms_per_mib"] = round(oncpu / (total / 2**20) * 1e3, 4)
+    if fio_bytes and dev.io_bytes:
+        ios = fio_bytes / dev.io_bytes
         out["ios_per_s"] = round(ios / b.window_s, 1)
-        out["cpu_us_per_io"] = round(oncpu / ios * 1e6, 3) if ios else None
-        if not moved:
-            out["cpu_ms_per_mib"] = round(oncpu / (dev.workload_bytes_per_s * b.window_s / 2**20) * 1e3, 4)
+        out["cpu_us_per_io"] = round(oncpu / ios * 1e6, 3)
     return out
 
 
