@@ -188,6 +188,7 @@ def test_a_split_is_the_wall_and_its_tag_waits_count_with_it() -> None:
     assert "blk_mq_get_tag" in w.sentence and w.share > 0.9
     # the same waits with requests of the size asked for: tags are the wall, named as such
     same = _dev(
+        queue_depth=3.5,  # nr_requests 4: no more can be in flight
         reqs={"write": 500.0},
         bytes_per_s={"write": 500.0 * 2**20},
         queue={"max_sectors_kb": "1280", "nr_requests": "4"},
@@ -299,3 +300,14 @@ def test_wbt_in_front_of_a_full_device_is_not_the_wall() -> None:
     assert (full.kind, full.mechanism) == ("fsync", "loop-worker") and "96% busy" in full.sentence
     idle = _wall(b, _dev(util=0.3, queue_depth=2.0))
     assert (idle.kind, idle.mechanism) == ("fsync", "wbt")
+
+
+def test_tags_in_front_of_a_full_device_are_the_devices() -> None:
+    # four buffered readers of the full limits run: 47% waiting for tags of a loop device
+    # 100% busy with 111 requests in flight; with nr_requests 4 (2.9 in flight) tags hold it
+    tags = "x;filemap_read;page_cache_sync_ra;submit_bio;__blk_mq_alloc_requests;blk_mq_get_tag;io_schedule"
+    b = _budget([tags], {0: 380})
+    full = _wall(b, _dev(util=1.0, queue_depth=111.0, kind="loop"))
+    assert (full.kind, full.mechanism) == ("device", "loop-worker")
+    shallow = _wall(b, _dev(util=0.96, queue_depth=2.9, queue={"nr_requests": "4"}))
+    assert (shallow.kind, shallow.mechanism) == ("block-queue", "tags")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import MEASURED_STATUSES, Run
 from ..units import GIB, fmt_bytes, fmt_rate
 from .context import representative
+from .generators import GeneratorCost, disagreement, generator_cost
 from .scaling import efficiency, knee
 from .why import why_run
 
@@ -123,6 +124,10 @@ class Agreement:
     engine: Cell
     fio: Cell
     block: str = ""
+    #: where they disagree: what each side's median run cost (``analysis.generators``) and
+    #: the sentence that names the measured cause, or says that the run cannot tell
+    costs: tuple[GeneratorCost, GeneratorCost] | None = None
+    why: str = ""
 
     @property
     def ratio(self) -> float:
@@ -212,9 +217,12 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
                 t = min(j, cpus)
                 cells = {m: c for m in MODES if (c := cell((block, direction, m, str(j))))}
                 drows.append(Row(direction, j, cells, memcopy.get(t), t, block))
-                eng, fio = cell((block, direction, ENGINE_BUFFERED, str(j))), cells.get("buffered")
+                ekey = (block, direction, ENGINE_BUFFERED, str(j))
+                eng, fio = cell(ekey), cells.get("buffered")
                 if eng and fio:
-                    agreement.append(Agreement(direction, j, eng, fio, block))
+                    a = Agreement(direction, j, eng, fio, block)
+                    fkey = (block, direction, "buffered", str(j))
+                    agreement.append(a if a.within else _explained(a, groups[fkey], groups[ekey]))
             rows += drows
             directs = [(r.direct, r.jobs) for r in drows if r.direct]
             if directs:
@@ -253,6 +261,17 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
         tuple(noise),
         tuple(agreement),
     )
+
+
+def _explained(a: Agreement, fio_runs: Sequence[Run], engine_runs: Sequence[Run]) -> Agreement:
+    """The agreement with what each side's median run cost and why they differ."""
+    metric = _bw_metric(a.direction)
+    fr, er = representative(fio_runs, metric), representative(engine_runs, metric)
+    if fr is None or er is None:
+        return a
+    f, e = generator_cost(fr, a.direction), generator_cost(er, a.direction)
+    point = f"{a.direction} {a.jobs} job" + ("" if a.jobs == 1 else "s") + (f" {a.block}" if a.block else "")
+    return replace(a, costs=(f, e), why=disagreement(f, e, point, a.direction))
 
 
 def _cache_left(groups: Mapping[tuple[str, ...], Sequence[Run]]) -> dict[tuple[str, str, str], float]:

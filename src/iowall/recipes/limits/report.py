@@ -114,6 +114,7 @@ def _agreement_section(s: LimitsSummary) -> Section | None:
     return Section(
         "Two generators, one point: fio pvsync2 and iowall-engine, buffered",
         Table.of(["point", "fio", "fio range", "engine", "eng/fio", "agree"], rows, left=1),
+        bullets=tuple(a.why for a in s.agreement if not a.within and a.why),
     )
 
 
@@ -214,6 +215,8 @@ def limits_report(s: LimitsSummary, ctx: LimitsContext) -> Report:
                 "engine": _cell_json(a.engine),
                 "engine_over_fio": a.ratio,
                 "agree": a.within,
+                **({"why": a.why} if a.why else {}),
+                **({"cost": [c.to_json() for c in a.costs]} if a.costs else {}),
             }
             for a in s.agreement
         ],

@@ -21,7 +21,7 @@ DIRTY_MULTIPLE = 2.0
 #: machine copied in 0.6 s, so every point it prints is explained (docs/usage.md).
 QUICK_RUNTIME_S = 3
 WRITE_RUNTIME_S = 3
-READ_RUNTIME_S = 5
+READ_RUNTIME_S = 3
 
 
 #: The fewest distinct job counts a default sweep has: enough for a USL fit (iowall scaling).
