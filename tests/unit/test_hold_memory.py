@@ -291,3 +291,27 @@ def test_the_hold_is_restored_however_the_run_ends(
     with pytest.raises(type(end)):
         execute(_target(Recipe("fake", "000", "", body)), NO_STORE, _shown)
     assert under_execute["holds"] == 1 and under_execute["ks"] in restored
+
+
+def test_no_reporting_device_is_no_reporting(tmp_path: Path) -> None:
+    """An older kernel shows order 11 with no device registered (an emulated guest with no
+    balloon): only a bound virtio balloon offering VIRTIO_BALLOON_F_REPORTING (bit 5) or a
+    Hyper-V balloon reports free pages; without one there is nothing to hold or touch."""
+    bus = tmp_path / "bus"
+    virtio = bus / "virtio" / "drivers" / "virtio_balloon"
+    hyperv = bus / "vmbus" / "drivers" / "hv_balloon"
+    assert guestmem.reporting_device(virtio, hyperv) is None  # neither bus: the order decides
+    virtio.mkdir(parents=True)
+    assert guestmem.reporting_device(virtio, hyperv) is False  # no balloon bound
+    dev = virtio / "virtio0"
+    dev.mkdir()
+    (dev / "features").write_text("0110000000\n")  # deflate on OOM, stats: no reporting
+    assert guestmem.reporting_device(virtio, hyperv) is False
+    (dev / "features").write_text("0110010100\n")  # as this VM's balloon offers
+    assert guestmem.reporting_device(virtio, hyperv) is True
+    (dev / "features").unlink()
+    hyperv.mkdir(parents=True)
+    (hyperv / "module").symlink_to(tmp_path)
+    assert guestmem.reporting_device(virtio, hyperv) is False
+    (hyperv / "1eccfd72-4b41-45ef-b73a-4a6e44c12924").symlink_to(tmp_path)
+    assert guestmem.reporting_device(virtio, hyperv) is True
