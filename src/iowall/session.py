@@ -160,8 +160,9 @@ def hold_memory_step(ks: KnobSession, progress: Progress) -> GuestMemory | None:
     """``guestmem.hold_guest_memory`` as a step of ``progress`` (it takes seconds: the free
     memory is touched once), for `limits`, `run` and `gate` alike: free page reporting held
     off through ``ks`` (restored with it); what was done, or None (nothing to do)."""
+    # no step line: off a terminal each step is a line on stderr, and one before the run's
+    # checks would make their one-line errors two (the report's note says what was done)
     progress.begin(1.0)
-    progress.step("guest memory: touching the free memory once")
     try:
         return hold_guest_memory(ks)
     finally:
