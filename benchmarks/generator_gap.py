@@ -1,15 +1,19 @@
 """Why fio and iowall-engine disagree on one buffered read (issue 36 item 6): the read point of
-`iowall limits --quick` (2 jobs, bs 2M, pvsync2/preadv2, the read pool of 40 files x 50 MiB on
-a ram bed: XFS on a loop device over an image in /dev/shm) run by both generators with one
-thing changed at a time, the variants interleaved round after round.
+`iowall limits --quick` (2 jobs, bs 2M, pvsync2/preadv2, the read pool of 40 files on a ram bed
+sized as limits --quick sizes it, 5 GiB: XFS on a loop device over an image in /dev/shm; the job
+file and the engine's arguments are limits' own) run by both generators with one thing changed
+at a time, the variants interleaved round after round (each round starts one variant later).
+"fio's defaults" is limits' job without the two options it now sets (iomem_align=4096,
+fadvise_hint=0): what limits ran before.
 
     .venv/bin/python benchmarks/generator_gap.py --case cold    # as limits: caches dropped,
                                                                 # 3 s time-based, each pass cold
     .venv/bin/python benchmarks/generator_gap.py --case warm    # one pass, files in the cache
-    .venv/bin/python benchmarks/generator_gap.py --case write   # the write point, 3 variants
+    .venv/bin/python benchmarks/generator_gap.py --case write   # the write point, 4 variants
     .venv/bin/python benchmarks/generator_gap.py --case profile # perf record of each side
     .venv/bin/python benchmarks/generator_gap.py --case copy    # the CPU's copy, no I/O
-    options: --rounds N (5; profile 3), --only SUBSTRING[,..], --json FILE
+    options: --rounds N (5; profile 3), --only SUBSTRING[,..] (the variants whose names
+             contain one; the engine as limits runs it always), --json FILE, --size 5G
 
 Per variant: the median MiB/s and range, the ratio to the engine as limits runs it, user and
 system CPU seconds per GiB read (wait4's rusage of the generator and its children: fio's job
@@ -23,7 +27,7 @@ machine's copy rate for reference (``perf bench mem memcpy``, the engine's memco
 ``rep movsb`` of 2 MiB into a destination at each offset from the source's page offset (a
 20-line C program, compiled with cc).
 
-Root, fio, perf and xfsprogs; each case takes 1-5 minutes. Run it under
+Root, fio, perf, xfsprogs and cc (for copy); each case takes 1-5 minutes. Run it under
 ``flock /tmp/iowall-tests.lock`` on a shared machine. Results: docs/engine.md ("fio and the
 engine on one buffered point") and docs/benchmarks.md.
 """
@@ -270,7 +274,7 @@ def run_one(v: Variant, s: Setup, *, warm: bool, perf_out: str | None = None) ->
             "sys_s": ru.ru_stime,
             "device_bytes": (sec1 - sec0) * 512,
             "others_cpu_s": round(others, 3),
-            "huge_kib": peak_huge,
+            "huge_bytes": peak_huge,
         }
         if v.gen == "fio":
             with open(os.path.join(tmp, "out.json")) as f:
@@ -364,8 +368,8 @@ def table(figures: Mapping[str, list[dict[str, Any]]], ref: str) -> list[str]:
         others = statistics.median(r["others_cpu_s"] for r in runs)
         shorts = [r["short_ios"] for r in runs if r["short_ios"] is not None]
         short = f"{sum(shorts):5d}" if shorts else f"{'-':>5}"
-        huge = [r["huge_kib"] for r in runs if r["huge_kib"] is not None]
-        thp = f"{statistics.median(huge) / 1024:7.0f}" if huge else f"{'':7}"
+        huge = [r["huge_bytes"] for r in runs if r["huge_bytes"] is not None]
+        thp = f"{statistics.median(huge) / MIB:7.0f}" if huge else f"{'':7}"
         lines.append(
             f"{name:56} {med / MIB:7.0f} {lo / MIB:6.0f}-{hi / MIB:<6.0f} {med / ref_med:5.2f} {usr:9.3f} "
             f"{sys_:9.3f} {dev:8.3f} {per_io:8.0f} {short} {others:8.2f} {thp}"
@@ -523,13 +527,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.size = int(args.size.rstrip("G")) * GIB
     args.rounds = args.rounds or (3 if args.case == "profile" else 5)
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
     if args.case == "copy":
         doc = copy_case(args)
     elif args.case == "profile":
         doc = profile_case(args)
     else:
         doc = io_case(args)
-    doc["started"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    doc["started"], doc["finished"] = started, time.strftime("%Y-%m-%d %H:%M:%S")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(doc, fh, indent=1)

@@ -8,7 +8,8 @@ and what the guest-memory touch buys on a VM whose host takes freed memory back.
 Prints per direction and job count the medians, their ratio engine / fio and each side's
 half-range; the verdict is the limits report's rule (``analysis.limits.Agreement.within``):
 the engine's median inside fio's range of repeats widened by the larger of the engine's
-half-range and 10%. Run as root on a quiet machine.
+half-range and 10%. Run as root on a quiet machine. Why the read once disagreed (fio's buffer
+16 bytes past a page, its readahead hint), one cause at a time: benchmarks/generator_gap.py.
 """
 
 from __future__ import annotations

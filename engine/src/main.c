@@ -24,7 +24,8 @@ static const char usage[] =
 	"  smallfiles --dir D --threads T [--size B] (--seconds S | --files N)\n"
 	"             [--fsync none|close] [--files-per-dir N]\n"
 	"  stream     --rw read|write --mode buffered|uncached|direct --bs B --file-size B\n"
-	"             --files-from LIST [--end-fsync] [--log-ms MS]   (LIST: 'JOB PATH' lines)\n"
+	"             --files-from LIST [--end-fsync] [--log-ms MS] [--runtime-ms MS]\n"
+	"             [--buf-offset B]   (LIST: 'JOB PATH' lines)\n"
 	"  version\n";
 
 int main(int argc, char **argv)

@@ -48,6 +48,7 @@ struct st_run {
 	uint64_t bs;
 	uint64_t file_size;
 	bool end_fsync;
+	uint64_t buf_offset;		/* --buf-offset: the buffer starts this far past a page */
 	double runtime_s;		/* --runtime-ms: 0 for one pass over the files */
 	unsigned jobs;
 	struct gate gate;
@@ -106,7 +107,7 @@ static int st_one(struct st_job *jb, struct st_file *f, int rwf)
 {
 	const struct st_run *r = jb->r;
 	uint64_t left = r->file_size - f->off;
-	struct iovec iov = { .iov_base = jb->buf };
+	struct iovec iov = { .iov_base = jb->buf + r->buf_offset };
 	ssize_t n;
 
 	iov.iov_len = left < r->bs ? (size_t)left : (size_t)r->bs;
@@ -215,13 +216,16 @@ static void *st_worker(void *arg)
 {
 	struct st_job *jb = arg;
 	struct st_run *r = jb->r;
+	size_t size;
 	bool ok;
 
-	jb->buf = aligned_alloc(ST_ALIGN, (r->bs + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN);
+	/* page-aligned unless --buf-offset moves its start (the copy's rate depends on it) */
+	size = (r->bs + r->buf_offset + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
+	jb->buf = aligned_alloc(ST_ALIGN, size);
 	if (!jb->buf)
 		fail_sys(&jb->fail, "aligned_alloc", ENOMEM, jb->files[0].path, NULL);
 	else
-		memset(jb->buf, 0xa5, r->bs);
+		memset(jb->buf, 0xa5, r->bs + r->buf_offset);
 	ok = jb->buf && !st_open(jb);
 	if (!ok)
 		atomic_store(&r->stop, 1);
@@ -434,6 +438,7 @@ static void st_report(struct st_run *r, struct st_job *jobs, const struct fail *
 	json_u64(&j, "bs", r->bs);
 	json_u64(&j, "file_size", r->file_size);
 	json_bool(&j, "end_fsync", r->end_fsync);
+	json_u64(&j, "buf_offset", r->buf_offset);
 	json_f64(&j, "runtime_limit_s", r->runtime_s);
 	json_u64(&j, "jobs", r->jobs);
 	json_u64(&j, "files", nfiles);
@@ -476,7 +481,7 @@ static void st_report(struct st_run *r, struct st_job *jobs, const struct fail *
 
 static const char st_usage[] =
 	"stream --rw read|write --mode buffered|uncached|direct --bs B --file-size B "
-	"--files-from LIST [--end-fsync] [--log-ms MS] [--runtime-ms MS]";
+	"--files-from LIST [--end-fsync] [--log-ms MS] [--runtime-ms MS] [--buf-offset B]";
 
 static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 		    double *log_ms)
@@ -490,6 +495,7 @@ static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 		{ "end-fsync", no_argument, NULL, 'y' },
 		{ "log-ms", required_argument, NULL, 'l' },
 		{ "runtime-ms", required_argument, NULL, 't' },
+		{ "buf-offset", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -525,6 +531,9 @@ static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 			r->runtime_s = (double)parse_u64("stream", "--runtime-ms", optarg, 1,
 							 86400000) / 1e3;
 			break;
+		case 'o':
+			r->buf_offset = parse_u64("stream", "--buf-offset", optarg, 0, ST_ALIGN - 1);
+			break;
 		case 'h':
 			printf("usage: iowall-engine %s\n", st_usage);
 			exit(0);
@@ -548,6 +557,8 @@ static void st_args(int argc, char **argv, struct st_run *r, const char **list,
 	if (r->mode == ST_DIRECT && (r->bs % ST_ALIGN || r->file_size % ST_ALIGN))
 		usage_fail("stream", "--mode direct wants --bs and --file-size in multiples of %d",
 			   ST_ALIGN);
+	if (r->mode == ST_DIRECT && r->buf_offset)
+		usage_fail("stream", "--mode direct wants an aligned buffer: no --buf-offset");
 }
 
 int mode_stream(int argc, char **argv)

@@ -111,6 +111,26 @@ def test_runtime_passes_over_the_files_until_the_time(run, scratch: Path) -> Non
     assert r.records[0]["bytes"] == 2 * MIB and r.records[0]["runtime_limit_s"] == 0
 
 
+def test_buffer_offset_moves_the_buffer_not_the_data(run, scratch: Path) -> None:
+    # --buf-offset 16 puts the buffer where glibc's malloc puts fio's (docs/engine.md): the
+    # same bytes land in the files and come back, and the record says where the buffer was
+    lst, paths = listing(scratch, 1, 2)
+    r = stream(run, lst, "write", "buffered", "64K", "200K", "--buf-offset", "16")
+    assert r.rc == 0, r.stdout + r.stderr
+    assert r.records[0]["buf_offset"] == 16
+    assert paths[0][1].read_bytes() == b"\xa5" * (200 << 10)
+    for off in ("0", "16", "4095"):
+        r = stream(run, lst, "read", "buffered", "64K", "200K", "--buf-offset", off)
+        assert r.rc == 0 and r.records[0]["bytes"] == 400 << 10 and r.records[0]["buf_offset"] == int(off)
+    spec = StreamSpec("read", "buffered", MIB, MIB, ((str(paths[0][0]),),), buf_offset=16)
+    assert spec.args("L")[-2:] == ["--buf-offset", "16"]
+    assert "--buf-offset" not in StreamSpec("read", "buffered", MIB, MIB, ((str(paths[0][0]),),)).args("L")
+    for bad in (dict(buf_offset=4096), dict(buf_offset=-1), dict(mode="direct", buf_offset=16)):
+        kw = dict(rw="read", mode="buffered", bs=MIB, file_size=MIB, jobs=((str(paths[0][0]),),)) | bad
+        with pytest.raises(UserError):
+            StreamSpec(**kw)  # type: ignore[arg-type]
+
+
 def test_uncached_on_tmpfs_is_eopnotsupp(run, tmpfs: Path) -> None:
     lst, paths = listing(tmpfs, 2, 2)
     r = stream(run, lst, "write", "uncached", "64K", "1M")
@@ -155,6 +175,8 @@ def test_short_file_and_missing_file(run, scratch: Path) -> None:
         ("x /x\n", [], "want 'JOB PATH'"),
         ("0\n", [], "want 'JOB PATH'"),
         ("# nothing\n", [], "lists no files"),
+        ("0 /x\n", ["--buf-offset", "4096"], "--buf-offset"),
+        ("0 /x\n", ["--mode", "direct", "--buf-offset", "16"], "aligned buffer"),
     ],
 )
 def test_bad_arguments(run, scratch: Path, text: str, args: list[str], msg: str) -> None:

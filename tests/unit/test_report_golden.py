@@ -25,6 +25,7 @@ from iowall.units import GIB, KIB, MIB
 from iowall.workloads.fio_import import read_runs
 
 from .test_compare import golden, two_sides
+from .test_generators_why import disagreeing_runs
 from .test_history import _runs as history_runs
 from .test_limits_analysis import _point_runs
 from .test_limits_analysis import _runs as limits_runs
@@ -74,6 +75,19 @@ def test_limits_with_uncached_cache_and_generators_matches_golden() -> None:
         uncached_missing="n/a",
     )
     golden("limits_uncached.txt", _text(limits_report(summarise(_point_runs(spec), cpus=2), ctx)))
+
+
+def test_limits_generators_that_disagree_say_why_golden() -> None:
+    """A read point where the engine reads 4.5x faster than fio: the line under the table
+    names what the runs measured (fio's kernel CPU per GiB, its buffer off a page)."""
+    ctx = LimitsContext(
+        bed={"kind": "ram", "fs": "xfs"},
+        kernel="6.18",
+        fio_version="3.33",
+        host=HOST,
+        batch="b",
+    )
+    golden("limits_generators.txt", _text(limits_report(summarise(disagreeing_runs(), cpus=2), ctx)))
 
 
 def _plan_result() -> PlanResult:

@@ -3,8 +3,8 @@ moved — the CPU its own threads spent in user space and in the kernel, the ker
 from user space among it (when the run carries the profile and threadstate probes), and whether
 its I/O buffer starts on a page — and the sentence that names the measured cause, or says that
 the run cannot tell. The measurements behind the rule are in docs/engine.md ("fio and the engine
-on one buffered point"): fio's default buffer, 16 bytes past a page, tripled the kernel's CPU per
-byte read out of the page cache on an AMD EPYC host."""
+on one buffered point"): fio's default buffer, 16 bytes past a page, took three to five times the
+kernel's CPU per byte read out of the page cache on an AMD EPYC host."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from .why import budget
 DIFFERS = 0.10
 #: A CPU difference is named the cause when it covers at least this share of the extra job time
 #: per GiB of the slower side (the rest it waited: on 2 CPUs the kernel's extra copying also
-#: takes the CPU the loop worker needs, measured: 54% of fio's extra time when cold, 90% warm).
+#: takes the CPU the loop worker needs; fio's buffer off a page: 56% of its extra time in a cold
+#: limits read, about 90% in a warm one).
 COVERS = 0.25
 #: The page size the buffers are held against.
 PAGE = 4096

@@ -40,6 +40,9 @@ class StreamSpec:
     log_ms: int = BW_LOG_MS
     #: pass after pass over the files for this long, as fio's time_based (0: one pass)
     runtime_ms: int = 0
+    #: the buffer starts this many bytes past a page (0: page-aligned, as iowall runs it;
+    #: 16 is where glibc's malloc puts a 2 MiB buffer, fio's without iomem_align)
+    buf_offset: int = 0
 
     def __post_init__(self) -> None:
         if self.rw not in RWS:
@@ -50,6 +53,8 @@ class StreamSpec:
             raise UserError("a stream needs at least one job, and every job at least one file")
         if any("\n" in p for files in self.jobs for p in files):
             raise UserError("stream file paths cannot contain a newline")
+        if not 0 <= self.buf_offset < 4096 or (self.buf_offset and self.mode == "direct"):
+            raise UserError(f"stream buf_offset must be 0..4095 (0 for direct), got {self.buf_offset}")
 
     def files_list(self) -> str:
         """The engine's ``--files-from`` text: ``JOB PATH`` per line."""
@@ -76,6 +81,8 @@ class StreamSpec:
             argv += ["--log-ms", str(self.log_ms)]
         if self.runtime_ms > 0:
             argv += ["--runtime-ms", str(self.runtime_ms)]
+        if self.buf_offset:
+            argv += ["--buf-offset", str(self.buf_offset)]
         return argv
 
 
