@@ -14,6 +14,7 @@ import pytest
 
 from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, earlier_touch, reporting_order, touch
 from iowall.knob_session import KnobSession
+from iowall.recipes.limits.sizing import default_jobs
 from iowall.store import Store
 
 from .pg import TEMPLATE, Cluster, reap_stale
@@ -146,9 +147,11 @@ def iowall(
 
 @pytest.fixture(scope="session")
 def limits_quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, str]]:
-    """One small `iowall limits` run (job counts 1-4 on 2 CPUs) shared by the tests that read
-    a limits report: its JSON and the CLI environment of its store. It costs about two
-    minutes, the guest-memory touch included, so it runs once."""
+    """One small `iowall limits` run shared by the tests that read a limits report: its JSON
+    and the CLI environment of its store. The full run's job counts (1-4 on 2 CPUs; --quick
+    alone would run 1, 2, 4), so that `iowall scaling` can fit the USL on it. It costs about
+    two minutes, the guest-memory touch included, so it runs once."""
+
     tmp = tmp_path_factory.mktemp("limits")
     env = dict(
         os.environ,
@@ -160,6 +163,8 @@ def limits_quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[s
     cp = iowall(
         "limits",
         "--quick",
+        "--jobs",
+        ",".join(map(str, default_jobs(os.cpu_count() or 1))),
         "--repeat",
         "1",
         "--size",

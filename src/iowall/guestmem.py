@@ -9,7 +9,13 @@ read: 550 MiB/s, 4 GiB/s after the touch). Direct I/O allocates no page cache an
 above the largest page order, journaled and restored like any knob) and touches the free
 memory once, so page cache comes from memory the host has backed. A touch made under a hold
 that still lasts is not made again (``TOUCHED``): memory freed while reporting is off stays
-backed, so a second touch under the same hold only costs time (20-30 s here)."""
+backed, so a second touch under the same hold only costs time (20-30 s here).
+
+A caller that knows how much memory its run can allocate (``need``: `limits` does) touches only
+that: pages freed while reporting is off go back to the head of the free lists, and the
+reported ones wait at their tail (``__putback_isolated_page``, FPI_TO_TAIL), so the run's
+allocations come from the touched pages first. Measured here: after 8 GiB touched, 6 GiB more
+allocated at 1.6-2.0 GiB/s, the rate of backed memory, against 0.8-1.0 GiB/s with no touch."""
 
 from __future__ import annotations
 
@@ -61,6 +67,8 @@ class GuestMemory:
     capped: str = ""
     #: seconds since an earlier touch under the same hold, when this one was not needed
     earlier_s: float | None = None
+    #: what the caller said its run can allocate (touched instead of all free memory), or 0
+    need: int = 0
 
     @property
     def rate(self) -> float:
@@ -83,9 +91,14 @@ class GuestMemory:
                 f"hold ({fmt_bytes(self.touched_bytes)}), reporting off since: still backed, "
                 "not touched again"
             )
+        what = (
+            f"{fmt_bytes(self.touched_bytes)} of free memory (what this run can allocate; "
+            "pages freed under the hold are handed out before those the host took back)"
+            if self.need
+            else f"{fmt_bytes(self.touched_bytes)} of free memory"
+        )
         return (
-            lead + f"and {fmt_bytes(self.touched_bytes)} "
-            f"of free memory touched once first, at {self.rate / GIB:.1f} GiB/s "
+            lead + f"and {what} touched once first, at {self.rate / GIB:.1f} GiB/s "
             f"(touched again: {self.again_rate / GIB:.1f} GiB/s)"
             + (f"; {self.capped}" if self.capped else "")
         )
@@ -187,31 +200,35 @@ def touch(nbytes: int, threads: int | None = None) -> float:
     return time.monotonic() - start
 
 
-def hold_guest_memory(ks: KnobSession) -> GuestMemory | None:
+def hold_guest_memory(ks: KnobSession, need: int | None = None) -> GuestMemory | None:
     """On a VM with free page reporting (and as root): reporting off through ``ks`` (restored
-    when ``ks`` is), the free memory touched once; what was done, or None where there is
-    nothing to do. Touched even where reporting is already off: memory the guest has not
-    touched since boot is not backed by the host either (a fresh CI VM); but not again when a
-    complete touch was made under the hold still in force (``earlier_touch``)."""
+    when ``ks`` is), the free memory touched once, or only ``need`` bytes of it (what the run
+    can allocate, when the caller knows); what was done, or None where there is nothing to
+    do. Touched even where reporting is already off: memory the guest has not touched since
+    boot is not backed by the host either (a fresh CI VM); but not again when a touch of as
+    much was made under the hold still in force (``earlier_touch``)."""
     before = reporting_order()
     if before is None or os.geteuid() != 0:
         return None
     if before != str(OFF_ORDER):
         ks.set(REPORTING_ORDER, OFF_ORDER)
     mark = earlier_touch(before)
-    if mark is not None:
+    if mark is not None and (mark.get("complete", True) or (need is not None and int(mark["bytes"]) >= need)):
         return GuestMemory(
             before, int(mark["bytes"]), 0.0, earlier_s=max(0.0, time.time() - float(mark["at"]))
         )
-    free, capped = touchable(meminfo().get("MemFree", 0) - KEEP_FREE)
+    free = meminfo().get("MemFree", 0) - KEEP_FREE
+    partial = need is not None and need < free
+    free, capped = touchable(min(free, need) if partial and need is not None else free)
     seconds = touch(free)
     twice = min(AGAIN, max(0, free // CHUNK * CHUNK))
     again = touch(twice)
     touched = max(0, free // CHUNK * CHUNK)
     hold = _hold_entry()
     if hold is not None and not capped:
-        mark_touch(hold, touched)
-    return GuestMemory(before, touched, seconds, twice / again if again > 0 else 0.0, capped)
+        mark_touch(hold, touched, complete=not partial)
+    rate = twice / again if again > 0 else 0.0
+    return GuestMemory(before, touched, seconds, rate, capped, need=need if partial and need else 0)
 
 
 def _holds() -> set[str]:
@@ -227,9 +244,10 @@ def _hold_entry() -> str | None:
     return min(holds) if holds else None
 
 
-def mark_touch(hold: str, nbytes: int) -> None:
-    """Record a complete touch made under the hold journaled as ``hold``."""
-    doc = {"boot": journal.boot_id(), "hold": hold, "bytes": nbytes, "at": time.time()}
+def mark_touch(hold: str, nbytes: int, complete: bool = True) -> None:
+    """Record a touch made under the hold journaled as ``hold``: of all free memory
+    (``complete``), or of what one run said it can allocate."""
+    doc = {"boot": journal.boot_id(), "hold": hold, "bytes": nbytes, "at": time.time(), "complete": complete}
     TOUCHED.parent.mkdir(parents=True, exist_ok=True)
     write_text(TOUCHED, json.dumps(doc), what="guest-memory touch record")
 

@@ -6,8 +6,9 @@ they record the same environment, probe the same way and say the same things.
 Rules kept in one place:
 - probes watch every device of the beds in use (device numbers from the bed), and work in a
   private directory under /run/iowall as root, in the bed otherwise;
-- caches are dropped (sync; drop_caches=3) where a point asks for it; without root they cannot
-  be, which the report says once and every such run says in its notes;
+- caches are dropped where a point asks for it: the beds' own (``beds.cache``), or with no
+  bed sync; drop_caches=3; without root they cannot be, which the report says once and every
+  such run says in its notes;
 - the environment stored with a run is read while the run's knobs are in force, and lists
   them (the session's own, held for the whole run, and the point's).
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .beds import Bed
+from .beds.cache import BED_DROP, MACHINE_DROP, drop_bed_caches
 from .guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, nothing_to_hold, reporting_order
 from .knob_session import KnobSession
 from .model import Run
@@ -81,6 +83,7 @@ class Session:
         if ref is not None:
             self.extra.setdefault("memcopy_ref", ref)
         self._beds: list[Bed] = []
+        self._bed_drops = False
         self._facts: Callable[[], dict[str, Any]] | None = None
         self._env: dict[str, Any] | None = None
         self.schedule = Schedule(
@@ -123,11 +126,32 @@ class Session:
 
     # -- caches, knobs, environment -------------------------------------------------------
     def drop_caches(self, partial: Partial | None = None) -> bool:
-        """Drop the page cache before a point; without root say so in the run's notes."""
-        ok = self.root and drop_caches()
+        """Drop the caches before a point: the beds' (``beds.cache.drop_bed_caches``), or
+        the machine's with no bed; without root say so in the run's notes."""
+        ok = self.root and self._drop()
         if not ok and partial is not None and NOT_DROPPED not in partial.notes:
             partial.notes.append(NOT_DROPPED)
         return ok
+
+    @property
+    def drop_words(self) -> str:
+        """How caches are dropped before a point, for the report's notes: the beds' own
+        once a bed was used, else the machine's."""
+        return BED_DROP if self._bed_drops else MACHINE_DROP
+
+    def _drop(self) -> bool:
+        if not self._beds:
+            return drop_caches()
+        paths = [b.path for b in self._beds if b.path]
+        devices = {f"/dev/{d}" for b in self._beds for d in b.devices} | {
+            b.device for b in self._beds if b.device
+        }
+        self._bed_drops = True
+        try:
+            drop_bed_caches(paths, devices)
+        except OSError:
+            return False
+        return True
 
     def point_environment(self, knobs: Mapping[str, str] | None = None) -> None:
         """Read the environment now, while the point's ``knobs`` are in force; the run in
@@ -156,15 +180,16 @@ class Session:
         return self.schedule.decider
 
 
-def hold_memory_step(ks: KnobSession, progress: Progress) -> GuestMemory | None:
+def hold_memory_step(ks: KnobSession, progress: Progress, need: int | None = None) -> GuestMemory | None:
     """``guestmem.hold_guest_memory`` as a step of ``progress`` (it takes seconds: the free
     memory is touched once), for `limits`, `run` and `gate` alike: free page reporting held
-    off through ``ks`` (restored with it); what was done, or None (nothing to do)."""
+    off through ``ks`` (restored with it); what was done, or None (nothing to do). ``need``:
+    the bytes the run can allocate, when the caller knows (only they are touched)."""
     # no step line: off a terminal each step is a line on stderr, and one before the run's
     # checks would make their one-line errors two (the report's note says what was done)
     progress.begin(1.0)
     try:
-        return hold_guest_memory(ks)
+        return hold_guest_memory(ks, need)
     finally:
         progress.end()
 

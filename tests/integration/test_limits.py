@@ -27,8 +27,8 @@ def cat_sysfs_order() -> str | None:
 
 @pytest.fixture
 def small_run(limits_quick: tuple[dict, dict[str, str]]) -> tuple[dict, str]:
-    """The session's small limits run (tests/conftest.py; job counts 1-4 on this 2-CPU
-    machine) and its store's URL."""
+    """The session's small limits run (tests/conftest.py; the full run's job counts, 1-4 on
+    this 2-CPU machine) and its store's URL."""
     doc, env = limits_quick
     return doc, env["IOWALL_DB"]
 

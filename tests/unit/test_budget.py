@@ -349,6 +349,19 @@ def test_on_cpu_walls_and_the_copy_ceiling() -> None:
         ctx={"memcopy_bytes_per_s": 2 * 2**20, "jobs": 1, "cpus": 2},
     )
     assert fast is not None and fast.kind == "memcopy"
+    # two threads that copied faster than their share of two copying at once took turns:
+    # the one-thread ceiling is theirs, never a reading over 100% of the two-thread one
+    turns = _decide(
+        {0: 40},
+        [IO],
+        device_wall.Device(),
+        cpu=3.6,
+        paths=copy,
+        ctx={"memcopy_bytes_per_s": 4 * 2**20, "memcopy_1_bytes_per_s": 6 * 2**20, "jobs": 2, "cpus": 2},
+    )
+    assert turns is not None and turns.kind == "memcopy"
+    assert "82% of the one-thread memory-copy ceiling" in turns.sentence, turns.sentence
+    assert "copied 0.8 at a time on average), 6 MiB/s per thread" in turns.sentence
     # a plan run has no ceiling of its own: this boot's one-thread reference stands in
     ref = _decide(
         {0: 40},

@@ -80,12 +80,12 @@ def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyP
             seen.append("end")
 
     held = GuestMemory("6", 4 * GIB, 2.0)
-    monkeypatch.setattr(session, "hold_guest_memory", lambda ks: held)
+    monkeypatch.setattr(session, "hold_guest_memory", lambda ks, need=None: held)
     with KnobSession() as ks:
         assert session.hold_memory_step(ks, Shown()) is held
     assert seen == ["begin", "end"]  # no step line: it would precede a run's one-line errors
 
-    def fails(ks: KnobSession) -> None:
+    def fails(ks: KnobSession, need: int | None = None) -> None:
         raise OSError("no memory")
 
     monkeypatch.setattr(session, "hold_guest_memory", fails)
@@ -154,3 +154,32 @@ def test_a_capped_touch_is_not_recorded(record: dict[str, object], monkeypatch: 
     monkeypatch.setattr(guestmem, "_hold_entry", lambda: "E1")
     guestmem.hold_guest_memory(KnobSession())
     assert not guestmem.TOUCHED.exists()
+
+
+def test_a_run_that_knows_its_need_touches_only_that(
+    record: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`limits` says what it can allocate: only that is touched (pages freed under the hold
+    are handed out before the reported ones); the record says the touch was partial, so a
+    command that needs more, or does not know, touches again."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(guestmem, "meminfo", lambda: {"MemFree": 20 * GIB})
+    monkeypatch.setattr(guestmem, "touchable", lambda free: (free, ""))
+    touched: list[int] = []
+    monkeypatch.setattr(guestmem, "touch", lambda n, threads=None: touched.append(n) or 1.0)
+    monkeypatch.setattr(guestmem, "_hold_entry", lambda: "E1")
+    ks = KnobSession()
+    gm = guestmem.hold_guest_memory(ks, need=8 * GIB)
+    assert gm is not None and touched[0] == 8 * GIB and gm.touched_bytes == 8 * GIB
+    assert "what this run can allocate" in gm.note()
+    mark = json.loads(guestmem.TOUCHED.read_text())
+    assert mark["complete"] is False and mark["bytes"] == 8 * GIB
+    assert guestmem.hold_guest_memory(ks, need=6 * GIB).earlier_s is not None  # type: ignore[union-attr]
+    assert len(touched) == 2  # served by the 8 GiB touch
+    assert guestmem.hold_guest_memory(ks, need=12 * GIB).earlier_s is None  # type: ignore[union-attr]
+    assert touched[2] == 12 * GIB
+    full = guestmem.hold_guest_memory(ks)  # does not know: all free memory but the margin
+    assert full is not None and full.earlier_s is None and full.need == 0
+    assert touched[4] == 20 * GIB - guestmem.KEEP_FREE
+    assert "what this run can allocate" not in full.note()
+    assert guestmem.hold_guest_memory(ks, need=30 * GIB).need == 0  # type: ignore[union-attr]

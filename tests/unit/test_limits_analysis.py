@@ -16,6 +16,8 @@ GIB = 1 << 30
 def test_default_jobs() -> None:
     assert default_jobs(2) == [1, 2, 3, 4]  # at least four counts: a USL fit needs them
     assert default_jobs(1) == [1, 2, 3, 4]
+    assert default_jobs(2, quick=True) == [1, 2, 4]  # --quick: the powers only (seen, not fitted)
+    assert default_jobs(4, quick=True) == default_jobs(4) == [1, 2, 4, 8]
     assert default_jobs(4) == [1, 2, 4, 8]
     assert default_jobs(6) == [1, 2, 4, 6, 8, 12]
     assert default_jobs(128)[-2:] == [128, 256]

@@ -55,14 +55,16 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
         if direct:
             ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())
         t = min(jobs, cpus) if jobs and cpus else 0
-        mc = [
-            r.metric("memcopy_bytes_per_s")
-            for r in good
-            if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == t
-        ]
-        vals = [v for v in mc if v]
-        if vals:
-            ctx["memcopy_bytes_per_s"] = statistics.median(vals)
+        for key, n in (("memcopy_bytes_per_s", t), ("memcopy_1_bytes_per_s", 1)):
+            vals = [
+                v
+                for r in good
+                if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == n
+                for v in [r.metric("memcopy_bytes_per_s")]
+                if v
+            ]
+            if vals:
+                ctx[key] = statistics.median(vals)
         ref = run.env.get("memcopy_ref") or {}
         if isinstance(ref, dict) and ref.get("bytes_per_s"):
             # this machine's one-thread copy rate, measured once per boot (plan runs)

@@ -29,6 +29,7 @@ CONTEXT_KEYS = (
     "throughput_bytes_per_s",
     "direct_ceiling_bytes_per_s",
     "memcopy_bytes_per_s",
+    "memcopy_1_bytes_per_s",
     "wall_s",
     "jobs",
     "cpus",

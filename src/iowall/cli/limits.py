@@ -42,7 +42,10 @@ def limits(
     size: Annotated[str | None, typer.Option(help="bed size, e.g. 8G; default: sized for the job")] = None,
     jobs: Annotated[
         str | None,
-        typer.Option(help="job counts, e.g. 1,2,4 (default: powers of two to 2×nproc, at least 4 counts)"),
+        typer.Option(
+            help="job counts, e.g. 1,2,4 (default: powers of two to 2×nproc, at least 4 "
+            "counts; with --quick the powers only)"
+        ),
     ] = None,
     repeat: Annotated[
         str | None,
@@ -50,7 +53,7 @@ def limits(
             metavar="N|auto[:MAX]",
             help="runs of every point, interleaved: a number, or auto: repeat each point until "
             "the 95% interval of its median is within ±--target (at most MAX, default 10); "
-            "default auto to ±5%, 3 with --quick",
+            "default auto to ±5% (at most 8), 2 with --quick",
         ),
     ] = None,
     rel_target: TargetOpt = None,

@@ -261,9 +261,8 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     if len(facts) > 1:
         notes.append(f"{len(facts)} bed shapes: each was provisioned afresh once per round")
     notes.append(
-        "caches are dropped (sync; drop_caches=3) before every point; points run "
-        "interleaved, one round after another"
-        + (f", shuffled with seed {plan.shuffle}" if plan.shuffle is not None else "")
+        f"{session.drop_words} before every point; points run interleaved, one round "
+        "after another" + (f", shuffled with seed {plan.shuffle}" if plan.shuffle is not None else "")
     )
     if policy.auto:
         notes.append(

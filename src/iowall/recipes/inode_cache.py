@@ -131,8 +131,6 @@ def _notes(o: _Options) -> list[str]:
             if "btrfs-svol" in o.filesystems
             else ""
         ),
-        "each phase is a separate engine run; caches dropped (sync; drop_caches=3) "
-        "before walk, chmod and unlink; times are wall seconds of all threads",
     ]
 
 
@@ -180,6 +178,10 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
         ]
         session.use_beds(*beds.values(), facts=lambda: dict(current["bed"]))
         runs = session.execute(tasks, o.repeat)
+    notes.append(
+        f"each phase is a separate engine run; {session.drop_words} before walk, chmod and "
+        "unlink; times are wall seconds of all threads"
+    )
     notes += session.notes
     notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, o.label)

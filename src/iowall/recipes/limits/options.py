@@ -17,9 +17,12 @@ RECIPE = "limits"
 #: A full run repeats each cell until the 95% interval of its median is within this.
 FULL_TARGET = 0.05
 #: ... or until this many runs: on this VM almost no cell decides at ±5% (26 of 26 ran 9-10
-#: runs), so the maximum sets the full run's length: 10 runs of 3 s points took 26 min, 8 of
-#: 3 s points are about 18 (docs/usage.md)
+#: runs), so the maximum sets the full run's length: 10 runs of 3 s points took 26 min, 8 took
+#: 14 min 50 s with the cache drop of the bed alone (docs/explain.md, the main job whole)
 FULL_MAX = 8
+#: --quick runs every point this many times, in interleaved rounds: 2, not 3, so that with
+#: 3 s points it stays under 200 s here (docs/usage.md, "How long it takes")
+QUICK_ROUNDS = 2
 #: How the user spells each sized option, for messages: on `iowall limits` …
 CLI_NAMES: Mapping[str, str] = {"size": "--size", "jobs": "--jobs"}
 #: … and on `iowall run limits` (the recipe's ``--set`` axes).
@@ -34,7 +37,7 @@ class LimitsOptions:
     fs: str = "xfs"
     size: int | None = None
     jobs: tuple[int, ...] | None = None
-    #: fixed rounds (a count), ``auto``, or None: auto to ±5% (at most 10), 3 with --quick
+    #: fixed rounds (a count), ``auto``, or None: auto to ±5% (at most FULL_MAX), QUICK_ROUNDS with --quick
     repeat: RepeatPolicy | int | None = None
     quick: bool = False
     label: str = RECIPE
@@ -51,10 +54,10 @@ class LimitsOptions:
 
     def policy(self) -> RepeatPolicy:
         """``--repeat`` as given; else each cell until its 95% interval is within ±5% or
-        ``FULL_MAX`` runs (a full run), or 3 rounds (--quick)."""
+        ``FULL_MAX`` runs (a full run), or ``QUICK_ROUNDS`` rounds (--quick)."""
         if self.repeat is not None:
             return as_policy(self.repeat)
-        return RepeatPolicy(3) if self.quick else RepeatPolicy.until_decided(FULL_MAX, FULL_TARGET)
+        return RepeatPolicy(QUICK_ROUNDS) if self.quick else RepeatPolicy.until_decided(FULL_MAX, FULL_TARGET)
 
 
 def limits_options(

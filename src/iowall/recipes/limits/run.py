@@ -28,7 +28,7 @@ from ...units import fmt_bytes
 from ...workloads.dontcache import dontcache_support, fio_dontcache_ok
 from .options import LimitsOptions
 from .report import LimitsContext, limits_report
-from .sizing import Sizing, default_jobs, describe_jobs, plan_bed_size, size_points
+from .sizing import Sizing, default_jobs, describe_jobs, memory_need, plan_bed_size, size_points
 from .tasks import LimitsBed, io_point, layout_read_pool, make_io_task, make_memcopy_task
 
 
@@ -142,7 +142,7 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
     sentences, Why). Every bed is always torn down."""
     spec = BedSpec.parse(opts.bed)
     cpus = cpu_count()
-    jobs = list(opts.jobs) if opts.jobs else default_jobs(cpus)
+    jobs = list(opts.jobs) if opts.jobs else default_jobs(cpus, opts.quick)
     policy = opts.policy()
     blocks = [fmt_block(b) for b in opts.fs_blocks] or [""]
     check_fs(spec, opts.fs)
@@ -177,7 +177,7 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
             f"({fmt_bytes(mi.get('MemTotal', 0))} RAM, {cpus} CPUs)"
         )
     if not opts.jobs:
-        notes.append(f"job counts {', '.join(map(str, jobs))}: {describe_jobs(cpus)}")
+        notes.append(f"job counts {', '.join(map(str, jobs))}: {describe_jobs(cpus, opts.quick)}")
     if len(blocks) > 1:
         notes.append(
             f"XFS block sizes {', '.join(blocks)}: one bed each, one after another "
@@ -192,7 +192,8 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
         budget=opts.size,
     )
     with KnobSession() as ks:  # the hold is restored with it, however the run ends
-        gm = hold_memory_step(ks, progress) if opts.hold_memory else None
+        need = memory_need(bed_size, mi.get("MemTotal", 0))
+        gm = hold_memory_step(ks, progress, need) if opts.hold_memory else None
         said = memory_note(opts.hold_memory, gm)
         if said is not None:
             notes.append(said)
@@ -206,8 +207,7 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
     runs = session.runs
     notes += _one_per_reason(run.uncached_notes) + session.notes
     notes.append(
-        "caches are dropped (sync; drop_caches=3) before every data point; points "
-        "run interleaved, one round after another"
+        f"{session.drop_words} before every data point; points run interleaved, one round after another"
     )
     notes += run.repeat_lines
     applied = applied_threshold_note(runs, sized_from=run.sizing_doc.get("dirty_threshold_bytes"))

@@ -37,22 +37,29 @@ def _powers(cpus: int) -> list[int]:
     return sorted(set(out + [cpus, 2 * cpus]))
 
 
-def default_jobs(cpus: int) -> list[int]:
+def default_jobs(cpus: int, quick: bool = False) -> list[int]:
     """``_powers(cpus)``; where that gives fewer than MIN_JOB_COUNTS counts (small machines),
-    1, 2, 3 … up to MIN_JOB_COUNTS, so that `iowall scaling` can fit the USL."""
+    1, 2, 3 … up to MIN_JOB_COUNTS, so that `iowall scaling` can fit the USL. ``--quick``
+    keeps ``_powers(cpus)`` (1, 2 and 4 on 2 CPUs): the scaling is seen, not fitted."""
     jobs = _powers(cpus)
-    return jobs if len(jobs) >= MIN_JOB_COUNTS else list(range(1, MIN_JOB_COUNTS + 1))
+    return jobs if quick or len(jobs) >= MIN_JOB_COUNTS else list(range(1, MIN_JOB_COUNTS + 1))
 
 
-def describe_jobs(cpus: int) -> str:
-    """Why ``default_jobs(cpus)`` picked what it picked, for the report's notes."""
+def describe_jobs(cpus: int, quick: bool = False) -> str:
+    """Why ``default_jobs(cpus, quick)`` picked what it picked, for the report's notes."""
     cpu_words = f"{cpus} CPU" + ("" if cpus == 1 else "s")
-    if len(_powers(cpus)) < MIN_JOB_COUNTS:
+    powers = f"powers of two up to twice the {cpu_words}, and the CPU count itself"
+    if len(_powers(cpus)) >= MIN_JOB_COUNTS:
+        return powers
+    if quick:
         return (
-            f"every count up to {MIN_JOB_COUNTS}: powers of two up to twice the "
-            f"{cpu_words} give fewer than the {MIN_JOB_COUNTS} counts a scaling fit needs"
+            f"{powers} (--quick: a full run adds counts up to {MIN_JOB_COUNTS}, the "
+            "fewest a scaling fit needs)"
         )
-    return f"powers of two up to twice the {cpu_words}, and the CPU count itself"
+    return (
+        f"every count up to {MIN_JOB_COUNTS}: powers of two up to twice the "
+        f"{cpu_words} give fewer than the {MIN_JOB_COUNTS} counts a scaling fit needs"
+    )
 
 
 def parse_jobs(text: str, what: str = "--jobs") -> list[int]:
@@ -114,6 +121,14 @@ def plan_bed_size(
     if bed_kind == "ram":
         need = min(need, mem_available // 2)
     return need >> 20 << 20
+
+
+def memory_need(bed_bytes: int, mem_total: int) -> int:
+    """The most memory a limits run on a bed of ``bed_bytes`` can allocate: the bed twice (a
+    ram bed's image, and the page cache of the files in it, which cannot exceed the bed),
+    the memory-copy buffers (at most a sixteenth of memory, ``size_points``) and 1 GiB for
+    the generators; what the guest-memory hold touches."""
+    return 2 * bed_bytes + mem_total // 16 + GIB
 
 
 def size_points(
