@@ -1,4 +1,5 @@
-"""Exceptions with a meaning for the CLI: a UserError ends in one clear line and exit code 2."""
+"""Exceptions with a meaning for both faces: a UserError ends in one clear line and exit code 2
+on the CLI and a 400 on the dashboard; a NotFound (a UserError) is a 404 there."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ class IowallError(Exception):
 
 class UserError(IowallError):
     """Something the user can fix (bad input, missing tool, not root); the CLI exits 2."""
+
+
+class NotFound(UserError):
+    """What the user named is not there (a run, a report, a label): the CLI exits 2 as for
+    any UserError, the dashboard answers 404 (not by the message's wording)."""
 
 
 class EngineError(IowallError):

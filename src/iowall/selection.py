@@ -172,6 +172,16 @@ def load(
     return runs
 
 
+def store_only(text: str) -> str:
+    """``text`` when it selects from the store; a UserError when it names a bundle file, raised
+    before the file is looked at (the dashboard reads its store only: a URL must neither read
+    files on the server nor tell which exist)."""
+    _, json_, rest = text.strip().partition(".json")
+    if json_ and (not rest or rest.startswith(":")):
+        raise UserError(f"selection {text!r}: the dashboard reads its store only, not files")
+    return text
+
+
 def load_all(
     store: Store | None, texts: Sequence[str], *, metrics: Callable[[str], bool] | None = None
 ) -> list[tuple[Selection, list[Run]]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,29 @@ def loadavg() -> float:
         return float(read("/proc/loadavg").split()[0])
     except (IndexError, ValueError):
         return 0.0
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, all) USER_HZ ticks of every CPU from /proc/stat's ``cpu`` line: busy is all but
+    idle and iowait (guest time is inside user already)."""
+    try:
+        fields = [int(x) for x in read("/proc/stat").splitlines()[0].split()[1:9]]
+    except (IndexError, ValueError):
+        return 0, 0
+    total = sum(fields)
+    return total - fields[3] - fields[4], total
+
+
+def busy_cpus(window_s: float = 0.5) -> float:
+    """How many CPUs' worth of work ran over the next ``window_s`` (/proc/stat), the caller
+    asleep meanwhile: what other work takes now. Not the load average, a one-minute decay
+    that still counts what the set-up before a run (a build, an install) left behind."""
+    b0, t0 = _cpu_ticks()
+    time.sleep(window_s)
+    b1, t1 = _cpu_ticks()
+    if t1 <= t0:
+        return 0.0
+    return (b1 - b0) / (t1 - t0) * cpu_count()
 
 
 def drop_caches() -> bool:

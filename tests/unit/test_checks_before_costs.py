@@ -16,7 +16,7 @@ import iowall.analysis.why
 import iowall.cli.limits
 import iowall.cli.run
 import iowall.recipes.limits.run
-from iowall.cli.doctor import checks
+from iowall.actions.doctor import checks
 from iowall.cli.main import main
 from iowall.errors import PlanError, UserError
 from iowall.model import GZIP_BASE64, PROFILE_ARTIFACT, Artifact, Metric, Point, Run

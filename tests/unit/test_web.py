@@ -13,6 +13,8 @@ import math
 
 import pytest
 
+from iowall.actions.compare import compare_selections
+from iowall.actions.history import histories
 from iowall.analysis.history import from_rows
 from iowall.analysis.limits import summarise
 from iowall.cli.serve import loopback
@@ -26,7 +28,7 @@ from iowall.web.app import templates
 from iowall.web.figures import history_figure, segments
 from iowall.web.guard import host_name, svg_csp
 from iowall.web.pages import clean, mode, other_modes, point_text, report_context, run_rows, short
-from iowall.web.queries import RunPage, day, ids_text, selected
+from iowall.web.queries import RunPage, day, ids_text
 from iowall.web.wall import cell_links, wall_figures
 
 
@@ -45,7 +47,9 @@ def test_bundle_selection_refused_before_the_file_is_looked_at(tmp_path: object)
     # the same refusal whether or not the file exists: a URL is no file-existence oracle
     for text in ("/etc/passwd.json", "/nonexistent/x.json:label=a"):
         with pytest.raises(UserError, match="reads its store only"):
-            selected(None, text)  # type: ignore[arg-type]
+            compare_selections(None, ["base", text], None, files=False)
+        with pytest.raises(UserError, match="reads its store only"):
+            histories(None, text, "", "time")  # type: ignore[arg-type]
 
 
 def test_segments_follow_the_change_points() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..analysis.compare import CompareResult, Side, compare, selectable, shared_run
+from ..analysis.compare import FLOOR, CompareResult, Side, compare, selectable, shared_run
 from ..errors import UserError
-from ..selection import compared_field, load_all
+from ..selection import compared_field, load_all, store_only
 from ..store import Store
 from ..units import parse_floor
 
@@ -32,6 +32,23 @@ def compare_sets(
             "compare needs a base and at least one new run set, e.g. 'iowall compare base patched'"
         )
     store = None if all(".json" in t for t in texts) else Store.existing(db)
+    return compare_selections(store, texts, metric, fl)
+
+
+def compare_selections(
+    store: Store | None,
+    texts: list[str],
+    metric: list[str] | None,
+    floor: float = FLOOR,
+    *,
+    files: bool = True,
+) -> CompareResult:
+    """The first selection against each of the others, point by point: `iowall compare` and
+    the dashboard's compare page alike (``files=False``: the dashboard reads its store only,
+    never a bundle file named in a URL). Sides that share a run are refused; a comparison
+    with no point measured on both sides is a UserError saying why."""
+    if not files:
+        texts = [store_only(t) for t in texts]
     loaded = load_all(store, texts, metrics=selectable(metric))  # the metrics it may compare
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
     shared = shared_run(sides)
@@ -43,7 +60,7 @@ def compare_sets(
             else f"run {run} is in both {texts[i]!r} and {texts[j]!r}"
         )
         raise UserError(f"{what}: the sides of a comparison must not share runs")
-    res = compare(sides[0], sides[1:], metrics=metric, floor=fl, compared=compared_field(texts))
+    res = compare(sides[0], sides[1:], metrics=metric, floor=floor, compared=compared_field(texts))
     if not res.rows:
         why = "; ".join(f"{u.side}: {u.point_text}: {u.reason}" for u in res.unpaired[:3])
         raise UserError(

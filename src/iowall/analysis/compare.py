@@ -324,12 +324,16 @@ def _finite(runs: Iterable[Run], metric: str) -> tuple[list[float], list[str], i
 # ---------------------------------------------------------------------------- compare
 
 
+#: The smallest relative change `compare` calls better or worse (``--floor``).
+FLOOR = 0.02
+
+
 def compare(
     base: Side,
     news: Sequence[Side],
     *,
     metrics: Sequence[str] | None = None,
-    floor: float = 0.02,
+    floor: float = FLOOR,
     confidence: float = 0.95,
     compared: str = "label",
 ) -> CompareResult:

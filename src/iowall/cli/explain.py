@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from ..analysis.context import explain_context
-from ..analysis.why import why_run
+from ..actions.explain import explain_run
 from ..report.emit import emit
-from ..report.explanation import Explanation
-from ..store import RunFilter, Store
+from ..store import Store
 from .options import DbOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 
@@ -16,10 +14,7 @@ def explain(
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Say why a run's throughput is where it is: the rules that fire, the nearest misses,
-    and where the CPU time went."""
-    store = Store.existing(db)
-    run = store.get_run(run_id)
-    batch = store.runs(RunFilter(batch=run.batch)) if run.batch else [run]
-    ctx = explain_context(run, batch)
-    emit(Explanation(run, why_run(run, batch), ctx.get("throughput_bytes_per_s")), fmt, output)
+    """Say why a run's throughput is where it is: where its threads' wall-clock time went,
+    the wall down to its mechanism (the device's side, the cost of each I/O, the kernel
+    function), and the nearest misses."""
+    emit(explain_run(Store.existing(db), run_id), fmt, output)

@@ -7,47 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..actions.series import check_series_options, read_series
-from ..analysis.history import BY, History, from_rows, from_runs, needed
-from ..errors import UserError
+from ..actions.history import build
 from ..report.emit import emit, wrote
 from ..report.history import draw_history, history_report
 from ..report.plots import check_path
-from ..selection import load_all
-from ..store import Store
 from .options import DbOpt, OutputOpt, ReportFormat, ReportFormatOpt
-
-
-def build(
-    selections: list[str],
-    metric: str | None,
-    by: str,
-    series: str | None,
-    db: str | None,
-    *,
-    direction: str = "higher",
-    unit: str = "",
-    alpha: float | None = None,
-) -> tuple[list[History], str]:
-    """The histories of the selections (or of the file), and how the source reads."""
-    if by not in BY:
-        raise UserError(f"--by {by}: use one of {', '.join(BY)}")
-    check_series_options(direction, alpha)
-    if series is not None:
-        if selections:
-            raise UserError("give run selections or --series FILE, not both")
-        return from_rows(
-            read_series(series), metric=metric or "value", alpha=alpha, direction=direction, unit=unit
-        ), series
-    if not selections:
-        raise UserError("history needs runs: a selection (e.g. recipe=plan:nightly) or --series FILE")
-    store = None if all(".json" in t for t in selections) else Store.existing(db)
-    runs = [r for _, rs in load_all(store, selections, metrics=needed(metric)) for r in rs]
-    hs = from_runs(runs, metric=metric, by=by, alpha=alpha)
-    if not hs:
-        what = f"metric {metric!r}" if metric else "a throughput metric"
-        raise UserError(f"no series: no point of {' '.join(selections)} has a run with {what}")
-    return hs, " ".join(selections)
 
 
 def history(

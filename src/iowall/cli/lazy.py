@@ -20,6 +20,23 @@ from typer.main import get_command
 HERE = Path(__file__).parent
 
 
+def flow(text: str | None) -> str | None:
+    """A docstring as help: the lines of each paragraph joined, so that the terminal wraps
+    sentences, not the source's line ends ("… at rising job counts; say" / "where the wall
+    is"); paragraphs stay apart. Typer's rich help keeps every newline it is given."""
+    if text is None:
+        return None
+    paras = [" ".join(p.split()) for p in text.strip().split("\n\n")]
+    return "\n\n".join(p for p in paras if p)
+
+
+def _flow_all(cmd: Command) -> None:
+    """``flow`` the help of a command and of every command under it."""
+    cmd.help = flow(cmd.help)
+    for sub in getattr(cmd, "commands", {}).values():
+        _flow_all(sub)
+
+
 def load(name: str, target: str) -> Command:
     """The click command of ``target`` ("module:attribute" under ``iowall.cli``): a function
     is one command named ``name``, a ``typer.Typer`` a group."""
@@ -30,9 +47,12 @@ def load(name: str, target: str) -> Command:
         one.add_typer(obj, name=name)  # as a sub-app: its own completion options stay off
         group = get_command(one)
         assert isinstance(group, TyperGroup)
-        return group.commands[name]
-    one.command(name)(obj)
-    return get_command(one)
+        cmd = group.commands[name]
+    else:
+        one.command(name)(obj)
+        cmd = get_command(one)
+    _flow_all(cmd)
+    return cmd
 
 
 def summary(target: str) -> str | None:
@@ -45,7 +65,7 @@ def summary(target: str) -> str | None:
         return None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == attr:
-            return ast.get_docstring(node, clean=True)
+            return flow(ast.get_docstring(node, clean=True))
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
@@ -53,7 +73,7 @@ def summary(target: str) -> str | None:
         ):
             for kw in node.value.keywords:
                 if kw.arg == "help" and isinstance(kw.value, ast.Constant):
-                    return str(kw.value.value)
+                    return flow(str(kw.value.value))
     return None
 
 

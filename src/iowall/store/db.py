@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..dirs import db_url, default_db_url, redact_url
-from ..errors import UserError
+from ..errors import NotFound, UserError
 from ..model import Artifact, Run
 from . import codec
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
@@ -291,7 +291,7 @@ class Store:
         with self.reading() as db:
             rows = with_docs(db, db.maps("SELECT * FROM runs WHERE id = :id", {"id": run_id}))
             if not rows:
-                raise UserError(f"no run {run_id} in {self.shown}")
+                raise NotFound(f"no run {run_id} in {self.shown}")
             return load(db, rows, with_series=True, with_artifacts=True)[0]
 
     def artifact(self, run_id: int, name: str) -> Artifact | None:

@@ -8,7 +8,7 @@ import json
 import time
 from typing import Any
 
-from ..errors import UserError
+from ..errors import NotFound, UserError
 from ..results import Report
 from .db import Store
 
@@ -42,7 +42,7 @@ def get_report(store: Store, batch: str) -> Report:
             {"n": len(batch), "prefix": batch},
         )
     if not rows:
-        raise UserError(
+        raise NotFound(
             f"no report stored for batch {batch!r}: 'iowall runs' lists batches; "
             "reports are kept from this version of iowall on"
         )

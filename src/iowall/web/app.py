@@ -14,8 +14,9 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.middleware.gzip import GZipMiddleware
 
 from ..actions.flame import flame_svg
+from ..actions.history import histories
 from ..analysis.history import BY
-from ..errors import IowallError, UserError
+from ..errors import IowallError, NotFound, UserError
 from ..recipes.stored import stored_report
 from ..report.emit import render
 from ..report.table import cell_text
@@ -24,7 +25,7 @@ from . import downloads, pages
 from .assets import load_assets, respond, url_of
 from .figures import XS
 from .guard import Guard, HostNames, svg_csp
-from .queries import FILTERS, compare_sets, find_run, histories, run_page, run_ref
+from .queries import FILTERS, compare_sets, find_run, run_page, run_ref
 
 HERE = os.path.dirname(__file__)
 #: Pages without plots do not load plotly.js (4.6 MB).
@@ -62,9 +63,10 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
     def guarded(fn: Callable[[], HTMLResponse]) -> HTMLResponse:
         try:
             return fn()
+        except NotFound as e:
+            return page("error.html", 404, message=str(e))
         except UserError as e:
-            missing = str(e).startswith(("no run", "no report"))
-            return page("error.html", 404 if missing else 400, message=str(e))
+            return page("error.html", 400, message=str(e))
         except IowallError as e:
             return page("error.html", 500, message=str(e))
 
@@ -108,7 +110,7 @@ def create_app(store: Store, hosts: HostNames | None = None) -> FastAPI:
     def raw(ref: str, name: str) -> Response:
         try:
             r = find_run(store, ref)
-        except UserError as e:
+        except NotFound as e:
             return Response(str(e) + "\n", 404, media_type="text/plain")
         art = next((a for a in r.artifacts if a.name == name), None)
         if art is None:
@@ -189,6 +191,8 @@ def _download(fmt: str, what: str, make: Callable[[], object]) -> Response:
     try:
         data = make()
         text = data if isinstance(data, str) else render(data, fmt)
+    except NotFound as e:
+        return Response(str(e) + "\n", 404, media_type="text/plain")
     except UserError as e:
         return Response(str(e) + "\n", 400, media_type="text/plain")
     return Response(

@@ -7,10 +7,11 @@ import csv
 import io
 from collections.abc import Mapping
 
+from ..actions.history import histories
 from ..report.history import history_report
 from ..report.run import RunList
 from ..store import Store
-from .queries import histories, run_page
+from .queries import run_page
 
 TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 #: The most runs one download of /runs holds (the newest): the CLI streams any number.

@@ -9,9 +9,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..actions.explain import batch_runs, explain_run
 from ..analysis.compare import CompareResult
 from ..analysis.history import History, worse
-from ..analysis.why import why_run
 from ..errors import UserError
 from ..model import PROFILE_ARTIFACT, Run, primary_metric
 from ..report.compare import fmt_ci, mark, short_metric
@@ -21,7 +21,7 @@ from ..store.db import COUNTED
 from ..store.reports import get_report
 from ..units import fmt_metric
 from .figures import compare_figure, fio_window, history_figure, history_scale, ids_of, run_figures, segments
-from .queries import RunPage, batch_runs, ids_text
+from .queries import RunPage, ids_text
 from .wall import cell_links, wall_figures
 
 
@@ -138,7 +138,7 @@ def other_modes(run: Run, batch: list[Run]) -> list[dict[str, Any]]:
 def run_context(store: Store, run: Run) -> dict[str, Any]:
     """Everything /run/ID shows."""
     batch = batch_runs(store, run)
-    why = why_run(run, batch)
+    why = explain_run(store, run, batch).why
     top = primary_metric(run)
     metrics = [
         {

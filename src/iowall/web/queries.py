@@ -7,14 +7,14 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..analysis.compare import CompareResult, Side, compare, selectable, shared_run
-from ..analysis.history import BY, History, from_runs, needed
-from ..errors import UserError
+from ..actions.compare import compare_selections
+from ..analysis.compare import CompareResult
+from ..errors import NotFound, UserError
 from ..model import Run
-from ..selection import compared_field, load, parse_selection, run_id
+from ..selection import parse_selection, run_id
 from ..store import RunFilter, Store
 from ..store.db import COUNTED
 
@@ -70,39 +70,23 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 
 def run_ref(ref: str) -> int | str:
-    """A run named in a URL: an id (ASCII digits, within range) or a uuid; a UserError saying
-    "no run" (404) for anything else."""
+    """A run named in a URL: an id (ASCII digits, within range) or a uuid; a NotFound (404)
+    for anything else."""
     rid = run_id(ref)
     if rid is not None:
         return rid
     if UUID.fullmatch(ref.strip().lower()):
         return ref.strip().lower()
-    raise UserError(f"no run {ref!r} in this store: a run is named by its id or uuid")
+    raise NotFound(f"no run {ref!r} in this store: a run is named by its id or uuid")
 
 
 def find_run(store: Store, ref: str) -> Run:
-    """A whole run (series, artifacts) by id or uuid; a UserError when there is none."""
+    """A whole run (series, artifacts) by id or uuid; a NotFound when there is none."""
     key = run_ref(ref)
     rid = key if isinstance(key, int) else store.id_of_uuid(key)
     if rid is None:
-        raise UserError(f"no run {ref!r} in this store")
+        raise NotFound(f"no run {ref!r} in this store")
     return store.get_run(rid)
-
-
-def batch_runs(store: Store, run: Run) -> list[Run]:
-    """The other runs of a run's batch (the context its Why is judged in)."""
-    return store.runs(RunFilter(batch=run.batch)) if run.batch else [run]
-
-
-def selected(
-    store: Store, text: str, *, with_series: bool = False, metrics: Callable[[str], bool] | None = None
-) -> list[Run]:
-    """The completed runs a selection names in the store (no bundle files), with the metrics
-    ``metrics`` keeps (by name; all when None)."""
-    _, json_, rest = text.strip().partition(".json")
-    if json_ and (not rest or rest.startswith(":")):  # refused before parsing looks at the file
-        raise UserError(f"selection {text!r}: the dashboard reads its store only, not files")
-    return load(store, parse_selection(text), with_series=with_series, metrics=metrics)
 
 
 def ids_text(ids: list[int]) -> str:
@@ -119,48 +103,6 @@ def ids_text(ids: list[int]) -> str:
 
 
 def compare_sets(store: Store, base: str, new: str, metric: str | None = None) -> CompareResult:
-    """Two selections compared point by point, as ``iowall compare BASE NEW`` does; sides that
-    share a run are refused."""
-    keep = selectable([metric] if metric else None)  # 136 metrics a run; a page compares a few
-    sides = [Side(t, selected(store, t, metrics=keep)) for t in (base, new)]
-    if shared_run(sides) is not None:
-        raise UserError(f"{base!r} and {new!r} share runs: the sides of a comparison must not")
-    res = compare(
-        sides[0], sides[1:], metrics=[metric] if metric else None, compared=compared_field([base, new])
-    )
-    if not res.rows:
-        sides_of = {u.side for u in res.unpaired}
-        raise UserError(
-            "nothing could be paired: no point and metric is measured on both sides"
-            + (
-                f" ({len(res.unpaired)} points on {' and '.join(sorted(sides_of))} alone; "
-                "different recipes or parameters?)"
-                if res.unpaired
-                else ""
-            )
-        )
-    return res
-
-
-def histories(store: Store, sel: str, metric: str, by: str, series: str = "") -> list[History]:
-    """The series of a selection as ``iowall history`` finds them (only the one whose key is
-    ``series`` when given); a UserError naming why there is none."""
-    if by not in BY:
-        raise UserError(f"by {by!r}: use one of {', '.join(BY)}")
-    if not sel:
-        raise UserError("history needs runs: sel=SELECTION")
-    hs = [
-        h
-        for h in from_runs(
-            selected(store, sel, metrics=needed(metric or None)),
-            metric=metric or None,
-            by=by,
-        )
-        if not series or h.key == series
-    ]
-    if not hs:
-        raise UserError(
-            f"no series: no point of {sel!r} has two runs with "
-            + (f"metric {metric!r}" if metric else "a throughput metric")
-        )
-    return hs
+    """Two selections compared point by point: ``actions.compare.compare_selections``, the
+    function `iowall compare` calls, on the store only."""
+    return compare_selections(store, [base, new], [metric] if metric else None, files=False)

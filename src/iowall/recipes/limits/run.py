@@ -23,7 +23,7 @@ from ...results import Report
 from ...runner import Task
 from ...session import Session, hold_memory_step, memory_note
 from ...store import Store
-from ...sysinfo import cpu_count, dirty_thresholds_bytes, host_facts, loadavg, meminfo, sysctl
+from ...sysinfo import busy_cpus, cpu_count, dirty_thresholds_bytes, host_facts, meminfo, sysctl
 from ...units import fmt_bytes
 from ...workloads.dontcache import dontcache_support, fio_dontcache_ok
 from .options import LimitsOptions
@@ -165,11 +165,11 @@ def run_limits(opts: LimitsOptions, store: Store, progress: Progress) -> Report:
         knobs=dict(opts.knobs),
     )
     notes: list[str] = []
-    load = loadavg()
-    if load > cpus * 0.5:
+    busy = busy_cpus()
+    if busy >= max(0.25, 0.15 * cpus):
         notes.append(
-            f"the machine was busy when the job started (load {load:.1f} on {cpus} "
-            "CPUs): other work shares the CPUs and widens the spread; rerun when idle"
+            f"other work was using {busy:.1f} of the {cpus} CPUs when the job started "
+            "(/proc/stat over 0.5 s): it shares the CPUs and widens the spread; rerun when idle"
         )
     if spec.kind in ("ram", "loop") and not opts.size:
         notes.append(
