@@ -18,7 +18,7 @@ from pathlib import Path
 
 from iowall.beds import BedSpec, provision
 from iowall.beds.cache import drop_bed_caches, drop_caches
-from iowall.units import parse_size
+from iowall.vocab.units import parse_size
 
 MIB = 1 << 20
 

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from iowall.sysinfo import drop_caches as sync_and_drop
+from iowall.machine.sysinfo import drop_caches as sync_and_drop
 
 
 def quiesce(mnt: Path | None) -> None:

@@ -163,8 +163,8 @@ def reporting_held() -> Iterator[None]:
     """Free page reporting held off for the whole benchmark (restored after), as the test
     suite's session holds it: the first `iowall run` touches the free memory once and every
     later run of the benchmark is served by that touch instead of touching it again."""
-    from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, reporting_order
-    from iowall.knob_session import KnobSession
+    from iowall.tuning.guestmem import OFF_ORDER, REPORTING_ORDER, reporting_order
+    from iowall.tuning.knob_session import KnobSession
 
     with KnobSession() as ks:
         if reporting_order() is not None:

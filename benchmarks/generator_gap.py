@@ -51,11 +51,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from iowall.beds import BedSpec, provision
+from iowall.machine.sysinfo import cpu_count, dirty_thresholds_bytes, drop_caches, meminfo
 from iowall.model import Point
 from iowall.recipes.limits.sizing import default_jobs, size_points
 from iowall.recipes.limits.tasks import LimitsBed, io_job, io_point, job_files, layout_read_pool, stream_spec
-from iowall.sysinfo import cpu_count, dirty_thresholds_bytes, drop_caches, meminfo
-from iowall.units import GIB, MIB
+from iowall.vocab.units import GIB, MIB
 from iowall.workloads.engine import engine_path
 from iowall.workloads.fio import BW_LOG_MS, JobFile, with_bw_logs
 

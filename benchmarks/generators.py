@@ -24,12 +24,12 @@ from typing import Any
 
 from iowall.analysis.limits import Agreement, Cell
 from iowall.beds import BedSpec, provision
-from iowall.guestmem import hold_guest_memory
-from iowall.knob_session import KnobSession
+from iowall.machine.sysinfo import cpu_count, dirty_thresholds_bytes, drop_caches, meminfo
 from iowall.recipes.limits.sizing import size_points
 from iowall.recipes.limits.tasks import LimitsBed, io_job, io_point, layout_read_pool, stream_spec
-from iowall.sysinfo import cpu_count, dirty_thresholds_bytes, drop_caches, meminfo
-from iowall.units import GIB, MIB
+from iowall.tuning.guestmem import hold_guest_memory
+from iowall.tuning.knob_session import KnobSession
+from iowall.vocab.units import GIB, MIB
 from iowall.workloads.fio import run_fio
 from iowall.workloads.stream import run_stream
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from iowall.bundle.files import as_run, read_bundle, read_models, write_bundle
+from iowall.bundle.pool import packed_parts
 from iowall.model import Run
 from iowall.store import Store
-from iowall.store.bundle import as_run, read_bundle, read_models, write_bundle
-from iowall.store.bundle_pool import packed_parts
 from iowall.store.ingest import import_runs
 
 HERE = Path(__file__).resolve().parent

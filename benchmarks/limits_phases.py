@@ -18,14 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 import iowall.beds as beds
+import iowall.measure.runner as runner
+import iowall.measure.session as session
 import iowall.recipes.limits.run as limits_run
 import iowall.recipes.limits.tasks as limits_tasks
-import iowall.runner as runner
-import iowall.session as session
 from iowall.probes import REGISTRY, ProbeSet
-from iowall.progress import Progress
 from iowall.recipes.limits.options import limits_options
 from iowall.store.db import Store
+from iowall.vocab.progress import Progress
 
 took: dict[str, list[float]] = collections.defaultdict(list)
 

@@ -39,9 +39,9 @@ from typing import Any
 import psycopg
 from sqlalchemy import text
 
+from iowall.bundle.files import read_bundle
 from iowall.model import Run, fingerprint
 from iowall.store import Store, codec
-from iowall.store.bundle import read_bundle
 from iowall.store.write import kind_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from iowall.guestmem import OFF_ORDER, REPORTING_ORDER, earlier_touch, reporting_order, touch
-from iowall.knob_session import KnobSession
 from iowall.recipes.limits.sizing import default_jobs
 from iowall.store import Store
+from iowall.tuning.guestmem import OFF_ORDER, REPORTING_ORDER, earlier_touch, reporting_order, touch
+from iowall.tuning.knob_session import KnobSession
 
 from .pg import TEMPLATE, Cluster, reap_stale
 
@@ -43,7 +43,7 @@ def leftovers() -> dict[str, set[str]]:
 def reporting_held_off(touch_bytes: int = 0) -> Iterator[bool]:
     """Free page reporting held off (restored after) and ``touch_bytes`` of free memory
     touched first, so that the page cache a measuring test allocates comes from memory the
-    host has backed (see iowall.guestmem): not touched again when a touch under the hold
+    host has backed (see iowall.tuning.guestmem): not touched again when a touch under the hold
     still in force covered it; whether this VM reports at all."""
     with KnobSession() as ks:
         found = reporting_order()
@@ -186,7 +186,7 @@ def killed_after_setting_dirty_ratio(value: str, state_home: Path) -> None:
     import sys
 
     code = (
-        "import time\nfrom iowall.knob_session import KnobSession, parse_knob\n"
+        "import time\nfrom iowall.tuning.knob_session import KnobSession, parse_knob\n"
         f"KnobSession().set(parse_knob('sysctl:vm.dirty_ratio'), {value})\n"
         "print('set', flush=True)\ntime.sleep(60)\n"
     )

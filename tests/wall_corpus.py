@@ -42,7 +42,7 @@ from typing import Any
 CG = Path("/sys/fs/cgroup")
 PREFIX = "iowall-corpus-"
 MIB = 1 << 20
-#: iowall's machine lock (iowall.machine_lock): an induction waits for it to be free before
+#: iowall's machine lock (iowall.machine.machine_lock): an induction waits for it to be free before
 #: it starts, so that its neighbours and limits do not disturb someone else's measurement.
 MACHINE_LOCK = Path("/run/iowall/measure.lock")
 SAMPLE_S = 0.05

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import UserError
+from .vocab.errors import UserError
 
 #: The commit or build id runs are recorded with (``--commit`` sets it): history and the
 #: bisect window then speak in commits, not only kernel release strings. Here, not in

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .units import json_number
+from .vocab.units import json_number
 
 if TYPE_CHECKING:
     from .analysis.compare import CompareResult

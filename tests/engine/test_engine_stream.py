@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.errors import UserError
+from iowall.vocab.errors import UserError
 from iowall.workloads.dontcache import describe, kernel_version
 from iowall.workloads.engine import EngineRunError
 from iowall.workloads.stream import StreamSpec, run_stream, stream_series

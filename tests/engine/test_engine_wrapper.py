@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.errors import EngineError, UserError
+from iowall.vocab.errors import EngineError, UserError
 from iowall.workloads import engine as eng
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from iowall.store.bundle import MODELS
+from iowall.bundle.files import MODELS
 
 from ..unit.test_bundle import V1_DOC
 from . import stored_runs

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_core import from_json
 
-from iowall.errors import UserError
-from iowall.store.bundle import parse_json
+from iowall.bundle.files import parse_json
+from iowall.vocab.errors import UserError
 
 from .harness import FUZZ
 from .mutate import EDGE_FLOATS, EDGE_INTS, EDGE_TEXT, text_edits

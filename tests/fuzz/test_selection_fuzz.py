@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iowall.selection import FIELDS
+from iowall.actions.selection import FIELDS
 
 from . import stored_runs
 from .harness import EXAMPLES, FUZZ, Tally, check_no_traceback, check_rejected, invoke, row_counts

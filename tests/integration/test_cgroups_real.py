@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.cgroups import counters, limits, locate, locate_from, memory_room
+from iowall.machine.cgroups import counters, limits, locate, locate_from, memory_room
 from tests.conftest import iowall, leftovers, needs_root
 
 pytestmark = [
@@ -280,7 +280,7 @@ def test_guest_memory_touch_stays_inside_a_memory_limited_group() -> None:
     name = f"iowall-test-{uuid.uuid4().hex[:8]}"
     mem = V1 / "memory" / name
     code = (
-        "from iowall.guestmem import touch, touchable\n"
+        "from iowall.tuning.guestmem import touch, touchable\n"
         "n, why = touchable(1 << 40)\ntouch(n)\nprint(n)\nprint(why)\n"
     )
     with groups(mem):

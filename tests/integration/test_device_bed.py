@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from iowall.beds import BedSpec, bed_with_wipe, guard, provision
-from iowall.errors import UserError
 from iowall.store import Store
+from iowall.vocab.errors import UserError
 from tests.conftest import iowall, needs_root
 
 pytestmark = [needs_root, pytest.mark.slow]

@@ -39,7 +39,7 @@ def bed(no_leftovers: None) -> Iterator[Bed]:
 
 
 def thresholds_now() -> int:
-    """nr_dirty_threshold in bytes, parsed here rather than through iowall.sysinfo."""
+    """nr_dirty_threshold in bytes, parsed here rather than through iowall.machine.sysinfo."""
     for line in Path("/proc/vmstat").read_text().splitlines():
         name, value = line.split()
         if name == "nr_dirty_threshold":

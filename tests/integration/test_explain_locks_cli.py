@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.machine_lock import exclusive
+from iowall.machine.machine_lock import exclusive
 from tests.conftest import iowall, needs_root
 
 pytestmark = [needs_root, pytest.mark.slow]

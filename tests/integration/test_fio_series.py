@@ -15,11 +15,11 @@ import pytest
 
 from iowall.analysis.phases import step_of, write_phases
 from iowall.beds import BedSpec, provision
+from iowall.measure.runner import Partial, Schedule
 from iowall.model import Point
 from iowall.probes import ProbeContext
 from iowall.probes.diskstats import DiskstatsProbe
 from iowall.recipes.tasks import fio_task
-from iowall.runner import Partial, Schedule
 from iowall.store import Store
 from iowall.workloads.fio import JobFile, JobSection, bw_series, parse_metrics, run_fio
 from iowall.workloads.fio_series import series_step_ms

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall.knob import Knob
-from iowall.knob_session import KnobSession
+from iowall.tuning.knob_session import KnobSession
+from iowall.vocab.knob import Knob
 from tests.conftest import iowall, needs_root, reporting_held_off
 
 pytestmark = [needs_root, pytest.mark.slow]

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from iowall.bundle.files import write_bundle
 from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.store import Store
 from iowall.store import schema as t
-from iowall.store.bundle import write_bundle
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: Runs only one importer has, and runs every importer has: 700 a bundle.

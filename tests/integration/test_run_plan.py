@@ -16,12 +16,12 @@ import pytest
 
 from iowall.model import Run
 from iowall.plan import plan_from_doc, plan_report, run_plan
-from iowall.progress import Progress
 from iowall.recipes import registry
 from iowall.recipes.options import RecipeOptions
 from iowall.report.recipe import render_text
 from iowall.results import Report
 from iowall.store import RunFilter, Store
+from iowall.vocab.progress import Progress
 from tests.conftest import iowall, leftovers, needs_root
 
 pytestmark = [needs_root, pytest.mark.slow]

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from iowall.bundle.files import bundle_doc, read_bundle, write_bundle
 from iowall.cli.main import main
 from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.results import Report
 from iowall.store import Store
 from iowall.store import schema as t
-from iowall.store.bundle import bundle_doc, read_bundle, write_bundle
 from iowall.store.ingest import import_runs
 from iowall.store.reports import add_report, get_report
 

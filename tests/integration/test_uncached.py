@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from iowall.beds import Bed, BedSpec, provision
-from iowall.sysinfo import drop_caches, meminfo
-from iowall.units import fio_size
+from iowall.machine.sysinfo import drop_caches, meminfo
+from iowall.vocab.units import fio_size
 from iowall.workloads.dontcache import (
     RWF_ATOMIC,
     dontcache_support,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from iowall.cli.main import optional_values
-from iowall.errors import UserError
-from iowall.machine_lock import lock_path, parse_wait
+from iowall.machine.machine_lock import lock_path, parse_wait
+from iowall.vocab.errors import UserError
 from tests.conftest import needs_root
 
 pytestmark = [needs_root]

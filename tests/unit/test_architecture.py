@@ -35,7 +35,7 @@ LAZY_OK = (
     "alembic",
     "scipy",
     "importlib.metadata",
-    ".store.bundle",
+    "..bundle.files",
     "sqlalchemy.dialects.postgresql",
     ".compare",
     ".write",

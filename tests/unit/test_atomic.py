@@ -1,4 +1,4 @@
-"""The one atomic writer (iowall.atomic): whole or nothing, and durable: the file and then its
+"""The one atomic writer (iowall.machine.atomic): whole or nothing, and durable: the file and then its
 directory are fsynced, for text (reports, bundles, journal entries) and bytes (figures)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall import atomic
-from iowall.errors import UserError
+from iowall.machine import atomic
+from iowall.vocab.errors import UserError
 
 
 def _text(p: Path) -> None:

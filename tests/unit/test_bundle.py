@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from iowall.errors import UserError
+from iowall.actions.selection import collect_runs, load, parse_selection
+from iowall.bundle import files as b
 from iowall.model import Artifact, Metric, Point, Run, Series
-from iowall.selection import collect_runs, load, parse_selection
 from iowall.store import Store, codec, ingest
-from iowall.store import bundle as b
 from iowall.store.packing import pack_run
+from iowall.vocab.errors import UserError
 
 FIO_JSON = json.dumps({"fio version": "fio-3.38", "jobs": [{"write": {"bw_bytes": 123}}]})
 

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from iowall.errors import UserError
+from iowall.actions.selection import collect_runs
+from iowall.bundle import files as b
+from iowall.bundle import pool as bundle_pool
 from iowall.model import Metric, Run
-from iowall.selection import collect_runs
-from iowall.store import Store, bundle_pool, codec, ingest
-from iowall.store import bundle as b
+from iowall.store import Store, codec, ingest
+from iowall.vocab.errors import UserError
 
 from .test_bundle import fill, make_run
 
@@ -250,7 +251,7 @@ def test_one_large_file_is_shared_by_slices(tmp_path: Path, monkeypatch: pytest.
 
 _WATCH_SUBMIT = """
 import json, sys
-from iowall.store import bundle_pool
+from iowall.bundle import pool as bundle_pool
 seen = []
 submit = bundle_pool.ProcessPoolExecutor.submit
 def watched(self, *a, **k):
@@ -296,7 +297,7 @@ def test_plain_runs_the_store_has_are_not_packed_again(tmp_path: Path, store_url
 def test_a_blob_that_inflates_past_the_cap_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from iowall.store import bundle_packed
+    from iowall.bundle import packed as bundle_packed
 
     _, doc = _packed(tmp_path, [make_run("base", "6.18.0", 1, 1e9)])
     big = json.dumps([["cpu", "sys", "share", [[float(i), 0.5] for i in range(400)]]]).encode()

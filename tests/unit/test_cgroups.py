@@ -1,4 +1,4 @@
-"""Cgroups of a task (iowall.cgroups): /proc/PID/cgroup and mountinfo parsed on v1, v2 and
+"""Cgroups of a task (iowall.machine.cgroups): /proc/PID/cgroup and mountinfo parsed on v1, v2 and
 hybrid systems; limits set on an ancestor; unlimited values; counters omitted when their file
 is missing; the in-memory bed's refusal; how show and compare print the limits."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from iowall.analysis.cgroup_env import limits_text, paths_text
 from iowall.analysis.compare import Side, differences
 from iowall.beds.room import MARGIN, refusal
-from iowall.cgroups import (
+from iowall.machine.cgroups import (
     Cgroups,
     MemoryRoom,
     counters,

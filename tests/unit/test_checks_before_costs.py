@@ -18,11 +18,11 @@ import iowall.cli.run
 import iowall.recipes.limits.run
 from iowall.actions.doctor import checks
 from iowall.cli.main import main
-from iowall.errors import PlanError, UserError
 from iowall.model import GZIP_BASE64, PROFILE_ARTIFACT, Artifact, Metric, Point, Run
 from iowall.plan import load_plan
 from iowall.probes.profile import encode_folded
 from iowall.store import Store
+from iowall.vocab.errors import PlanError, UserError
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from iowall.analysis.compare import Side, compare
 from iowall.analysis.dirty import Span, applied_threshold, applied_threshold_note
 from iowall.analysis.env_numbers import LOAD_FIELD, THRESHOLD_FIELD, numeric_differences
 from iowall.model import Metric, Point, Run, Series
-from iowall.units import GIB, MIB
+from iowall.vocab.units import GIB, MIB
 
 HOST = {"hostname": "t", "cpu_model": "c", "cpu_count": 2, "mem_total_bytes": 24 * GIB}
 

@@ -170,7 +170,7 @@ def test_missing_context_does_not_fire() -> None:
 
 def test_table_refers_only_to_known_quantities() -> None:
     from iowall.analysis.kernel_paths import PATHS
-    from iowall.cpuclasses import CLASSES, UNATTRIBUTED
+    from iowall.vocab.cpuclasses import CLASSES, UNATTRIBUTED
 
     extra = {"tasks_busy_cpu_s", "tasks_window_s", "lock_callers", "profile_top_functions"}
     known = (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall.errors import UserError
 from iowall.model import Point, Run, fingerprint
+from iowall.vocab.errors import UserError
 from iowall.workloads.fio_import import read_runs
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "fio" / "tiobench-per-job.json"

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from iowall.analysis.fiogroups import fio_groups
-from iowall.errors import UserError
 from iowall.model import Artifact, Point, Run
 from iowall.report.run import render_run
+from iowall.vocab.errors import UserError
 from iowall.workloads.fio import JobFile, JobSection, distribute, parse_metrics
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fio"

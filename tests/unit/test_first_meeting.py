@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from iowall import sysinfo
 from iowall.cli.lazy import flow, summary
 from iowall.cli.main import COMMANDS
 from iowall.cli.progress import where_we_are
+from iowall.machine import sysinfo
 
 
 def test_help_paragraphs_flow() -> None:

@@ -18,7 +18,7 @@ from iowall.analysis.generators import (
 )
 from iowall.analysis.limits import summarise
 from iowall.model import Artifact, Metric, Run
-from iowall.units import GIB
+from iowall.vocab.units import GIB
 
 from .test_limits_analysis import _point_runs
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from iowall import guestmem
-from iowall.guestmem import CHUNK, GuestMemory, split, touch
-from iowall.knob_session import KnobSession
-from iowall.units import GIB
+from iowall.tuning import guestmem
+from iowall.tuning.guestmem import CHUNK, GuestMemory, split, touch
+from iowall.tuning.knob_session import KnobSession
+from iowall.vocab.units import GIB
 
 
 def test_touch_rounds_to_chunks_with_any_thread_count() -> None:
@@ -36,7 +36,7 @@ def test_an_interrupt_mid_touch_is_a_plain_keyboard_interrupt() -> None:
     # SIGINT raises KeyboardInterrupt as under iowall's CLI, also when this suite runs in a
     # background job, which starts everything with SIGINT ignored (CI did)
     code = (
-        "import signal, sys; from iowall.guestmem import touch\n"
+        "import signal, sys; from iowall.tuning.guestmem import touch\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "print('go', flush=True)\n"
         "try:\n    touch(12 << 30, threads=2)\n"
@@ -63,9 +63,9 @@ def test_the_note_says_whether_iowall_held_reporting_or_found_it_held() -> None:
 def test_hold_memory_step_shows_its_step_and_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """`limits`, `run` and `gate` hold guest memory through one helper: a step on the
     caller's progress, ended even when the touch fails."""
-    from iowall import session
-    from iowall.knob_session import KnobSession
-    from iowall.progress import Progress
+    from iowall.measure import session
+    from iowall.tuning.knob_session import KnobSession
+    from iowall.vocab.progress import Progress
 
     seen: list[str] = []
 

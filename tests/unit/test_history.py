@@ -12,10 +12,10 @@ import pytest
 
 from iowall.actions.series import read_series
 from iowall.analysis.history import SeriesRow, from_rows, from_runs, worse
-from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
 from iowall.report.history import history_report
 from iowall.report.recipe import render_text, report_json
+from iowall.vocab.errors import UserError
 
 
 def _runs(

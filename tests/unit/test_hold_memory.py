@@ -21,20 +21,21 @@ import iowall.cli.fleet
 import iowall.cli.gate
 import iowall.cli.limits
 import iowall.cli.run
-from iowall import guestmem, session
 from iowall.actions.target import Target, execute
 from iowall.cli.main import main
-from iowall.errors import UserError
 from iowall.fleet.drive import FleetSpec
-from iowall.guestmem import GuestMemory
-from iowall.knob import Knob
-from iowall.knob_session import KnobSession
-from iowall.progress import Progress
+from iowall.measure import session
 from iowall.recipes.options import RecipeOptions
 from iowall.recipes.registry import Recipe
 from iowall.results import Report
 from iowall.store import Store
-from iowall.units import GIB
+from iowall.tuning import guestmem
+from iowall.tuning.guestmem import GuestMemory
+from iowall.tuning.knob_session import KnobSession
+from iowall.vocab.errors import UserError
+from iowall.vocab.knob import Knob
+from iowall.vocab.progress import Progress
+from iowall.vocab.units import GIB
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every command that measures, as typed, with what makes it reach its action.

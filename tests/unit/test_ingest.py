@@ -15,12 +15,12 @@ import psycopg
 import pytest
 from sqlalchemy import select
 
-from iowall.errors import UserError
 from iowall.store import Store, write
 from iowall.store import schema as t
 from iowall.store.ingest import add_new_runs, import_parts, import_runs
 from iowall.store.packing import Packed, pack_run
 from iowall.store.write import IMPORT_LOCK
+from iowall.vocab.errors import UserError
 
 from ..integration.test_import_concurrency import _run
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall import journal
 from iowall.cli.recover import describe
+from iowall.machine import journal
 from tests.conftest import killed_after_setting_dirty_ratio, needs_root
 
 DIRTY = "/proc/sys/vm/dirty_ratio"
@@ -72,7 +72,7 @@ def test_entries_of_a_live_process_stay(state: Path, tmp_path: Path) -> None:
 def test_children_start_with_no_signal_blocked(state: Path) -> None:
     """A child started while iowall shields itself would inherit SIGINT and SIGTERM blocked
     and ignore the signal it is stopped with (perf then writes no trailer)."""
-    from iowall.proc import run_child
+    from iowall.machine.proc import run_child
 
     out = run_child(["grep", "SigBlk", "/proc/self/status"]).stdout
     assert out.split()[-1] == "0000000000000000", out

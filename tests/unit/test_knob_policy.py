@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from iowall.errors import UserError
-from iowall.knob import RANGES, check_value, parse_knob
-from iowall.knob_session import check_exists
+from iowall.tuning.knob_session import check_exists
+from iowall.vocab.errors import UserError
+from iowall.vocab.knob import RANGES, check_value, parse_knob
 from tests.conftest import iowall
 
 REFUSED = [

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from iowall import journal
 from iowall.beds import Bed, BedSpec, provision
-from iowall.errors import UserError
-from iowall.knob_session import (
+from iowall.machine import journal
+from iowall.tuning.knob_session import (
     Knob,
     KnobSession,
     check_exists,
@@ -23,6 +22,7 @@ from iowall.knob_session import (
     read_value,
     selected,
 )
+from iowall.vocab.errors import UserError
 from tests.conftest import killed_after_setting_dirty_ratio, needs_root
 
 DIRTY = "/proc/sys/vm/dirty_ratio"

@@ -3,12 +3,12 @@
 import pytest
 
 from iowall.analysis.limits import summarise
-from iowall.errors import UserError
 from iowall.model import Metric, Point, Run
 from iowall.recipes.limits.options import SET_NAMES, LimitsOptions, limits_options
 from iowall.recipes.limits.report import LimitsContext, limits_report
 from iowall.recipes.limits.sizing import default_jobs, parse_jobs, plan_bed_size, size_points
 from iowall.report.recipe import render_md, render_text, report_json
+from iowall.vocab.errors import UserError
 
 GIB = 1 << 30
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from iowall.errors import UserError
 from iowall.plan import (
     Plan,
     PlanError,
@@ -20,6 +19,7 @@ from iowall.plan import (
     parse_set,
     plan_from_doc,
 )
+from iowall.vocab.errors import UserError
 from iowall.workloads.jobfile import retarget_jobfile
 
 ROOT = Path(__file__).resolve().parents[2]

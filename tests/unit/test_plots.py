@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from iowall.analysis.scaling import usl, usl_fit
-from iowall.errors import UserError
 from iowall.model import Point, Run, Series
 from iowall.report.plots import (
     BETTER,
@@ -26,6 +25,7 @@ from iowall.report.plots import (
     to_svg,
 )
 from iowall.store import Store
+from iowall.vocab.errors import UserError
 
 GIB = float(1 << 30)
 N = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from iowall import sysinfo
-from iowall.errors import UserError
+from iowall.machine import sysinfo
 from iowall.probes import (
     DEFAULT_PROBES,
     REGISTRY,
@@ -29,6 +28,7 @@ from iowall.probes import (
 from iowall.probes.base import Probe, ProbeContext, ProbeResult
 from iowall.probes.sampling import PAGE_SIZE, PeriodicSampler
 from iowall.probes.threads import TaskTimes
+from iowall.vocab.errors import UserError
 
 FIX = Path(__file__).parents[1] / "fixtures" / "probes"
 
@@ -48,7 +48,7 @@ def texts(name: str, path: str) -> list[tuple[float, str]]:
 
 
 def through_sysinfo(monkeypatch: pytest.MonkeyPatch, text: str, reader: Any) -> Any:
-    """Parse recorded text with iowall.sysinfo's own reader (the probes reuse it)."""
+    """Parse recorded text with iowall.machine.sysinfo's own reader (the probes reuse it)."""
     monkeypatch.setattr(sysinfo, "read", lambda path, default="": text)
     return reader()
 
@@ -369,7 +369,7 @@ class _Interrupted(Probe):
     name = "ctrlc"
 
     def start(self) -> None:
-        from iowall.errors import Interrupted
+        from iowall.vocab.errors import Interrupted
 
         raise Interrupted("SIGINT")
 
@@ -378,7 +378,7 @@ class _Interrupted(Probe):
 
 
 def test_probe_set_interrupted_while_starting_stops_what_started() -> None:
-    from iowall.errors import Interrupted
+    from iowall.vocab.errors import Interrupted
 
     ps = ProbeSet([REGISTRY["cpu"], _Interrupted, REGISTRY["psi"]], ProbeContext(interval_s=0.05))
     with pytest.raises(Interrupted):

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 from iowall.beds import BedSpec
+from iowall.measure.repeat import RepeatPolicy
 from iowall.model import Metric, Point, Run
 from iowall.recipes import bdev_rwmix, buffered_wall, small_file_writeback
 from iowall.recipes.tables import WIDTH, Columns, LabelRow, LabelTable, lay_out, recipe_report
-from iowall.repeat import RepeatPolicy
 from iowall.report.recipe import render_json, render_md, render_text, report_json
 from iowall.results import Report, Value
 

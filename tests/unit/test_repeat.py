@@ -10,12 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowall.errors import UserError, WorkloadError
-from iowall.model import Metric, Point, Run, primary_metric
-from iowall.plan import PlanError, interleave, load_plan, plan_from_doc, rounds
-from iowall.progress import Progress
-from iowall.recipes.options import RecipeOptions
-from iowall.repeat import (
+from iowall.measure.repeat import (
     RepeatPolicy,
     min_runs,
     parse_repeat,
@@ -25,8 +20,13 @@ from iowall.repeat import (
     summary,
     to_json,
 )
-from iowall.runner import Outcome, Partial, Schedule, Task
+from iowall.measure.runner import Outcome, Partial, Schedule, Task
+from iowall.model import Metric, Point, Run, primary_metric
+from iowall.plan import PlanError, interleave, load_plan, plan_from_doc, rounds
+from iowall.recipes.options import RecipeOptions
 from iowall.store import Store
+from iowall.vocab.errors import UserError, WorkloadError
+from iowall.vocab.progress import Progress
 
 # ------------------------------------------------------------------------------ parsing
 

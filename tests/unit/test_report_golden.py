@@ -21,7 +21,7 @@ from iowall.report.fleet import Hosts
 from iowall.report.history import history_report
 from iowall.report.run import Imported
 from iowall.results import FAILED, IMPORTED, HostState
-from iowall.units import GIB, KIB, MIB
+from iowall.vocab.units import GIB, KIB, MIB
 from iowall.workloads.fio_import import read_runs
 
 from .test_compare import golden, two_sides

@@ -11,7 +11,7 @@ import pytest
 from iowall.report.emit import Format, render
 from iowall.report.table import cell_text
 from iowall.results import REPORT_VERSION, Report, Section, Table, Value
-from iowall.units import GIB, MIB
+from iowall.vocab.units import GIB, MIB
 
 
 def sample() -> Report:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Integer, String, Table
 
-from iowall.errors import UserError
 from iowall.store import schema
 from iowall.store.row_checks import ARTIFACTS, RUNS, Columns, check_row
+from iowall.vocab.errors import UserError
 
 
 def _of(table: Table) -> Columns:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from iowall.errors import UserError
+from iowall.actions.selection import matches, parse_selection
 from iowall.model import Point, Run
-from iowall.selection import matches, parse_selection
+from iowall.vocab.errors import UserError
 
 
 def test_forms() -> None:
@@ -97,6 +97,6 @@ def _imports(module: str) -> set[str]:
 
 def test_no_import_cycle_between_selection_and_bundles() -> None:
     # selection reads through the store and its bundle files; the store never imports it back
-    assert "iowall.store.bundle" in _imports("iowall.selection")
-    for m in ("iowall.store.bundle", "iowall.store.db", "iowall.store"):
-        assert "iowall.selection" not in _imports(m), m
+    assert "iowall.bundle.files" in _imports("iowall.actions.selection")
+    for m in ("iowall.bundle.files", "iowall.store.db", "iowall.store"):
+        assert "iowall.actions.selection" not in _imports(m), m

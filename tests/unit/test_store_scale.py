@@ -22,14 +22,14 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, func, select, text
 
+from iowall.actions.selection import collect_runs
+from iowall.bundle import files as b
 from iowall.cli.main import main
 from iowall.model import Artifact, Metric, Point, Run, Series
 from iowall.recipes.tables import columns
 from iowall.report.emit import render
 from iowall.report.run import RunList
-from iowall.selection import collect_runs
 from iowall.store import RunFilter, Store, codec
-from iowall.store import bundle as b
 from iowall.store import schema as t
 from iowall.store.copy import Copied, copy_runs
 from iowall.store.db import HEAD
@@ -424,7 +424,7 @@ def test_processes_opening_a_new_sqlite_store_at_once_migrate_it_once(tmp_path: 
 def test_a_figure_to_a_fifo_leaves_it_a_fifo(tmp_path: Path) -> None:
     """write_bytes (plots) as open_atomic: a path that is not a regular file is written
     through, never renamed over (as root, `-o /dev/null` once replaced the device)."""
-    from iowall.atomic import write_bytes
+    from iowall.machine.atomic import write_bytes
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from iowall.errors import UserError
 from iowall.model import Point, fingerprint
-from iowall.units import fio_size, fmt_bytes, fmt_metric, fmt_rate, parse_size
+from iowall.vocab.errors import UserError
+from iowall.vocab.units import fio_size, fmt_bytes, fmt_metric, fmt_rate, parse_size
 
 
 def test_parse_size_binary_units() -> None:

@@ -15,15 +15,15 @@ import pytest
 
 from iowall.actions.compare import compare_selections
 from iowall.actions.history import histories
+from iowall.actions.selection import run_id
 from iowall.analysis.history import from_rows
 from iowall.analysis.limits import summarise
 from iowall.cli.serve import loopback
-from iowall.dirs import redact_url
-from iowall.errors import UserError
+from iowall.machine.dirs import redact_url
 from iowall.model import Metric, Point, Run
 from iowall.recipes.limits.report import LimitsContext, limits_report
-from iowall.selection import run_id
 from iowall.store.db import COUNTED
+from iowall.vocab.errors import UserError
 from iowall.web.app import templates
 from iowall.web.figures import history_figure, segments
 from iowall.web.guard import host_name, svg_csp

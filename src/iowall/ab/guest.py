@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from ..atomic import write_text
+from ..machine.atomic import write_text
 
 FACTS, STORE, LOG, STARTED = "facts.json", "guest.db", "run.log", "started"
 NT_GNU_BUILD_ID = 3

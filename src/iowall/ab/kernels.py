@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..errors import UserError
+from ..vocab.errors import UserError
 
 
 @dataclass(frozen=True)

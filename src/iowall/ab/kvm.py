@@ -12,8 +12,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from ..atomic import write_text
-from ..errors import UserError
+from ..machine.atomic import write_text
+from ..vocab.errors import UserError
 
 #: What qemu prints when KVM cannot be used or cannot run the guest.
 BROKEN = (

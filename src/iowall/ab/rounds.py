@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import UserError
 from ..model import Point, Run
 from ..store import RunFilter, Store
 from ..store.ingest import import_runs
-from ..units import parse_size
+from ..vocab.errors import UserError
+from ..vocab.units import parse_size
 from . import guest, vm
 from .kernels import Kernel, is_bzimage
 

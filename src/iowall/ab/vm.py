@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import journal
-from ..errors import UserError
+from ..machine import journal
+from ..vocab.errors import UserError
 from .kernels import Kernel
 
 #: Console lines kept in a failure's report.

@@ -14,16 +14,16 @@ from ..ab.kernels import Kernel, cache_dir, is_bzimage, resolve
 from ..ab.rounds import AbConfig, run_rounds, side_runs
 from ..ab.summary import ab_report, flame_pair
 from ..ab.vm import vng_path
-from ..errors import UserError
+from ..machine.signals import interruptible
 from ..plan import load_plan
 from ..recipes.registry import get
 from ..report.emit import wrote
 from ..report.flame import write_svg
 from ..results import Report
-from ..signals import interruptible
 from ..store import Store
 from ..store.reports import add_report
-from ..units import parse_size, plural
+from ..vocab.errors import UserError
+from ..vocab.units import parse_size, plural
 from .flame import flame_svg
 from .target import is_plan_path
 

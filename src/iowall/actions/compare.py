@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..analysis.compare import FLOOR, CompareResult, Side, compare, selectable, shared_run
-from ..errors import UserError
-from ..selection import compared_field, load_all, store_only
 from ..store import Store
-from ..units import parse_floor
+from ..vocab.errors import UserError
+from ..vocab.units import parse_floor
+from .selection import compared_field, load_all, store_only
 
 
 def compare_sets(

@@ -7,12 +7,12 @@ import os
 import shutil
 from pathlib import Path
 
-from ..dirs import db_url, default_db_url, redact_url
-from ..errors import UserError
+from ..machine.dirs import db_url, default_db_url, redact_url
+from ..machine.sysinfo import mem_total_bytes, meminfo
 from ..probes.profile import inferno_tool
 from ..report.doctor import Check, Doctor
-from ..sysinfo import mem_total_bytes, meminfo
-from ..units import fmt_bytes
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_bytes
 from ..workloads.engine import engine_path
 from ..workloads.fio import fio_version
 

@@ -4,11 +4,11 @@ dashboard's flame page, the flame graphs `gate --flames` and `ab` write."""
 from __future__ import annotations
 
 from ..analysis.kernel_paths import attribute, decode_folded
-from ..errors import UserError
 from ..model import PROFILE_ARTIFACT
 from ..report.flame import diff_flamegraph, flamegraph, subtitle
-from ..selection import run_id
 from ..store import Store
+from ..vocab.errors import UserError
+from .selection import run_id
 
 
 def load_profile(store: Store, arg: str) -> tuple[int, str, dict[str, int]]:

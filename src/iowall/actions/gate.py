@@ -28,16 +28,16 @@ from ..analysis.gate import (
 from ..analysis.history import from_rows, results
 from ..analysis.series_gate import FDR_SERIES, gate_series
 from ..analysis.why import why_run
-from ..errors import UserError
+from ..measure.repeat import RepeatPolicy
 from ..model import Run
 from ..recipes.registry import recipes
-from ..repeat import RepeatPolicy
 from ..report.flame import write_svg
 from ..report.gate import point_name, rank
-from ..selection import load, parse_selection
 from ..store import Store
 from ..store.reports import add_report
+from ..vocab.errors import UserError
 from .flame import flame_svg
+from .selection import load, parse_selection
 from .series import check_series_options, read_series
 from .target import ProgressOf, is_plan_path, run_target
 

@@ -4,9 +4,9 @@ order, one series per fingerprint, from run selections or from a series file."""
 from __future__ import annotations
 
 from ..analysis.history import BY, History, from_rows, from_runs, needed
-from ..errors import UserError
-from ..selection import load_all, store_only
 from ..store import Store
+from ..vocab.errors import UserError
+from .selection import load_all, store_only
 from .series import check_series_options, read_series
 
 

@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from ..analysis.locks import LockComparison, join_contention
-from ..errors import NotFound, UserError
 from ..store import RunFilter, Store
+from ..vocab.errors import NotFound, UserError
 
 
 def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list[int]]:

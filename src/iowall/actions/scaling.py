@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.sweep import Scaling, analyse, why_no_curves
-from ..errors import UserError
 from ..model import Run
 from ..report.emit import wrote
 from ..report.plots import check_path, save
 from ..report.scaling import figure
-from ..selection import load_all
 from ..store import Store
+from ..vocab.errors import UserError
+from .selection import load_all
 
 
 def analyse_selections(selections: list[str], metric: str | None, knee: float, db: str | None) -> Scaling:

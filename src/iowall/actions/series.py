@@ -8,7 +8,7 @@ import io
 import json
 
 from ..analysis.history import SeriesRow
-from ..errors import UserError
+from ..vocab.errors import UserError
 
 DIRECTIONS = ("higher", "lower")
 

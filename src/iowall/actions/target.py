@@ -9,20 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import journal
 from ..beds import BedSpec, check_place
-from ..errors import UserError
-from ..knob_session import KnobSession
-from ..machine_lock import exclusive
+from ..machine import journal
+from ..machine.machine_lock import exclusive
+from ..machine.signals import interruptible
+from ..measure.repeat import RepeatPolicy
+from ..measure.session import hold_memory_step, memory_note
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
-from ..progress import Progress
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get
-from ..repeat import RepeatPolicy
 from ..results import Report
-from ..session import hold_memory_step, memory_note
-from ..signals import interruptible
 from ..store import Store
+from ..tuning.knob_session import KnobSession
+from ..vocab.errors import UserError
+from ..vocab.progress import Progress
 
 #: A progress display for a title (the face's: a rich bar on a terminal).
 ProgressOf = Callable[[str], Progress]

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..knob import looks_like_knob
 from ..model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
 from ..model import fingerprint as _fingerprint
+from ..vocab.knob import looks_like_knob
 from .cgroup_env import limits_text
 from .env_numbers import numeric_differences
 from .stats import Comparison, compare_samples, geomean

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import MEASURED_STATUSES, Run
-from ..units import fmt_bytes
+from ..vocab.units import fmt_bytes
 
 #: Two figures closer than this (relative) are called the same.
 SAME = 0.05

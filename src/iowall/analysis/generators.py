@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
 from ..model import PROFILE_ARTIFACT, Run
-from ..units import GIB, fmt_rate, parse_size
+from ..vocab.errors import UserError
+from ..vocab.units import GIB, fmt_rate, parse_size
 from .kernel_paths import decode_folded
 from .why import budget
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import MEASURED_STATUSES, Run
-from ..units import GIB, fmt_bytes, fmt_rate
+from ..vocab.units import GIB, fmt_bytes, fmt_rate
 from .context import representative
 from .generators import GeneratorCost, disagreement, generator_cost
 from .scaling import efficiency, knee

@@ -8,9 +8,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import UserError
 from ..model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
-from ..units import parse_size
+from ..vocab.errors import UserError
+from ..vocab.units import parse_size
 from .attribution import classes, lock_callers, top_functions, top_paths
 from .budget import Budget, compute, counter_window
 from .budget import to_json as budget_json

@@ -6,9 +6,9 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from ..errors import UserError
-from ..sysinfo import mem_total_bytes
-from ..units import fmt_bytes
+from ..machine.sysinfo import mem_total_bytes
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_bytes
 from .base import FILESYSTEMS, KINDS, Bed, BedSpec, bed_with_wipe
 from .device import ONE_DEVICE, provision_device
 from .directory import check_dir, provision_dir

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import journal
-from ..errors import IowallError, UserError
-from ..proc import need, run
-from ..signals import shielded
+from ..machine import journal
+from ..machine.proc import need, run
+from ..machine.signals import shielded
+from ..vocab.errors import IowallError, UserError
 
 KINDS = ("ram", "loop", "tmpfs", "dir", "device")
 FILESYSTEMS = ("xfs", "ext4", "btrfs")

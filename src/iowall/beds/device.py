@@ -9,8 +9,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import UserError
-from ..proc import need, run
+from ..machine.proc import need, run
+from ..vocab.errors import UserError
 from . import blockdev as bd
 from .base import Bed, BedSpec
 from .guard import Verdict, check_all

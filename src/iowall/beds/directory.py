@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import UserError
+from ..vocab.errors import UserError
 from .base import Bed, device_kind_facts, queue_facts
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..proc import need, run
-from ..units import fmt_bytes
+from ..machine.proc import need, run
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_bytes
 from . import blockdev as bd
 
 #: The allow-list; ``IOWALL_DEVICES_FILE`` overrides it (tests, non-standard setups).

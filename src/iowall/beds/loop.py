@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from ..dirs import data_dir
-from ..errors import UserError
-from ..units import fmt_bytes
+from ..machine.dirs import data_dir
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_bytes
 from .base import Bed
 from .ram import make_image
 

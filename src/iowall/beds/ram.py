@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import tempfile
 
-from ..errors import UserError
-from ..units import fmt_bytes
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_bytes
 from .base import Bed
 
 

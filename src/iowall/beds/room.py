@@ -5,9 +5,9 @@ leaves the image behind."""
 
 from __future__ import annotations
 
-from ..cgroups import MemoryRoom, locate, memory_room
-from ..errors import UserError
-from ..units import MIB, fmt_bytes
+from ..machine.cgroups import MemoryRoom, locate, memory_room
+from ..vocab.errors import UserError
+from ..vocab.units import MIB, fmt_bytes
 
 #: Kinds whose size is memory charged to iowall's group (the ram image, tmpfs pages).
 IN_MEMORY = ("ram", "tmpfs")

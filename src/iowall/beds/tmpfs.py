@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..proc import run
+from ..machine.proc import run
 from .base import Bed, mount_options
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import resource
 
-from ..errors import IowallError, UserError
-from ..units import KIB, MIB, parse_size
+from ..vocab.errors import IowallError, UserError
+from ..vocab.units import KIB, MIB, parse_size
 from . import BedSpec, provision
 
 #: XFS block sizes mkfs.xfs accepts (v5 filesystems: 1 KiB to 64 KiB, powers of two).

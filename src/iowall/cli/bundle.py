@@ -10,18 +10,18 @@ from typing import Annotated
 
 import typer
 
-from ..dirs import db_url, default_db_url
-from ..errors import UserError
+from ..actions.selection import collect_runs, parse_selection
+from ..bundle.files import Item, as_run, read_models, write_bundle
+from ..bundle.pool import Present, file_bytes, packed_parts, plan_import, stored_uuids
+from ..machine.dirs import db_url, default_db_url
 from ..model import MEASURED_STATUSES, Run
 from ..report.emit import write, wrote
 from ..report.table import text_table
-from ..selection import collect_runs, parse_selection
 from ..store import RunFilter, Store
-from ..store.bundle import Item, as_run, read_models, write_bundle
-from ..store.bundle_pool import Present, file_bytes, packed_parts, plan_import, stored_uuids
 from ..store.db import none_left_if_failed
 from ..store.gcpause import gc_paused
 from ..store.packing import Packed
+from ..vocab.errors import UserError
 from .options import DbOpt
 from .progress import RichProgress
 

@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from ..dirs import db_url, redact_url
-from ..errors import UserError
+from ..actions.selection import parse_selection
+from ..machine.dirs import db_url, redact_url
 from ..report.emit import write
-from ..selection import parse_selection
 from ..store import RunFilter, Store
 from ..store.copy import CHUNK, Copied, copy_runs
 from ..store.db import none_left_if_failed
+from ..vocab.errors import UserError
 from .progress import RichProgress
 
 db_app = typer.Typer(no_args_is_help=True, help="Work on whole stores: copy runs between them.")

@@ -12,13 +12,13 @@ import typer
 
 from ..actions.gate import gate_file, gate_runs, read_accept
 from ..analysis.series_gate import FDR_SERIES
-from ..atomic import write_text
-from ..errors import UserError
-from ..machine_lock import parse_wait
+from ..machine.atomic import write_text
+from ..machine.machine_lock import parse_wait
 from ..report.emit import emit, wrote
 from ..report.gate import junit_xml
 from ..store import Store
-from ..units import parse_floor
+from ..vocab.errors import UserError
+from ..vocab.units import parse_floor
 from .options import (
     CommitOpt,
     DbOpt,

@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UserError
 from ..model import Run, check_label
 from ..report.emit import emit
 from ..report.run import Imported
 from ..store import Store
 from ..store.ingest import import_runs
+from ..vocab.errors import UserError
 from ..workloads.fio_import import read_runs
 from .options import DbOpt
 

@@ -6,15 +6,15 @@ from typing import Annotated
 
 import typer
 
-from .. import journal
 from ..beds import BedSpec, bed_with_wipe, check_fs
-from ..machine_lock import exclusive, parse_wait
+from ..machine import journal
+from ..machine.machine_lock import exclusive, parse_wait
+from ..machine.signals import interruptible
+from ..measure.repeat import RepeatPolicy, parse_repeat, parse_target
 from ..probes import resolve
 from ..recipes.limits.options import limits_options
 from ..recipes.limits.run import run_limits
-from ..repeat import RepeatPolicy, parse_repeat, parse_target
 from ..report.emit import emit
-from ..signals import interruptible
 from ..store import Store
 from ..store.reports import add_report
 from .options import (

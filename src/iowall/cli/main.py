@@ -11,7 +11,7 @@ from typer._click import Command, Context
 from typer.core import TyperGroup, TyperOption
 from typer.main import get_command
 
-from ..errors import Interrupted, IowallError, UserError
+from ..vocab.errors import Interrupted, IowallError, UserError
 from .lazy import LazyGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}

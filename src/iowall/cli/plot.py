@@ -12,12 +12,12 @@ import typer
 from ..actions.compare import compare_sets
 from ..actions.flame import flame_svg
 from ..actions.scaling import analyse_selections, draw_curves
-from ..errors import UserError
 from ..report.compare import figure as compare_figure
 from ..report.emit import wrote
 from ..report.flame import write_svg
 from ..report.plots import check_path, run_figure, save
 from ..store import Store
+from ..vocab.errors import UserError
 from .options import (
     CompareMetricOpt,
     DbOpt,

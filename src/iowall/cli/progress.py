@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from ..progress import Progress as ProgressProtocol
+from ..vocab.progress import Progress as ProgressProtocol
 
 
 class RichProgress(ProgressProtocol):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import journal
-from ..machine_lock import exclusive, parse_wait
-from ..signals import interruptible
+from ..machine import journal
+from ..machine.machine_lock import exclusive, parse_wait
+from ..machine.signals import interruptible
 from .options import WaitOpt
 
 

@@ -9,15 +9,15 @@ import typer
 
 from ..actions.target import execute, is_plan_path, load_target_plan, prepare
 from ..beds import bed_with_wipe
-from ..errors import UserError
-from ..machine_lock import parse_wait
+from ..machine.machine_lock import parse_wait
+from ..measure.repeat import parse_repeat, parse_target
 from ..plan import parse_set, preview
 from ..probes import resolve
-from ..repeat import parse_repeat, parse_target
 from ..report.emit import emit
 from ..report.recipe import ReportRuns
 from ..store import RunFilter, Store
 from ..store.reports import add_report
+from ..vocab.errors import UserError
 from .options import (
     BED_HELP,
     CommitOpt,

@@ -10,12 +10,12 @@ from typing import Annotated
 
 import typer
 
-from ..atomic import open_atomic
-from ..errors import UserError
+from ..machine.atomic import open_atomic
 from ..report.emit import emit, json_text, write, wrote
 from ..report.run import RUN_CSV_FIELDS, RunList, csv_row, run_json
 from ..store import RunFilter, Store
 from ..store.db import COUNTED
+from ..vocab.errors import UserError
 from .options import DbOpt, ListFormat, ListFormatOpt, OutputOpt, RecordFormat, RecordFormatOpt, RunIdArg
 
 

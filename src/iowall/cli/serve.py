@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from ..errors import UserError
 from ..store import Store
+from ..vocab.errors import UserError
 from ..web.app import create_app
 from ..web.guard import HostNames
 from .options import DbOpt

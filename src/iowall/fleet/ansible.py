@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import IowallError, UserError
+from ..vocab.errors import IowallError, UserError
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..bundle.files import pack_item, read_models
 from ..results import FAILED, IMPORTED, HostState
 from ..store import Store
-from ..store.bundle import pack_item, read_models
 from ..store.ingest import import_runs
-from ..units import fmt_bytes, plural
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
 from .state import FleetDir, run_key
 from .wheelhouse import build, checkout

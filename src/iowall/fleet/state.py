@@ -9,10 +9,10 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
-from ..atomic import write_text
-from ..dirs import data_dir
-from ..errors import UserError
+from ..machine.atomic import write_text
+from ..machine.dirs import data_dir
 from ..results import HostState
+from ..vocab.errors import UserError
 
 
 def run_key(label: str, target: str, commit: str) -> str:

@@ -8,8 +8,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-from ..atomic import open_atomic_bytes
-from ..errors import IowallError, UserError
+from ..machine.atomic import open_atomic_bytes
+from ..vocab.errors import IowallError, UserError
 
 
 def checkout() -> Path:

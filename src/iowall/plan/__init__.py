@@ -8,7 +8,7 @@
 See docs/plans.md for every key and the knob syntax.
 """
 
-from ..errors import PlanError
+from ..vocab.errors import PlanError
 from ..workloads.jobfile import build_job
 from .axes import Axis, check_axis, parse_set
 from .execute import PlanResult, auto_bed_size, interleave, rounds, run_plan

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 
 from ..beds import FILESYSTEMS
 from ..beds.xfs_blocks import fmt_block, parse_fs_blocks
-from ..errors import UserError
-from ..knob import looks_like_knob, parse_knob
-from ..knob_session import check_exists
+from ..tuning.knob_session import check_exists
+from ..vocab.errors import UserError
+from ..vocab.knob import looks_like_knob, parse_knob
 from .spec import _EXPECT, BED_AXES, WORKLOAD_PARAMS, FioModel, Where, _first_error, _size
 
 if sys.version_info >= (3, 11):

@@ -14,16 +14,16 @@ from typing import Any
 
 from ..beds import Bed, BedSpec, check_fs, default_size, provision
 from ..beds.xfs_blocks import check_fs_blocks
-from ..errors import UserError, WorkloadError
-from ..knob_session import KnobSession
+from ..machine.signals import shielded
+from ..measure.repeat import Decider, pct, replay, summary
+from ..measure.runner import Outcome, Partial, Task
+from ..measure.session import Session
 from ..model import Run
-from ..progress import Progress
-from ..repeat import Decider, pct, replay, summary
-from ..runner import Outcome, Partial, Task
-from ..session import Session
-from ..signals import shielded
 from ..store import Store
-from ..units import GIB, MIB
+from ..tuning.knob_session import KnobSession
+from ..vocab.errors import UserError, WorkloadError
+from ..vocab.progress import Progress
+from ..vocab.units import GIB, MIB
 from ..workloads.dontcache import dontcache_support, fio_dontcache_ok
 from ..workloads.fio import FioFailure, FioResult, run_fio
 from ..workloads.jobfile import point_bytes

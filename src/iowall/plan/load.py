@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..beds import BedSpec, check_fs_name
-from ..errors import PlanError, UserError
+from ..measure.repeat import parse_repeat
 from ..probes import resolve
-from ..repeat import parse_repeat
+from ..vocab.errors import PlanError, UserError
 from ..workloads.jobfile import check_jobfile
 from .axes import Axis, check_axis
 from .model import BedShape, Plan, Workload, _bytes

@@ -13,11 +13,11 @@ from typing import Any
 
 from ..beds import BedSpec, bed_with_wipe
 from ..beds.xfs_blocks import fmt_block
-from ..errors import UserError
-from ..knob import Knob, parse_knob
+from ..measure.repeat import RepeatPolicy, as_policy
 from ..model import RECIPE_MAX, Point, check_label
-from ..repeat import RepeatPolicy, as_policy
-from ..units import fmt_bytes, parse_size
+from ..vocab.errors import UserError
+from ..vocab.knob import Knob, parse_knob
+from ..vocab.units import fmt_bytes, parse_size
 from ..workloads.fio import JobFile
 from ..workloads.jobfile import build_job
 from .axes import Axis, check_axis

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import Report, Section, Table
-from ..units import fmt_bytes
+from ..vocab.units import fmt_bytes
 from .execute import auto_bed_size, check_points
 from .model import BedShape, Plan
 

@@ -22,9 +22,9 @@ from pydantic import (
     ValidationError,
 )
 
-from ..errors import PlanError, UserError
-from ..repeat import parse_repeat
-from ..units import parse_size
+from ..measure.repeat import parse_repeat
+from ..vocab.errors import PlanError, UserError
+from ..vocab.units import parse_size
 
 # ------------------------------------------------------------------------------------------
 # Edge models (pydantic): the shape of a plan file

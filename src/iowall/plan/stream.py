@@ -9,8 +9,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import UserError
-from ..units import parse_size
+from ..vocab.errors import UserError
+from ..vocab.units import parse_size
 from ..workloads.stream import StreamResult, StreamSpec, run_stream
 
 #: Parameters the engine reproduces (or that do not change what it measures).

@@ -10,10 +10,10 @@ from typing import Any
 
 from ..analysis.fiogroups import fio_groups
 from ..analysis.why import why_points
+from ..measure.repeat import replay, to_json
 from ..model import Run
-from ..repeat import replay, to_json
 from ..results import Cell, Report, Section, Table, Value
-from ..units import fmt_bytes
+from ..vocab.units import fmt_bytes
 from .execute import PlanResult
 from .model import PlanPoint
 

@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from types import TracebackType
 
-from ..errors import Interrupted, UserError
-from ..signals import shielded
+from ..machine.signals import shielded
+from ..vocab.errors import Interrupted, UserError
 from .base import Probe, ProbeContext, ProbeResult
 from .cpu import CpuProbe
 from .diskstats import DiskstatsProbe

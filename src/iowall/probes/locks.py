@@ -12,9 +12,9 @@ import shutil
 import subprocess
 from typing import Any
 
-from ..errors import IowallError
+from ..machine.proc import dies_with_us
 from ..model import Artifact, Metric
-from ..proc import dies_with_us
+from ..vocab.errors import IowallError
 from . import tracefs
 from .base import Probe, ProbeContext, ProbeResult
 from .perf import PerfRecording

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .. import sysinfo
+from ..machine import sysinfo
 from ..model import Metric, Series
 from .sampling import SampledProbe, mean, metric, series
 

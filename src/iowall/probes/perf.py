@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import journal
-from ..errors import IowallError
+from ..machine import journal
+from ..vocab.errors import IowallError
 
 #: How long perf may take to write its header before the probe gives up.
 START_S = 10.0

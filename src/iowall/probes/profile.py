@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import IowallError
+from ..machine.proc import dies_with_us
 from ..model import GZIP_BASE64, PROFILE_ARTIFACT, Artifact
-from ..proc import dies_with_us
+from ..vocab.errors import IowallError
 from .base import Probe, ProbeContext, ProbeResult
 from .perf import PerfRecording
 from .sampling import metric

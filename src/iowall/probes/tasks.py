@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json import dumps
 
-from ..cpuclasses import CLASSES, UNATTRIBUTED
 from ..model import Artifact, Metric, Series
+from ..vocab.cpuclasses import CLASSES, UNATTRIBUTED
 from .base import ProbeResult
 from .cpu import FIELDS, parse_stat
 from .sampling import CLK_TCK, SampledProbe, metric, read_text, series

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import cgroups
+from ..machine import cgroups
 from ..model import Artifact
 from .base import Probe, ProbeContext, ProbeResult
 from .sampling import CLK_TCK, metric, read_text

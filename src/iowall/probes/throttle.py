@@ -25,9 +25,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .. import sysinfo
-from ..errors import IowallError
+from ..machine import sysinfo
 from ..model import Artifact, Metric, Series
+from ..vocab.errors import IowallError
 from . import tracefs
 from .base import Probe, ProbeContext, ProbeResult
 from .bdi import bdi_names

@@ -11,8 +11,8 @@ import os
 import threading
 from pathlib import Path
 
-from .. import journal
-from ..errors import IowallError
+from ..machine import journal
+from ..vocab.errors import IowallError
 
 TRACEFS = "/sys/kernel/tracing"
 

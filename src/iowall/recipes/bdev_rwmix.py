@@ -24,16 +24,16 @@ from ..beds import Bed, BedSpec
 from ..beds.blockdev import kernel_name, size_bytes
 from ..beds.device import check_count, raw_devices
 from ..beds.ram import make_image
-from ..errors import UserError
+from ..machine.sysinfo import cpu_count
+from ..measure.repeat import RepeatPolicy
+from ..measure.runner import Outcome, Partial, Task
+from ..measure.session import Session
 from ..model import Artifact, Metric, Point, Run, Series
-from ..progress import Progress
-from ..repeat import RepeatPolicy
 from ..results import Report, Value
-from ..runner import Outcome, Partial, Task
-from ..session import Session
 from ..store import Store
-from ..sysinfo import cpu_count
-from ..units import GIB, MIB, fio_size, fmt_bytes
+from ..vocab.errors import UserError
+from ..vocab.progress import Progress
+from ..vocab.units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import FioResult, JobFile, JobSection, run_fio
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register

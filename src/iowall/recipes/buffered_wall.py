@@ -19,16 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..beds import Bed, BedSpec, provision
-from ..errors import UserError
+from ..machine.sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
+from ..measure.repeat import RepeatPolicy
+from ..measure.runner import Task
+from ..measure.session import Session
 from ..model import Point, Run
-from ..progress import Progress
-from ..repeat import RepeatPolicy
 from ..results import Cell, Report, Value
-from ..runner import Task
-from ..session import Session
 from ..store import Store
-from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
-from ..units import GIB, MIB, fio_size, fmt_bytes
+from ..vocab.errors import UserError
+from ..vocab.progress import Progress
+from ..vocab.units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, one, size_opt
 from .registry import Recipe, register

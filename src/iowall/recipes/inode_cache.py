@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..beds import Bed, BedSpec, provision
-from ..errors import UserError
+from ..machine.proc import need, run
+from ..machine.sysinfo import cpu_count
+from ..measure.repeat import RepeatPolicy
+from ..measure.runner import Outcome, Partial, Task
+from ..measure.session import Session
 from ..model import Artifact, Metric, Point, Run
-from ..proc import need, run
-from ..progress import Progress
-from ..repeat import RepeatPolicy
 from ..results import Report
-from ..runner import Outcome, Partial, Task
-from ..session import Session
 from ..store import Store
-from ..sysinfo import cpu_count
-from ..units import GIB, fmt_bytes
+from ..vocab.errors import UserError
+from ..vocab.progress import Progress
+from ..vocab.units import GIB, fmt_bytes
 from ..workloads.engine import PHASES, run_meta
 from .options import RecipeOptions, counts, one, powers, size_opt
 from .registry import Recipe, register

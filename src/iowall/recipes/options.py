@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
-from ..progress import Progress
-from ..repeat import RepeatPolicy, as_policy
-from ..session import Session
+from ..measure.repeat import RepeatPolicy, as_policy
+from ..measure.session import Session
 from ..store import Store
-from ..units import parse_size
+from ..vocab.errors import UserError
+from ..vocab.progress import Progress
+from ..vocab.units import parse_size
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import UserError
-from ..knob import Knob, looks_like_knob, parse_knob
-from ..knob_session import KnobSession, check_exists
-from ..progress import Progress
-from ..repeat import policy_of, replay, to_json
+from ..measure.repeat import policy_of, replay, to_json
 from ..results import Report
 from ..store import RunFilter, Store
+from ..tuning.knob_session import KnobSession, check_exists
+from ..vocab.errors import UserError
+from ..vocab.knob import Knob, looks_like_knob, parse_knob
+from ..vocab.progress import Progress
 from .catalog import recipe_modules
 from .options import RecipeOptions
 

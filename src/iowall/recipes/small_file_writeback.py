@@ -19,18 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..beds import Bed, BedSpec, provision
-from ..errors import UserError
-from ..knob import parse_knob
-from ..knob_session import KnobSession
+from ..machine.sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
+from ..measure.repeat import RepeatPolicy
+from ..measure.runner import Outcome, Partial, Task
+from ..measure.session import Session
 from ..model import Artifact, Metric, Point, Run
-from ..progress import Progress
-from ..repeat import RepeatPolicy
 from ..results import Report, Value
-from ..runner import Outcome, Partial, Task
-from ..session import Session
 from ..store import Store
-from ..sysinfo import cpu_count, dirty_thresholds_bytes, meminfo
-from ..units import GIB, fio_size, fmt_bytes
+from ..tuning.knob_session import KnobSession
+from ..vocab.errors import UserError
+from ..vocab.knob import parse_knob
+from ..vocab.progress import Progress
+from ..vocab.units import GIB, fio_size, fmt_bytes
 from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt

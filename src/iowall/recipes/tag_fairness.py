@@ -19,18 +19,18 @@ from ..beds import Bed, BedSpec
 from ..beds.blockdev import kernel_name, size_bytes
 from ..beds.device import check_count, raw_devices
 from ..beds.loop import disk_image
-from ..errors import UserError
-from ..knob import parse_knob
-from ..knob_session import KnobSession
+from ..machine.sysinfo import cpu_count
+from ..measure.repeat import RepeatPolicy
+from ..measure.runner import Task
+from ..measure.session import Session
 from ..model import Point, Run
-from ..progress import Progress
-from ..repeat import RepeatPolicy
 from ..results import Report
-from ..runner import Task
-from ..session import Session
 from ..store import Store
-from ..sysinfo import cpu_count
-from ..units import GIB, MIB, fio_size, fmt_bytes
+from ..tuning.knob_session import KnobSession
+from ..vocab.errors import UserError
+from ..vocab.knob import parse_knob
+from ..vocab.progress import Progress
+from ..vocab.units import GIB, MIB, fio_size, fmt_bytes
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt
 from .registry import Recipe, register

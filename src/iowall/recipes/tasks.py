@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..measure.runner import Outcome, Partial, Task
 from ..model import Point
-from ..runner import Outcome, Partial, Task
 from ..workloads.fio import FioFailure, JobFile, run_fio
 
 

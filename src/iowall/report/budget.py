@@ -7,7 +7,7 @@ from typing import Any
 
 from ..analysis.kernel_paths import LABELS as PATH_LABELS
 from ..analysis.offcpu import LABELS
-from ..cpuclasses import TITLES
+from ..vocab.cpuclasses import TITLES
 from .table import text_table
 
 _TITLES = {

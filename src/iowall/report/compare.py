@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import SCHEMA_VERSION, CompareResult, Row
-from ..units import fmt_metric as fmt_value
-from ..units import json_number
+from ..vocab.units import fmt_metric as fmt_value
+from ..vocab.units import json_number
 from .emit import Format, json_text, renders
 from .plots import CompareBar, compare_figure, to_svg
 from .table import md_table, text_table

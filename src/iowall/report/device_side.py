@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..units import fmt_bytes, fmt_rate
+from ..vocab.units import fmt_bytes, fmt_rate
 
 #: queue attributes shown, in this order (the ones that shape requests first)
 QUEUE_SHOWN = (

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, TypeVar
 
-from ..atomic import write_text
-from ..errors import UserError
+from ..machine.atomic import write_text
+from ..vocab.errors import UserError
 from . import RENDERER_MODULES
 
 #: JSON documents without their own version are at this one.

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..analysis.explain import Verdict, to_json
 from ..model import Run
-from ..units import fmt_rate
+from ..vocab.units import fmt_rate
 from .budget import budget_lines
 from .device_side import cost_lines, device_lines
 from .emit import Format, json_text, renders

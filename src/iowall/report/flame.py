@@ -12,9 +12,9 @@ import tempfile
 from collections.abc import Mapping
 
 from ..analysis.kernel_paths import Attribution
-from ..atomic import write_text
-from ..errors import IowallError, UserError
+from ..machine.atomic import write_text
 from ..probes.profile import inferno_tool
+from ..vocab.errors import IowallError, UserError
 
 #: kernel frames (``_[k]``) orange, user frames red: the palette of Brendan Gregg's
 #: ``--color=java``, which kernel people read in perf flame graphs.

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.gate import GateReport, GateResult, Status, Verdict
-from ..units import fmt_value
+from ..vocab.units import fmt_value
 from .compare import row_json
 from .emit import Format, json_text, renders
 from .table import md_table, text_table

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.history import History, Observation, Window, summary, worse
 from ..analysis.series_gate import FDR_SERIES, Tested
 from ..results import Cell, Report, Section, Table, Value
-from ..units import plural
+from ..vocab.units import plural
 from .plots import _figure, save
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis.scaling import UslFit, usl
-from ..atomic import write_bytes
-from ..errors import UserError
+from ..machine.atomic import write_bytes
 from ..model import Run, Series
+from ..vocab.errors import UserError
 from .byte_prefix import binary_scale
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..analysis.fiogroups import fio_groups, group_values
 from ..model import Run, primary_metric
-from ..units import MIB, fmt_bytes, fmt_rate, plural
+from ..vocab.units import MIB, fmt_bytes, fmt_rate, plural
 from .byte_prefix import RATE_UNITS, SIZE_UNITS, binary_scale
 from .cgroup import cgroup_lines
 from .emit import Format, json_text, renders

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.scaling import UslFit
 from ..analysis.sweep import Curve, Scaling, SideBySide, SideEntry
-from ..errors import UserError
-from ..units import fmt_rate, json_number
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_rate, json_number
 from .emit import Format, json_text, renders
 from .plots import ScalingCurve, scaling_figure
 from .table import md_table, text_table

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..results import Cell, Table
-from ..units import GIB, MIB, fmt_value
+from ..vocab.units import GIB, MIB, fmt_value
 
 
 def _number(x: float | None, unit: str) -> str:

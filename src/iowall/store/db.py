@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..dirs import db_url, default_db_url, redact_url
-from ..errors import NotFound, UserError
+from ..machine.dirs import db_url, default_db_url, redact_url
 from ..model import Artifact, Run
+from ..vocab.errors import NotFound, UserError
 from . import codec
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
 from .rows import (

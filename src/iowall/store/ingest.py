@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy import Connection, Float, Integer, LargeBinary, String, Table, Text, select, text
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import UserError
+from ..vocab.errors import UserError
 from . import codec
 from . import schema as t
 from .db import Store

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import UserError
 from ..model import Point, Run, fingerprint
+from ..vocab.errors import UserError
 from . import codec
 from .row_checks import ARTIFACTS, METRICS, RUNS, check_row, check_series
 
@@ -148,7 +148,7 @@ def pack_parts(
     checked: set[tuple[str, ...]] | None = None,
 ) -> Packed:
     """A run's parts as rows (``pack_run``): from a ``Run``, or straight from the models a
-    bundle was validated into (store/bundle.py: no ``Run`` built on the way, the same rows)."""
+    bundle was validated into (bundle/files.py: no ``Run`` built on the way, the same rows)."""
     row = run_row(
         uuid or str(uuidlib.uuid4()),
         point,

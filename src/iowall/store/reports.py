@@ -8,8 +8,8 @@ import json
 import time
 from typing import Any
 
-from ..errors import NotFound, UserError
 from ..results import Report
+from ..vocab.errors import NotFound, UserError
 from .db import Store
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
+from ..vocab.errors import UserError
 
 #: PostgreSQL's INTEGER, which the schema's Integer columns are there.
 INT32 = (-(2**31), 2**31 - 1)

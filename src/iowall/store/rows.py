@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series
+from ..vocab.errors import UserError
 from . import codec
 from .gcpause import gc_paused
 from .reader import Reader, in_list

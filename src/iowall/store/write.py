@@ -15,9 +15,9 @@ from sqlalchemy import Connection, Engine, create_engine, event, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import OperationalError
 
-from ..dirs import redact_url
-from ..errors import UserError
+from ..machine.dirs import redact_url
 from ..model import Run
+from ..vocab.errors import UserError
 from . import codec
 from . import schema as t
 from .packing import metrics_row, pack_run

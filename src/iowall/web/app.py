@@ -16,11 +16,11 @@ from starlette.middleware.gzip import GZipMiddleware
 from ..actions.flame import flame_svg
 from ..actions.history import histories
 from ..analysis.history import BY
-from ..errors import IowallError, NotFound, UserError
 from ..recipes.stored import stored_report
 from ..report.emit import render
 from ..report.table import cell_text
 from ..store import Store
+from ..vocab.errors import IowallError, NotFound, UserError
 from . import downloads, pages
 from .assets import load_assets, respond, url_of
 from .figures import XS

@@ -12,14 +12,14 @@ from typing import Any
 from ..actions.explain import batch_runs, explain_run
 from ..analysis.compare import CompareResult
 from ..analysis.history import History, worse
-from ..errors import UserError
 from ..model import PROFILE_ARTIFACT, Run, primary_metric
 from ..report.compare import fmt_ci, mark, short_metric
 from ..results import Report
 from ..store import Store
 from ..store.db import COUNTED
 from ..store.reports import get_report
-from ..units import fmt_metric
+from ..vocab.errors import UserError
+from ..vocab.units import fmt_metric
 from .figures import compare_figure, fio_window, history_figure, history_scale, ids_of, run_figures, segments
 from .queries import RunPage, ids_text
 from .wall import cell_links, wall_figures

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..actions.compare import compare_selections
+from ..actions.selection import parse_selection, run_id
 from ..analysis.compare import CompareResult
-from ..errors import NotFound, UserError
 from ..model import Run
-from ..selection import parse_selection, run_id
 from ..store import RunFilter, Store
 from ..store.db import COUNTED
+from ..vocab.errors import NotFound, UserError
 
 #: Runs on one page of /runs.
 PAGE = 50

@@ -13,7 +13,7 @@ from ..analysis.limits import MODES
 from ..recipes.limits.report import TITLES
 from ..report.byte_prefix import binary_scale
 from ..results import Report
-from ..units import fmt_rate
+from ..vocab.units import fmt_rate
 from .queries import ids_text
 
 Figure = dict[str, Any]

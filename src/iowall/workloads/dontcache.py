@@ -14,10 +14,10 @@ import shutil
 import tempfile
 import time
 
-from ..atomic import write_text
-from ..dirs import state_dir
+from ..machine.atomic import write_text
+from ..machine.dirs import state_dir
+from ..machine.proc import dies_with_us, need, run
 from ..probes import tracefs
-from ..proc import dies_with_us, need, run
 
 RWF_DONTCACHE = 0x80
 #: What 0x40 means since 6.11; fio 3.33's uncached=1 passes it.

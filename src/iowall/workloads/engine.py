@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import EngineError, UserError
-from ..proc import run_child
+from ..machine.proc import run_child
+from ..vocab.errors import EngineError, UserError
 
 PHASES = ("create", "walk", "chmod", "unlink")
 METHODS = ("movsb", "memcpy", "best")

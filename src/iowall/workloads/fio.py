@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UserError, WorkloadError
+from ..machine.proc import run, run_child
 from ..model import Artifact, Metric, Series
-from ..proc import run, run_child
+from ..vocab.errors import UserError, WorkloadError
 from .fio_metrics import DIRECTIONS, parse_metrics
 from .fio_series import bw_series, series_step_ms
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
 from ..model import Artifact, Point, Run
+from ..vocab.errors import UserError
 from .fio_json import FioDoc, read_fio_json
 from .fio_metrics import DIRECTIONS, parse_metrics
 

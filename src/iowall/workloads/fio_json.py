@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
+from ..vocab.errors import UserError
 from .fio_metrics import DIRECTIONS
 
 #: fio's summary of every client in ``--client`` output: a sum, not a job of its own.

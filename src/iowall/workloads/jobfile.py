@@ -8,8 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import PlanError, UserError
-from ..units import parse_size
+from ..vocab.errors import PlanError, UserError
+from ..vocab.units import parse_size
 from .fio import JobFile, JobSection
 
 #: Plan parameter name → fio option name, where they differ.

@@ -14,8 +14,8 @@ import json
 import os
 from typing import Any
 
-from ..atomic import write_text
-from ..errors import IowallError
+from ..machine.atomic import write_text
+from ..vocab.errors import IowallError
 from .engine import run_memcopy
 
 CACHE = "/run/iowall/memcopy-ref.json"

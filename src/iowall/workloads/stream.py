@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
 from ..model import Artifact, Metric, Series
+from ..vocab.errors import UserError
 from .engine import run_engine
 from .fio import BW_LOG_MS
 

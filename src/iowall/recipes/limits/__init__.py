@@ -22,9 +22,9 @@ package registers the recipe (`iowall run limits`).
 
 from __future__ import annotations
 
-from ...progress import Progress
 from ...results import Report
 from ...store import Store
+from ...vocab.progress import Progress
 from ..options import RecipeOptions, one
 from ..registry import Recipe, register
 from .options import RECIPE, SET_NAMES, LimitsOptions, limits_options

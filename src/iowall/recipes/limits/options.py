@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...beds.xfs_blocks import parse_fs_blocks
-from ...repeat import RepeatPolicy, as_policy
-from ...units import parse_size
+from ...measure.repeat import RepeatPolicy, as_policy
+from ...vocab.units import parse_size
 from .sizing import parse_jobs
 
 #: The recipe name every point of `limits` is stored under.

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...analysis.limits import MODES, Cell, LimitsSummary, Row
 from ...results import Report, Section, Table, Value
-from ...units import fmt_bytes, plural
+from ...vocab.units import fmt_bytes, plural
 from .options import RECIPE
 
 HEADERS = ("jobs", "buffered", "uncached", "direct", "buf/dir", "unc/dir", "buf/mcpy")

@@ -14,17 +14,17 @@ from ...analysis.dirty import applied_threshold_note
 from ...analysis.limits import summarise, why_limits
 from ...beds import BedSpec, check_fs, provision
 from ...beds.xfs_blocks import check_fs_blocks, fmt_block
-from ...knob_session import KnobSession
-from ...progress import Progress
-from ...repeat import RepeatPolicy
-from ...repeat import summary as summary_lines
-from ...repeat import to_json as repeat_json
+from ...machine.sysinfo import busy_cpus, cpu_count, dirty_thresholds_bytes, host_facts, meminfo, sysctl
+from ...measure.repeat import RepeatPolicy
+from ...measure.repeat import summary as summary_lines
+from ...measure.repeat import to_json as repeat_json
+from ...measure.runner import Task
+from ...measure.session import Session, hold_memory_step, memory_note
 from ...results import Report
-from ...runner import Task
-from ...session import Session, hold_memory_step, memory_note
 from ...store import Store
-from ...sysinfo import busy_cpus, cpu_count, dirty_thresholds_bytes, host_facts, meminfo, sysctl
-from ...units import fmt_bytes
+from ...tuning.knob_session import KnobSession
+from ...vocab.progress import Progress
+from ...vocab.units import fmt_bytes
 from ...workloads.dontcache import dontcache_support, fio_dontcache_ok
 from .options import LimitsOptions
 from .report import LimitsContext, limits_report

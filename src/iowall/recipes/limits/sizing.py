@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...errors import UserError
-from ...units import GIB, MIB, fmt_bytes
+from ...vocab.errors import UserError
+from ...vocab.units import GIB, MIB, fmt_bytes
 
 BS = 2 << 20
 FILES_PER_JOB = 10

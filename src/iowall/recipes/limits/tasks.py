@@ -12,12 +12,12 @@ import shutil
 from dataclasses import dataclass, replace
 
 from ...beds import Bed
+from ...machine.proc import run
+from ...machine.sysinfo import meminfo
+from ...measure.runner import Outcome, Partial, Task
+from ...measure.session import Session
 from ...model import Artifact, Metric, Point
-from ...proc import run
-from ...runner import Outcome, Partial, Task
-from ...session import Session
-from ...sysinfo import meminfo
-from ...units import GIB, MIB, fio_size
+from ...vocab.units import GIB, MIB, fio_size
 from ...workloads.engine import engine_path, run_memcopy
 from ...workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
 from ...workloads.stream import StreamSpec, run_stream

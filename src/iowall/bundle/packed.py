@@ -30,12 +30,12 @@ from typing import Any
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from ..errors import UserError
 from ..model import Artifact, Metric, Point, Run, Series, run_uuid
-from . import codec
-from .bundle_models import BundleV3, RunBase, RunV3
-from .packing import KeptMetrics, Kind, Packed, pack_run, run_row
-from .row_checks import ARTIFACTS, METRICS, check_row, check_series
+from ..store import codec
+from ..store.packing import KeptMetrics, Kind, Packed, pack_run, run_row
+from ..store.row_checks import ARTIFACTS, METRICS, check_row, check_series
+from ..vocab.errors import UserError
+from .models import BundleV3, RunBase, RunV3
 
 Doc = dict[str, Any]
 #: The most one blob of a packed run may inflate to: a plain bundle's memory is bounded by

@@ -22,20 +22,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .beds import Bed
-from .beds.cache import BED_DROP, MACHINE_DROP, drop_bed_caches
-from .guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, nothing_to_hold, reporting_order
-from .knob_session import KnobSession
-from .model import Run
-from .probes import ProbeContext
-from .probes import resolve as resolve_probes
-from .progress import Progress
+from ..beds import Bed
+from ..beds.cache import BED_DROP, MACHINE_DROP, drop_bed_caches
+from ..machine.sysinfo import drop_caches, environment
+from ..model import Run
+from ..probes import ProbeContext
+from ..probes import resolve as resolve_probes
+from ..store import Store
+from ..tuning.guestmem import OFF_ORDER, GuestMemory, hold_guest_memory, nothing_to_hold, reporting_order
+from ..tuning.knob_session import KnobSession
+from ..vocab.progress import Progress
+from ..workloads.fio import BW_LOG_MS, fio_version
+from ..workloads.memcopy_ref import reference as memcopy_reference
 from .repeat import Decider, KeyMetric, RepeatPolicy
 from .runner import Partial, Schedule, Task
-from .store import Store
-from .sysinfo import drop_caches, environment
-from .workloads.fio import BW_LOG_MS, fio_version
-from .workloads.memcopy_ref import reference as memcopy_reference
 
 NOT_ROOT = (
     "not root: caches are not dropped between points (fio still invalidates the cache "

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from .errors import Interrupted
+from ..vocab.errors import Interrupted
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

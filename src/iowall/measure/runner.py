@@ -1,7 +1,7 @@
 """Execute points: repeated in interleaved rounds (A B A B …, never all of A then all of B, so
 that drift does not become a difference), each stored as a Run the moment it ends.
 
-With ``--repeat auto`` a round runs every point not yet decided (see ``iowall.repeat``), and
+With ``--repeat auto`` a round runs every point not yet decided (see ``iowall.measure.repeat``), and
 a point's last run carries a note saying why it stopped."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .analysis.kernel_paths import attribute, decode_folded, path_metrics
-from .analysis.repeat_rule import DecisionState
-from .errors import Interrupted, WorkloadError
-from .model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
-from .probes import ProbeSet
-from .probes.base import Probe, ProbeContext
-from .progress import Progress
+from ..analysis.kernel_paths import attribute, decode_folded, path_metrics
+from ..analysis.repeat_rule import DecisionState
+from ..model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
+from ..probes import ProbeSet
+from ..probes.base import Probe, ProbeContext
+from ..store import Store
+from ..vocab.errors import Interrupted, WorkloadError
+from ..vocab.progress import Progress
 from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
-from .store import Store
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Schedule:
     #: probe classes to run around every probed task, and their context
     probes: Sequence[type[Probe]] = ()
     probe_ctx: ProbeContext | None = None
-    #: the value that decides a point under ``--repeat auto`` (see iowall.repeat)
+    #: the value that decides a point under ``--repeat auto`` (see iowall.measure.repeat)
     key_metric: KeyMetric = primary_metric
     #: per-point bookkeeping of the policy in force (set by ``start``/``execute``)
     decider: Decider | None = None

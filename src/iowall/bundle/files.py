@@ -21,20 +21,20 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from ..atomic import open_atomic
-from ..dirs import redact_url
-from ..errors import UserError
+from ..machine.atomic import open_atomic
+from ..machine.dirs import redact_url
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
-from .bundle_models import BundleV1, BundleV2, BundleV3, RunV1, RunV2, StrictModel
-from .bundle_packed import Carried, Writer, carried_runs, common_doc, run_of
-from .gcpause import gc_paused
-from .packing import Packed, pack_parts
+from ..store.gcpause import gc_paused
+from ..store.packing import Packed, pack_parts
+from ..vocab.errors import UserError
+from .models import BundleV1, BundleV2, BundleV3, RunV1, RunV2, StrictModel
+from .packed import Carried, Writer, carried_runs, common_doc, run_of
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
 #: The schema version of the plain bundles this iowall writes.
 SCHEMA_VERSION = 2
-#: The version of packed bundles (store/bundle_packed.py): v2's runs as the store keeps
+#: The version of packed bundles (bundle/packed.py): v2's runs as the store keeps
 #: them; the newest this iowall reads.
 PACKED_VERSION = 3
 
@@ -367,7 +367,7 @@ def bundle_doc(
     packed: bool = False,
 ) -> Doc:
     """The bundle document for ``runs`` (what ``write_bundle`` writes): plain, or ``packed``
-    (store/bundle_packed.py)."""
+    (bundle/packed.py)."""
     src = dict(source or {})
     unknown = set(src) - {"host", "store"}
     if unknown:

@@ -3,7 +3,7 @@
 as a value type, and which knobs iowall will touch at all (``allowed``, ``check_value``).
 
 It is vocabulary (plans, ``--set``, compare's pairing and stored runs all speak it), so it
-lives in the model layer; applying and restoring knobs is ``iowall.knob_session``.
+lives in ``vocab/``, under every layer; applying and restoring knobs is ``iowall.tuning.knob_session``.
 
 Only knobs whose effect on the I/O paths is known are accepted: sysctls under ``vm.`` and
 ``fs.`` (less the ones that act, panic or weaken security) and a short named list; sysfs only
@@ -95,7 +95,7 @@ RANGES: dict[str, tuple[int | None, int | None]] = {
     "sysctl:kernel.perf_event_max_sample_rate": (1, None),
     "sysfs:queue/read_ahead_kb": (0, None),
     "sysfs:queue/nr_requests": (4, None),  # BLKDEV_MIN_RQ
-    "sysfs:queue/max_sectors_kb": (4, None),  # and at most max_hw_sectors_kb (knob_session.py)
+    "sysfs:queue/max_sectors_kb": (4, None),  # and at most max_hw_sectors_kb (tuning/knob_session.py)
     "sysfs:queue/rq_affinity": (0, 2),
     "sysfs:queue/nomerges": (0, 2),
     "sysfs:queue/rotational": (0, 1),

@@ -2,8 +2,8 @@
 run ids, or a bundle file, e.g. ``patched``, ``kernel=6.18.44,recipe=limits``, ``ids=3-9,12``,
 ``base.json`` or ``both.json:label=base``.
 
-This module sits above ``store`` (the database and bundle files): it reads through them and
-neither imports it back."""
+This module sits above ``store`` (the database) and ``bundle`` (bundle files): it reads
+through them and neither imports it back."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from .errors import UserError
-from .model import MEASURED_STATUSES, Run, run_uuid
-from .store import RunFilter, Store
-from .store.rows import kernel_matches
+from ..model import MEASURED_STATUSES, Run, run_uuid
+from ..store import RunFilter, Store
+from ..store.rows import kernel_matches
+from ..vocab.errors import UserError
 
 #: Fields a selection may name, as stored with every run.
 FIELDS = ("label", "recipe", "batch", "status", "host", "kernel", "commit")
@@ -157,7 +157,7 @@ def load(
     A UserError when it names none, so that a typo never compares against nothing.
     ``metrics``: which metrics to load from a store, by name (a bundle's runs keep all)."""
     if sel.bundle is not None:
-        from .store.bundle import read_bundle  # pydantic's models: only for bundle files
+        from ..bundle.files import read_bundle  # pydantic's models: only for bundle files
 
         runs = [r for r in read_bundle(sel.bundle) if matches(r, sel.flt)]
     else:

@@ -1,5 +1,5 @@
 """The edge models of bundles (pydantic): the shape of each schema version a bundle can have,
-strict, unknown keys refused; store/bundle.py reads, migrates and writes with them."""
+strict, unknown keys refused; bundle/files.py reads, migrates and writes with them."""
 
 from __future__ import annotations
 

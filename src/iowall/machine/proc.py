@@ -9,8 +9,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..vocab.errors import IowallError, UserError
 from . import journal
-from .errors import IowallError, UserError
 from .signals import shielded
 
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..vocab.errors import UserError
 from .dirs import state_dir
-from .errors import UserError
 
 #: How often a waiting process tries the lock, and how often it says it is still waiting.
 POLL_S = 0.2

@@ -16,16 +16,16 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..dirs import redact_url
-from ..errors import UserError
+from ..machine.dirs import redact_url
 from ..model import Run
-from .bundle import Item, items_of, pack_item, read_model, read_models
-from .bundle_models import BundleV3
-from .bundle_packed import Carried, carried_runs, carried_slice, read_refs
-from .gcpause import gc_paused
-from .packing import Packed
-from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
-from .rows import uuids_in
+from ..store.gcpause import gc_paused
+from ..store.packing import Packed
+from ..store.reader import Reader, connect_pg, connect_sqlite, sqlite_file
+from ..store.rows import uuids_in
+from ..vocab.errors import UserError
+from .files import Item, items_of, pack_item, read_model, read_models
+from .models import BundleV3
+from .packed import Carried, carried_runs, carried_slice, read_refs
 
 #: One file of at least this many bytes is parsed here and shared among the workers by slices
 #: (``_one_file_shared``); a smaller one is read whole by one worker.

@@ -5,7 +5,7 @@ point until the 95% interval of its median is within ±target, or until a maximu
 of the median, see docs/statistics.md): a point stops when decided or at the maximum, and
 why is recorded. Which metric decides is the caller's ``key_metric(run)``; the default,
 ``primary_metric``, is the point's main throughput. The bookkeeping here is pure: it reads
-finished runs and says which points are done; ``iowall.runner.Schedule`` does the running.
+finished runs and says which points are done; ``iowall.measure.runner.Schedule`` does the running.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .analysis.repeat_rule import DecisionState, decision_state, median_ci
-from .errors import UserError
-from .model import MEASURED_STATUSES, Metric, Run, primary_metric
-from .units import json_number, parse_share
+from ..analysis.repeat_rule import DecisionState, decision_state, median_ci
+from ..model import MEASURED_STATUSES, Metric, Run, primary_metric
+from ..vocab.errors import UserError
+from ..vocab.units import json_number, parse_share
 
 #: The most runs ``auto`` makes of one point unless ``auto:MAX`` says otherwise.
 AUTO_MAX = 10

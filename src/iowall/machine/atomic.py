@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any, BinaryIO, TextIO, cast
 
-from .errors import UserError
+from ..vocab.errors import UserError
 
 
 def _umask() -> int:

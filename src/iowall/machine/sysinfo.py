@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..model import COMMIT_ENV
 from .cgroups import limits, locate
-from .model import COMMIT_ENV
 
 #: sysctls recorded with every run: the dirty-page thresholds shape every buffered write.
 SYSCTLS = (

@@ -14,7 +14,7 @@ Syntax (the names plans and ``--set`` use):
 ``mkfs`` / ``mount``
     mkfs and mount options: they shape the bed, so the bed is provisioned with them.
 
-Every write is journaled with the old value *before* it happens (``iowall.journal``), so a
+Every write is journaled with the old value *before* it happens (``iowall.machine.journal``), so a
 crash, even SIGKILL, is undone by the next start's ``journal.recover()``; values are read back
 after writing, and a value the kernel refuses is a UserError naming the knob and the value.
 Selection files (``[none] mq-deadline``) are read as their bracketed choice and restored by it.
@@ -30,9 +30,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from . import journal
-from .errors import IowallError, UserError
-from .knob import (
+from ..machine import journal
+from ..machine.proc import need, run
+from ..machine.signals import shielded
+from ..vocab.errors import IowallError, UserError
+from ..vocab.knob import (
     BARE,
     KINDS,
     PAIRS,
@@ -43,14 +45,12 @@ from .knob import (
     looks_like_knob,
     parse_knob,
 )
-from .proc import need, run
-from .signals import shielded
-from .units import parse_size
+from ..vocab.units import parse_size
 
 if TYPE_CHECKING:
-    from .beds import Bed
+    from ..beds import Bed
 
-#: Knob syntax (kinds, names, parsing) is in ``iowall.knob``: re-exported for the runners.
+#: Knob syntax (kinds, names, parsing) is in ``iowall.vocab.knob``: re-exported for the runners.
 __all__ = [
     "BARE",
     "KINDS",

@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import journal
-from .atomic import write_text
-from .cgroups import locate, memory_room
-from .knob import Knob
+from ..machine import journal
+from ..machine.atomic import write_text
+from ..machine.cgroups import locate, memory_room
+from ..machine.sysinfo import meminfo
+from ..vocab.knob import Knob
+from ..vocab.units import GIB, MIB, fmt_bytes
 from .knob_session import KnobSession
-from .sysinfo import meminfo
-from .units import GIB, MIB, fmt_bytes
 
 REPORTING_ORDER = Knob("sysfs", "/sys/module/page_reporting/parameters/page_reporting_order")
 #: Above MAX_PAGE_ORDER (10): no free block is ever large enough to be reported.
