@@ -1,4 +1,4 @@
-"""Regenerate the compare rule's calibration table (analysis/calibration.py ``_KAPPA``).
+"""Regenerate the compare rule's calibration table (analysis/regress/calibration.py ``_KAPPA``).
 
 For every pair of grid sizes (m <= n) it runs ``stats.calibrate_kappa`` (the worst case over
 normal and t3 noise and spread ratios 1/3, 1, 3) and prints the table rows to paste.
@@ -14,8 +14,8 @@ import argparse
 import sys
 import time
 
-from iowall.analysis.calibration import CAL_SIZES
-from iowall.analysis.stats import calibrate_kappa
+from iowall.analysis.regress.calibration import CAL_SIZES
+from iowall.analysis.regress.stats import calibrate_kappa
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ are not the first match of a true step).
 
 Methods:
 
-- iowall: ``iowall.analysis.changepoints.analyse`` with the kernels as groups (``unit="run"``,
+- iowall: ``iowall.analysis.regress.changepoints.analyse`` with the kernels as groups (``unit="run"``,
   the default, and ``unit="group"``: whole kernels shuffled by the permutation test);
 - otava: ``otava.analysis.compute_change_points(series, window_len=50, max_pvalue=0.001,
   min_magnitude=0.0)``, the defaults of Otava's ``AnalysisOptions`` (E-Divisive means split
@@ -48,7 +48,7 @@ import numpy as np
 import ruptures
 from otava.analysis import compute_change_points
 
-from iowall.analysis.changepoints import ALPHA, Unit, analyse
+from iowall.analysis.regress.changepoints import ALPHA, Unit, analyse
 
 RUNS = 60
 LAYOUTS = {"60x1": 1, "20x3": 3}

@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 sys.path.insert(0, "src")
 
-from iowall.analysis.compare import Side, compare  # noqa: E402
-from iowall.analysis.gate import (  # noqa: E402
+from iowall.analysis.regress.compare import Side, compare  # noqa: E402
+from iowall.analysis.regress.gate import (  # noqa: E402
     EXIT_PASS,
     EXIT_REGRESSION,
     GateResult,

@@ -6,7 +6,7 @@ and what the guest-memory touch buys on a VM whose host takes freed memory back.
     .venv/bin/python benchmarks/generators.py --rounds 9 --json out.json
 
 Prints per direction and job count the medians, their ratio engine / fio and each side's
-half-range; the verdict is the limits report's rule (``analysis.limits.Agreement.within``):
+half-range; the verdict is the limits report's rule (``analysis.scaling.limits.Agreement.within``):
 the engine's median inside fio's range of repeats widened by the larger of the engine's
 half-range and 10%. Run as root on a quiet machine. Why the read once disagreed (fio's buffer
 16 bytes past a page, its readahead hint), one cause at a time: benchmarks/generator_gap.py.
@@ -22,7 +22,7 @@ import statistics
 import sys
 from typing import Any
 
-from iowall.analysis.limits import Agreement, Cell
+from iowall.analysis.scaling.limits import Agreement, Cell
 from iowall.beds import BedSpec, provision
 from iowall.machine.sysinfo import cpu_count, dirty_thresholds_bytes, drop_caches, meminfo
 from iowall.recipes.limits.sizing import size_points

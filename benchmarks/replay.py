@@ -4,7 +4,7 @@ PELT on the corpus of ``benchmarks/corpus.py``, and the batch detectors on the w
 Replay: each series is gated at every result from the ``START``-th on, on the history so far.
 
 - ``iowall early``: the gate of ``iowall gate --series`` for one series
-  (``analysis.series_gate.gate_newest``): the change points of the history
+  (``analysis.regress.series_gate.gate_newest``): the change points of the history
   (``changepoints.analyse``) set where the baseline starts, ``early.early`` tests the newest
   1-3 results, and the result fails when the gate calls it a regression at ``--fdr``;
 - ``iowall batch``, ``otava``, ``pelt``: detect on the history so far and alarm on a new
@@ -41,8 +41,8 @@ import ruptures
 from corpus import Series, build
 from otava.analysis import compute_change_points
 
-from iowall.analysis.changepoints import ALPHA, analyse
-from iowall.analysis.series_gate import FDR_SERIES, gate_newest
+from iowall.analysis.regress.changepoints import ALPHA, analyse
+from iowall.analysis.regress.series_gate import FDR_SERIES, gate_newest
 
 START = 12
 WITHIN = (3, 10)

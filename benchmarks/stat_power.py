@@ -44,7 +44,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sst
 
-from iowall.analysis.stats import compare_samples, rule_calls
+from iowall.analysis.regress.stats import compare_samples, rule_calls
 
 CV = 0.03
 LOG_SD = math.sqrt(math.log1p(CV**2))

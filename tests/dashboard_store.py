@@ -19,7 +19,7 @@ from typing import Any
 
 import uvicorn
 
-from iowall.analysis.limits import summarise
+from iowall.analysis.scaling.limits import summarise
 from iowall.cli.serve import bound_socket
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series
 from iowall.probes.profile import encode_folded

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .vocab.units import json_number
 
 if TYPE_CHECKING:
-    from .analysis.compare import CompareResult
+    from .analysis.regress.compare import CompareResult
 
 #: Version of a stored report's JSON; ``from_json`` refuses newer ones. 2: table cells may be
 #: numbers with units (``Value``); version 1 (text cells only) is still read.
@@ -116,7 +116,7 @@ class Section:
 class Report:
     """A measurement's report. ``head`` lines follow the title (what ran, where); ``notes``
     say how it was measured and what was scaled; ``why`` holds the explain items of
-    ``analysis.why``; ``tail`` the run ids and first failures; ``data`` the JSON-only details
+    ``analysis.explain.run``; ``tail`` the run ids and first failures; ``data`` the JSON-only details
     (limits' ceilings, the plan's table as numbers, repeat decisions)."""
 
     kind: Kind

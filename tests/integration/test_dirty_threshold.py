@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.dirty import applied_threshold, applied_threshold_note
+from iowall.analysis.explain.dirty import applied_threshold, applied_threshold_note
 from iowall.beds import Bed, BedSpec, provision
 from iowall.model import Point, Run
 from iowall.probes import ProbeContext, ProbeSet, resolve

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis.why import why_run
+from iowall.analysis.explain.run import why_run
 from iowall.beds import BedSpec, provision
 from iowall.model import Metric, Point, Run
 from iowall.probes import ProbeContext, ProbeSet, resolve
@@ -48,7 +48,7 @@ def run_plan(tmp_path: Path, env: dict[str, str], body: str, *args: str) -> dict
 def _too_short(url: str, run_id: int) -> bool:
     """A run the phase split has nothing to go on for: no write bandwidth series (fio's 100 ms
     log of a write shorter than a second, its first ~0.1 s missing) and under a second."""
-    from iowall.analysis.context import phase_context
+    from iowall.analysis.explain.context import phase_context
     from iowall.store import Store
 
     run = Store(url).get_run(run_id)
@@ -58,7 +58,7 @@ def _too_short(url: str, run_id: int) -> bool:
 def _phases_seen(url: str, doc: dict[str, Any]) -> str:
     """What the phase split had to go on (a failure's message: CI-43 and CI-44 had neither
     the verdict nor its near miss, which a stored run of this plan here always gives)."""
-    from iowall.analysis.context import phase_context
+    from iowall.analysis.explain.context import phase_context
     from iowall.store import Store
 
     run = Store(url).get_run(doc["run"])

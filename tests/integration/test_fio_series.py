@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.phases import step_of, write_phases
+from iowall.analysis.explain.phases import step_of, write_phases
 from iowall.beds import BedSpec, provision
 from iowall.measure.runner import Partial, Schedule
 from iowall.model import Point

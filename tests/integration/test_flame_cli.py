@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.kernel_paths import attribute, decode_folded
+from iowall.analysis.explain.kernel_paths import attribute, decode_folded
 from iowall.probes.profile import ARTIFACT, COLLAPSE, inferno_tool
 from iowall.report.flame import FRAMES_WIDTH, FRAMES_WIDTH_CLAMPED
 from iowall.store import Store

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.kernel_paths import attribute, decode_folded
+from iowall.analysis.explain.kernel_paths import attribute, decode_folded
 from iowall.beds import BedSpec, provision
 from iowall.probes import DEFAULT_PROBES, ProbeContext, ProbeSet, resolve
 from iowall.probes.profile import ARTIFACT, COLLAPSE, FREQ_HZ, ProfileProbe, inferno_tool

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.scaling import usl
+from iowall.analysis.scaling.usl import usl
 from iowall.model import Metric, Point, Run
 from iowall.store import Store
 from tests.conftest import iowall

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from iowall.analysis.why import why_run
+from iowall.analysis.explain.run import why_run
 from iowall.beds import Bed, BedSpec, provision
 from iowall.model import Point, Run
 from iowall.probes import ProbeContext, ProbeSet

@@ -25,7 +25,7 @@ from iowall.ab.rounds import (
 )
 from iowall.ab.summary import _kernel_lines, flame_pair
 from iowall.actions.ab import _labels
-from iowall.analysis.compare import Side, compare
+from iowall.analysis.regress.compare import Side, compare
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run
 from iowall.report.compare import render_json, render_md, render_text
 from iowall.store import Store

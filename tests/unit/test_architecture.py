@@ -26,7 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "iowall"
 #: that only a bundle file needs), PostgreSQL's dialect (20 ms that only PostgreSQL needs), the
 #: compare renderers in a run's report (numpy, which a run that shows no compare does not need),
 #: the store's SQLAlchemy half (store/write.py: 0.2 s that reading a store does not need), psycopg
-#: (40-80 ms that only a PostgreSQL store needs), the compare of a stored report (analysis.compare
+#: (40-80 ms that only a PostgreSQL store needs), the compare of a stored report (analysis.regress.compare
 #: and recipes.tables: numpy, which a report without a compare does not need), the import's writer
 #: (store.ingest: SQLAlchemy, imported while the workers read the bundles), rich's progress bar
 #: (30 ms that an import of a small bundle, which shows no bar, does not need).
@@ -40,7 +40,7 @@ LAZY_OK = (
     ".compare",
     ".write",
     "psycopg",
-    "..analysis.compare",
+    "..analysis.regress.compare",
     ".tables",
     "..store.ingest",
     "rich.progress",

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis import budget, device_wall, offcpu, wall, wall_verdict
+from iowall.analysis.explain import budget, offcpu, wall
+from iowall.analysis.explain import device as device_wall
+from iowall.analysis.explain import verdict as wall_verdict
 from iowall.probes.threadstate import ROW_FIELDS, cgroup_metrics, parse_row, parse_stack
 
 FSYNC = (

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from iowall.analysis.cgroup_env import limits_text, paths_text
-from iowall.analysis.compare import Side, differences
+from iowall.analysis.regress.cgroup_env import limits_text, paths_text
+from iowall.analysis.regress.compare import Side, differences
 from iowall.beds.room import MARGIN, refusal
 from iowall.machine.cgroups import (
     Cgroups,

@@ -1,4 +1,4 @@
-"""Tests for iowall.analysis.changepoints: steps found where they are, none in A/A noise or for
+"""Tests for iowall.analysis.regress.changepoints: steps found where they are, none in A/A noise or for
 one outlier run, groups never split, non-finite values dropped with a count."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from iowall.analysis.changepoints import analyse
+from iowall.analysis.regress.changepoints import analyse
 
 
 def lognormal(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
@@ -125,7 +125,7 @@ def test_integer_rank_nulls_are_the_float_ones_exactly() -> None:
     # time); they must be the very numbers the float ranks gave, so no p-value moves
     import numpy as np
 
-    from iowall.analysis import changepoints as cp
+    from iowall.analysis.regress import changepoints as cp
 
     n, b, seed = 40, 300, 7
     rel = tuple(range(3, n - 2))
@@ -147,7 +147,7 @@ def test_nulls_drawn_a_chunk_at_a_time_are_those_drawn_at_once() -> None:
     # same permutations as all b at once, so a count that runs to the end is the same count
     import numpy as np
 
-    from iowall.analysis import changepoints as cp
+    from iowall.analysis.regress import changepoints as cp
 
     n, b, seed = 30, 2 * cp._Null.CHUNK + 345, 3
     rel = tuple(range(3, n - 2))
@@ -165,7 +165,7 @@ def test_nulls_drawn_a_chunk_at_a_time_are_those_drawn_at_once() -> None:
 def test_sequential_nulls_find_what_whole_nulls_find(monkeypatch: pytest.MonkeyPatch) -> None:
     import random
 
-    from iowall.analysis import changepoints as cps
+    from iowall.analysis.regress import changepoints as cps
 
     rng = random.Random(11)
     series = []

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.compare import Side, compare, constant_knobs, select_metrics, shared_run
-from iowall.analysis.stats import compare_samples
+from iowall.analysis.regress.compare import Side, compare, constant_knobs, select_metrics, shared_run
+from iowall.analysis.regress.stats import compare_samples
 from iowall.bundle.files import read_bundle, write_bundle
 from iowall.model import Run
 from iowall.report.compare import render_csv, render_html, render_json, render_md, render_text

@@ -1,13 +1,13 @@
-"""analysis.dirty and analysis.env_numbers on fabricated runs: the threshold the kernel applied
-during buffered writes, the tracepoint's limit against it, and what compare lists."""
+"""analysis.explain.dirty and analysis.regress.env_numbers on fabricated runs: the threshold the
+kernel applied during buffered writes, the tracepoint's limit against it, and what compare lists."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from iowall.analysis.compare import Side, compare
-from iowall.analysis.dirty import Span, applied_threshold, applied_threshold_note
-from iowall.analysis.env_numbers import LOAD_FIELD, THRESHOLD_FIELD, numeric_differences
+from iowall.analysis.explain.dirty import Span, applied_threshold, applied_threshold_note
+from iowall.analysis.regress.compare import Side, compare
+from iowall.analysis.regress.env_numbers import LOAD_FIELD, THRESHOLD_FIELD, numeric_differences
 from iowall.model import Metric, Point, Run, Series
 from iowall.vocab.units import GIB, MIB
 

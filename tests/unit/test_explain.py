@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis.explain import (
+from iowall.analysis.explain.rules import (
     CONTEXT_KEYS,
     DERIVED,
     NO_RULE_FIRED,
@@ -169,7 +169,7 @@ def test_missing_context_does_not_fire() -> None:
 
 
 def test_table_refers_only_to_known_quantities() -> None:
-    from iowall.analysis.kernel_paths import PATHS
+    from iowall.analysis.explain.kernel_paths import PATHS
     from iowall.vocab.cpuclasses import CLASSES, UNATTRIBUTED
 
     extra = {"tasks_busy_cpu_s", "tasks_window_s", "lock_callers", "profile_top_functions"}
@@ -216,7 +216,7 @@ def test_util_alone_is_no_verdict_on_a_virtual_device() -> None:
 
 
 def test_near_misses_name_the_gap() -> None:
-    from iowall.analysis.explain import near_misses
+    from iowall.analysis.explain.rules import near_misses
 
     m = {"cpu_kernel_share": 0.75, "cpu_idle_share": 0.2, "cpu_iowait_share": 0.0}
     assert rules(explain(m, {"cpus": 2})) == []
@@ -275,8 +275,8 @@ def test_cpu_bound_says_where_the_time_went_and_names_neighbours() -> None:
 
 
 def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None:
-    from iowall.analysis.context import explain_context
-    from iowall.analysis.why import why_run
+    from iowall.analysis.explain.context import explain_context
+    from iowall.analysis.explain.run import why_run
     from iowall.model import Metric, Point, Run
 
     def fio(jobs: int, bw: float, direct: int = 1, rid: int = 0) -> Run:

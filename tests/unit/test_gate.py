@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from iowall.analysis.compare import Side, compare
-from iowall.analysis.gate import (
+from iowall.analysis.regress.compare import Side, compare
+from iowall.analysis.regress.gate import (
     EXIT_INCONCLUSIVE,
     EXIT_PASS,
     EXIT_REGRESSION,
@@ -24,7 +24,7 @@ from iowall.analysis.gate import (
     invocation_p,
     welch_p,
 )
-from iowall.analysis.tdist import upper_tail
+from iowall.analysis.regress.tdist import upper_tail
 from iowall.model import Metric, Point, Run
 from iowall.report.gate import junit_xml, render_text, subject
 

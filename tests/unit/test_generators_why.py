@@ -1,4 +1,4 @@
-"""Why fio and the engine disagree on a point (analysis.generators): each side's buffer from its
+"""Why fio and the engine disagree on a point (analysis.explain.generators): each side's buffer from its
 job file or record, its CPU per GiB from its metrics, and the sentence under the agreement
 table naming the measured cause, or saying the run cannot tell."""
 
@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from iowall.analysis.generators import (
+from iowall.analysis.explain.generators import (
     GeneratorCost,
     disagreement,
     engine_buffer,
     fio_buffer,
     generator_cost,
 )
-from iowall.analysis.limits import summarise
+from iowall.analysis.scaling.limits import summarise
 from iowall.model import Artifact, Metric, Run
 from iowall.vocab.units import GIB
 

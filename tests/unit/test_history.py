@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from iowall.actions.series import read_series
-from iowall.analysis.history import SeriesRow, from_rows, from_runs, worse
+from iowall.analysis.regress.history import SeriesRow, from_rows, from_runs, worse
 from iowall.model import Metric, Point, Run
 from iowall.report.history import history_report
 from iowall.report.recipe import render_text, report_json

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowall.analysis.gate import GateReport
-from iowall.analysis.history import SeriesRow, from_rows, results, worse
-from iowall.analysis.series_gate import gate_series
+from iowall.analysis.regress.gate import GateReport
+from iowall.analysis.regress.history import SeriesRow, from_rows, results, worse
+from iowall.analysis.regress.series_gate import gate_series
 from iowall.cli.main import main
 from iowall.report.gate import render_text as gate_text
 from iowall.report.history import history_report

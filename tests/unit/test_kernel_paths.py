@@ -1,4 +1,4 @@
-"""Kernel-path attribution (analysis.kernel_paths) on stacks recorded on this machine
+"""Kernel-path attribution (analysis.explain.kernel_paths) on stacks recorded on this machine
 (tests/fixtures/profile/README.md) and on the rules one by one."""
 
 from __future__ import annotations
@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.kernel_paths import PATHS, attribute, classify, decode_folded, parse_folded, path_metrics
+from iowall.analysis.explain.kernel_paths import (
+    PATHS,
+    attribute,
+    classify,
+    decode_folded,
+    parse_folded,
+    path_metrics,
+)
 from iowall.probes.profile import encode_folded
 
 FIX = Path(__file__).parents[1] / "fixtures" / "profile"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from iowall.analysis.limits import summarise
+from iowall.analysis.scaling.limits import summarise
 from iowall.model import Metric, Point, Run
 from iowall.recipes.limits.options import SET_NAMES, LimitsOptions, limits_options
 from iowall.recipes.limits.report import LimitsContext, limits_report
@@ -314,7 +314,7 @@ def test_block_sizes_side_by_side() -> None:
 
 def test_limits_knee_is_the_scaling_knee() -> None:
     """limits' sentence and `iowall scaling`'s curve name the same knee on the same runs."""
-    from iowall.analysis.sweep import build_curves
+    from iowall.analysis.scaling.sweep import build_curves
 
     spec = {("write", "buffered", j, ""): [v] for j, v in ((1, 1.0), (2, 1.9), (3, 2.0), (4, 2.05))}
     runs = _point_runs(spec)

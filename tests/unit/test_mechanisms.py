@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis import budget, device_wall, kernel_knowledge, wall
-from iowall.analysis.wall_verdict import Wall
+from iowall.analysis.explain import budget, kernel_knowledge, wall
+from iowall.analysis.explain import device as device_wall
+from iowall.analysis.explain.verdict import Wall
 from iowall.report.device_side import device_lines
 from tests.unit.test_budget import IO, _doc, _thread
 

@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from iowall.analysis.compare import HEADLINE, select_metrics, selectable
-from iowall.analysis.history import needed
+from iowall.analysis.regress.compare import HEADLINE, select_metrics, selectable
+from iowall.analysis.regress.history import needed
 from iowall.model import Metric, Point, Run, primary_metric
 from iowall.store import RunFilter, Store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iowall.analysis.phases import write_phases
+from iowall.analysis.explain.phases import write_phases
 
 GIB = 1 << 30
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowall.analysis.scaling import usl, usl_fit
+from iowall.analysis.scaling.usl import usl, usl_fit
 from iowall.model import Point, Run, Series
 from iowall.report.plots import (
     BETTER,
@@ -275,7 +275,7 @@ def test_cli_plot_run_child(tmp_path: Path, iowall_env: dict[str, str]) -> None:
 
 
 def test_compare_long_points_keep_the_width_and_one_run_has_no_whisker() -> None:
-    from iowall.analysis.compare import Side, compare
+    from iowall.analysis.regress.compare import Side, compare
     from iowall.report.compare import figure, render_json
 
     from .compare_data import runs

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.locks import fmt_wait, format_locks_table, join_contention
+from iowall.analysis.regress.locks import fmt_wait, format_locks_table, join_contention
 from iowall.probes.locks import bad_sequences, parse_contention, summarize, to_seconds
 
 FIX = Path(__file__).parents[1] / "fixtures" / "probes"

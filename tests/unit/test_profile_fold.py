@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.kernel_paths import decode_folded
+from iowall.analysis.explain.kernel_paths import decode_folded
 from iowall.probes.profile import COLLAPSE, encode_folded, inferno_tool, recorded_samples, tidy_folded
 
 FIX = Path(__file__).parents[1] / "fixtures" / "profile"

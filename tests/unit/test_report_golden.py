@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from iowall.analysis.compare import Side, compare
-from iowall.analysis.gate import Explanation, GateReport, Shift, decide
-from iowall.analysis.history import from_runs
-from iowall.analysis.limits import summarise
+from iowall.analysis.regress.compare import Side, compare
+from iowall.analysis.regress.gate import Explanation, GateReport, Shift, decide
+from iowall.analysis.regress.history import from_runs
+from iowall.analysis.scaling.limits import summarise
 from iowall.model import Metric, Run
 from iowall.plan import load_plan, plan_report
 from iowall.plan.execute import PlanResult

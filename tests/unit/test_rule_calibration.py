@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 
-from iowall.analysis import calibration
-from iowall.analysis.calibration import CAL_LEVELS, CAL_SIZES, kappa
-from iowall.analysis.stats import calibrate_kappa, compare_samples, rule_calls
+from iowall.analysis.regress import calibration
+from iowall.analysis.regress.calibration import CAL_LEVELS, CAL_SIZES, kappa
+from iowall.analysis.regress.stats import calibrate_kappa, compare_samples, rule_calls
 
 LIMIT = 0.055
 

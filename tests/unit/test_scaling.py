@@ -1,4 +1,4 @@
-"""Tests for iowall.analysis.scaling: efficiency, knee, USL fit and its intervals.
+"""Tests for iowall.analysis.scaling.usl: efficiency, knee, USL fit and its intervals.
 
 Coverage is checked on 200 simulated noisy curves per case (3% log-normal noise): an
 interval with true 95% coverage shows at least 90% there with probability > 99.5%, while
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iowall.analysis.scaling import (
+from iowall.analysis.scaling.usl import (
     collapse,
     efficiency,
     knee,

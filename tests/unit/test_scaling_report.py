@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from iowall.analysis.scaling import UslFit, usl
-from iowall.analysis.sweep import Scaling, analyse
+from iowall.analysis.scaling.sweep import Scaling, analyse
+from iowall.analysis.scaling.usl import UslFit, usl
 from iowall.model import Metric, Point, Run
 from iowall.report.scaling import (
     fit_json,

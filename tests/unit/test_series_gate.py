@@ -1,5 +1,5 @@
-"""Early detection of the newest results (``analysis.early``) and the gate over another
-system's series (``analysis.series_gate``, ``iowall gate --series``): a regression alarmed at
+"""Early detection of the newest results (``analysis.regress.early``) and the gate over another
+system's series (``analysis.regress.series_gate``, ``iowall gate --series``): a regression alarmed at
 its second bad result, one stray result never failing the gate, exit codes and JUnit as the
 stored-runs gate writes them."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iowall.analysis.early import check_window, early
-from iowall.analysis.gate import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, Verdict
-from iowall.analysis.series_gate import SeriesResults, gate_newest, gate_series
+from iowall.analysis.regress.early import check_window, early
+from iowall.analysis.regress.gate import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, Verdict
+from iowall.analysis.regress.series_gate import SeriesResults, gate_newest, gate_series
 from iowall.cli.main import main
 
 

@@ -120,8 +120,8 @@ def test_repeat_decisions_and_the_gate_test_import_no_scipy() -> None:
     1.2 s of import (15 s inside an emulated `ab` guest)."""
     code = (
         "import sys\n"
-        "from iowall.analysis.repeat_rule import decided, median_ci\n"
-        "from iowall.analysis.gate import welch_p\n"
+        "from iowall.analysis.regress.repeat_rule import decided, median_ci\n"
+        "from iowall.analysis.regress.gate import welch_p\n"
         "median_ci([1.0, 2, 3, 4, 5, 6, 7]); decided([1.0, 2, 3]); welch_p([1, 2, 3], [2, 3, 5])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n"
     )
@@ -136,7 +136,7 @@ def test_the_run_path_imports_no_numpy() -> None:
     code = (
         "import sys\n"
         "import iowall.cli.run\n"
-        "from iowall.analysis.repeat_rule import decision_state\n"
+        "from iowall.analysis.regress.repeat_rule import decision_state\n"
         "s = decision_state([1.0, 1.01, 0.99, 1.0, 1.02, 0.98], max_repeats=9)\n"
         "print(s.n, sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'))\n"
     )

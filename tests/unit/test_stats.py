@@ -1,4 +1,4 @@
-"""Tests for iowall.analysis.stats: helpers, the calibrated comparison rule, "decided".
+"""Tests for iowall.analysis.regress.stats: helpers, the calibrated comparison rule, "decided".
 
 The simulation tests use fixed seeds and synthetic log-normal data with a 3% coefficient
 of variation. The rule is calibrated to flag at most 5% of no-change comparisons in its
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sst
 
-from iowall.analysis.calibration import kappa
-from iowall.analysis.repeat_rule import decided, decision_state, median_ci
-from iowall.analysis.samples import median
-from iowall.analysis.stats import (
+from iowall.analysis.regress.calibration import kappa
+from iowall.analysis.regress.repeat_rule import decided, decision_state, median_ci
+from iowall.analysis.regress.samples import median
+from iowall.analysis.regress.stats import (
     compare_samples,
     critical_value,
     geomean,

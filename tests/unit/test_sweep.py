@@ -1,4 +1,4 @@
-"""Scaling curves from runs (iowall.analysis.sweep): grouping, metric choice, weak scaling,
+"""Scaling curves from runs (iowall.analysis.scaling.sweep): grouping, metric choice, weak scaling,
 knee, USL fit and the side-by-side of labels, on synthetic runs."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from iowall.actions.scaling import sides_of
-from iowall.analysis.scaling import usl
-from iowall.analysis.sweep import (
+from iowall.analysis.scaling.sweep import (
     analyse,
     axis_of,
     build_curves,
     derived_keys,
     why_no_curves,
 )
+from iowall.analysis.scaling.usl import usl
 from iowall.model import Metric, Point, Run
 
 MIB = 1 << 20

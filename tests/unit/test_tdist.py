@@ -8,8 +8,8 @@ import random
 import pytest
 from scipy.special import stdtrit
 
-from iowall.analysis import stats
-from iowall.analysis.tdist import CF_FROM, t_quantile, upper_tail
+from iowall.analysis.regress import stats
+from iowall.analysis.regress.tdist import CF_FROM, t_quantile, upper_tail
 
 DFS = [
     0.3,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from iowall.analysis import offcpu
+from iowall.analysis.explain import offcpu
 from iowall.probes.base import ProbeContext
 from iowall.probes.threadstate import RUNNABLE, ThreadStateProbe, _Thread
 

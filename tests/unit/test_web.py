@@ -16,8 +16,8 @@ import pytest
 from iowall.actions.compare import compare_selections
 from iowall.actions.history import histories
 from iowall.actions.selection import run_id
-from iowall.analysis.history import from_rows
-from iowall.analysis.limits import summarise
+from iowall.analysis.regress.history import from_rows
+from iowall.analysis.scaling.limits import summarise
 from iowall.cli.serve import loopback
 from iowall.machine.dirs import redact_url
 from iowall.model import Metric, Point, Run

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from iowall.analysis.why import why_points
+from iowall.analysis.explain.run import why_points
 from iowall.model import Metric, Point, Run, Series
 from iowall.model import primary_metric as primary
 from iowall.report.why import why_lines

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.compare import CompareResult, Side, compare
-from ..analysis.context import representative
-from ..analysis.why import why_points
+from ..analysis.explain.context import representative
+from ..analysis.explain.run import why_points
+from ..analysis.regress.compare import CompareResult, Side, compare
 from ..model import MEASURED_STATUSES, Run, primary_metric
 from ..probes.profile import ARTIFACT
 from ..results import Report, Section, Table

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysis.compare import FLOOR, CompareResult, Side, compare, selectable, shared_run
+from ..analysis.regress.compare import FLOOR, CompareResult, Side, compare, selectable, shared_run
 from ..store import Store
 from ..vocab.errors import UserError
 from ..vocab.units import parse_floor

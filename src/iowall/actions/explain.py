@@ -3,8 +3,8 @@ context of its batch (the ceilings and the memory copy measured beside it)."""
 
 from __future__ import annotations
 
-from ..analysis.context import explain_context
-from ..analysis.why import why_run
+from ..analysis.explain.context import explain_context
+from ..analysis.explain.run import why_run
 from ..model import Run
 from ..report.explanation import Explanation
 from ..store import RunFilter, Store

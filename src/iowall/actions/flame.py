@@ -3,7 +3,7 @@ dashboard's flame page, the flame graphs `gate --flames` and `ab` write."""
 
 from __future__ import annotations
 
-from ..analysis.kernel_paths import attribute, decode_folded
+from ..analysis.explain.kernel_paths import attribute, decode_folded
 from ..model import PROFILE_ARTIFACT
 from ..report.flame import diff_flamegraph, flamegraph, subtitle
 from ..store import Store

@@ -1,7 +1,7 @@
 """The regression gate's work for `iowall gate`: run the target (and re-run it to confirm a
-suspected regression) or load stored runs, decide (``analysis.gate``), and explain each
+suspected regression) or load stored runs, decide (``analysis.regress.gate``), and explain each
 regression; or gate the newest results of another system's series file
-(``analysis.series_gate``). Returns a GateReport; the face renders it and exits by it."""
+(``analysis.regress.series_gate``). Returns a GateReport; the face renders it and exits by it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..analysis.compare import Side, compare, shared_run
-from ..analysis.context import representative
-from ..analysis.gate import (
+from ..analysis.explain.context import representative
+from ..analysis.explain.run import why_run
+from ..analysis.regress.compare import Side, compare, shared_run
+from ..analysis.regress.gate import (
     Accept,
     Explanation,
     GateReport,
@@ -22,12 +23,11 @@ from ..analysis.gate import (
     attribution_shift,
     decide,
 )
-from ..analysis.gate import (
+from ..analysis.regress.gate import (
     confirm as confirmed,
 )
-from ..analysis.history import from_rows, results
-from ..analysis.series_gate import FDR_SERIES, gate_series
-from ..analysis.why import why_run
+from ..analysis.regress.history import from_rows, results
+from ..analysis.regress.series_gate import FDR_SERIES, gate_series
 from ..measure.repeat import RepeatPolicy
 from ..model import Run
 from ..recipes.registry import recipes
@@ -133,7 +133,7 @@ def gate_file(
     path: str, *, fdr: float | None, floor: float, direction: str, unit: str, accepted: list[Accept]
 ) -> GateReport:
     """``gate --series FILE``: the newest result of every series of the file against its own
-    history (``analysis.series_gate``)."""
+    history (``analysis.regress.series_gate``)."""
     check_series_options(direction, None)
     hs = from_rows(read_series(path), direction=direction, unit=unit)
     level = FDR_SERIES if fdr is None else fdr

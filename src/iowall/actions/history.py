@@ -3,7 +3,7 @@ order, one series per fingerprint, from run selections or from a series file."""
 
 from __future__ import annotations
 
-from ..analysis.history import BY, History, from_rows, from_runs, needed
+from ..analysis.regress.history import BY, History, from_rows, from_runs, needed
 from ..store import Store
 from ..vocab.errors import UserError
 from .selection import load_all, store_only

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..analysis.locks import LockComparison, join_contention
+from ..analysis.regress.locks import LockComparison, join_contention
 from ..store import RunFilter, Store
 from ..vocab.errors import NotFound, UserError
 
@@ -29,7 +29,7 @@ def contention_rows(store: Store, side: str) -> tuple[list[dict[str, Any]], list
 
 
 def compare_locks(store: Store, a: str, b: str, top: int) -> LockComparison:
-    """The ``top`` callers of A's and B's lock contention joined (``analysis.locks``)."""
+    """The ``top`` callers of A's and B's lock contention joined (``analysis.regress.locks``)."""
     a_rows, a_ids = contention_rows(store, a)
     b_rows, b_ids = contention_rows(store, b)
     return LockComparison(a, tuple(a_ids), b, tuple(b_ids), tuple(join_contention(a_rows, b_rows)[:top]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.sweep import Scaling, analyse, why_no_curves
+from ..analysis.scaling.sweep import Scaling, analyse, why_no_curves
 from ..model import Run
 from ..report.emit import wrote
 from ..report.plots import check_path, save

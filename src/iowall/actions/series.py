@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from ..analysis.history import SeriesRow
+from ..analysis.regress.history import SeriesRow
 from ..vocab.errors import UserError
 
 DIRECTIONS = ("higher", "lower")

@@ -1,7 +1,7 @@
 """`iowall gate TARGET --baseline SEL`: the regression gate for kernel CI. TARGET is a recipe or
 a plan (run now, and re-run to confirm a suspected regression) or a selection of stored runs;
-the decision is `analysis.gate`'s. `iowall gate --series FILE` gates the newest result of each
-series of another system's file against its own history (`analysis.series_gate`), decided the
+the decision is `analysis.regress.gate`'s. `iowall gate --series FILE` gates the newest result of each
+series of another system's file against its own history (`analysis.regress.series_gate`), decided the
 same way. Exit 0 pass, 1 regression confirmed, 3 inconclusive, 2 bad input."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..actions.gate import gate_file, gate_runs, read_accept
-from ..analysis.series_gate import FDR_SERIES
+from ..analysis.regress.series_gate import FDR_SERIES
 from ..machine.atomic import write_text
 from ..machine.machine_lock import parse_wait
 from ..report.emit import emit, wrote

@@ -1,7 +1,7 @@
 """How often each point runs: a fixed number of interleaved rounds, or ``auto`` — repeat a
 point until the 95% interval of its median is within ±target, or until a maximum.
 
-``auto`` uses ``iowall.analysis.stats.decision_state`` (the exact order-statistic interval
+``auto`` uses ``iowall.analysis.regress.stats.decision_state`` (the exact order-statistic interval
 of the median, see docs/statistics.md): a point stops when decided or at the maximum, and
 why is recorded. Which metric decides is the caller's ``key_metric(run)``; the default,
 ``primary_metric``, is the point's main throughput. The bookkeeping here is pure: it reads
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..analysis.repeat_rule import DecisionState, decision_state, median_ci
+from ..analysis.regress.repeat_rule import DecisionState, decision_state, median_ci
 from ..model import MEASURED_STATUSES, Metric, Run, primary_metric
 from ..vocab.errors import UserError
 from ..vocab.units import json_number, parse_share

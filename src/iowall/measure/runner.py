@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..analysis.kernel_paths import attribute, decode_folded, path_metrics
-from ..analysis.repeat_rule import DecisionState
+from ..analysis.explain.kernel_paths import attribute, decode_folded, path_metrics
+from ..analysis.regress.repeat_rule import DecisionState
 from ..model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
 from ..probes import ProbeSet
 from ..probes.base import Probe, ProbeContext

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.explain.run import why_points
 from ..analysis.fiogroups import fio_groups
-from ..analysis.why import why_points
 from ..measure.repeat import replay, to_json
 from ..model import Run
 from ..results import Cell, Report, Section, Table, Value

@@ -4,7 +4,7 @@ with the run as a compressed artifact. cpu-clock is a software event, so it work
 without hardware counters; 99 Hz on every CPU costs little (docs/probes.md).
 
 The probe only records and folds: which kernel path a stack belongs to is decided later, from
-the stored stacks, by ``iowall.analysis.kernel_paths`` (probes may not import analysis, and a better
+the stored stacks, by ``iowall.analysis.explain.kernel_paths`` (probes may not import analysis, and a better
 table then applies to old runs too).
 """
 
@@ -29,7 +29,7 @@ from .sampling import metric
 
 FREQ_HZ = 99
 #: the folded stacks, gzip then base64 (artifact bodies are text); ``decode_folded`` in
-#: ``iowall.analysis.kernel_paths`` reads it back.
+#: ``iowall.analysis.explain.kernel_paths`` reads it back.
 ARTIFACT = PROFILE_ARTIFACT
 CONTENT_TYPE = GZIP_BASE64
 COLLAPSE = "inferno-collapse-perf"

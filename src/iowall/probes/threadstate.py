@@ -13,7 +13,7 @@ microseconds of syscalls and more of Python: the probe's own CPU is measured by
 ``benchmarks/threadstate_cost.py`` (docs/benchmarks.md; docs/design-notes.md, "Thread-state
 sampling"). The probe only records; which
 reason a stack stands for and what the budget says is decided later, from the stored samples,
-by ``iowall.analysis.budget`` (a better table then applies to old runs too).
+by ``iowall.analysis.explain.budget`` (a better table then applies to old runs too).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ BUCKET_S = 0.25
 DISCOVER_S = 0.25
 _COUNTERS = ("stat", "schedstat", "io", "stack")
 #: The leaf frame added to the stack of a look that found the thread runnable (state R) off
-#: its CPU: preempted, or woken and waiting for a CPU (``analysis.offcpu.PREEMPTED``).
+#: its CPU: preempted, or woken and waiting for a CPU (``analysis.explain.offcpu.PREEMPTED``).
 RUNNABLE = "[runnable]"
 
 

@@ -13,7 +13,7 @@ hard limit ``global_wb_domain.dirty_limit`` (kernels that trace ``dtc->limit`` p
 ``update_dirty_limit``: it follows the threshold up at once and down by 1/32 of the gap per
 200 ms update, and is updated only while writers are throttled. ``setpoint`` = (limit +
 (threshold + background) / 2) / 2 lies between the freerun ceiling and it.
-analysis/dirty.py puts the two side by side.
+analysis/explain/dirty.py puts the two side by side.
 """
 
 from __future__ import annotations

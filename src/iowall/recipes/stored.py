@@ -21,7 +21,7 @@ def reload_compare(store: Store, rep: Report) -> Report:
     (the same runs, so the same numbers: the interval's bootstrap is seeded)."""
     if not rep.compare_sides:
         return rep
-    from ..analysis.compare import Side  # numpy: only a report with a compare needs it
+    from ..analysis.regress.compare import Side  # numpy: only a report with a compare needs it
     from .tables import compare_sides
 
     sides = [Side(lab, store.runs(RunFilter(ids=tuple(ids)))) for lab, ids in rep.compare_sides]

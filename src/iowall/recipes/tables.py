@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.compare import CompareResult, Side, compare
-from ..analysis.why import why_points
+from ..analysis.explain.run import why_points
+from ..analysis.regress.compare import CompareResult, Side, compare
 from ..model import MEASURED_STATUSES, Point, Run
 from ..results import Cell, Report, Section, Table, Value, cell_json
 from ..store import RunFilter, Store

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.kernel_paths import LABELS as PATH_LABELS
-from ..analysis.offcpu import LABELS
+from ..analysis.explain.kernel_paths import LABELS as PATH_LABELS
+from ..analysis.explain.offcpu import LABELS
 from ..vocab.cpuclasses import TITLES
 from .table import text_table
 

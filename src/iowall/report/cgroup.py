@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.cgroup_env import limits_text, paths_text
+from ..analysis.regress.cgroup_env import limits_text, paths_text
 
 
 def cgroup_lines(env: Mapping[str, Any]) -> list[str]:

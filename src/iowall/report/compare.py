@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.compare import SCHEMA_VERSION, CompareResult, Row
+from ..analysis.regress.compare import SCHEMA_VERSION, CompareResult, Row
 from ..vocab.units import fmt_metric as fmt_value
 from ..vocab.units import json_number
 from .emit import Format, json_text, renders

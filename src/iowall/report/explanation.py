@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.explain import Verdict, to_json
+from ..analysis.explain.rules import Verdict, to_json
 from ..model import Run
 from ..vocab.units import fmt_rate
 from .budget import budget_lines
@@ -19,7 +19,7 @@ from .table import text_table
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why a run is where it is (``analysis.why.why_run``: verdicts, nearest misses, where
+    """Why a run is where it is (``analysis.explain.run.why_run``: verdicts, nearest misses, where
     the CPU time went, skipped probes) and its throughput (None when it has none)."""
 
     run: Run

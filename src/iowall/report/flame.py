@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 
-from ..analysis.kernel_paths import Attribution
+from ..analysis.explain.kernel_paths import Attribution
 from ..machine.atomic import write_text
 from ..probes.profile import inferno_tool
 from ..vocab.errors import IowallError, UserError

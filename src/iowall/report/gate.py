@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.gate import GateReport, GateResult, Status, Verdict
+from ..analysis.regress.gate import GateReport, GateResult, Status, Verdict
 from ..vocab.units import fmt_value
 from .compare import row_json
 from .emit import Format, json_text, renders

@@ -8,8 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.history import History, Observation, Window, summary, worse
-from ..analysis.series_gate import FDR_SERIES, Tested
+from ..analysis.regress.history import History, Observation, Window, summary, worse
+from ..analysis.regress.series_gate import FDR_SERIES, Tested
 from ..results import Cell, Report, Section, Table, Value
 from ..vocab.units import plural
 from .plots import _figure, save

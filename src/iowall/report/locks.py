@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..analysis.locks import LockComparison, format_locks_table
+from ..analysis.regress.locks import LockComparison, format_locks_table
 from .emit import Format, json_text, renders
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.scaling import UslFit, usl
+from ..analysis.scaling.usl import UslFit, usl
 from ..machine.atomic import write_bytes
 from ..model import Run, Series
 from ..vocab.errors import UserError

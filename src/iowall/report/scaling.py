@@ -11,8 +11,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.scaling import UslFit
-from ..analysis.sweep import Curve, Scaling, SideBySide, SideEntry
+from ..analysis.scaling.sweep import Curve, Scaling, SideBySide, SideEntry
+from ..analysis.scaling.usl import UslFit
 from ..vocab.errors import UserError
 from ..vocab.units import fmt_rate, json_number
 from .emit import Format, json_text, renders

@@ -15,7 +15,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from ..actions.flame import flame_svg
 from ..actions.history import histories
-from ..analysis.history import BY
+from ..analysis.regress.history import BY
 from ..recipes.stored import stored_report
 from ..report.emit import render
 from ..report.table import cell_text

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.compare import CompareResult
-from ..analysis.history import History, Observation
+from ..analysis.regress.compare import CompareResult
+from ..analysis.regress.history import History, Observation
 from ..model import Run
 from ..report.byte_prefix import binary_scale
 from ..report.compare import interval, short_metric

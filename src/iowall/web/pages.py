@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..actions.explain import batch_runs, explain_run
-from ..analysis.compare import CompareResult
-from ..analysis.history import History, worse
+from ..analysis.regress.compare import CompareResult
+from ..analysis.regress.history import History, worse
 from ..model import PROFILE_ARTIFACT, Run, primary_metric
 from ..report.compare import fmt_ci, mark, short_metric
 from ..results import Report

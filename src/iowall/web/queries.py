@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..actions.compare import compare_selections
 from ..actions.selection import parse_selection, run_id
-from ..analysis.compare import CompareResult
+from ..analysis.regress.compare import CompareResult
 from ..model import Run
 from ..store import RunFilter, Store
 from ..store.db import COUNTED

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..analysis.limits import MODES
+from ..analysis.scaling.limits import MODES
 from ..recipes.limits.report import TITLES
 from ..report.byte_prefix import binary_scale
 from ..results import Report

@@ -16,7 +16,7 @@ The package, one concern per module: ``options`` (what the user asked: ``LimitsO
 by ``limits_options`` from the command line or a recipe's ``--set``), ``sizing`` (pure: job
 counts, bed and point sizes for this machine), ``tasks`` (the points and what runs them),
 ``run`` (``run_limits``: beds, the guest memory held, everything interleaved) and ``report``
-(pure: the Report from ``analysis.limits``' summary and a ``LimitsContext``). Importing the
+(pure: the Report from ``analysis.scaling.limits``' summary and a ``LimitsContext``). Importing the
 package registers the recipe (`iowall run limits`).
 """
 

@@ -14,7 +14,7 @@ window it lived in:
   time is the time its run queues were throttled, summed over CPUs); the rest is contention
   with its own threads or with other processes;
 - **blocked** = the rest of the wall time, split by reason in proportion to the thread's
-  sampled blocked stacks (``analysis.offcpu``); blocked time with no sampled stack is
+  sampled blocked stacks (``analysis.explain.offcpu``); blocked time with no sampled stack is
   ``unaccounted``, never guessed.
 
 Threads that did none of the point's work (fio's parent sleeping in its status loop) are
@@ -85,7 +85,7 @@ class Budget:
     #: kernel on-CPU seconds by path (``analysis.paths`` names), from the profile
     kernel_paths: dict[str, float] = field(default_factory=dict)
     #: kernel on-CPU seconds spent inside a mechanism that also blocks (fsync, a page
-    #: fault, reclaim, dirty throttling): the same stacks read by ``analysis.offcpu``
+    #: fault, reclaim, dirty throttling): the same stacks read by ``analysis.explain.offcpu``
     kernel_contexts: dict[str, float] = field(default_factory=dict)
     #: per blocked reason: the most sampled function and who called into it
     top_functions: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -99,7 +99,7 @@ class Budget:
     #: it (``compute``'s ``cpus``), None without the tasks probe
     cpus: tuple[float, float] | None = None
     #: per blocked reason: the mechanism most of its samples stand for
-    #: (``analysis.kernel_knowledge``) and that share of the reason's samples
+    #: (``analysis.explain.kernel_knowledge``) and that share of the reason's samples
     mechanisms: dict[str, tuple[str, float]] = field(default_factory=dict)
     #: kernel on-CPU seconds by mechanism, from the profile's stacks of the workload's threads
     #: (``""``: stacks the table does not know)
@@ -322,7 +322,7 @@ def _kernel_stacks(profile: Mapping[str, int], comms: set[str]) -> dict[str, int
 
 
 def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
-    """The workload's kernel on-CPU seconds split by mechanism (``analysis.kernel_knowledge``),
+    """The workload's kernel on-CPU seconds split by mechanism (``analysis.explain.kernel_knowledge``),
     in proportion to its profile samples with kernel frames."""
     mine = _kernel_stacks(profile, comms)
     total = sum(mine.values())
@@ -414,7 +414,7 @@ CONTEXTS = ("fsync", "fault", "reclaim", "dirty-throttle")
 
 def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
     """The workload's kernel on-CPU seconds inside each of ``CONTEXTS``, in proportion to its
-    profile stacks with kernel frames whose frames ``analysis.offcpu`` reads as that reason."""
+    profile stacks with kernel frames whose frames ``analysis.explain.offcpu`` reads as that reason."""
     total = 0
     hits: dict[str, int] = {}
     for stack, n in profile.items():

@@ -1,5 +1,5 @@
 """Pure: a point's metric over its runs in order, one series per fingerprint, with change points
-(``analysis.changepoints``) and, at each, the bisect window: the last good and the first bad run
+(``analysis.regress.changepoints``) and, at each, the bisect window: the last good and the first bad run
 with their kernels and commits. Series may also come from rows (``series, index, value``) read
 from another system's results."""
 
@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ..model import MEASURED_STATUSES, Metric, Run, could_be_primary, primary_metric
+from ...model import MEASURED_STATUSES, Metric, Run, could_be_primary, primary_metric
 from .changepoints import ALPHA, ChangePoint, Detection, analyse
 from .series_gate import SeriesResults, Tested, newest_of
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from ..model import Run
-from .dirty import SAME, Span
+from ...model import Run
+from ..explain.dirty import SAME, Span
 
 #: Load averages further apart than this (1-minute, runnable tasks) differ.
 LOAD_APART = 0.5

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..vocab.units import fmt_bytes, fmt_rate
+from ...vocab.units import fmt_bytes, fmt_rate
 from .attribution import consumers_text, paths_text
 from .kernel_paths import LABELS
 

@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..vocab.units import plural
+from ...vocab.units import plural
 from .repeat_rule import median_ci
 
 FloatArray = npt.NDArray[np.float64]

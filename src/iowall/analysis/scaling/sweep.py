@@ -1,6 +1,6 @@
 """Scaling curves from stored runs: one curve per line of a thread sweep (label × the point's
 other parameters × metric), with medians over repeats, efficiency against linear, the knee
-and a Universal Scalability Law fit (the maths is in ``analysis.scaling``).
+and a Universal Scalability Law fit (the maths is in ``analysis.scaling.usl``).
 
 Pure: takes ``model.Run`` objects, returns frozen dataclasses; never touches the store.
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model import MEASURED_STATUSES, Run
-from .scaling import UslFit, efficiency, knee, usl_fit, weak_to_rate
+from ...model import MEASURED_STATUSES, Run
+from .usl import UslFit, efficiency, knee, usl_fit, weak_to_rate
 
 #: Point parameters that count threads, in the order they are looked for.
 AXES = ("threads", "jobs", "numjobs", "nthreads")

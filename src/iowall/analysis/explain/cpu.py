@@ -1,8 +1,8 @@
 """The wall of a point whose workload's time is mostly on a CPU or waiting for one (pure):
 the copy against the machine's memory-copy rate, a named kernel mechanism (compression,
-checksums, page zeroing: ``analysis.kernel_knowledge``), the fixed cost of each call, the
+checksums, page zeroing: ``analysis.explain.kernel_knowledge``), the fixed cost of each call, the
 CPU affinity mask, or a kernel path with its most sampled function; runnable behind its own
-threads and lock waits the CPUs could not have served are counted here (``analysis.wall``).
+threads and lock waits the CPUs could not have served are counted here (``analysis.explain.wall``).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .budget import Budget
-from .device_wall import Device
+from .device import Device
 from .kernel_knowledge import meaning
 from .kernel_paths import LABELS as PATH_LABELS
-from .wall_verdict import TURNS, Wall, size, who_of
-from .wall_verdict import pct as _pct
-from .wall_verdict import rate as _rate
+from .verdict import TURNS, Wall, size, who_of
+from .verdict import pct as _pct
+from .verdict import rate as _rate
 
 #: the copy's own rate (bytes per second spent in the copy path) at least this share of the
 #: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by

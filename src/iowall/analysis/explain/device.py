@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .budget import Budget
-from .wall_verdict import Wall, pct, rate, size, us
+from .verdict import Wall, pct, rate, size, us
 
 #: the device is the wall when busy at least this share of the window with requests queued
 DEVICE_BUSY = 0.80

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import MEASURED_STATUSES, Run
-from ..vocab.units import fmt_bytes
+from ...model import MEASURED_STATUSES, Run
+from ...vocab.units import fmt_bytes
 
 #: Two figures closer than this (relative) are called the same.
 SAME = 0.05

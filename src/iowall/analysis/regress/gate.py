@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..model import Run
+from ...model import Run
 from .compare import HEADLINE, NOT_HEADLINE, CompareResult, Row
 from .stats import FloatArray
 from .tdist import upper_tail
@@ -268,7 +268,7 @@ def decide(
 ) -> GateResult:
     """Every row's verdict (see the module docstring for the method). ``tests`` gives each
     row's p-value and invocations when the caller tested the rows itself (the series gate's
-    early test: ``analysis.series_gate``), and ``method`` says how, for the report."""
+    early test: ``analysis.regress.series_gate``), and ``method`` says how, for the report."""
     rows = list(res.rows)
     tested = (
         list(tests)

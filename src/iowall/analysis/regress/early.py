@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..vocab.units import plural
+from ...vocab.units import plural
 from .tdist import t_quantile, upper_tail
 
 #: Windows tested: the newest 1, 2 and 3 results.

@@ -1,5 +1,5 @@
-"""A wall verdict and the formatting its sentences share (``analysis.wall``,
-``analysis.device_wall``)."""
+"""A wall verdict and the formatting its sentences share (``analysis.explain.wall``,
+``analysis.explain.device``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ TURNS = "lock_turn_share"
 class Wall:
     """The verdict: its kind (the state that holds the time, or the mechanism below it),
     one sentence with its numbers, the share of time it holds, and the mechanism inside the
-    path a kernel developer would name (``""`` when none is known: ``analysis.kernel_knowledge``)."""
+    path a kernel developer would name (``""`` when none is known: ``analysis.explain.kernel_knowledge``)."""
 
     kind: str
     sentence: str

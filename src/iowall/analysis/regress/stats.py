@@ -6,7 +6,7 @@ the terminal. The methods, and why they were chosen, are explained in docs/stati
 - ``ratio_ci`` / ``compare_samples``: the Hodges–Lehmann shift of log values (the median of
   all pairwise log ratios new/base), studentised by a standard error estimated per side
   (Welch-like), with Student t critical values at Welch's df times a multiplier calibrated
-  by simulation (analysis/calibration.py) so that the rule holds its level with 2–50 runs a
+  by simulation (analysis/regress/calibration.py) so that the rule holds its level with 2–50 runs a
   side, unequal spreads and heavy tails.
 """
 

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import MEASURED_STATUSES, Run, primary_metric
+from ...model import MEASURED_STATUSES, Run, primary_metric
 from .phases import write_phases
 
 
@@ -20,7 +20,7 @@ def throughput(run: Run) -> tuple[str, float] | None:
 
 
 def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
-    """Context keys of ``analysis.explain`` for ``run``; ceilings only when the batch has them."""
+    """Context keys of ``analysis.explain.rules`` for ``run``; ceilings only when the batch has them."""
     ctx: dict[str, float] = {}
     host = run.env.get("host") or {}
     cpus = int(host.get("cpu_count") or 0)
@@ -79,7 +79,7 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
 
 def phase_context(run: Run) -> dict[str, float]:
     """The copy and writeback phases of a buffered write that ends with fsync
-    (``analysis.phases``), as context keys; empty for any other point."""
+    (``analysis.explain.phases``), as context keys; empty for any other point."""
     p = run.point.params
     if p.get("rw") != "write" or p.get("direct") or not p.get("end_fsync"):
         return {}

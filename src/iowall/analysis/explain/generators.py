@@ -12,11 +12,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import PROFILE_ARTIFACT, Run
-from ..vocab.errors import UserError
-from ..vocab.units import GIB, fmt_rate, parse_size
+from ...model import PROFILE_ARTIFACT, Run
+from ...vocab.errors import UserError
+from ...vocab.units import GIB, fmt_rate, parse_size
 from .kernel_paths import decode_folded
-from .why import budget
+from .run import budget
 
 #: One side's CPU per GiB differs from the other's when it is this much higher (relative).
 DIFFERS = 0.10

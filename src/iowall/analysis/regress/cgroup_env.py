@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocab.units import fmt_bytes
+from ...vocab.units import fmt_bytes
 
 #: How each io.max / blkio.throttle key reads: bytes per second or I/Os per second.
 IO_UNITS = {"rbps": "B/s", "wbps": "B/s", "riops": "IO/s", "wiops": "IO/s"}

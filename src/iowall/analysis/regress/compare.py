@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
-from ..model import fingerprint as _fingerprint
-from ..vocab.knob import looks_like_knob
+from ...model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
+from ...model import fingerprint as _fingerprint
+from ...vocab.knob import looks_like_knob
 from .cgroup_env import limits_text
 from .env_numbers import numeric_differences
 from .stats import Comparison, compare_samples, geomean
@@ -224,7 +224,7 @@ def describe_points(points: Sequence[Mapping[str, Any]]) -> tuple[list[str], dic
 def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Difference]:
     """Facts whose values are not the same on every side: environment, sysctls, knobs, bed,
     the cgroup limits the runs were under; then the dirty threshold and the load average at
-    start, beyond their margins (analysis/env_numbers.py). A side with several values shows
+    start, beyond their margins (analysis/regress/env_numbers.py). A side with several values shows
     them all, joined by ``|``."""
     skip = set(skip)
     fields: list[tuple[str, str, str]] = [(f, "env", f) for f in ENV_FIELDS]

@@ -1,13 +1,13 @@
 """The wall of a point, read from its workload's wall-clock budget (pure).
 
-The wall is the state that holds most of the workload threads' time (``analysis.budget``),
+The wall is the state that holds most of the workload threads' time (``analysis.explain.budget``),
 named with its mechanism and the numbers that show it:
 
 - on a CPU: the copy (bytes moved per on-CPU second against the memory-copy ceiling, when
   one was measured), another kernel path, or user space;
 - runnable but not running: the cgroup's CPU quota (its throttling counters) or other
   processes (their CPU time);
-- blocked: on I/O completion, named by the device side (``analysis.device_wall``); fsync
+- blocked: on I/O completion, named by the device side (``analysis.explain.device``); fsync
   and the log; dirty throttling; reclaim (the memory cgroup's limit when it was hit); locks
   (the part of a lock wait the CPUs could have served: ``lock_turns``); voluntary sleeps;
   faults.
@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .budget import MIN_WINDOW_S, Budget
-from .cpu_wall import cpu_wall
-from .device_wall import DEVICE_BUSY, DEVICE_QUEUED, Device, io_wall, request_cause
+from .cpu import cpu_wall
+from .device import DEVICE_BUSY, DEVICE_QUEUED, Device, io_wall, request_cause
 from .kernel_knowledge import BY_NAME, meaning
 from .offcpu import LABELS, LOG_FORCE
-from .wall_verdict import TURNS, Wall, who_of
-from .wall_verdict import pct as _pct
+from .verdict import TURNS, Wall, who_of
+from .verdict import pct as _pct
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
@@ -122,7 +122,7 @@ def decide(
     ``jobs`` and ``cpus`` when known; ``neighbours``: the busiest other processes as (name,
     CPU-seconds); ``devnos``: the bed's devices (MAJ:MIN) when known, so that an I/O limit
     the cgroup sets on another device is not taken for this point's; ``helpers``: the CPUs
-    the threads outside the workload spent in each mechanism of ``analysis.kernel_knowledge``
+    the threads outside the workload spent in each mechanism of ``analysis.explain.kernel_knowledge``
     (``why.helper_mechanisms``), to name what held the writeback an fsync waited for.
 
     Time spent runnable behind other processes stretches every other state alike: unless it

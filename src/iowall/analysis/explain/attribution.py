@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..vocab.cpuclasses import CLASSES, TITLES, UNATTRIBUTED
+from ...vocab.cpuclasses import CLASSES, TITLES, UNATTRIBUTED
 from .kernel_paths import LABELS, PATHS, Attribution
 
 #: Classes below this share of the busy CPU time are left out of sentences.

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..model import Metric, gunzip_text
+from ...model import Metric, gunzip_text
 
 #: (path, label, owns what it calls, patterns). For a frame that matches several rows, the
 #: first row wins (``shmem_get_folio*`` is page cache before ``shmem_*`` is filesystem).

@@ -2,9 +2,9 @@
 (per filesystem block size when several were asked for), the plain sentences that say where
 the wall is, and why a cell is noisy. Medians over repeats; spread is the half-range
 ((max - min) / 2 / median), which with 3 to 5 repeats says more than a standard deviation.
-The knee is ``analysis.scaling.knee`` (efficiency against linear below 80%), the rule
+The knee is ``analysis.scaling.usl.knee`` (efficiency against linear below 80%), the rule
 ``iowall scaling`` applies, so the two never disagree on one batch. ``why_limits`` is the
-report's Why: each buffered point explained on its median run (``analysis.why``)."""
+report's Why: each buffered point explained on its median run (``analysis.explain.run``)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import MEASURED_STATUSES, Run
-from ..vocab.units import GIB, fmt_bytes, fmt_rate
-from .context import representative
-from .generators import GeneratorCost, disagreement, generator_cost
-from .scaling import efficiency, knee
-from .why import why_run
+from ...model import MEASURED_STATUSES, Run
+from ...vocab.units import GIB, fmt_bytes, fmt_rate
+from ..explain.context import representative
+from ..explain.generators import GeneratorCost, disagreement, generator_cost
+from ..explain.run import why_run
+from .usl import efficiency, knee
 
 #: The efficiency against linear below which a job count is the knee (as `iowall scaling`).
 KNEE = 0.8
@@ -124,7 +124,7 @@ class Agreement:
     engine: Cell
     fio: Cell
     block: str = ""
-    #: where they disagree: what each side's median run cost (``analysis.generators``) and
+    #: where they disagree: what each side's median run cost (``analysis.explain.generators``) and
     #: the sentence that names the measured cause, or says that the run cannot tell
     costs: tuple[GeneratorCost, GeneratorCost] | None = None
     why: str = ""

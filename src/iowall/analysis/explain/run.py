@@ -1,6 +1,6 @@
 """Pure: the "Why" section of a report — the explain rules applied to the median run of each
 point of a batch, with the ceilings and context found among the batch's other runs (a
-`limits` run's: ``analysis.limits.why_limits``)."""
+`limits` run's: ``analysis.scaling.limits.why_limits``)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
-from ..vocab.errors import UserError
-from ..vocab.units import parse_size
+from ...model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
+from ...vocab.errors import UserError
+from ...vocab.units import parse_size
 from .attribution import classes, lock_callers, top_functions, top_paths
 from .budget import Budget, compute, counter_window
 from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
-from .device_wall import Device, device_in_window, window_mean, with_facts
-from .explain import Verdict, explain, near_misses, sentences
+from .device import Device, device_in_window, window_mean, with_facts
 from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute, decode_folded, path_metrics
+from .rules import Verdict, explain, near_misses, sentences
+from .verdict import Wall
 from .wall import Decision, decide
-from .wall_verdict import Wall
 
 #: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
 #: evidence of the same mechanism. The others account the whole machine's CPU time and are
@@ -73,7 +73,7 @@ def io_window(run: Run, doc: dict[str, Any]) -> tuple[tuple[float, float], str] 
 
 
 def budget(run: Run, att_stacks: dict[str, int] | None = None) -> Budget | None:
-    """The workload's wall-clock budget (``analysis.budget``) when the run carries the
+    """The workload's wall-clock budget (``analysis.explain.budget``) when the run carries the
     ``threadstate`` probe's document."""
     doc = _artifact_json(run, "threadstate.json")
     if not isinstance(doc, dict):
@@ -171,7 +171,7 @@ def device_of(run: Run, window: tuple[float, float]) -> Device:
 
 def helper_mechanisms(profile: dict[str, int] | None, comms: set[str], cpus: float) -> dict[str, float]:
     """CPUs (over the profile, the whole point) that threads outside the workload spent in
-    each known mechanism of ``analysis.kernel_knowledge`` (btrfs's workers compressing, the
+    each known mechanism of ``analysis.explain.kernel_knowledge`` (btrfs's workers compressing, the
     loop worker, checksums): the profile's kernel stacks of other tasks, as a share of all
     samples (idle included: ``perf record -a``) times the CPUs."""
     if not profile or not cpus:
