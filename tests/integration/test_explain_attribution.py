@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis.explain.run import why_run
+from iowall.analysis.explain.run import explain
 from iowall.beds import BedSpec, provision
 from iowall.model import Metric, Point, Run
 from iowall.probes import ProbeContext, ProbeSet, resolve
@@ -189,10 +189,10 @@ def test_creating_in_one_xfs_directory_shows_lock_slow_paths() -> None:
             series=tuple(s for r in results for s in r.series),
             id=1,
         )
-    w = why_run(run, [run])
-    lock = [p for p in w["paths"] if p["path"] == "lock"]
-    assert lock and lock[0]["share"] > 0.05, w["paths"]
-    assert "->" in lock[0]["top_functions"][0]["function"]  # the lock's caller is named
-    if lock[0]["share"] >= 0.10:
-        v = next(v for v in w["verdicts"] if v["rule"] == "lock-contention")
-        assert "lock slow paths (top callers" in v["sentence"]
+    e = explain(run, [run])
+    lock = [p for p in e.paths if p.path == "lock"]
+    assert lock and lock[0].share > 0.05, e.paths
+    assert "->" in lock[0].top_functions[0].function  # the lock's caller is named
+    if lock[0].share >= 0.10:
+        v = next(v for v in e.verdicts if v.rule == "lock-contention")
+        assert "lock slow paths (top callers" in v.sentence

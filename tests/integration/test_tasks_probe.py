@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from iowall.analysis.explain.run import why_run
+from iowall.analysis.explain.run import explain
 from iowall.beds import Bed, BedSpec, provision
 from iowall.model import Point, Run
 from iowall.probes import ProbeContext, ProbeSet
@@ -108,7 +108,7 @@ def test_a_spinning_neighbour_is_named_with_its_share(bed: Bed, spinners: None) 
     m = {x.name: x.value for x in run.metrics}
     assert m["tasks_neighbours_share"] >= 0.25, m
     assert m["tasks_unattributed_share"] <= 0.05, m
-    w = why_run(run, [run])
-    neigh = next(v for v in w["verdicts"] if v["rule"] == "neighbours")
-    assert "iowall-spin" in neigh["sentence"], neigh["sentence"]
-    assert w["attribution"][0]["class"] in ("neighbours", "workload")
+    e = explain(run, [run])
+    neigh = next(v for v in e.verdicts if v.rule == "neighbours")
+    assert "iowall-spin" in neigh.sentence, neigh.sentence
+    assert e.attribution[0].cls in ("neighbours", "workload")

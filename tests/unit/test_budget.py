@@ -287,7 +287,7 @@ def test_io_walls_are_told_apart_by_the_device_side() -> None:
         {0: 380}, [IO], device_wall.Device(util=0.02, queue_depth=0.1, await_s=3e-4, iops=60), cgroups=[limit]
     )
     assert thr is not None and thr.kind == "block-throttle"
-    assert "100 MiB/s" in thr.sentence
+    assert "100MiB/s" in thr.sentence
     # the same limit on another device than the bed's is not this point's limit
     other = _decide(
         {0: 380},
@@ -363,7 +363,7 @@ def test_on_cpu_walls_and_the_copy_ceiling() -> None:
     )
     assert turns is not None and turns.kind == "memcopy"
     assert "82% of the one-thread memory-copy ceiling" in turns.sentence, turns.sentence
-    assert "copied 0.8 at a time on average), 6 MiB/s per thread" in turns.sentence
+    assert "copied 0.8 at a time on average), 6MiB/s per thread" in turns.sentence
     # a plan run has no ceiling of its own: this boot's one-thread reference stands in
     ref = _decide(
         {0: 40},

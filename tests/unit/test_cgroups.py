@@ -366,7 +366,7 @@ UNLIMITED: dict[str, Any] = {
 
 def test_show_and_compare_texts() -> None:
     text = limits_text(LIMITED)
-    assert text == ("cpu 1.5 CPUs (period 100000 us), memory 300.0 MiB, io 7:0 rbps 10.0 MiB/s wiops 100/s")
+    assert text == ("cpu 1.5 CPUs (period 100000 us), memory 300.0 MiB, io 7:0 rbps 10MiB/s wiops 100/s")
     assert limits_text(UNLIMITED) == "" and limits_text(None) == ""
     assert paths_text(LIMITED) == "memory /t  cpu /"
     assert cgroup_lines({"cgroup": LIMITED}) == [f"cgroup    {text}", "          in memory /t  cpu /"]

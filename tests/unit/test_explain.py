@@ -22,7 +22,7 @@ from iowall.analysis.explain.rules import (
     NO_RULE_FIRED,
     RULES,
     Verdict,
-    explain,
+    fire,
     sentences,
     to_json,
 )
@@ -42,7 +42,7 @@ def rules(vs: list[Verdict]) -> list[str]:
 def test_throttled_buffered_write() -> None:
     r = run("buffered_throttled")
     m, c = r["metrics"], r["context"]
-    vs = explain(m, c)
+    vs = fire(m, c)
     # cpu-saturated may follow: the shared machine's CPUs had no idle time
     assert rules(vs)[0] == "writers-throttled"
     assert set(rules(vs)) <= {"writers-throttled", "cpu-saturated"}
@@ -59,7 +59,7 @@ def test_throttled_buffered_write() -> None:
 
 def test_direct_write_at_its_ceiling_is_device_bound() -> None:
     r = run("direct_write")
-    vs = explain(r["metrics"], r["context"])
+    vs = fire(r["metrics"], r["context"])
     dev = next(v for v in vs if v.rule == "device-bound")
     assert "100% of its direct-I/O ceiling measured at other points" in dev.sentence
     assert dev.evidence["direct_ceiling_bytes_per_s"] == r["context"]["direct_ceiling_bytes_per_s"]
@@ -69,7 +69,7 @@ def test_direct_write_at_its_ceiling_is_device_bound() -> None:
 def test_shared_directory_is_lock_contention_with_top_callers() -> None:
     r = run("meta_shared_dir")
     m, c = r["metrics"], r["context"]
-    vs = explain(m, c, lock_rows=r["lock_rows"])
+    vs = fire(m, c, lock_rows=r["lock_rows"])
     lock = next(v for v in vs if v.rule == "lock-contention")
     top = max(r["lock_rows"], key=lambda x: x["total_wait_s"])
     assert top["caller"] in lock.sentence and top["type"] in lock.sentence
@@ -77,7 +77,7 @@ def test_shared_directory_is_lock_contention_with_top_callers() -> None:
     assert f"{100 * share:.0f}% of the run's" in lock.sentence
     assert lock.evidence["lock_wait_share"] == pytest.approx(share, rel=1e-5)
     # without the table the sentence still carries the top wait
-    bare = next(v for v in explain(m, c) if v.rule == "lock-contention")
+    bare = next(v for v in fire(m, c) if v.rule == "lock-contention")
     assert f"the top caller waited {m['lock_top_wait_s']:.2f} s" in bare.sentence
 
 
@@ -85,20 +85,20 @@ def test_small_files_flusher_not_saturated_here() -> None:
     r = run("smallfiles")
     m = r["metrics"]
     assert 0 < m["flusher_cpu_share_max"] < 0.85 and m["throttle_pause_s"] == 0
-    vs = explain(m, r["context"])
+    vs = fire(m, r["context"])
     assert not {"flusher-saturated", "writers-throttled"} & set(rules(vs))
 
 
 def test_no_rule_fires_without_cpu_data() -> None:
     r = run("smallfiles")
     m = {k: v for k, v in r["metrics"].items() if not k.startswith("cpu")}
-    vs = explain(m, r["context"])
+    vs = fire(m, r["context"])
     assert vs == [] and sentences(vs) == [NO_RULE_FIRED]
 
 
 def test_cpu_saturated_on_the_shared_machine() -> None:
     r = run("buffered_cached")
-    vs = explain(r["metrics"], r["context"])
+    vs = fire(r["metrics"], r["context"])
     assert rules(vs) == ["cpu-saturated"]
     assert "the 2 CPUs were 100% busy" in vs[0].sentence
 
@@ -107,7 +107,7 @@ def test_kernel_cpu_bound_replaces_cpu_saturated() -> None:
     """buffered_cached with the other processes' user time given to the kernel (quiet box)."""
     r = run("buffered_cached")
     m = dict(r["metrics"], cpu_kernel_share=0.93, cpu_user_share=0.07)
-    (v,) = explain(m, r["context"])
+    (v,) = fire(m, r["context"])
     assert v.rule == "kernel-cpu-bound"
     assert "93% of all 2 CPUs (1.86 CPUs)" in v.sentence
 
@@ -116,7 +116,7 @@ def test_flusher_saturated_replaces_writers_throttled() -> None:
     """buffered_throttled with the flusher's peak raised to a full CPU."""
     r = run("buffered_throttled")
     m = dict(r["metrics"], flusher_cpu_share_max=0.97)
-    vs = explain(m, r["context"])
+    vs = fire(m, r["context"])
     assert rules(vs)[0] == "flusher-saturated" and "writers-throttled" not in rules(vs)
     assert "used up to 0.97 CPU" in vs[0].sentence
     assert f"({m['flusher_cpu_share']:.2f} on average)" in vs[0].sentence
@@ -132,12 +132,12 @@ def test_reclaim_rows() -> None:
         vm_pgscan_pages_per_s=90000.0,
         vm_pgsteal_pages_per_s=85000.0,
     )
-    v = next(v for v in explain(m, r["context"]) if v.rule == "reclaim-bound")
+    v = next(v for v in fire(m, r["context"]) if v.rule == "reclaim-bound")
     assert "kswapd used 0.62 CPU" in v.sentence and "reclaiming 85000 pages/s" in v.sentence
     m2 = dict(r["metrics"], vm_allocstall_events_per_s=250.0, vm_pgsteal_pages_per_s=85000.0)
-    v2 = next(v for v in explain(m2, r["context"]) if v.rule == "reclaim-bound")
+    v2 = next(v for v in fire(m2, r["context"]) if v.rule == "reclaim-bound")
     assert "direct reclaim 250 times/s" in v2.sentence
-    assert sum(v.rule == "reclaim-bound" for v in explain({**m, **m2}, r["context"])) == 1
+    assert sum(v.rule == "reclaim-bound" for v in fire({**m, **m2}, r["context"])) == 1
 
 
 def test_memcopy_bound_and_thresholds_inclusive() -> None:
@@ -145,27 +145,27 @@ def test_memcopy_bound_and_thresholds_inclusive() -> None:
     r = run("buffered_cached")
     tput = r["context"]["throughput_bytes_per_s"]
     c = dict(r["context"], memcopy_bytes_per_s=tput / 0.80)
-    v = next(v for v in explain(r["metrics"], c) if v.rule == "memcopy-bound")
+    v = next(v for v in fire(r["metrics"], c) if v.rule == "memcopy-bound")
     assert "80% of the machine's memory-copy ceiling" in v.sentence
     c2 = dict(r["context"], memcopy_bytes_per_s=tput / 0.79)
-    assert "memcopy-bound" not in rules(explain(r["metrics"], c2))
+    assert "memcopy-bound" not in rules(fire(r["metrics"], c2))
 
 
 def test_device_bound_by_utilisation_without_a_ceiling() -> None:
     r = run("direct_write")
     ctx = {k: v for k, v in r["context"].items() if k != "direct_ceiling_bytes_per_s"}
     m = dict(r["metrics"], disk_util=0.95)
-    assert "device-bound" not in rules(explain(m, ctx))  # the fixture's device is a loop
+    assert "device-bound" not in rules(fire(m, ctx))  # the fixture's device is a loop
     ctx["device_physical"] = 1.0
-    v = next(v for v in explain(m, ctx) if v.rule == "device-bound")
+    v = next(v for v in fire(m, ctx) if v.rule == "device-bound")
     assert "busy 95% of the run" in v.sentence
 
 
 def test_missing_context_does_not_fire() -> None:
     r = run("buffered_throttled")
     ctx = {k: v for k, v in r["context"].items() if k != "wall_s"}
-    assert "writers-throttled" not in rules(explain(r["metrics"], ctx))
-    assert explain({}, {}) == []
+    assert "writers-throttled" not in rules(fire(r["metrics"], ctx))
+    assert fire({}, {}) == []
 
 
 def test_table_refers_only_to_known_quantities() -> None:
@@ -195,7 +195,7 @@ def test_table_refers_only_to_known_quantities() -> None:
 
 def test_to_json_shape() -> None:
     r = run("buffered_throttled")
-    vs = explain(r["metrics"], r["context"])
+    vs = fire(r["metrics"], r["context"])
     doc = to_json(42, vs, [{"probe": "locks", "reason": "not requested"}])
     assert set(doc) == {"run", "verdicts", "skipped_probes"}
     assert doc["run"] == 42
@@ -211,15 +211,15 @@ def test_to_json_shape() -> None:
 def test_util_alone_is_no_verdict_on_a_virtual_device() -> None:
     """%util of a loop or virtual device is not saturation; on a physical one it may be."""
     m = {"disk_util": 0.95, "disk_queue_depth": 1.0, "cpu_idle_share": 0.6}
-    assert "device-bound" not in rules(explain(m, {"device_physical": 0.0}))
-    assert "device-bound" in rules(explain(m, {"device_physical": 1.0}))
+    assert "device-bound" not in rules(fire(m, {"device_physical": 0.0}))
+    assert "device-bound" in rules(fire(m, {"device_physical": 1.0}))
 
 
 def test_near_misses_name_the_gap() -> None:
     from iowall.analysis.explain.rules import near_misses
 
     m = {"cpu_kernel_share": 0.75, "cpu_idle_share": 0.2, "cpu_iowait_share": 0.0}
-    assert rules(explain(m, {"cpus": 2})) == []
+    assert rules(fire(m, {"cpus": 2})) == []
     misses = near_misses(m, {"cpus": 2}, [])
     assert "kernel-cpu-bound: kernel CPU 75%, needs >= 85%" in misses
     # the closest first: kernel CPU at 75/85 beats CPU idle at 20% of a 40% minimum
@@ -240,11 +240,11 @@ def test_latency_bound_when_cpus_and_device_idle() -> None:
         "jobs": 1,
         "cpus": 2,
     }
-    (v,) = explain(m, c)
+    (v,) = fire(m, c)
     assert v.rule == "latency-bound" and "80% idle or waiting" in v.sentence
     assert "20% of its direct-I/O ceiling" in v.sentence
     # a short point whose busiest interval saturated the CPUs is CPU-bound, not latency-bound
-    (v,) = explain({**m, "cpu_sys_share_max": 0.97, "cpu_kernel_share": 0.45}, c)
+    (v,) = fire({**m, "cpu_sys_share_max": 0.97, "cpu_kernel_share": 0.45}, c)
     assert v.rule == "kernel-cpu-bound" and "busiest interval system time took 97%" in v.sentence
 
 
@@ -264,7 +264,7 @@ def test_cpu_bound_says_where_the_time_went_and_names_neighbours() -> None:
         {"class": "neighbours", "comm": "spin", "cpu_s": 5.4},
         {"class": "workload", "comm": "fio", "cpu_s": 3.5},
     ]
-    vs = explain(m, {"cpus": 2}, tasks_top=top)
+    vs = fire(m, {"cpus": 2}, tasks_top=top)
     assert rules(vs) == ["cpu-saturated", "neighbours"]
     assert vs[0].sentence.endswith(
         "Where the CPU time went: 55% other processes (neighbours), "
@@ -276,7 +276,7 @@ def test_cpu_bound_says_where_the_time_went_and_names_neighbours() -> None:
 
 def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None:
     from iowall.analysis.explain.context import explain_context
-    from iowall.analysis.explain.run import why_run
+    from iowall.analysis.explain.run import explain
     from iowall.model import Metric, Point, Run
 
     def fio(jobs: int, bw: float, direct: int = 1, rid: int = 0) -> Run:
@@ -322,8 +322,8 @@ def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None
         finished_at=1.0,
         id=3,
     )
-    w = why_run(mc, [mc])
-    assert not w["applicable"] and w["sentences"][0].startswith("not applicable")
+    e = explain(mc, [mc])
+    assert not e.applicable and e.sentences[0].startswith("not applicable")
 
 
 def test_one_busy_thread_is_the_wall_not_latency() -> None:
@@ -339,18 +339,18 @@ def test_one_busy_thread_is_the_wall_not_latency() -> None:
         {"class": "io_uring", "comm": "iou-wrk-7", "cpu_s": 4.3},
         {"class": "neighbours", "comm": "spin", "cpu_s": 4.9},
     ]
-    (v,) = explain(m, c, tasks_top=top)
+    (v,) = fire(m, c, tasks_top=top)
     assert v.rule == "thread-bound"
     assert v.sentence.startswith(
         "One thread is the wall: iou-wrk-7 (io_uring) was on a CPU for 4.30 s of the point's 5.00 s (86%)"
     )
     c2 = {**c, "wall_s": 4.5, "copy_s": 3.9}  # a buffered write: judged over its copy phase
-    (v,) = explain({**m, "tasks_window_s": 5.5}, c2, tasks_top=top)
+    (v,) = fire({**m, "tasks_window_s": 5.5}, c2, tasks_top=top)
     assert "4.30 s of the copy phase's 3.90 s (100%)" in v.sentence
-    assert rules(explain(m, c, tasks_top=top[1:])) == ["latency-bound"]  # a neighbour is not
+    assert rules(fire(m, c, tasks_top=top[1:])) == ["latency-bound"]  # a neighbour is not
     # threads seen but never timed (a point shorter than a tick): nothing to say, no error
     idle = [{"class": "workload", "comm": "fio", "cpu_s": 0.0}]
-    assert "thread-bound" not in rules(explain(m, c, tasks_top=idle))
+    assert "thread-bound" not in rules(fire(m, c, tasks_top=idle))
     # four workers sharing the work: no one thread is the wall
     four = [{"class": "io_uring", "comm": f"iou-wrk-{i}", "cpu_s": 4.3} for i in range(4)]
-    assert "thread-bound" not in rules(explain(m, c, tasks_top=four))
+    assert "thread-bound" not in rules(fire(m, c, tasks_top=four))

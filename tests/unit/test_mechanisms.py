@@ -81,7 +81,7 @@ def test_requests_split_at_max_sectors_kb() -> None:
     )
     c = device_wall.request_cause(dev)
     assert c is not None and c.mechanism == "split"
-    assert "256 requests of 4 KiB" in c.said and "max_sectors_kb = 4" in c.said
+    assert "256 requests of 4.0 KiB" in c.said and "max_sectors_kb = 4" in c.said
     # the same sizes under the default cap: not a split by max_sectors_kb
     assert (
         device_wall.request_cause(
@@ -139,7 +139,7 @@ def test_knobs_in_force_override_the_beds_queue_facts() -> None:
         device_wall.Device(name="zram0"), {"zram": {"comp_algorithm": "lzo-rle"}}, {}, {}
     )
     assert z.kind == "zram" and "lzo-rle" in z.describe()
-    lines = device_lines({"name": "loop0", "what": dev.describe(), "queue": dict(dev.queue), "requests": {}})
+    lines = device_lines(dev)
     assert any("max_sectors_kb 4" in line for line in lines)
 
 
@@ -255,7 +255,7 @@ def test_per_call_cost() -> None:
         kernel_paths={"page_cache": 1.0, "copy": 0.4},
     )
     w = _wall(b, device_wall.Device())
-    assert w.kind == "per-call" and "4 KiB" in w.sentence
+    assert w.kind == "per-call" and "4.0 KiB" in w.sentence
 
 
 def test_the_affinity_mask() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from iowall.analysis.explain.run import why_points
+from iowall.analysis.explain.run import explain_points
 from iowall.model import Metric, Point, Run, Series
 from iowall.model import primary_metric as primary
 from iowall.report.why import why_lines
@@ -62,10 +62,11 @@ def test_median_run_of_each_probed_point_is_explained() -> None:
         notes=("probe throttle skipped: no tracefs",),
     )
     ceiling = _run(5, {"kind": "memcopy", "threads": 2}, {"memcopy_bytes_per_s": 2e10}, probed=False)
-    items = why_points(runs + [quiet, ceiling])
-    assert [w["run"] for w in items] == [3, 4]  # median run; memcopy not probed
-    assert items[0]["verdicts"][0]["rule"] == "writers-throttled"
-    assert not items[1]["fired"] and items[1]["skipped_probes"][0]["probe"] == "throttle"
+    found = explain_points(runs + [quiet, ceiling])
+    assert [e.run for e in found] == [3, 4]  # median run; memcopy not probed
+    assert found[0].verdicts[0].rule == "writers-throttled"
+    assert not found[1].fired and found[1].skipped_probes[0].probe == "throttle"
+    items = [e.to_json() for e in found]  # a report's Why, as reports keep it
     text = "\n".join(why_lines(items))
     assert "Writers throttled" in text and "direct=1 jobs=2 rw=write (run 4):" in text
     assert "no rule fired; nearest: " in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.explain.context import representative
-from ..analysis.explain.run import why_points
+from ..analysis.explain.run import explain_points
 from ..analysis.regress.compare import CompareResult, Side, compare
 from ..model import MEASURED_STATUSES, Run, primary_metric
 from ..probes.profile import ARTIFACT
@@ -111,9 +111,9 @@ def ab_report(
         again = f" (attempt {r.attempt}; booted again)" if r.retried else ""
         notes.append(f"round {r.round} {r.side} failed{again}: {r.error}")
     why = [
-        {**w, "point": f"{lab}: {w['point']}"}
+        {**e.to_json(), "point": f"{lab}: {e.point}"}
         for lab, rs in zip(cfg.labels, (a, b), strict=True)
-        for w in why_points(rs)
+        for e in explain_points(rs)
     ]
     cmp: CompareResult | None = None
     if any(r.status in MEASURED_STATUSES for r in a) and any(r.status in MEASURED_STATUSES for r in b):

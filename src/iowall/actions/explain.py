@@ -3,10 +3,9 @@ context of its batch (the ceilings and the memory copy measured beside it)."""
 
 from __future__ import annotations
 
-from ..analysis.explain.context import explain_context
-from ..analysis.explain.run import why_run
+from ..analysis.explain.facts import Explanation
+from ..analysis.explain.run import explain
 from ..model import Run
-from ..report.explanation import Explanation
 from ..store import RunFilter, Store
 
 
@@ -23,5 +22,4 @@ def explain_run(store: Store, run: Run | int, batch: list[Run] | None = None) ->
         run = store.get_run(run)
     if batch is None:
         batch = batch_runs(store, run)
-    ctx = explain_context(run, batch)
-    return Explanation(run, why_run(run, batch), ctx.get("throughput_bytes_per_s"))
+    return explain(run, batch)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..analysis.explain.context import representative
-from ..analysis.explain.run import why_run
+from ..analysis.explain.run import explain
 from ..analysis.regress.compare import Side, compare, shared_run
 from ..analysis.regress.gate import (
     Accept,
@@ -100,7 +100,7 @@ def explain_regressions(
             arts = store.artifacts_of([x for x in (rb.id, rn.id) if x is not None])
             rb = replace(rb, artifacts=arts.get(rb.id or 0, ()))
             rn = replace(rn, artifacts=arts.get(rn.id or 0, ()))
-        wb, wn = why_run(rb, b_runs), why_run(rn, n_runs)
+        wb, wn = explain(rb, b_runs), explain(rn, n_runs)
         flame = f"iowall plot flame {rb.id} {rn.id} -o diff.svg"
         if flames is not None and store is not None:
             path = os.path.join(flames, f"gate-{rb.id}-{rn.id}.svg")
@@ -120,8 +120,8 @@ def explain_regressions(
                 v.row.metric,
                 rb.id,
                 rn.id,
-                tuple(wb.get("sentences", [])),
-                tuple(wn.get("sentences", [])),
+                wb.sentences,
+                wn.sentences,
                 tuple(attribution_shift(b_runs, n_runs)),
                 flame,
             )

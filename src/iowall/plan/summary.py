@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.explain.run import why_points
+from ..analysis.explain.run import explain_points
 from ..analysis.fiogroups import fio_groups
 from ..measure.repeat import replay, to_json
 from ..model import Run
@@ -178,7 +178,7 @@ def plan_report(res: PlanResult) -> Report:
         sections=(Section(table=Table.of(headers, cells, left=left)),),
         tail=tuple(tail),
         notes=tuple(res.notes),
-        why=tuple(why_points(res.runs)),
+        why=tuple(e.to_json() for e in explain_points(res.runs)),
         label=res.plan.label,
         batch=res.batch,
         run_ids=tuple(ids),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.explain.run import why_points
+from ..analysis.explain.run import explain_points
 from ..analysis.regress.compare import CompareResult, Side, compare
 from ..model import MEASURED_STATUSES, Point, Run
 from ..results import Cell, Report, Section, Table, Value, cell_json
@@ -175,7 +175,7 @@ def recipe_report(
         title=title,
         sections=(Section(table=full),),
         notes=tuple(notes),
-        why=tuple(why_points(runs)),
+        why=tuple(e.to_json() for e in explain_points(runs)),
         label=label,
         batch=batch,
         run_ids=ids,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from ..analysis.explain.budget import Budget
 from ..analysis.explain.kernel_paths import LABELS as PATH_LABELS
 from ..analysis.explain.offcpu import LABELS
 from ..vocab.cpuclasses import TITLES
@@ -27,51 +27,53 @@ def _title(category: str) -> str:
     return category
 
 
-def budget_lines(b: Mapping[str, Any]) -> list[str]:
+def budget_lines(b: Budget, helpers: Mapping[str, float]) -> list[str]:
     """The budget's categories (the kernel split by path), seconds and share, and the
-    threads it counts."""
-    secs: Mapping[str, float] = b.get("seconds", {})
-    wall = float(b.get("wall_s") or 0.0)
+    threads it counts; ``helpers``: the CPUs of each class of thread working for the point.
+    Seconds are taken at the precision the JSON gives them (``budget.to_json``: 4 decimals),
+    so that the text and the JSON of one explanation never disagree in a digit."""
+    wall = round(b.wall_s, 4)
     if wall <= 0:
         return []
-    tops = b.get("top_functions", {})
+    secs = {c: round(s, 4) for c, s in b.totals.items() if s > 0}
     rows: list[list[str]] = []
     for cat, s in sorted(secs.items(), key=lambda kv: -kv[1]):
         if cat == "kernel":
-            paths = b.get("kernel_paths") or {}
+            paths = {p: round(s, 4) for p, s in b.kernel_paths.items()}
             for p, ps in sorted(paths.items(), key=lambda kv: -kv[1]):
                 rows.append(
                     [f"on a CPU: kernel, {PATH_LABELS.get(p, p)}", f"{ps:.2f}", f"{100 * ps / wall:.1f}%", ""]
                 )
-            if not paths:
+            if not b.kernel_paths:
                 rows.append(["on a CPU: kernel", f"{s:.2f}", f"{100 * s / wall:.1f}%", ""])
             continue
-        fn = tops.get(cat.split(":", 1)[1], {}) if cat.startswith("blocked:") else {}
-        caller = fn.get("caller", "")
-        where = fn.get("function", "") + (f" < {caller}" if caller and caller != fn.get("function") else "")
+        fn, caller = (
+            b.top_functions.get(cat.split(":", 1)[1], ("", "")) if cat.startswith("blocked:") else ("", "")
+        )
+        where = fn + (f" < {caller}" if caller and caller != fn else "")
         rows.append([_title(cat), f"{s:.2f}", f"{100 * s / wall:.1f}%", where])
-    threads = b.get("threads", [])
-    w0, w1 = b.get("window", [0, 0])
+    w0, w1 = b.window
     head = (
         f"  where the workload's wall-clock time went (I/O window {w0:.2f}-{w1:.2f} s "
-        f"from {b.get('window_source')}; {len(threads)} thread(s), {wall:.2f} "
+        f"from {b.window_source}; {len(b.threads)} thread(s), {wall:.2f} "
         "thread-seconds):"
     )
     out = [head, text_table(["state", "s", "share", "most sampled (< caller)"], rows, indent=4, left=1)]
-    inside = b.get("kernel_contexts") or {}
-    if inside:
+    if b.kernel_contexts:
         parts = ", ".join(
-            f"{LABELS.get(r, r)} {v:.2f} s" for r, v in sorted(inside.items(), key=lambda kv: -kv[1])
+            f"{LABELS.get(r, r)} {v:.2f} s"
+            for r, v in sorted(
+                ((r, round(v, 4)) for r, v in b.kernel_contexts.items()), key=lambda kv: -kv[1]
+            )
         )
         out.append(
             f"    of the time on a CPU in the kernel, inside: {parts} (counted with those waits in the wall)"
         )
-    helpers = b.get("helpers_cpus") or {}
     if helpers:
         out.append(
             "    threads working for the point, CPUs over the window: "
             + ", ".join(f"{TITLES.get(c, c)} {v:.2f}" for c, v in helpers.items())
         )
-    if b.get("left_out"):
-        out.append(f"    left out (did none of the point's work): {', '.join(b['left_out'])}")
+    if b.left_out:
+        out.append(f"    left out (did none of the point's work): {', '.join(b.left_out)}")
     return out

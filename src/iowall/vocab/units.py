@@ -87,6 +87,18 @@ def fmt_rate(bps: float) -> str:
     return f"{bps / KIB:.0f}KiB/s"
 
 
+def fmt_share(x: float, places: int = 0) -> str:
+    """A share as a percentage: ``0.284`` → ``28%`` (``places`` decimals); the one way
+    sentences and tables write shares."""
+    return f"{100 * x:.{places}f}%"
+
+
+def fmt_duration(s: float) -> str:
+    """A short time as sentences give it: ``850 us`` below a millisecond, else ``1.20 ms``
+    (tables write seconds compactly through ``fmt_metric``)."""
+    return f"{s * 1e6:.0f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
+
+
 def fio_size(n: int) -> str:
     """A byte count in fio job-file syntax, exact (``2m``, ``1536k``, ``1234``)."""
     for suffix, scale in (("g", GIB), ("m", MIB), ("k", KIB)):

@@ -138,7 +138,7 @@ def other_modes(run: Run, batch: list[Run]) -> list[dict[str, Any]]:
 def run_context(store: Store, run: Run) -> dict[str, Any]:
     """Everything /run/ID shows."""
     batch = batch_runs(store, run)
-    why = explain_run(store, run, batch).why
+    why = explain_run(store, run, batch)
     top = primary_metric(run)
     metrics = [
         {

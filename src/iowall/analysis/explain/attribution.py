@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...vocab.cpuclasses import CLASSES, TITLES, UNATTRIBUTED
@@ -15,6 +16,37 @@ from .kernel_paths import LABELS, PATHS, Attribution
 MIN_SHARE = 0.03
 
 
+@dataclass(frozen=True)
+class ClassShare:
+    """A class of thread (``vocab.cpuclasses``) with its CPU-seconds and share of the busy
+    CPU time (the ``tasks`` probe)."""
+
+    cls: str
+    title: str
+    cpu_s: float
+    share: float
+
+
+@dataclass(frozen=True)
+class FunctionShare:
+    """A kernel function and its share of its path's samples."""
+
+    function: str
+    share: float
+
+
+@dataclass(frozen=True)
+class PathShare:
+    """A kernel path of the CPU profile (``kernel_paths``): its samples, share of all
+    sampled CPU time and heaviest functions."""
+
+    path: str
+    label: str
+    samples: int
+    share: float
+    top_functions: tuple[FunctionShare, ...] = ()
+
+
 def _share(metrics: Mapping[str, Any], key: str) -> float | None:
     v = metrics.get(key)
     if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
@@ -22,26 +54,18 @@ def _share(metrics: Mapping[str, Any], key: str) -> float | None:
     return None
 
 
-def classes(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+def classes(metrics: Mapping[str, Any]) -> list[ClassShare]:
     """Every class with its CPU-seconds and share of the busy CPU time, largest first, then
     ``unattributed`` (always last, never hidden); empty without the ``tasks`` probe."""
-    named: list[tuple[float, dict[str, Any]]] = []
-    rest: list[dict[str, Any]] = []
+    named: list[ClassShare] = []
+    rest: list[ClassShare] = []
     for c in (*CLASSES, UNATTRIBUTED):
         share = _share(metrics, f"tasks_{c}_share")
         if share is None:
             continue
-        row = {
-            "class": c,
-            "title": TITLES.get(c, c),
-            "cpu_s": _share(metrics, f"tasks_{c}_cpu_s") or 0.0,
-            "share": share,
-        }
-        if c == UNATTRIBUTED:
-            rest.append(row)
-        else:
-            named.append((share, row))
-    return [row for _, row in sorted(named, key=lambda x: -x[0])] + rest
+        row = ClassShare(c, TITLES.get(c, c), _share(metrics, f"tasks_{c}_cpu_s") or 0.0, share)
+        (rest if c == UNATTRIBUTED else named).append(row)
+    return sorted(named, key=lambda x: -x.share) + rest
 
 
 def consumers_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
@@ -50,8 +74,8 @@ def consumers_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
     cs = classes(metrics)
     if not cs:
         return None
-    named = [c for c in cs if c["class"] != UNATTRIBUTED and c["share"] >= MIN_SHARE][:top]
-    parts = [f"{100 * c['share']:.0f}% {c['title']}" for c in named]
+    named = [c for c in cs if c.cls != UNATTRIBUTED and c.share >= MIN_SHARE][:top]
+    parts = [f"{100 * c.share:.0f}% {c.title}" for c in named]
     un = _share(metrics, f"tasks_{UNATTRIBUTED}_share") or 0.0
     return ", ".join(parts or ["no class above 3%"]) + f"; {100 * un:.0f}% unattributed"
 
@@ -76,16 +100,16 @@ def paths_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
     return ", ".join(f"{100 * p['share']:.0f}% {p['label']}" for p in ps)
 
 
-def top_paths(att: Attribution, top: int = 6) -> list[dict[str, Any]]:
-    """The heaviest kernel paths of a profile with their heaviest functions, for JSON."""
+def top_paths(att: Attribution, top: int = 6) -> list[PathShare]:
+    """The heaviest kernel paths of a profile with their heaviest functions."""
     return [
-        {
-            "path": p.path,
-            "label": p.label,
-            "samples": p.samples,
-            "share": p.share,
-            "top_functions": [{"function": f.name, "share": f.share} for f in p.top_functions],
-        }
+        PathShare(
+            p.path,
+            p.label,
+            p.samples,
+            p.share,
+            tuple(FunctionShare(f.name, f.share) for f in p.top_functions),
+        )
         for p in att.ranked()[:top]
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from ...model import MEASURED_STATUSES, Run, primary_metric
 from .phases import write_phases
@@ -119,13 +119,21 @@ def not_applicable(run: Run) -> str | None:
     return None
 
 
-def skipped_probes(run: Run) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SkippedProbe:
+    """A probe the run could not use, and why (from its notes)."""
+
+    probe: str
+    reason: str
+
+
+def skipped_probes(run: Run) -> list[SkippedProbe]:
     """Probes the run could not use, from its notes (``probe NAME skipped: REASON``)."""
     out = []
     for n in run.notes:
         if n.startswith("probe ") and " skipped: " in n:
             head, reason = n.split(" skipped: ", 1)
-            out.append({"probe": head.removeprefix("probe "), "reason": reason})
+            out.append(SkippedProbe(head.removeprefix("probe "), reason))
     return out
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...vocab.units import fmt_bytes, fmt_rate, fmt_share
 from .budget import Budget
 from .device import Device
 from .kernel_knowledge import meaning
 from .kernel_paths import LABELS as PATH_LABELS
-from .verdict import TURNS, Wall, size, who_of
-from .verdict import pct as _pct
-from .verdict import rate as _rate
+from .verdict import TURNS, Wall, who_of
 
 #: the copy's own rate (bytes per second spent in the copy path) at least this share of the
 #: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by
@@ -36,7 +35,7 @@ def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: D
         many = f" ({jobs:.0f} jobs on {cpus:.0f} CPUs)" if jobs and cpus else ""
         w = Wall(
             w.kind,
-            w.sentence + f" That includes {_pct(own)} of its time runnable behind "
+            w.sentence + f" That includes {fmt_share(own)} of its time runnable behind "
             f"its own threads and the bed's workers: more runnable threads than CPUs"
             f"{many}.",
             share,
@@ -50,7 +49,7 @@ def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: D
         busy = f" ({b.cpus[1]:.2f} of {ctx.get('cpus', 0):.0f} busy with the point's work)" if b.cpus else ""
         w = Wall(
             w.kind,
-            w.sentence + f" And {_pct(turns)} asleep on a kernel lock{where} that "
+            w.sentence + f" And {fmt_share(turns)} asleep on a kernel lock{where} that "
             f"its threads take in turn: the CPUs were full{busy}, so the lock only chose "
             "which thread waited; it would cost throughput with more CPUs than threads.",
             share,
@@ -63,7 +62,7 @@ def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: D
         return Wall(
             w.kind,
             w.sentence + f" One thread does the point's work: on a CPU "
-            f"{_pct(oncpu)} of the window, it is the wall; more jobs would spread it.",
+            f"{fmt_share(oncpu)} of the window, it is the wall; more jobs would spread it.",
             share,
             w.evidence | {"thread_bound": True},
             w.mechanism,
@@ -102,7 +101,7 @@ def _affinity(b: Budget, ctx: Mapping[str, float], own: float) -> Wall | None:
     return Wall(
         "cpu-affinity",
         f"Held by its CPU affinity: {who} may run only on CPU {listed} ({len(allowed)} of "
-        f"{cpus:.0f}) and waited {_pct(waited)} of its time runnable for them{idle}: "
+        f"{cpus:.0f}) and waited {fmt_share(waited)} of its time runnable for them{idle}: "
         "the affinity mask, not the CPUs, is the wall.",
         b.share("user") + b.share("kernel") + waited,
         {"allowed_cpus": allowed, "run_delay_share": round(waited, 4)},
@@ -136,11 +135,11 @@ def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
     copy_us = copy_s / calls * 1e6
     return Wall(
         "per-call",
-        f"Per-call cost: {who} was on a CPU {_pct(share)} of its time making "
-        f"{calls / b.window_s:,.0f} calls/s of {size(per)} each, {us_call:.1f} us of CPU a call, "
-        f"of which the copy took {copy_us:.1f} us ({_pct(copy_s / oncpu)}); the rest is the "
+        f"Per-call cost: {who} was on a CPU {fmt_share(share)} of its time making "
+        f"{calls / b.window_s:,.0f} calls/s of {fmt_bytes(per)} each, {us_call:.1f} us of CPU a call, "
+        f"of which the copy took {copy_us:.1f} us ({fmt_share(copy_s / oncpu)}); the rest is the "
         f"call's own cost (entry and exit, lookups, {who}'s own work per I/O: "
-        f"{_pct(b.totals.get('user', 0.0) / oncpu)} in user space): larger blocks or batched "
+        f"{fmt_share(b.totals.get('user', 0.0) / oncpu)} in user space): larger blocks or batched "
         "submission would move it.",
         share,
         {
@@ -162,9 +161,10 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
     # the CPU state holds the waits for a CPU too: say so when they weigh
     on = (
-        f"on a CPU {_pct(share)} of its time"
+        f"on a CPU {fmt_share(share)} of its time"
         if waits < 0.05
-        else f"on a CPU or waiting for one {_pct(share)} of its time ({_pct(max(0.0, share - waits))} on one)"
+        else f"on a CPU or waiting for one {fmt_share(share)} of its time "
+        f"({fmt_share(max(0.0, share - waits))} on one)"
     )
     ev: dict[str, Any] = {
         "on_cpu_s": round(oncpu, 3),
@@ -181,7 +181,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
             where = f"; the bed's device is {dev.describe()}"
         return Wall(
             "cpu-kernel",
-            f"On a CPU in the kernel, in {mech}: {who} was {on}, {_pct(secs / oncpu)} of its "
+            f"On a CPU in the kernel, in {mech}: {who} was {on}, {fmt_share(secs / oncpu)} of its "
             f"CPU time in {mech}{top}: {meaning(mech)}{where}.",
             share,
             ev | {"mechanism_s": round(secs, 3), "function": fn, "caller": caller},
@@ -207,8 +207,8 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
             ceiling = mc1
             ev["copying_at_once"] = round(at_once, 2)
         copying = (
-            f"mostly copying to or from user space ({_pct(top_s / oncpu)} of its CPU "
-            f"time) at {_rate(copy_rate)} while copying"
+            f"mostly copying to or from user space ({fmt_share(top_s / oncpu)} of its CPU "
+            f"time) at {fmt_rate(copy_rate)} while copying"
         )
         if not ceiling:
             return Wall(
@@ -230,16 +230,16 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
             return Wall(
                 "memcopy",
                 f"The memory-copy wall: {who} was {on}"
-                f", {copying}, {_pct(copy_rate / ceiling)} of {what}, "
-                f"{_rate(ceiling)} per thread.",
+                f", {copying}, {fmt_share(copy_rate / ceiling)} of {what}, "
+                f"{fmt_rate(ceiling)} per thread.",
                 share,
                 ev,
             )
         return Wall(
             "cpu-kernel",
             f"On a CPU in the kernel: {who} was {on}"
-            f", {copying}, only {_pct(copy_rate / ceiling)} of {what} "
-            f"({_rate(ceiling)} per thread): something slows the copy itself "
+            f", {copying}, only {fmt_share(copy_rate / ceiling)} of {what} "
+            f"({fmt_rate(ceiling)} per thread): something slows the copy itself "
             "(faults on fresh pages, memory the host must back first).",
             share,
             ev,
@@ -250,7 +250,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     return Wall(
         "cpu-kernel",
         f"On a CPU in the kernel: {who} was {on}"
-        f", {_pct(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
+        f", {fmt_share(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
         f"{label}{top}.",
         share,
         ev | {"path": top_path, "function": fn, "caller": caller},

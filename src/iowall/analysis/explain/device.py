@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ...vocab.units import fmt_bytes, fmt_duration, fmt_rate, fmt_share
 from .budget import Budget
-from .verdict import Wall, pct, rate, size, us
+from .verdict import Wall
 
 #: the device is the wall when busy at least this share of the window with requests queued
 DEVICE_BUSY = 0.80
@@ -213,7 +214,7 @@ def request_cause(dev: Device) -> RequestCause | None:
     if not w or not r or not d:
         return None
     n = w / r
-    what = f"each {size(w)} {d}"
+    what = f"each {fmt_bytes(w)} {d}"
     cap = dev.queue_int("max_sectors_kb")
     if (
         r <= SMALLER * w
@@ -223,14 +224,14 @@ def request_cause(dev: Device) -> RequestCause | None:
     ):
         return RequestCause(
             "split",
-            f"{what} reached the device as {n:.0f} requests of {size(r)}: queue/max_sectors_kb = "
-            f"{cap} caps a request at {size(cap * 1024)}, so the block layer splits every I/O",
+            f"{what} reached the device as {n:.0f} requests of {fmt_bytes(r)}: queue/max_sectors_kb = "
+            f"{cap} caps a request at {fmt_bytes(cap * 1024)}, so the block layer splits every I/O",
         )
     ra = dev.queue_int("read_ahead_kb")
     if d == "read" and not dev.direct and ra == 0 and r <= SMALLER * w:
         return RequestCause(
             "no-readahead",
-            f"{what} reached the device as {n:.0f} requests of {size(r)}, read one after "
+            f"{what} reached the device as {n:.0f} requests of {fmt_bytes(r)}, read one after "
             "another: read_ahead_kb = 0, so the page cache reads each page on its own when the "
             "reader asks for it",
         )
@@ -239,7 +240,7 @@ def request_cause(dev: Device) -> RequestCause | None:
     if nomerges and dev.sequential and w <= 64 * 1024 and r <= 1.25 * w and not merged:
         return RequestCause(
             "not-merged",
-            f"{what} reached the device as its own request of {size(r)}: queue/nomerges = "
+            f"{what} reached the device as its own request of {fmt_bytes(r)}: queue/nomerges = "
             f"{nomerges} turns merging off, so neighbouring I/Os are not joined into larger requests",
         )
     return None
@@ -261,7 +262,7 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
         for lim in c.get("limits", {}).get("io_limits") or ()
         if not devnos or lim.get("dev") in devnos
     ]
-    busy = f"{pct(dev.util)} busy" if dev.util is not None else "busy time not measured"
+    busy = f"{fmt_share(dev.util)} busy" if dev.util is not None else "busy time not measured"
     r = dev.request_bytes()
     if r is not None:
         ev |= {"request_bytes": round(r), "io_bytes": dev.io_bytes, "direction": dev.direction}
@@ -269,9 +270,9 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
     if cause is not None:
         return Wall(
             "request-size",
-            f"Requests made smaller on the way down: {who} waited {pct(share)} of its time for "
+            f"Requests made smaller on the way down: {who} waited {fmt_share(share)} of its time for "
             f"I/O, and {cause.said} (the device {busy}"
-            + (f", its loop worker on a CPU {pct(min(1, dev.loop_cpus))}" if dev.loop_cpus else "")
+            + (f", its loop worker on a CPU {fmt_share(min(1, dev.loop_cpus))}" if dev.loop_cpus else "")
             + ").",
             share,
             ev | {"queue": dict(dev.queue)},
@@ -281,11 +282,12 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
     own = dev.workload_bytes_per_s
     working = (dev.util or 0) >= DEVICE_QUEUED_BUSY or (dev.loop_cpus or 0) >= DEVICE_QUEUED_BUSY
     if own and moved >= SHARED * own and working:
-        worker = f", its loop worker on a CPU {pct(min(1, dev.loop_cpus))}" if dev.loop_cpus else ""
+        worker = f", its loop worker on a CPU {fmt_share(min(1, dev.loop_cpus))}" if dev.loop_cpus else ""
         return Wall(
             "device",
-            f"A shared device: {who} waited {pct(share)} of its time for I/O while the device "
-            f"moved {rate(moved)}, of which {who}'s own I/O was {rate(own)} ({pct(own / moved)}): "
+            f"A shared device: {who} waited {fmt_share(share)} of its time for I/O while the device "
+            f"moved {fmt_rate(moved)}, of which {who}'s own I/O was {fmt_rate(own)} "
+            f"({fmt_share(own / moved)}): "
             f"its requests queue behind other I/O (the device {busy}{worker}).",
             share,
             ev | {"device_bytes_per_s": round(moved), "workload_bytes_per_s": round(own)},
@@ -295,8 +297,8 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
         what = f" ({dev.describe()})" if dev.kind == "loop" else " (the bed's device is that kernel thread)"
         return Wall(
             "device",
-            f"Device-bound: {who} waited {pct(share)} of its time for I/O "
-            f"while the loop device's worker was on a CPU {pct(min(1, dev.loop_cpus))} "
+            f"Device-bound: {who} waited {fmt_share(share)} of its time for I/O "
+            f"while the loop device's worker was on a CPU {fmt_share(min(1, dev.loop_cpus))} "
             f"of the window{what}.",
             share,
             ev,
@@ -312,7 +314,7 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
     if held or (limits and (dev.util or 0) < 0.5):
         what = ", ".join(_io_limit(x) for x in limits)
         detail = (
-            f" (each I/O waited {us(per_io)} against the device's {us(dev.await_s)})"
+            f" (each I/O waited {fmt_duration(per_io)} against the device's {fmt_duration(dev.await_s)})"
             if per_io and dev.await_s
             else ""
         )
@@ -320,24 +322,26 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
             return Wall(
                 "block-throttle",
                 f"Held by a block-layer limit ({what}) while the "
-                f"device was {busy}: {who} waited {pct(share)} of its time for I/O"
+                f"device was {busy}: {who} waited {fmt_share(share)} of its time for I/O"
                 f"{detail}.",
                 share,
                 ev | {"io_limits": limits},
             )
         return Wall(
             "above-device",
-            f"Held above the device: {who} waited {pct(share)} of its "
+            f"Held above the device: {who} waited {fmt_share(share)} of its "
             f"time for I/O while the device was {busy}{detail}: the requests queue in "
             "the layers above it.",
             share,
             ev,
         )
     if dev.queue_depth is not None and dev.queue_depth <= 1.5:
-        lat = f"each I/O took {us(dev.await_s)} on the device" if dev.await_s else "one I/O at a time"
+        lat = (
+            f"each I/O took {fmt_duration(dev.await_s)} on the device" if dev.await_s else "one I/O at a time"
+        )
         return Wall(
             "io-latency",
-            f"Latency-bound: {who} waited {pct(share)} of its time for "
+            f"Latency-bound: {who} waited {fmt_share(share)} of its time for "
             f"I/O with {dev.queue_depth:.1f} request(s) in flight on average; {lat}, "
             f"and the device was {busy}: more jobs or a deeper queue would move it.",
             share,
@@ -348,16 +352,16 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
         what = f" The bed's device is {dev.describe()}." if dev.kind in ("loop", "zram") else ""
         return Wall(
             "device",
-            f"Device-bound: {who} waited {pct(share)} of its time for I/O "
+            f"Device-bound: {who} waited {fmt_share(share)} of its time for I/O "
             f"while the device was {busy} with {dev.queue_depth or 0:.1f} requests in "
-            f"flight on average (each took {us(dev.await_s or 0)}).{what}",
+            f"flight on average (each took {fmt_duration(dev.await_s or 0)}).{what}",
             share,
             ev,
             "loop-worker" if dev.kind == "loop" and not dev.dio else "",
         )
     return Wall(
         "io",
-        f"{who} waited {pct(share)} of its time for I/O to complete; the "
+        f"{who} waited {fmt_share(share)} of its time for I/O to complete; the "
         f"device was {busy}"
         + (f" with {dev.queue_depth:.1f} requests in flight" if dev.queue_depth is not None else "")
         + ".",
@@ -368,7 +372,7 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
 
 def _io_limit(x: Mapping[str, Any]) -> str:
     parts = [
-        f"{k} {v / 2**20:.0f} MiB/s" if k.endswith("bps") else f"{k} {v:,.0f}"
+        f"{k} {fmt_rate(v)}" if k.endswith("bps") else f"{k} {v:,.0f}"
         for k, v in x.items()
         if k != "dev" and v
     ]

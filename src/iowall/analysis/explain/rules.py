@@ -1,6 +1,6 @@
 """``explain``: which kernel path holds a run at its wall, from the run's probe metrics.
 
-Pure: ``explain(metrics, context)`` reads plain numbers (the run's metrics, and the context
+Pure: ``fire(metrics, context)`` reads plain numbers (the run's metrics, and the context
 the caller knows: throughput, ceilings, wall time, jobs, CPUs) and returns verdicts, one
 sentence each with its numbers and the evidence behind it. The rules are the ``RULES``
 table below: each row is a rule name, conditions (a quantity, ``>=`` or ``<=``, a threshold),
@@ -248,7 +248,7 @@ def _round(x: Any) -> Any:
     return float(f"{x:.6g}") if isinstance(x, float) else x
 
 
-def explain(
+def fire(
     metrics: Mapping[str, float],
     context: Mapping[str, float],
     *,

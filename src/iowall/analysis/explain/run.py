@@ -1,6 +1,7 @@
-"""Pure: the "Why" section of a report — the explain rules applied to the median run of each
-point of a batch, with the ceilings and context found among the batch's other runs (a
-`limits` run's: ``analysis.scaling.limits.why_limits``)."""
+"""Pure: the explain wing's entry point. ``explain(run, batch)`` says why one run is where it
+is, judged among the runs of its batch (the ceilings and the memory copy measured beside it),
+as an ``Explanation`` (``facts``); ``explain_points`` does it for the median run of each
+point of a batch (a report's Why; a `limits` run's is ``analysis.scaling.limits.why_limits``)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ from ...vocab.errors import UserError
 from ...vocab.units import parse_size
 from .attribution import classes, lock_callers, top_functions, top_paths
 from .budget import Budget, compute, counter_window
-from .budget import to_json as budget_json
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
 from .device import Device, device_in_window, window_mean, with_facts
+from .facts import Cost, Explanation
 from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute, decode_folded, path_metrics
-from .rules import Verdict, explain, near_misses, sentences
-from .verdict import Wall
+from .rules import Verdict, fire, near_misses, sentences
 from .wall import Decision, decide
 
 #: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
@@ -200,40 +200,7 @@ def wall_of(run: Run, b: Budget, ctx: dict[str, float], profile: dict[str, int] 
     return decide(b, dev, ctx, neighbours(run), (str(devno),) if devno else (), hp)
 
 
-def device_json(dev: Device) -> dict[str, Any]:
-    """The device side as reports keep it: what the device is, the requests it completed
-    against the I/Os the workload issued, and the queue limits in force."""
-    per = {
-        d: {
-            "requests_per_s": round(dev.reqs[d], 1),
-            "bytes_per_s": round(dev.bytes_per_s.get(d, 0.0)),
-            "merges_per_s": round(dev.merges[d], 1) if d in dev.merges else None,
-            "request_bytes": round(dev.request_bytes(d) or 0) or None,
-        }
-        for d in ("read", "write")
-        if dev.reqs.get(d)
-    }
-    return {
-        "name": dev.name,
-        "kind": dev.kind,
-        "what": dev.describe(),
-        "util": round(dev.util, 4) if dev.util is not None else None,
-        "in_flight": round(dev.queue_depth, 2) if dev.queue_depth is not None else None,
-        "await_s": dev.await_s,
-        "loop_worker_cpus": round(dev.loop_cpus, 3) if dev.loop_cpus is not None else None,
-        "requests": per,
-        "workload": {
-            "direction": dev.direction,
-            "io_bytes": round(dev.io_bytes) if dev.io_bytes else None,
-            "bytes_per_s": round(dev.workload_bytes_per_s) if dev.workload_bytes_per_s else None,
-            "direct": dev.direct,
-            "sequential": dev.sequential,
-        },
-        "queue": dict(dev.queue),
-    }
-
-
-def cost_json(b: Budget, dev: Device) -> dict[str, Any] | None:
+def cost_of(b: Budget, dev: Device) -> Cost | None:
     """The cost of each I/O: the workload's CPU time per I/O (fio's own count: libaio and
     io_uring submit many per call, through calls no counter sees), per MiB, and per
     read/write call with calls per second where those calls moved the workload's bytes."""
@@ -243,24 +210,27 @@ def cost_json(b: Budget, dev: Device) -> dict[str, Any] | None:
     calls = sum(t.syscalls for t in b.threads)
     moved = sum(t.bytes for t in b.threads)
     fio_bytes = (dev.workload_bytes_per_s or 0.0) * b.window_s
-    out: dict[str, Any] = {
-        "cpu_s": round(oncpu, 4),
-        "user_share": round(b.totals.get("user", 0.0) / oncpu, 4),
-    }
+    per_call: dict[str, float] = {}
     # read/write calls count only when they carried the I/O (not fio's reads of /proc
     # beside libaio's submissions: 3 bytes a call)
     if calls and moved and (not fio_bytes or moved >= 0.5 * fio_bytes):
-        out["calls_per_s"] = round(calls / b.window_s, 1)
-        out["cpu_us_per_call"] = round(oncpu / calls * 1e6, 3)
-        out["bytes_per_call"] = round(moved / calls)
+        per_call = {
+            "calls_per_s": round(calls / b.window_s, 1),
+            "cpu_us_per_call": round(oncpu / calls * 1e6, 3),
+            "bytes_per_call": round(moved / calls),
+        }
     total = fio_bytes or moved
-    if total:
-        out["cpu_ms_per_mib"] = round(oncpu / (total / 2**20) * 1e3, 4)
+    per_io: dict[str, float] = {}
     if fio_bytes and dev.io_bytes:
         ios = fio_bytes / dev.io_bytes
-        out["ios_per_s"] = round(ios / b.window_s, 1)
-        out["cpu_us_per_io"] = round(oncpu / ios * 1e6, 3)
-    return out
+        per_io = {"ios_per_s": round(ios / b.window_s, 1), "cpu_us_per_io": round(oncpu / ios * 1e6, 3)}
+    return Cost(
+        round(oncpu, 4),
+        round(b.totals.get("user", 0.0) / oncpu, 4),
+        cpu_ms_per_mib=round(oncpu / (total / 2**20) * 1e3, 4) if total else None,
+        **per_call,
+        **per_io,
+    )
 
 
 #: Classes of thread that do not work for the point: their CPU time is what the workload's
@@ -283,26 +253,14 @@ def cpu_split(run: Run, window: tuple[float, float]) -> tuple[float, float] | No
     return outside, busy - outside
 
 
-def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
-    """The verdicts on one run, as reports keep them: the rules that fired, the nearest miss
-    of each rule that did not, and where the CPU time went (the ``tasks`` probe)."""
-    base = {"run": run.id, "point": run.point.describe(), "skipped_probes": skipped_probes(run)}
+def explain(run: Run, batch: Sequence[Run]) -> Explanation:
+    """Why ``run`` is where it is, judged among the runs of its ``batch`` (the ceilings and
+    the memory copy measured beside it): the workload's budget and the wall it names, with
+    the rules that stand beside that wall, their nearest misses and where the CPU time went
+    (without a budget: the rules over the whole machine's CPU time)."""
     na = not_applicable(run)
     if na is not None:
-        return {
-            **base,
-            "sentences": [na],
-            "fired": False,
-            "applicable": False,
-            "verdicts": [],
-            "near_misses": [],
-            "attribution": [],
-            "paths": [],
-            "wall": None,
-            "budget": None,
-            "device": None,
-            "cost": None,
-        }
+        return Explanation(run.id, run.point.describe(), tuple(skipped_probes(run)), False, (na,))
     metrics = {m.name: m.value for m in run.metrics}
     ctx = explain_context(run, batch)
     stacks = _profile_stacks(run)  # decoded once: the attribution and the budget read it
@@ -310,20 +268,19 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
     if att is not None and not any(k.startswith("profile_") and k.endswith("_share") for k in metrics):
         metrics.update({m.name: m.value for m in path_metrics(att)})  # older runs
     b = budget(run, stacks)
-    wall: Wall | None = None
-    notes: list[str] = []
-    keep: tuple[str, ...] = ()
-    walls: list[Wall] = []
-    dev: Device | None = None
-    if b is not None:
-        d = wall_of(run, b, ctx, stacks)
-        dev = device_of(run, b.window)
-        wall, notes = d.wall, list(d.notes)
-        walls = [x for x in (wall, *d.also) if x]
-        keep = (*(r for w in walls for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
+    d = wall_of(run, b, ctx, stacks) if b is not None else None
+    walls = [x for x in (d.wall, *d.also) if x] if d is not None else []
+    keep = (*(r for w in walls for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
     # with a budget only the rules that stand beside its wall may fire: one left out must not
     # replace one kept (device-bound in writeback replacing writeback-phase beside a memcopy wall)
-    verdicts = explain(
+    verdicts = [
+        Verdict(
+            w.kind,
+            w.sentence if i == 0 else "Also: " + w.sentence,
+            {**w.evidence, "share": round(w.share, 4)},
+        )
+        for i, w in enumerate(walls)
+    ] + fire(
         metrics,
         ctx,
         lock_rows=lock_rows(run),
@@ -332,47 +289,33 @@ def why_run(run: Run, batch: Sequence[Run]) -> dict[str, Any]:
         top_functions=top_functions(att) if att is not None else None,
         only=keep if b is not None else None,
     )
-    if b is not None:
-        verdicts[:0] = [
-            Verdict(
-                w.kind,
-                w.sentence if i == 0 else "Also: " + w.sentence,
-                {**w.evidence, "share": round(w.share, 4)},
-            )
-            for i, w in enumerate(walls)
-        ]
+    dev = device_of(run, b.window) if b is not None else None
     said = sentences(verdicts) if verdicts or b is None else []
-    return {
-        **base,
-        "sentences": said + notes or sentences([]),
-        "fired": bool(verdicts),
-        "applicable": True,
-        "wall": (
-            {
-                "kind": wall.kind,
-                "mechanism": wall.mechanism,
-                "sentence": wall.sentence,
-                "share": round(wall.share, 4),
-            }
-            if wall
-            else None
-        ),
-        "device": device_json(dev) if dev is not None and (dev.reqs or dev.kind) else None,
-        "cost": cost_json(b, dev) if b is not None and dev is not None else None,
-        "budget": ({**budget_json(b), "helpers_cpus": helpers(run, b.window)} if b is not None else None),
-        "verdicts": [{"rule": v.rule, "sentence": v.sentence, "evidence": v.evidence} for v in verdicts],
+    return Explanation(
+        run.id,
+        run.point.describe(),
+        tuple(skipped_probes(run)),
+        sentences=tuple(said + list(d.notes if d is not None else ()) or sentences([])),
+        fired=bool(verdicts),
         # with a budget, only the near misses of the rules that may stand beside its wall
-        "near_misses": [
+        verdicts=tuple(verdicts),
+        near_misses=tuple(
             m
             for m in near_misses(metrics, ctx, [v.rule for v in verdicts])
             if b is None or m.split(":", 1)[0] in keep
-        ],
-        "attribution": classes(metrics),
-        "paths": top_paths(att) if att is not None else [],
-    }
+        ),
+        attribution=tuple(classes(metrics)),
+        paths=tuple(top_paths(att)) if att is not None else (),
+        wall=d.wall if d is not None else None,
+        budget=b,
+        helpers_cpus=helpers(run, b.window) if b is not None else {},
+        device=dev if dev is not None and (dev.reqs or dev.kind) else None,
+        cost=cost_of(b, dev) if b is not None and dev is not None else None,
+        throughput_bytes_per_s=ctx.get("throughput_bytes_per_s"),
+    )
 
 
-def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:
+def explain_points(runs: Sequence[Run]) -> list[Explanation]:
     """One entry per point of ``runs`` (in first-run order), explaining its median run by
     its primary metric; points whose runs carry no probe data are left out."""
     good = [r for r in runs if r.status in MEASURED_STATUSES]
@@ -386,5 +329,5 @@ def why_points(runs: Sequence[Run]) -> list[dict[str, Any]]:
         metric = primary_metric(group[0])
         run = representative(group, metric.name) if metric else group[len(group) // 2]
         if run is not None:
-            out.append(why_run(run, good))
+            out.append(explain(run, good))
     return out

@@ -26,27 +26,6 @@ class Wall:
     mechanism: str = ""
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def us(s: float) -> str:
-    return f"{s * 1e6:.0f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
-
-
-def size(b: float) -> str:
-    """A request or I/O size: ``4 KiB``, ``1 MiB``, ``1.5 KiB``."""
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if b >= scale:
-            v = b / scale
-            return f"{v:.0f} {unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {unit}"
-    return f"{b:.0f} B"
-
-
-def rate(b: float) -> str:
-    return f"{b / 2**30:.2f} GiB/s" if b >= 2**30 else f"{b / 2**20:.0f} MiB/s"
-
-
 def who_of(b: Budget) -> str:
     """The workload as sentences name it: ``fio``, ``fio (4 threads)``, ``the workload``."""
     comms = sorted({t.comm for t in b.threads})

@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ...vocab.units import fmt_share
 from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
 from .device import DEVICE_BUSY, DEVICE_QUEUED, Device, io_wall, request_cause
 from .kernel_knowledge import BY_NAME, meaning
 from .offcpu import LABELS, LOG_FORCE
 from .verdict import TURNS, Wall, who_of
-from .verdict import pct as _pct
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
@@ -149,7 +149,9 @@ def decide(
         states["blocked:io"] = states.get("blocked:io", 0.0) + states.pop("blocked:block-queue")
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
-        notes.append(f"{_pct(unacc)} of the workload's time is unaccounted (blocked with no stack sampled).")
+        notes.append(
+            f"{fmt_share(unacc)} of the workload's time is unaccounted (blocked with no stack sampled)."
+        )
     others = states.get("runnable:others", 0.0)
     ranked = sorted(states.items(), key=lambda kv: -kv[1])
     if ranked[0][0] != "runnable:others" and others < 1.0:
@@ -160,16 +162,16 @@ def decide(
         rest = (
             ""
             if top == "runnable:others"
-            else f"; the wall's share is of the {_pct(1 - others)} they left it"
+            else f"; the wall's share is of the {fmt_share(1 - others)} they left it"
         )
         notes.append(
             f"Other processes shared the CPUs ({names}): the workload waited "
-            f"{_pct(others)} of its time runnable behind them{rest}."
+            f"{fmt_share(others)} of its time runnable behind them{rest}."
         )
     if share < MIN_SHARE or unacc >= share:
         notes.append(
             f"No single state holds most of the workload's time (largest: "
-            f"{top} {_pct(share)}): no wall is named."
+            f"{top} {fmt_share(share)}): no wall is named."
         )
         return Decision(None, (), tuple(notes))
     hp = dict(helpers or {})
@@ -177,7 +179,7 @@ def decide(
     if tags and wall.kind == "request-size":
         wall = Wall(
             wall.kind,
-            wall.sentence + f" The smaller requests also took every request tag: {_pct(tags)} of its "
+            wall.sentence + f" The smaller requests also took every request tag: {fmt_share(tags)} of its "
             "time (counted in the wait above) went to waiting for a free one (blk_mq_get_tag).",
             wall.share,
             wall.evidence | {"tag_wait_share": round(tags, 4)},
@@ -231,7 +233,7 @@ def _name(
         return Wall(
             "cpu-contention",
             f"Waiting for a CPU: {who} was runnable but not running "
-            f"{_pct(share)} of its time while other processes used the CPUs "
+            f"{fmt_share(share)} of its time while other processes used the CPUs "
             f"({names}).",
             share,
         )
@@ -253,7 +255,7 @@ def _name(
         )
         leaf = b.leaves.get("fsync", "")
         where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
-        said = f"{who} spent {_pct(share)} of its time in {what}{on}"
+        said = f"{who} spent {fmt_share(share)} of its time in {what}{on}"
         if mech in QUEUEING and saturated(dev):
             # wbt or tags in the fsync's own writeback, in front of a device that is full
             # anyway: they decide where the queue forms, the device how fast it drains (the
@@ -276,7 +278,7 @@ def _name(
         return Wall(
             "dirty-throttle",
             f"Dirty throttling: {who} was paused in "
-            f"balance_dirty_pages {_pct(share)} of its time, waiting for writeback "
+            f"balance_dirty_pages {fmt_share(share)} of its time, waiting for writeback "
             f"to bring the dirty pages under the limit{held_said}.",
             share,
             {},
@@ -288,7 +290,7 @@ def _name(
         where = f", taken in {caller}" if caller else ""
         return Wall(
             "lock",
-            f"Lock contention: {who} waited {_pct(share)} of its time for kernel locks ({fn}{where}).",
+            f"Lock contention: {who} waited {fmt_share(share)} of its time for kernel locks ({fn}{where}).",
             share,
             {"function": fn, "caller": caller},
             mech,
@@ -296,7 +298,7 @@ def _name(
     if reason == "sleep":
         return Wall(
             "sleep",
-            f"{who} slept voluntarily {_pct(share)} of its time ({fn}): "
+            f"{who} slept voluntarily {fmt_share(share)} of its time ({fn}): "
             "its own rate limit or think time holds it, not the I/O path.",
             share,
         )
@@ -310,7 +312,7 @@ def _name(
     inside = f": {meaning(mech)}" if mech and mech in BY_NAME else ""
     return Wall(
         reason,
-        f"{who} spent {_pct(share)} of its time blocked on {label}{on}{named}{inside}.",
+        f"{who} spent {fmt_share(share)} of its time blocked on {label}{on}{named}{inside}.",
         share,
         {"function": fn, "caller": caller},
         mech,
@@ -357,17 +359,17 @@ def _held_by(mech: str, helpers: Mapping[str, float], dev: Device) -> tuple[str,
         what = f": {dev.describe()}" if dev.kind == "loop" else ""
         return "loop-worker", (
             f"; the writeback ran at the pace of the loop device's worker, on a CPU "
-            f"{_pct(min(1.0, dev.loop_cpus))} of the window{what}"
+            f"{fmt_share(min(1.0, dev.loop_cpus))} of the window{what}"
         )
     if saturated(dev):
         worker = (
-            f", its worker on a CPU {_pct(min(1.0, dev.loop_cpus))} of the window"
+            f", its worker on a CPU {fmt_share(min(1.0, dev.loop_cpus))} of the window"
             if dev.loop_cpus is not None
             else ""
         )
         what = f" ({dev.describe()}{worker})" if dev.kind else ""
         return ("loop-worker" if dev.kind == "loop" else "device"), (
-            f"; the writeback waited for the device, {_pct(dev.util or 0)} busy with "
+            f"; the writeback waited for the device, {fmt_share(dev.util or 0)} busy with "
             f"{dev.queue_depth or 0:.0f} requests in flight{what}"
         )
     return "", ""
@@ -389,15 +391,15 @@ def _queued_at_device(share: float, who: str, fn: str, dev: Device) -> Wall:
     device drains the queue, the tags only say where it forms (four buffered readers of the
     limits run waited 47% for tags of a loop device 97% busy with 60 requests in flight)."""
     worker = (
-        f", its worker on a CPU {_pct(min(1.0, dev.loop_cpus))} of the window"
+        f", its worker on a CPU {fmt_share(min(1.0, dev.loop_cpus))} of the window"
         if dev.loop_cpus is not None
         else ""
     )
     what = f" The bed's device is {dev.describe()}{worker}." if dev.kind in ("loop", "zram") else ""
     return Wall(
         "device",
-        f"Device-bound: {who} waited {_pct(share)} of its time to queue its requests ({fn}) "
-        f"while the device was {_pct(dev.util or 0)} busy with {dev.queue_depth or 0:.0f} requests "
+        f"Device-bound: {who} waited {fmt_share(share)} of its time to queue its requests ({fn}) "
+        f"while the device was {fmt_share(dev.util or 0)} busy with {dev.queue_depth or 0:.0f} requests "
         f"in flight: they queue for a device that is full.{what}",
         share,
         {"function": fn, "device_util": dev.util, "device_queue_depth": dev.queue_depth},
@@ -413,18 +415,18 @@ def _block_queue(share: float, who: str, fn: str, mech: str, dev: Device) -> Wal
         nr = q.get("nr_requests")
         depth = f": queue/nr_requests = {nr} in force" if nr else ""
         said = (
-            f"waited {_pct(share)} of its time for a free request tag (blk_mq_get_tag){depth}, "
+            f"waited {fmt_share(share)} of its time for a free request tag (blk_mq_get_tag){depth}, "
             "so no more requests could be in flight on the device"
         )
     elif mech == "wbt":
         lat = q.get("wbt_lat_usec")
         target = f", wbt_lat_usec = {lat}" if lat else ""
-        said = f"waited {_pct(share)} of its time in writeback throttling (wbt{target}): {meaning(mech)}"
+        said = f"waited {fmt_share(share)} of its time in writeback throttling (wbt{target}): {meaning(mech)}"
     elif mech in ("iolatency", "iocost", "blk-throttle", "rq-qos"):
-        said = f"waited {_pct(share)} of its time held by {meaning(mech)} ({fn})"
+        said = f"waited {fmt_share(share)} of its time held by {meaning(mech)} ({fn})"
     else:
         said = (
-            f"waited {_pct(share)} of its time in the block layer's queueing ({fn}) "
+            f"waited {fmt_share(share)} of its time in the block layer's queueing ({fn}) "
             "before its I/O reached the device"
         )
     return Wall("block-queue", f"{who} {said}.", share, {"function": fn, "queue": dict(q)}, mech)
@@ -433,7 +435,7 @@ def _block_queue(share: float, who: str, fn: str, mech: str, dev: Device) -> Wal
 def _on_cpu(b: Budget, reason: str, share: float) -> str:
     """`` (12% of it on a CPU)`` when a mechanism's time was partly on a CPU."""
     part = b.kernel_contexts.get(reason, 0.0) / (b.wall_s or 1.0)
-    return f" ({_pct(part / share)} of it on a CPU)" if share and part >= 0.05 * share else ""
+    return f" ({fmt_share(part / share)} of it on a CPU)" if share and part >= 0.05 * share else ""
 
 
 def _quota(share: float, b: Budget, who: str) -> Wall:
@@ -442,12 +444,12 @@ def _quota(share: float, b: Budget, who: str) -> Wall:
     q = (cg or {}).get("limits", {}).get("cpu_quota_cpus")
     per, thr = d.get("cg_cpu_nr_periods", 0.0), d.get("cg_cpu_nr_throttled", 0.0)
     quota = f" ({q:.2f} CPU)" if q else ""
-    periods = f": throttled in {_pct(thr / per)} of periods" if per else ""
+    periods = f": throttled in {fmt_share(thr / per)} of periods" if per else ""
     return Wall(
         "cpu-quota",
         f"Capped by its cgroup's CPU quota{quota}{periods} "
         f"({d.get('cg_cpu_throttled_s', 0.0):.1f} s throttled); {who} waited "
-        f"{_pct(share)} of its time runnable but not allowed to run.",
+        f"{fmt_share(share)} of its time runnable but not allowed to run.",
         share,
         {"quota_cpus": q, "nr_periods": per, "nr_throttled": thr},
     )
@@ -463,7 +465,7 @@ def _reclaim(share: float, b: Budget, who: str, fn: str, mech: str = "") -> Wall
                 "memcg-reclaim",
                 f"Reclaiming memory in its own context: the memory "
                 f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
-                f"{who} spent {_pct(share)} of its time in reclaim"
+                f"{who} spent {fmt_share(share)} of its time in reclaim"
                 f"{_on_cpu(b, 'reclaim', share)} ({fn}).",
                 share,
                 {"limit_bytes": lim, "hits": hits},
@@ -471,7 +473,7 @@ def _reclaim(share: float, b: Budget, who: str, fn: str, mech: str = "") -> Wall
             )
     return Wall(
         "reclaim",
-        f"Memory reclaim: {who} spent {_pct(share)} of its time reclaiming memory itself ({fn}).",
+        f"Memory reclaim: {who} spent {fmt_share(share)} of its time reclaiming memory itself ({fn}).",
         share,
         {},
         mech,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...vocab.units import fmt_bytes
+from ...vocab.units import fmt_bytes, fmt_rate
 
 #: How each io.max / blkio.throttle key reads: bytes per second or I/Os per second.
 IO_UNITS = {"rbps": "B/s", "wbps": "B/s", "riops": "IO/s", "wiops": "IO/s"}
@@ -14,7 +14,7 @@ IO_UNITS = {"rbps": "B/s", "wbps": "B/s", "riops": "IO/s", "wiops": "IO/s"}
 
 def _io_text(lim: Mapping[str, Any]) -> str:
     parts = [
-        f"{k} {fmt_bytes(v)}/s" if IO_UNITS[k] == "B/s" else f"{k} {v}/s"
+        f"{k} {fmt_rate(v)}" if IO_UNITS[k] == "B/s" else f"{k} {v}/s"
         for k in IO_UNITS
         if isinstance(v := lim.get(k), int)
     ]
@@ -22,7 +22,7 @@ def _io_text(lim: Mapping[str, Any]) -> str:
 
 
 def limits_text(doc: Mapping[str, Any] | None) -> str:
-    """``cpu 1.5 CPUs, memory 300.0 MiB (high 256.0 MiB), io 7:0 rbps 10.0 MiB/s``: the limits
+    """``cpu 1.5 CPUs, memory 300.0 MiB (high 256.0 MiB), io 7:0 rbps 10MiB/s``: the limits
     set (on the group or an ancestor), "" when none is (or nothing was recorded)."""
     if not isinstance(doc, Mapping):
         return ""

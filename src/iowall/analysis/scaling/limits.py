@@ -16,8 +16,9 @@ from typing import Any
 from ...model import MEASURED_STATUSES, Run
 from ...vocab.units import GIB, fmt_bytes, fmt_rate
 from ..explain.context import representative
+from ..explain.facts import Explanation
 from ..explain.generators import GeneratorCost, disagreement, generator_cost
-from ..explain.run import why_run
+from ..explain.run import explain
 from .usl import efficiency, knee
 
 #: The efficiency against linear below which a job count is the knee (as `iowall scaling`).
@@ -452,11 +453,25 @@ def _jobs(n: int) -> str:
     return f"{n} job" if n == 1 else f"{n} jobs"
 
 
-def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PointWhy:
+    """One buffered point of a `limits` run explained on its median run: its direction, job
+    count and the explanation, whose point is named as the report says it (``buffered write
+    at 2 jobs, the peak``)."""
+
+    direction: str
+    jobs: int
+    explanation: Explanation
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.explanation.to_json(), "direction": self.direction, "jobs": self.jobs}
+
+
+def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[PointWhy]:
     """The Why of a `limits` run: every buffered point explained on its median run (the rules
     that fire, the nearest misses, where the CPU time went), the peak of each direction (per
     filesystem block size) first."""
-    out: list[dict[str, Any]] = []
+    out: list[PointWhy] = []
     by_id = {r.id: r for r in runs}
     for block in summary.blocks:
         for direction in ("write", "read"):
@@ -468,16 +483,9 @@ def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[dict[str, An
                 run = representative(group, f"{direction}_bw_bytes_per_s")
                 if run is None:
                     continue
-                w = why_run(run, runs)
                 tag = ", the peak" if row is peak else ""
                 jobs = f"{row.jobs} job" + ("" if row.jobs == 1 else "s")
                 where = f" ({block} blocks)" if block else ""
-                out.append(
-                    {
-                        **w,
-                        "point": f"buffered {direction} at {jobs}{where}{tag}",
-                        "direction": direction,
-                        "jobs": row.jobs,
-                    }
-                )
+                e = replace(explain(run, runs), point=f"buffered {direction} at {jobs}{where}{tag}")
+                out.append(PointWhy(direction, row.jobs, e))
     return out

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.scaling.limits import MODES, Cell, LimitsSummary, Row
+from ...analysis.scaling.limits import MODES, Cell, LimitsSummary, PointWhy, Row
 from ...results import Report, Section, Table, Value
 from ...vocab.units import fmt_bytes, plural
 from .options import RECIPE
@@ -141,7 +141,7 @@ class LimitsContext:
     label: str = ""
     notes: Sequence[str] = ()
     #: the Why items (``analysis.scaling.limits.why_limits``)
-    why: Sequence[Mapping[str, Any]] = ()
+    why: Sequence[PointWhy] = ()
     #: shown in the uncached column where uncached I/O was not measured ("n/a")
     uncached_missing: str = "-"
     #: whether the repeats were decided per cell (--repeat auto): "median of up to N"
@@ -240,7 +240,7 @@ def limits_report(s: LimitsSummary, ctx: LimitsContext) -> Report:
         sections=tuple(sections),
         notes=tuple(ctx.notes),
         notes_title="How it was measured",
-        why=tuple(ctx.why),
+        why=tuple(w.to_json() for w in ctx.why),
         tail=(
             f"runs {ids[0]}–{ids[-1]}; 'iowall show RUN' for raw data" if ids else "no runs stored",
             f"batch {ctx.batch} ('iowall report' prints it again; 'iowall scaling' fits the USL)",
