@@ -40,16 +40,39 @@ def _disk(db: str | None) -> Check:
 def checks(db: str | None = None) -> list[Check]:
     """Every check, in the order a user fixes them; the disk's where the store ``db`` is."""
     root = os.geteuid() == 0
-    out = [
-        Check(
-            "root",
-            root,
-            "uid 0" if root else f"uid {os.geteuid()}",
-            "ram/loop/tmpfs beds, cache drops, knobs, tracefs probes",
-            "run as root (or use --bed dir:PATH)",
-            False,
-        )
+    return [
+        _root(root),
+        _fio(),
+        _engine(),
+        _tool("mkfs.xfs", "xfsprogs", "--fs xfs (the default)", root),
+        _tool("mkfs.ext4", "e2fsprogs", "--fs ext4"),
+        _tool("mkfs.btrfs", "btrfs-progs", "--fs btrfs"),
+        _tool("losetup", "util-linux", "ram and loop beds", root),
+        _tool("perf", "linux-perf", "the locks and profile probes"),
+        _inferno(),
+        _tool("fs_mark", "fsmark", "the engine-vs-fs_mark benchmark"),
+        *_tracefs(root),
+        _io_uring(),
+        _loop_devices(root),
+        _memory(),
+        _disk(db),
     ]
+
+
+def _root(root: bool) -> Check:
+    """Whether iowall runs as root: what a user without it cannot measure."""
+    return Check(
+        "root",
+        root,
+        "uid 0" if root else f"uid {os.geteuid()}",
+        "ram/loop/tmpfs beds, cache drops, knobs, tracefs probes",
+        "run as root (or use --bed dir:PATH)",
+        False,
+    )
+
+
+def _fio() -> Check:
+    """fio on the PATH and its version; a fio too old, or whose version cannot be read, fails."""
     fio = shutil.which("fio")
     detail = "not found"
     ok = False
@@ -59,40 +82,43 @@ def checks(db: str | None = None) -> list[Check]:
             ok = True
         except UserError as e:
             detail = str(e)
-    out.append(Check("fio", ok, detail, "every I/O workload", "apt-get install fio", True))
+    return Check("fio", ok, detail, "every I/O workload", "apt-get install fio", True)
+
+
+def _engine() -> Check:
+    """The iowall engine the package builds, or why it cannot be found."""
     try:
         eng = engine_path()
-        out.append(Check("iowall-engine", True, eng, "", "", True))
+        return Check("iowall-engine", True, eng, "", "", True)
     except Exception as e:
-        out.append(
-            Check(
-                "iowall-engine",
-                False,
-                str(e),
-                "memory-copy ceiling, metadata recipes",
-                "make setup (reinstalls the package, which builds the engine)",
-                True,
-            )
+        return Check(
+            "iowall-engine",
+            False,
+            str(e),
+            "memory-copy ceiling, metadata recipes",
+            "make setup (reinstalls the package, which builds the engine)",
+            True,
         )
-    out.append(_tool("mkfs.xfs", "xfsprogs", "--fs xfs (the default)", root))
-    out.append(_tool("mkfs.ext4", "e2fsprogs", "--fs ext4"))
-    out.append(_tool("mkfs.btrfs", "btrfs-progs", "--fs btrfs"))
-    out.append(_tool("losetup", "util-linux", "ram and loop beds", root))
-    out.append(_tool("perf", "linux-perf", "the locks and profile probes"))
+
+
+def _inferno() -> Check:
+    """The inferno tools that draw flame graphs (the collapser and the drawer both)."""
     fg = inferno_tool("inferno-flamegraph") if inferno_tool("inferno-collapse-perf") else None
-    out.append(
-        Check(
-            "inferno",
-            fg is not None,
-            fg or "not found",
-            "the profile probe, iowall plot flame",
-            "make setup (cargo install inferno)",
-        )
+    return Check(
+        "inferno",
+        fg is not None,
+        fg or "not found",
+        "the profile probe, iowall plot flame",
+        "make setup (cargo install inferno)",
     )
-    out.append(_tool("fs_mark", "fsmark", "the engine-vs-fs_mark benchmark"))
+
+
+def _tracefs(root: bool) -> list[Check]:
+    """tracefs and, when it is mounted, the tracepoints that the throttle and locks probes
+    read (root can mount it when needed)."""
     tp = Path("/sys/kernel/tracing/events/writeback/balance_dirty_pages")
     tracefs_mounted = Path("/sys/kernel/tracing/events").is_dir()
-    out.append(
+    out = [
         Check(
             "tracefs",
             tracefs_mounted or root,
@@ -102,7 +128,7 @@ def checks(db: str | None = None) -> list[Check]:
             "throttle probe (balance_dirty_pages)",
             "run as root",
         )
-    )
+    ]
     if tracefs_mounted:
         out.append(
             Check(
@@ -124,44 +150,50 @@ def checks(db: str | None = None) -> list[Check]:
                 "a kernel with CONFIG_LOCKDEP or lock tracepoints",
             )
         )
+    return out
+
+
+def _io_uring() -> Check:
+    """Whether the kernel lets io_uring be used (``kernel.io_uring_disabled``)."""
     iou = Path("/proc/sys/kernel/io_uring_disabled")
     iou_ok = not iou.exists() or iou.read_text().strip() == "0"
-    out.append(
-        Check(
-            "io_uring",
-            iou_ok,
-            "enabled" if iou_ok else "disabled by sysctl",
-            "the io_uring engine of limits and buffered-wall",
-            "sysctl kernel.io_uring_disabled=0",
-            True,
-        )
+    return Check(
+        "io_uring",
+        iou_ok,
+        "enabled" if iou_ok else "disabled by sysctl",
+        "the io_uring engine of limits and buffered-wall",
+        "sysctl kernel.io_uring_disabled=0",
+        True,
     )
+
+
+def _loop_devices(root: bool) -> Check:
+    """Whether loop devices can be made (``/dev/loop-control``), and how many are free now."""
     free_loops = [p for p in Path("/sys/block").glob("loop*") if not (p / "loop" / "backing_file").exists()]
     loop_ok = Path("/dev/loop-control").exists()
-    out.append(
-        Check(
-            "loop devices",
-            loop_ok,
-            f"/dev/loop-control present, {len(free_loops)} free now" if loop_ok else "no /dev/loop-control",
-            "ram and loop beds",
-            "modprobe loop",
-            root,
-        )
+    return Check(
+        "loop devices",
+        loop_ok,
+        f"/dev/loop-control present, {len(free_loops)} free now" if loop_ok else "no /dev/loop-control",
+        "ram and loop beds",
+        "modprobe loop",
+        root,
     )
+
+
+def _memory() -> Check:
+    """Memory total and available, and the room in /dev/shm (where a ram bed's image lives):
+    facts, never a failure."""
     shm = os.statvfs("/dev/shm")
-    out.append(
-        Check(
-            "memory",
-            True,
-            f"{fmt_bytes(mem_total_bytes())} total, "
-            f"{fmt_bytes(meminfo().get('MemAvailable', 0))} available, /dev/shm "
-            f"{fmt_bytes(shm.f_bavail * shm.f_frsize)} free",
-            "",
-            "",
-        )
+    return Check(
+        "memory",
+        True,
+        f"{fmt_bytes(mem_total_bytes())} total, "
+        f"{fmt_bytes(meminfo().get('MemAvailable', 0))} available, /dev/shm "
+        f"{fmt_bytes(shm.f_bavail * shm.f_frsize)} free",
+        "",
+        "",
     )
-    out.append(_disk(db))
-    return out
 
 
 def doctor_checks(db: str | None = None) -> Doctor:

@@ -191,9 +191,7 @@ def gate_runs(
     base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}.values())
     base_text = " + ".join(baseline)
     workload = is_workload(target)
-    rounds = confirm if confirm is not None else (2 if workload else 0)
-    if rounds and not workload:
-        raise UserError("--confirm re-runs the workload: give a recipe or plan as TARGET")
+    rounds = _confirm_rounds(confirm, workload)
     lbl = label or f"gate-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     new_ids: list[int] = []
     memory: list[str] = []  # each run's line on guest memory (held again by every run)
@@ -225,30 +223,13 @@ def gate_runs(
         nonlocal new_runs
         new_runs = load(store, parse_selection(f"ids={','.join(map(str, new_ids))}" if workload else target))
         sides = [Side(base_text, base_runs), Side(new_text, new_runs)]
-        if shared_run(sides) is not None:
-            raise UserError("the baseline and the new runs share runs: gate disjoint sets")
-        res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=floor, compared="label")
-        if not res.rows:
-            raise UserError("nothing to gate: no point and metric measured on both sides")
-        return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
+        return _verdict(
+            sides, metric=metric, floor=floor, fdr=fdr, accepted=accepted, today=today, fail_on=fail_on
+        )
 
     result, used = confirmed(decide_now, run_once, rounds)
-    notes = (
-        [
-            f"confirmation: a regression or an inconclusive row was suspected, so the target "
-            f"ran {used} more time{'s' if used > 1 else ''} before the decision"
-        ]
-        if used
-        else []
-    )
-    notes += memory + result.method_notes
-    cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
-    if workload:
-        cmd += (
-            ["--repeat", str(repeat)]
-            + (["--quick"] if quick else [])
-            + ([] if hold_memory else ["--no-hold-memory"])
-        )
+    notes = _confirmation_notes(used) + memory + result.method_notes
+    cmd = _command(target, baseline, workload, repeat=repeat, quick=quick, hold_memory=hold_memory)
     return GateReport(
         result,
         base_text,
@@ -257,3 +238,59 @@ def gate_runs(
         (shlex.join(cmd),),
         tuple(notes),
     )
+
+
+def _confirm_rounds(confirm: int | None, workload: bool) -> int:
+    """How many times a suspected regression may be re-run: ``confirm``, else 2 for a workload
+    and 0 for stored runs (which cannot be re-run: asking for it is an error)."""
+    rounds = confirm if confirm is not None else (2 if workload else 0)
+    if rounds and not workload:
+        raise UserError("--confirm re-runs the workload: give a recipe or plan as TARGET")
+    return rounds
+
+
+def _verdict(
+    sides: list[Side],
+    *,
+    metric: list[str] | None,
+    floor: float,
+    fdr: float,
+    accepted: list[Accept],
+    today: str,
+    fail_on: list[str] | None,
+) -> GateResult:
+    """The gate's verdict on the new side against the base: ``compare`` (Hodges-Lehmann ratios),
+    then ``decide`` (Welch's t-test, Benjamini-Hochberg at ``fdr``); the sides must be disjoint."""
+    if shared_run(sides) is not None:
+        raise UserError("the baseline and the new runs share runs: gate disjoint sets")
+    res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=floor, compared="label")
+    if not res.rows:
+        raise UserError("nothing to gate: no point and metric measured on both sides")
+    return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
+
+
+def _confirmation_notes(used: int) -> list[str]:
+    """The report's note on the confirmation runs, when any were needed."""
+    return (
+        [
+            f"confirmation: a regression or an inconclusive row was suspected, so the target "
+            f"ran {used} more time{'s' if used > 1 else ''} before the decision"
+        ]
+        if used
+        else []
+    )
+
+
+def _command(
+    target: str, baseline: Sequence[str], workload: bool, *, repeat: int, quick: bool, hold_memory: bool
+) -> list[str]:
+    """The ``iowall gate`` command that repeats this gate (the options that change a run, for a
+    workload), for the report."""
+    cmd = ["iowall", "gate", target] + [x for b in baseline for x in ("--baseline", b)]
+    if workload:
+        cmd += (
+            ["--repeat", str(repeat)]
+            + (["--quick"] if quick else [])
+            + ([] if hold_memory else ["--no-hold-memory"])
+        )
+    return cmd

@@ -1,12 +1,13 @@
 """Pure: base vs new run sets, point by point and metric by metric, with the comparability
 check a reviewer needs first (what differs besides the compared field).
 
-Points pair by fingerprint (recipe, parameters, bed shape, host shape; never the kernel).
-Knob parameters (``sysctl:…``, ``sysfs:…``, ``xfs:…``) that are constant within a side are
-the treatment, not the point: they leave the pairing key and show as differences. Each pair
-is judged by ``stats.compare_samples`` (Hodges–Lehmann ratio, calibrated 95% interval,
-significance only beyond the floor); ``stats.geomean`` summarises each metric. NaN and
-infinite values are treated as missing: left out, counted in the row and named in a note.
+Points pair by fingerprint (recipe, parameters, bed shape, host shape; never the kernel;
+``pairing`` keys them). Knob parameters (``sysctl:…``, ``sysfs:…``, ``xfs:…``) that are
+constant within a side are the treatment, not the point: they leave the pairing key and show
+as differences. Each pair is judged by ``stats.compare_samples`` (Hodges–Lehmann ratio,
+calibrated 95% interval, significance only beyond the floor); ``stats.geomean`` summarises
+each metric. NaN and infinite values are treated as missing: left out, counted in the row and
+named in a note.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...model import FINGERPRINT_BED_KEYS, FINGERPRINT_HOST_KEYS, MEASURED_STATUSES, Point, Run
-from ...model import fingerprint as _fingerprint
+from ...model import MEASURED_STATUSES, Run
 from ...vocab.knob import looks_like_knob
 from .cgroup_env import limits_text
 from .env_numbers import numeric_differences
+from .pairing import by_pair_key, constant_knobs, fact_text, point_text, why_unpaired
 from .stats import Comparison, compare_samples, geomean
 
 SCHEMA_VERSION = 1
@@ -123,57 +124,6 @@ class CompareResult:
 # ------------------------------------------------------------------------------- helpers
 
 
-def _text(v: Any) -> str:
-    if v is None or v == "":
-        return "-"
-    return str(v)
-
-
-def constant_knobs(runs: Sequence[Run]) -> dict[str, Any]:
-    """Knob parameters with one value across all ``runs`` (the side's treatment)."""
-    seen: dict[str, set[str]] = {}
-    first: dict[str, Any] = {}
-    knobs = [k for k in {k for r in runs for k in r.point.params} if looks_like_knob(k)]
-    for r in runs:
-        for k in knobs:
-            if k in r.point.params:
-                v = r.point.params[k]
-                seen.setdefault(k, set()).add(repr(v))
-                first.setdefault(k, v)
-    out = {}
-    for k, vals in seen.items():
-        present = all(k in r.point.params for r in runs)
-        if len(vals) == 1 and present:
-            out[k] = first[k]
-    return out
-
-
-def pair_key(run: Run, drop: Iterable[str]) -> str:
-    """The run's fingerprint with the side's constant knobs left out of its parameters."""
-    d = set(drop)
-    params = {k: v for k, v in run.point.params.items() if k not in d}
-    return _fingerprint(Point(run.point.recipe, params), run.bed, run.env)
-
-
-def _shape_key(run: Run, drop: Iterable[str]) -> str:
-    d = set(drop)
-    params = {k: v for k, v in sorted(run.point.params.items()) if k not in d}
-    return run.point.recipe + repr(params)
-
-
-def _shape_diff(a: Run, b: Run) -> list[str]:
-    """Which fingerprint facts keep two runs of the same point apart."""
-    out = []
-    for k in FINGERPRINT_BED_KEYS:
-        if a.bed.get(k) != b.bed.get(k):
-            out.append(f"bed {k} {_text(a.bed.get(k))} vs {_text(b.bed.get(k))}")
-    ha, hb = a.env.get("host") or {}, b.env.get("host") or {}
-    for k in FINGERPRINT_HOST_KEYS:
-        if ha.get(k) != hb.get(k):
-            out.append(f"host {k} {_text(ha.get(k))} vs {_text(hb.get(k))}")
-    return out
-
-
 def selectable(patterns: Sequence[str] | None) -> Callable[[str], bool] | None:
     """Which metric names ``select_metrics(names, patterns)`` could choose, as a test on one
     name (None: every name), for loading only those: pure."""
@@ -244,7 +194,7 @@ def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Differe
             continue
         fact = _fact_of(kind, key)
         # each side's values in the order first seen (dict keys: ordered, unique)
-        per_side = [" | ".join(dict.fromkeys(_text(fact(r)) for r in s.runs)) or "-" for s in sides]
+        per_side = [" | ".join(dict.fromkeys(fact_text(fact(r)) for r in s.runs)) or "-" for s in sides]
         if len(set(per_side)) > 1:
             out.append(Difference(name, tuple(per_side)))
     out += [
@@ -343,7 +293,45 @@ def compare(
     the sides were chosen by; it is left out of the differences."""
     sides = [Side(base.name, [r for r in base.runs if r.status in MEASURED_STATUSES])]
     sides += [Side(s.name, [r for r in s.runs if r.status in MEASURED_STATUSES]) for s in news]
-    # Knobs left out of the pairing: those constant within every side (a swept knob stays).
+    drop = _treatment_knobs(sides)
+    groups = [by_pair_key(s.runs, drop) for s in sides]
+    base_g = groups[0]
+    point_of, text_of, common = _base_points(base_g, drop)
+
+    rows: list[Row] = []
+    unpaired: list[Unpaired] = []
+    gm: dict[str, dict[str, float]] = {}
+    nonfinite: list[str] = []
+    for s, g in zip(sides[1:], groups[1:], strict=True):
+        unpaired += _unpaired(base.name, base_g, s.name, g, text_of, drop)
+        side_rows, side_nonfinite = _side_rows(
+            s.name, base_g, g, point_of, text_of, metrics, floor, confidence
+        )
+        rows += side_rows
+        nonfinite += side_nonfinite
+        gm[s.name] = _geomean_ratios(side_rows)
+    emulated = tuple(s.name for s in sides if any(r.env.get("emulated") for r in s.runs))
+    if emulated:  # timings of an emulated guest say nothing: no verdict on them, ever
+        rows = [replace(r, cmp=replace(r.cmp, significant=False, better=None)) for r in rows]
+    return CompareResult(
+        base=base.name,
+        news=tuple(s.name for s in news),
+        compared=compared,
+        differences=tuple(differences(sides, skip=compared.split(","))),
+        common=common,
+        rows=tuple(rows),
+        geomean=gm,
+        unpaired=tuple(unpaired),
+        floor=floor,
+        confidence=confidence,
+        notes=tuple(_notes(rows, bool(emulated), nonfinite, drop)),
+        emulated=emulated,
+    )
+
+
+def _treatment_knobs(sides: Sequence[Side]) -> set[str]:
+    """The knobs left out of the pairing: those constant within every side that sets them
+    (the side's treatment, not its point); a knob swept within a side stays in the point."""
     consts = [constant_knobs(s.runs) for s in sides]
     drop = {
         k
@@ -352,20 +340,20 @@ def compare(
         for k in r.point.params
         if looks_like_knob(k)
     }
-    drop = {
+    return {
         k
         for k in drop
         if all(
             k in c or not any(k in r.point.params for r in s.runs) for s, c in zip(sides, consts, strict=True)
         )
     }
-    groups: list[dict[str, list[Run]]] = []
-    for s in sides:
-        g: dict[str, list[Run]] = {}
-        for r in s.runs:
-            g.setdefault(pair_key(r, drop), []).append(r)
-        groups.append(g)
-    base_g = groups[0]
+
+
+def _base_points(
+    base_g: Mapping[str, list[Run]], drop: Iterable[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, Any]]:
+    """Per base point: its parameters and recipe without the treatment knobs, and its short
+    text (``describe_points``); and the parameters every base point shares."""
     order = list(base_g)
     pts = [dict(base_g[k][0].point.params) for k in order]
     for k, p in zip(order, pts, strict=True):
@@ -374,62 +362,95 @@ def compare(
         for p in pts:
             p.pop(k, None)
     texts, common = describe_points(pts)
-    text_of = dict(zip(order, texts, strict=True))
-    point_of = dict(zip(order, pts, strict=True))
+    return dict(zip(order, pts, strict=True)), dict(zip(order, texts, strict=True)), common
 
+
+def _unpaired(
+    base_name: str,
+    base_g: Mapping[str, list[Run]],
+    name: str,
+    g: Mapping[str, list[Run]],
+    text_of: Mapping[str, str],
+    drop: Iterable[str],
+) -> list[Unpaired]:
+    """The points of the base that side ``name`` lacks, then those of that side the base
+    lacks, each with why it found no partner."""
+    out = [
+        Unpaired(base_name, text_of[k], why_unpaired(base_g[k][0], g, drop, name))
+        for k in base_g
+        if k not in g
+    ]
+    for k in g:
+        if k not in base_g:
+            r = g[k][0]
+            out.append(Unpaired(name, point_text(r, drop), why_unpaired(r, base_g, drop, base_name)))
+    return out
+
+
+def _side_rows(
+    name: str,
+    base_g: Mapping[str, list[Run]],
+    g: Mapping[str, list[Run]],
+    point_of: Mapping[str, Mapping[str, Any]],
+    text_of: Mapping[str, str],
+    metrics: Sequence[str] | None,
+    floor: float,
+    confidence: float,
+) -> tuple[list[Row], list[str]]:
+    """A row per chosen metric of every point both the base and side ``name`` measured, each
+    judged by ``compare_samples`` (Hodges–Lehmann ratio, calibrated interval); and where
+    non-finite values were left out."""
     rows: list[Row] = []
-    unpaired: list[Unpaired] = []
-    gm: dict[str, dict[str, float]] = {}
     nonfinite: list[str] = []
-    for s, g in zip(sides[1:], groups[1:], strict=True):
-        paired = [k for k in order if k in g]
-        for k in order:
-            if k not in g:
-                unpaired.append(Unpaired(base.name, text_of[k], _why_unpaired(base_g[k][0], g, drop, s.name)))
-        for k in g:
-            if k not in base_g:
-                r = g[k][0]
-                unpaired.append(
-                    Unpaired(s.name, _point_text(r, drop), _why_unpaired(r, base_g, drop, base.name))
+    paired = [k for k in base_g if k in g]
+    for k in paired:
+        b_runs, n_runs = base_g[k], g[k]
+        names = {m.name for r in b_runs for m in r.metrics} & {m.name for r in n_runs for m in r.metrics}
+        for m in select_metrics(names, metrics):
+            bv, bb, b_bad = _finite(b_runs, m)
+            nv, nb, n_bad = _finite(n_runs, m)
+            if b_bad or n_bad:
+                nonfinite.append(f"{text_of[k]} {m} ({name}): {b_bad + n_bad}")
+            if not bv or not nv or min(bv + nv) < 0:
+                continue
+            proto = next(x for r in b_runs for x in r.metrics if x.name == m)
+            c = compare_samples(bv, nv, direction=proto.direction, floor=floor, confidence=confidence)
+            rows.append(
+                Row(
+                    name,
+                    point_of[k],
+                    text_of[k],
+                    m,
+                    proto.unit,
+                    proto.direction,
+                    c,
+                    tuple(bv),
+                    tuple(nv),
+                    tuple(r.id for r in b_runs if r.id is not None),
+                    tuple(r.id for r in n_runs if r.id is not None),
+                    dropped=b_bad + n_bad,
+                    base_batches=tuple(bb),
+                    new_batches=tuple(nb),
                 )
-        ratios: dict[str, list[float]] = {}
-        for k in paired:
-            b_runs, n_runs = base_g[k], g[k]
-            names = {m.name for r in b_runs for m in r.metrics} & {m.name for r in n_runs for m in r.metrics}
-            for m in select_metrics(names, metrics):
-                bv, bb, b_bad = _finite(b_runs, m)
-                nv, nb, n_bad = _finite(n_runs, m)
-                if b_bad or n_bad:
-                    nonfinite.append(f"{text_of[k]} {m} ({s.name}): {b_bad + n_bad}")
-                if not bv or not nv or min(bv + nv) < 0:
-                    continue
-                proto = next(x for r in b_runs for x in r.metrics if x.name == m)
-                c = compare_samples(bv, nv, direction=proto.direction, floor=floor, confidence=confidence)
-                rows.append(
-                    Row(
-                        s.name,
-                        point_of[k],
-                        text_of[k],
-                        m,
-                        proto.unit,
-                        proto.direction,
-                        c,
-                        tuple(bv),
-                        tuple(nv),
-                        tuple(r.id for r in b_runs if r.id is not None),
-                        tuple(r.id for r in n_runs if r.id is not None),
-                        dropped=b_bad + n_bad,
-                        base_batches=tuple(bb),
-                        new_batches=tuple(nb),
-                    )
-                )
-                if c.ratio > 0 and c.ratio != float("inf"):
-                    ratios.setdefault(m, []).append(c.ratio)
-        gm[s.name] = {m: geomean(v) for m, v in ratios.items()}
+            )
+    return rows, nonfinite
+
+
+def _geomean_ratios(rows: Iterable[Row]) -> dict[str, float]:
+    """Per metric, the geometric mean (``stats.geomean``) of the rows' ratios new/base, over
+    the positive finite ones: one side's summary line."""
+    ratios: dict[str, list[float]] = {}
+    for r in rows:
+        if r.cmp.ratio > 0 and r.cmp.ratio != float("inf"):
+            ratios.setdefault(r.metric, []).append(r.cmp.ratio)
+    return {m: geomean(v) for m, v in ratios.items()}
+
+
+def _notes(rows: Sequence[Row], emulated: bool, nonfinite: Sequence[str], drop: Iterable[str]) -> list[str]:
+    """What a reader must know to read the rows: no verdicts on an emulated guest, none on a
+    single run, the non-finite values left out, the knobs taken as the treatment."""
     notes = []
-    emulated = tuple(s.name for s in sides if any(r.env.get("emulated") for r in s.runs))
-    if emulated:  # timings of an emulated guest say nothing: no verdict on them, ever
-        rows = [replace(r, cmp=replace(r.cmp, significant=False, better=None)) for r in rows]
+    if emulated:
         notes.append(
             "nothing is marked better or worse: a side ran in an emulated guest, "
             "whose timings say nothing about the kernels (the intervals are shown, "
@@ -446,32 +467,4 @@ def compare(
         notes.append(
             "knobs constant within each side are the treatment, not the point: " + ", ".join(sorted(drop))
         )
-    return CompareResult(
-        base=base.name,
-        news=tuple(s.name for s in news),
-        compared=compared,
-        differences=tuple(differences(sides, skip=compared.split(","))),
-        common=common,
-        rows=tuple(rows),
-        geomean=gm,
-        unpaired=tuple(unpaired),
-        floor=floor,
-        confidence=confidence,
-        notes=tuple(notes),
-        emulated=emulated,
-    )
-
-
-def _point_text(run: Run, drop: Iterable[str]) -> str:
-    d = set(drop)
-    return run.point.recipe + " " + " ".join(f"{k}={v}" for k, v in run.point.params.items() if k not in d)
-
-
-def _why_unpaired(run: Run, other: Mapping[str, list[Run]], drop: Iterable[str], other_name: str) -> str:
-    """Why a point found no partner: the other side never ran it, or ran it on a bed or
-    host of another shape (fingerprints differ)."""
-    shape = _shape_key(run, drop)
-    for runs in other.values():
-        if _shape_key(runs[0], drop) == shape:
-            return f"fingerprints differ from {other_name}'s: " + "; ".join(_shape_diff(run, runs[0]))
-    return f"not measured in {other_name}"
+    return notes

@@ -185,26 +185,8 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
     for r in runs:
         statuses[r.status] = statuses.get(r.status, 0) + 1
     good = [r for r in runs if r.status in MEASURED_STATUSES and r.id is not None]
-    groups: dict[tuple[str, ...], list[Run]] = {}
-    for r in good:
-        p = r.point.params
-        if p.get("kind") == "memcopy":
-            key: tuple[str, ...] = ("memcopy", str(p["threads"]))
-            v = r.metric("memcopy_bytes_per_s")
-        else:
-            key = (str(p.get("fs_block", "")), str(p["rw"]), mode_of(p), str(p["jobs"]))
-            v = r.metric(_bw_metric(str(p["rw"])))
-        if v is not None:
-            groups.setdefault(key, []).append(r)
-
-    def cell(key: tuple[str, ...]) -> Cell | None:
-        rs = groups.get(key)
-        if not rs:
-            return None
-        metric = "memcopy_bytes_per_s" if key[0] == "memcopy" else _bw_metric(key[1])
-        return Cell.of([r.metric(metric) or 0.0 for r in rs], [r.id or 0 for r in rs])
-
-    memcopy = {int(k[1]): c for k in groups if k[0] == "memcopy" and (c := cell(k))}
+    groups = _groups(good)
+    memcopy = {int(k[1]): c for k in groups if k[0] == "memcopy" and (c := _cell(groups, k))}
     rows: list[Row] = []
     ceilings: dict[tuple[str, str], Ceiling] = {}
     sentences: list[str] = []
@@ -216,10 +198,10 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
             drows = []
             for j in jobs:
                 t = min(j, cpus)
-                cells = {m: c for m in MODES if (c := cell((block, direction, m, str(j))))}
+                cells = {m: c for m in MODES if (c := _cell(groups, (block, direction, m, str(j))))}
                 drows.append(Row(direction, j, cells, memcopy.get(t), t, block))
                 ekey = (block, direction, ENGINE_BUFFERED, str(j))
-                eng, fio = cell(ekey), cells.get("buffered")
+                eng, fio = _cell(groups, ekey), cells.get("buffered")
                 if eng and fio:
                     a = Agreement(direction, j, eng, fio, block)
                     fkey = (block, direction, "buffered", str(j))
@@ -236,21 +218,7 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
     sentences += _uncached_sentences(rows, cache)
     sentences += _block_sentences(rows)
     noise = _noise(rows, {r.id: r for r in good if r.id is not None})
-    noisy = [n for n in noise if n.spread > NOISY]
-    if noisy:
-        n_cells = sum(len(r.cells) for r in rows)
-        worst = max(noisy, key=lambda n: n.spread)
-        sentences.append(
-            f"{len(noisy)} of {n_cells} cells spread more than ±{NOISY:.0%} "
-            f"(worst: {worst.cell}, ±{worst.spread:.0%}): see 'Noise' for what "
-            "disturbed them; rerun on a quiet machine, or with more runs "
-            "(--repeat auto:20)."
-        )
-    if statuses.get("failed") or statuses.get("interrupted"):
-        sentences.append(
-            f"Not every run completed: {statuses.get('failed', 0)} failed, "
-            f"{statuses.get('interrupted', 0)} interrupted; they are left out."
-        )
+    sentences += _closing_sentences(noise, rows, statuses)
     return LimitsSummary(
         memcopy,
         ceilings,
@@ -262,6 +230,53 @@ def summarise(runs: Sequence[Run], cpus: int) -> LimitsSummary:
         tuple(noise),
         tuple(agreement),
     )
+
+
+def _groups(good: Sequence[Run]) -> dict[tuple[str, ...], list[Run]]:
+    """Runs by point: ``("memcopy", threads)`` or ``(block, direction, mode, jobs)``; a run that
+    did not report its bandwidth is left out."""
+    groups: dict[tuple[str, ...], list[Run]] = {}
+    for r in good:
+        p = r.point.params
+        if p.get("kind") == "memcopy":
+            key: tuple[str, ...] = ("memcopy", str(p["threads"]))
+            v = r.metric("memcopy_bytes_per_s")
+        else:
+            key = (str(p.get("fs_block", "")), str(p["rw"]), mode_of(p), str(p["jobs"]))
+            v = r.metric(_bw_metric(str(p["rw"])))
+        if v is not None:
+            groups.setdefault(key, []).append(r)
+    return groups
+
+
+def _cell(groups: Mapping[tuple[str, ...], Sequence[Run]], key: tuple[str, ...]) -> Cell | None:
+    """One point's bandwidth (median and half-range of its repeats); None when not measured."""
+    rs = groups.get(key)
+    if not rs:
+        return None
+    metric = "memcopy_bytes_per_s" if key[0] == "memcopy" else _bw_metric(key[1])
+    return Cell.of([r.metric(metric) or 0.0 for r in rs], [r.id or 0 for r in rs])
+
+
+def _closing_sentences(noise: Sequence[Noise], rows: Sequence[Row], statuses: Mapping[str, int]) -> list[str]:
+    """The sentences on the cells spread beyond NOISY (half-range) and on the runs left out."""
+    out = []
+    noisy = [n for n in noise if n.spread > NOISY]
+    if noisy:
+        n_cells = sum(len(r.cells) for r in rows)
+        worst = max(noisy, key=lambda n: n.spread)
+        out.append(
+            f"{len(noisy)} of {n_cells} cells spread more than ±{NOISY:.0%} "
+            f"(worst: {worst.cell}, ±{worst.spread:.0%}): see 'Noise' for what "
+            "disturbed them; rerun on a quiet machine, or with more runs "
+            "(--repeat auto:20)."
+        )
+    if statuses.get("failed") or statuses.get("interrupted"):
+        out.append(
+            f"Not every run completed: {statuses.get('failed', 0)} failed, "
+            f"{statuses.get('interrupted', 0)} interrupted; they are left out."
+        )
+    return out
 
 
 def _explained(a: Agreement, fio_runs: Sequence[Run], engine_runs: Sequence[Run]) -> Agreement:

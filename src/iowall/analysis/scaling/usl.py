@@ -161,9 +161,36 @@ def usl_fit(
     0, and a term that moves X by under 1e-6 at every observed N is reported as exactly 0.
     Needs at least 3 distinct N; repeats per N are used as they are. Deterministic.
     """
-    from scipy import optimize  # heavy: imported when used
-    from scipy import stats as _st  # heavy (0.8 s): imported when used
+    na, xa = _fit_input(n, x, confidence)
+    logx = np.log(xa)
+    p, jac = _best_fit(na, logx, _starts(na, xa))
+    lam, sigma, kappa = math.exp(float(p[0])), float(p[1]), float(p[2])
+    sigma, kappa = _without_dust(sigma, kappa, float(na.max()))
+    n_obs = int(na.size)
+    dof = n_obs - 3
+    lam_ci, sigma_ci, kappa_ci = _wald_intervals(
+        p, jac, _residuals(p, na, logx), sigma, kappa, dof, confidence
+    )
+    n_star, x_peak = _peak(lam, sigma, kappa)
+    return UslFit(
+        lam=lam,
+        sigma=sigma,
+        kappa=kappa,
+        lam_ci=lam_ci,
+        sigma_ci=sigma_ci,
+        kappa_ci=kappa_ci,
+        n_star=n_star,
+        x_peak=x_peak,
+        r2=_r2(xa, usl(na, lam, sigma, kappa)),
+        n_obs=n_obs,
+        dof=dof,
+        confidence=confidence,
+    )
 
+
+def _fit_input(n: Sequence[float], x: Sequence[float], confidence: float) -> tuple[FloatArray, FloatArray]:
+    """N and X as arrays, checked for what a USL fit needs: a confidence in (0, 1), at least 3
+    distinct N (three parameters), every X > 0 (the fit is on log X)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1")
     na, xa = _pair(n, x)
@@ -171,10 +198,16 @@ def usl_fit(
         raise ValueError("a USL fit needs at least 3 distinct N")
     if np.any(xa <= 0):
         raise ValueError("a USL fit needs every throughput > 0")
-    logx = np.log(xa)
+    return na, xa
+
+
+def _starts(na: FloatArray, xa: FloatArray) -> list[FloatArray]:
+    """Starting points (log lam, sigma, kappa) for the fit: the linearised USL solved by
+    non-negative least squares (scipy ``nnls``) for two guesses of lam, then no contention."""
+    from scipy import optimize  # heavy: imported when used
+
     n0 = float(na.min())
     lam0 = float(np.median(xa[na == n0])) / n0
-
     # Linearised USL: N*lam/X - 1 = sigma*(N-1) + kappa*N*(N-1), solved with sigma, kappa >= 0.
     a = np.column_stack([na - 1.0, na * (na - 1.0)])
     starts: list[FloatArray] = []
@@ -183,6 +216,15 @@ def usl_fit(
         coef, _ = optimize.nnls(a, rhs)
         starts.append(np.array([math.log(lam_try), coef[0], coef[1]]))
     starts.append(np.array([math.log(lam0), 0.0, 0.0]))
+    return starts
+
+
+def _best_fit(
+    na: FloatArray, logx: FloatArray, starts: Sequence[FloatArray]
+) -> tuple[FloatArray, FloatArray]:
+    """Trust-region reflective least squares (scipy ``least_squares``) of the log residuals
+    from every start, with sigma, kappa >= 0: the parameters and Jacobian of the lowest cost."""
+    from scipy import optimize  # heavy: imported when used
 
     best: optimize.OptimizeResult | None = None
     for p0 in starts:
@@ -201,47 +243,41 @@ def usl_fit(
         if best is None or res.cost < best.cost:
             best = res
     assert best is not None
-    p = np.asarray(best.x, dtype=np.float64)
-    lam, sigma, kappa = math.exp(float(p[0])), float(p[1]), float(p[2])
-    # Terms that change X by under 1e-6 at every observed N are solver dust: report 0.
-    n_max = float(na.max())
+    return np.asarray(best.x, dtype=np.float64), np.asarray(best.jac, dtype=np.float64)
+
+
+def _without_dust(sigma: float, kappa: float, n_max: float) -> tuple[float, float]:
+    """sigma and kappa, each 0 when its term changes X by under 1e-6 at every observed N (up
+    to ``n_max``): what is left there is solver dust, not contention."""
     if sigma * (n_max - 1.0) < 1e-6:
         sigma = 0.0
     if kappa * n_max * (n_max - 1.0) < 1e-6:
         kappa = 0.0
+    return sigma, kappa
 
-    n_obs = int(na.size)
-    dof = n_obs - 3
-    if dof > 0:
-        jac = np.asarray(best.jac, dtype=np.float64)
-        s2 = float(np.sum(_residuals(p, na, logx) ** 2)) / dof
-        cov = s2 * np.linalg.pinv(jac.T @ jac)
-        se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        tq = float(_st.t.ppf(0.5 + confidence / 2.0, dof))
-        lam_ci = (math.exp(float(p[0] - tq * se[0])), math.exp(float(p[0] + tq * se[0])))
-        sigma_ci = (max(0.0, sigma - tq * float(se[1])), sigma + tq * float(se[1]))
-        kappa_ci = (max(0.0, kappa - tq * float(se[2])), kappa + tq * float(se[2]))
-    else:
-        lam_ci = (0.0, math.inf)
-        sigma_ci = (0.0, math.inf)
-        kappa_ci = (0.0, math.inf)
 
-    pred = usl(na, lam, sigma, kappa)
+def _wald_intervals(
+    p: FloatArray, jac: FloatArray, resid: FloatArray, sigma: float, kappa: float, dof: int, confidence: float
+) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
+    """Wald intervals of lam, sigma and kappa from the Jacobian's covariance scaled by the
+    residual variance, with Student's t on ``dof`` (0: unbounded); sigma, kappa clipped at 0."""
+    from scipy import stats as _st  # heavy (0.8 s): imported when used
+
+    if dof <= 0:
+        return (0.0, math.inf), (0.0, math.inf), (0.0, math.inf)
+    s2 = float(np.sum(resid**2)) / dof
+    cov = s2 * np.linalg.pinv(jac.T @ jac)
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    tq = float(_st.t.ppf(0.5 + confidence / 2.0, dof))
+    lam_ci = (math.exp(float(p[0] - tq * se[0])), math.exp(float(p[0] + tq * se[0])))
+    sigma_ci = (max(0.0, sigma - tq * float(se[1])), sigma + tq * float(se[1]))
+    kappa_ci = (max(0.0, kappa - tq * float(se[2])), kappa + tq * float(se[2]))
+    return lam_ci, sigma_ci, kappa_ci
+
+
+def _r2(xa: FloatArray, pred: FloatArray) -> float:
+    """The coefficient of determination of X, 1 - SS_res / SS_tot; with X constant, 1 for an
+    exact fit and 0 otherwise."""
     ss_tot = float(np.sum((xa - xa.mean()) ** 2))
     ss_res = float(np.sum((xa - pred) ** 2))
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else 0.0)
-    n_star, x_peak = _peak(lam, sigma, kappa)
-    return UslFit(
-        lam=lam,
-        sigma=sigma,
-        kappa=kappa,
-        lam_ci=lam_ci,
-        sigma_ci=sigma_ci,
-        kappa_ci=kappa_ci,
-        n_star=n_star,
-        x_peak=x_peak,
-        r2=r2,
-        n_obs=n_obs,
-        dof=dof,
-        confidence=confidence,
-    )
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else 0.0)
