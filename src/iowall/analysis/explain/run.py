@@ -1,7 +1,7 @@
 """Pure: the explain wing's entry point. ``explain(run, batch)`` says why one run is where it
 is, judged among the runs of its batch (the ceilings and the memory copy measured beside it),
 as an ``Explanation`` (``facts``); ``explain_points`` does it for the median run of each
-point of a batch (a report's Why; a `limits` run's is ``analysis.scaling.limits.why_limits``)."""
+point of a batch (a report's Why; a `limits` run's is ``analysis.scaling.limits_why.why_limits``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 the wall is, and why a cell is noisy. Medians over repeats; spread is the half-range
 ((max - min) / 2 / median), which with 3 to 5 repeats says more than a standard deviation.
 The knee is ``analysis.scaling.usl.knee`` (efficiency against linear below 80%), the rule
-``iowall scaling`` applies, so the two never disagree on one batch. ``why_limits`` is the
+``iowall scaling`` applies, so the two never disagree on one batch. ``limits_why.why_limits`` is the
 report's Why: each buffered point explained on its median run (``analysis.explain.run``)."""
 
 from __future__ import annotations
@@ -11,14 +11,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ...model import MEASURED_STATUSES, Run
 from ...vocab.units import GIB, fmt_bytes, fmt_rate
 from ..explain.context import representative
-from ..explain.facts import Explanation
 from ..explain.generators import GeneratorCost, disagreement, generator_cost
-from ..explain.run import explain
 from .usl import efficiency, knee
 
 #: The efficiency against linear below which a job count is the knee (as `iowall scaling`).
@@ -466,41 +463,3 @@ def _block_sentences(rows: Sequence[Row]) -> list[str]:
 
 def _jobs(n: int) -> str:
     return f"{n} job" if n == 1 else f"{n} jobs"
-
-
-@dataclass(frozen=True)
-class PointWhy:
-    """One buffered point of a `limits` run explained on its median run: its direction, job
-    count and the explanation, whose point is named as the report says it (``buffered write
-    at 2 jobs, the peak``)."""
-
-    direction: str
-    jobs: int
-    explanation: Explanation
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.explanation.to_json(), "direction": self.direction, "jobs": self.jobs}
-
-
-def why_limits(summary: LimitsSummary, runs: Sequence[Run]) -> list[PointWhy]:
-    """The Why of a `limits` run: every buffered point explained on its median run (the rules
-    that fire, the nearest misses, where the CPU time went), the peak of each direction (per
-    filesystem block size) first."""
-    out: list[PointWhy] = []
-    by_id = {r.id: r for r in runs}
-    for block in summary.blocks:
-        for direction in ("write", "read"):
-            rows = [r for r in summary.rows if r.direction == direction and r.buffered and r.block == block]
-            peak = max(rows, key=lambda r: r.buffered.median if r.buffered else 0.0, default=None)
-            for row in sorted(rows, key=lambda r: (r is not peak, r.jobs)):
-                assert row.buffered is not None
-                group = [by_id[i] for i in row.buffered.run_ids if i in by_id]
-                run = representative(group, f"{direction}_bw_bytes_per_s")
-                if run is None:
-                    continue
-                tag = ", the peak" if row is peak else ""
-                jobs = f"{row.jobs} job" + ("" if row.jobs == 1 else "s")
-                where = f" ({block} blocks)" if block else ""
-                e = replace(explain(run, runs), point=f"buffered {direction} at {jobs}{where}{tag}")
-                out.append(PointWhy(direction, row.jobs, e))
-    return out

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.scaling.limits import MODES, Cell, LimitsSummary, PointWhy, Row
+from ...analysis.scaling.limits import MODES, Cell, LimitsSummary, Row
+from ...analysis.scaling.limits_why import PointWhy
 from ...results import Report, Section, Table, Value
 from ...vocab.units import fmt_bytes, plural
 from .options import RECIPE
@@ -140,7 +141,7 @@ class LimitsContext:
     beds: Sequence[Mapping[str, Any]] = ()
     label: str = ""
     notes: Sequence[str] = ()
-    #: the Why items (``analysis.scaling.limits.why_limits``)
+    #: the Why items (``analysis.scaling.limits_why.why_limits``)
     why: Sequence[PointWhy] = ()
     #: shown in the uncached column where uncached I/O was not measured ("n/a")
     uncached_missing: str = "-"

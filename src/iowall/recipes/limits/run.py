@@ -1,7 +1,7 @@
 """Running `limits`: provision the bed (one per XFS block size), size the points for it, run
 them interleaved (the memory-copy ceiling on the first bed), and gather what the report says
 into a ``LimitsContext``; the numbers are summarised by ``analysis.scaling.limits``, explained by
-``analysis.scaling.limits.why_limits`` and laid out by ``report.limits_report``."""
+``analysis.scaling.limits_why.why_limits`` and laid out by ``report.limits_report``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...analysis.explain.dirty import applied_threshold_note
-from ...analysis.scaling.limits import summarise, why_limits
+from ...analysis.scaling.limits import summarise
+from ...analysis.scaling.limits_why import why_limits
 from ...beds import BedSpec, check_fs, provision
 from ...beds.xfs_blocks import check_fs_blocks, fmt_block
 from ...machine.sysinfo import busy_cpus, cpu_count, dirty_thresholds_bytes, host_facts, meminfo, sysctl
