@@ -1,6 +1,7 @@
-"""A target of `iowall run` (and of `gate`, which runs its workload the same way): a plan file,
-a fio job file (a plan of one point) or a registered recipe, checked as far as it can be
-without the machine, then run under the machine lock."""
+"""A target of `iowall run` (and of `gate`, which runs its workload the same way, and of
+`limits`: ``actions.limits``): a plan file, a fio job file (a plan of one point) or a
+registered recipe, checked as far as it can be without the machine, then run under the
+machine lock."""
 
 from __future__ import annotations
 
@@ -70,6 +71,9 @@ class Target:
     plan: Plan | None
     recipe: Recipe | None
     opts: RecipeOptions
+    #: the command the machine lock's holder line names (``limits``: ``actions.limits``);
+    #: None: ``run NAME``
+    command: str | None = None
 
 
 def prepare(
@@ -136,7 +140,7 @@ def execute(
     is told through its options instead. The report's line on it (``session.memory_note``)
     ends its notes and is its ``data["guest_memory"]``."""
     own = t.recipe is not None and t.recipe.holds_memory
-    with exclusive(f"run {t.name}", wait), interruptible(), KnobSession() as ks:
+    with exclusive(t.command or f"run {t.name}", wait), interruptible(), KnobSession() as ks:
         journal.recover()
         gm = hold_memory_step(ks, progress(t.title)) if hold_memory and not own else None
         said = None if own else memory_note(hold_memory, gm)

@@ -6,14 +6,12 @@ from typing import Annotated
 
 import typer
 
-from ..beds import BedSpec, bed_with_wipe, check_fs
-from ..machine import journal
-from ..machine.machine_lock import exclusive, parse_wait
-from ..machine.signals import interruptible
+from ..actions.limits import prepare_limits
+from ..actions.target import execute
+from ..beds import bed_with_wipe
+from ..machine.machine_lock import parse_wait
 from ..measure.repeat import RepeatPolicy, parse_repeat, parse_target
 from ..probes import resolve
-from ..recipes.limits.options import limits_options
-from ..recipes.limits.run import run_limits
 from ..report.emit import emit
 from ..store import Store
 from ..store.reports import add_report
@@ -86,7 +84,7 @@ def limits(
         policy = (policy or RepeatPolicy.until_decided()).with_target(parse_target(rel_target))
     resolve(probes)
     bed = bed_with_wipe(bed, wipe) or bed
-    opts = limits_options(
+    prepared = prepare_limits(
         bed=bed,
         fs=fs,
         size=size,
@@ -98,12 +96,8 @@ def limits(
         mkfs_opts=mkfs_opts,
         mount_opts=mount_opts,
         probes=probes,
-        hold_memory=hold_memory,
     )
-    check_fs(BedSpec.parse(opts.bed), opts.fs)  # before the store, the lock, guest memory
-    store = Store(db)
-    with exclusive("limits", wait_s), interruptible():
-        journal.recover()
-        report = run_limits(opts, store, RichProgress("limits"))
+    store = Store(db)  # opened once the input is known to be good: a refusal writes nothing
+    report = execute(prepared, store, RichProgress, wait_s, hold_memory)
     add_report(store, report)
     emit(report, fmt, output)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..measure.repeat import RepeatPolicy, as_policy
 from ..measure.session import Session
@@ -14,6 +14,9 @@ from ..store import Store
 from ..vocab.errors import UserError
 from ..vocab.progress import Progress
 from ..vocab.units import parse_size
+
+if TYPE_CHECKING:  # the limits package registers its recipe with these options: a cycle at run time
+    from .limits.options import LimitsOptions
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,10 @@ class RecipeOptions:
     #: guest memory held (False: --no-hold-memory); read by a recipe that holds it itself
     #: (``Recipe.holds_memory``), set by ``actions.target.execute``
     hold_memory: bool = True
+    #: `iowall limits`: the limits recipe's options built from that command's own flags
+    #: (``actions.limits.prepare_limits``; its messages name them), read instead of ``sets``;
+    #: None for `iowall run limits`, which sets them with ``--set``
+    limits: LimitsOptions | None = None
 
     def repeats(self, quick_default: int = 1, default: int = 3) -> RepeatPolicy:
         """The policy to run with: ``--repeat`` if given, else ``quick_default`` fixed rounds

@@ -22,6 +22,8 @@ package registers the recipe (`iowall run limits`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...results import Report
 from ...store import Store
 from ...vocab.progress import Progress
@@ -42,7 +44,10 @@ def _joined(opts: RecipeOptions, axis: str) -> str | None:
 
 def _options(opts: RecipeOptions) -> LimitsOptions:
     """The recipe's ``--set`` axes as LimitsOptions, checked (unknown axes, job counts, sizes,
-    block sizes): no machine is touched."""
+    block sizes): no machine is touched. From `iowall limits` they come built from its flags
+    (``opts.limits``), with the knobs and the hold on guest memory still ``opts``'."""
+    if opts.limits is not None:
+        return replace(opts.limits, knobs=opts.knobs, hold_memory=opts.hold_memory)
     opts.check_sets(RECIPE, AXES)
     size = one(opts, "bed_size")
     return limits_options(
