@@ -103,6 +103,59 @@ class Table:
         return Table(tuple(headers), tuple(tuple(r) for r in rows), left, headless, fit_width)
 
 
+#: Exit codes of the commands that measure (`run`, `limits`, `fleet run`), and `gate`'s own.
+EXIT_OK = 0
+#: some point failed (its workload or bed: fio's "No space left on device") or was
+#: interrupted, or a fleet host did not complete: the report says which
+EXIT_POINTS_FAILED = 1
+#: bad input, refused before anything ran (every UserError)
+EXIT_BAD_INPUT = 2
+#: the store could not keep a run: the job stopped, the run waits in the spool
+EXIT_STORE_FAILED = 4
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How many of a job's runs were measured, failed and interrupted (the JSON report's
+    ``data.outcome``), and the exit code that says it to CI."""
+
+    measured: int
+    failed: int
+    interrupted: int
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_POINTS_FAILED if self.failed or self.interrupted else EXIT_OK
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "measured": self.measured,
+            "failed": self.failed,
+            "interrupted": self.interrupted,
+            "exit_code": self.exit_code,
+        }
+
+    def sentence(self) -> str | None:
+        """``2 of 6 runs did not measure (1 failed, 1 interrupted): exit code 1``, or None
+        when every run measured."""
+        bad = self.failed + self.interrupted
+        if not bad:
+            return None
+        parts = [f"{self.failed} failed"] if self.failed else []
+        parts += [f"{self.interrupted} interrupted"] if self.interrupted else []
+        total = self.measured + bad
+        runs = f"run{'s' if total != 1 else ''}"
+        return f"{bad} of {total} {runs} did not measure ({', '.join(parts)}): exit code {self.exit_code}"
+
+
+def outcome_of(report: Report) -> Outcome | None:
+    """The outcome a report carries (``data.outcome``), None for one stored before it did."""
+    o = report.data.get("outcome")
+    if not isinstance(o, Mapping):
+        return None
+    return Outcome(int(o.get("measured", 0)), int(o.get("failed", 0)), int(o.get("interrupted", 0)))
+
+
 @dataclass(frozen=True)
 class Section:
     """A titled part of a report: a table, sentences (bullets), or both."""

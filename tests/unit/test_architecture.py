@@ -41,6 +41,7 @@ LAZY_OK = (
     ".write",
     "psycopg",
     "..analysis.regress.compare",
+    "..actions.spool",
     ".tables",
     "..store.ingest",
     "rich.progress",

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -206,7 +206,7 @@ def test_an_unregistered_reporting_order_is_no_reporting(
 
 
 #: `execute` hands the store to the target only, which these fakes do not use.
-NO_STORE = cast(Store, None)
+NO_STORE = Store("sqlite://")  # in memory: nothing to keep, room enough
 
 
 def _shown(title: str) -> Progress:

@@ -16,11 +16,12 @@ from ..machine.machine_lock import exclusive
 from ..machine.signals import interruptible
 from ..measure.repeat import RepeatPolicy
 from ..measure.session import hold_memory_step, memory_note
+from ..model import MEASURED_STATUSES
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get
-from ..results import Report
-from ..store import Store
+from ..results import Outcome, Report
+from ..store import RunFilter, Store
 from ..tuning.knob_session import KnobSession
 from ..vocab.errors import UserError
 from ..vocab.progress import Progress
@@ -138,8 +139,10 @@ def execute(
     `limits` does (free page reporting off, the free memory touched), restored on every way
     out by the KnobSession; a recipe that holds it itself (``Recipe.holds_memory``: limits)
     is told through its options instead. The report's line on it (``session.memory_note``)
-    ends its notes and is its ``data["guest_memory"]``."""
+    ends its notes and is its ``data["guest_memory"]``. A store that could not keep a run
+    (no room, read-only) is refused first (``Store.check_room``)."""
     own = t.recipe is not None and t.recipe.holds_memory
+    store.check_room()  # a store that could not keep the runs: refused before the lock, not after a job
     with exclusive(t.command or f"run {t.name}", wait), interruptible(), KnobSession() as ks:
         journal.recover()
         gm = hold_memory_step(ks, progress(t.title)) if hold_memory and not own else None
@@ -149,9 +152,26 @@ def execute(
         else:
             assert t.recipe is not None
             report = t.recipe.run(replace(t.opts, hold_memory=hold_memory), store, progress(t.title))
-        if said is None:
-            return report
-        return replace(report, notes=(*report.notes, said), data={**report.data, "guest_memory": said})
+        if said is not None:
+            report = replace(report, notes=(*report.notes, said), data={**report.data, "guest_memory": said})
+        return with_outcome(report, store)
+
+
+def with_outcome(report: Report, store: Store) -> Report:
+    """The report with its runs' outcome (``results.Outcome``: measured, failed, interrupted,
+    the exit code) in its data and, when any run did not measure, a line of its tail."""
+    runs = store.runs(RunFilter(ids=report.run_ids), metrics=lambda _: False) if report.run_ids else []
+    o = Outcome(
+        sum(r.status in MEASURED_STATUSES for r in runs),
+        sum(r.status == "failed" for r in runs),
+        sum(r.status == "interrupted" for r in runs),
+    )
+    said = o.sentence()
+    return replace(
+        report,
+        data={**report.data, "outcome": o.to_json()},
+        tail=(*report.tail, said) if said else report.tail,
+    )
 
 
 def run_target(

@@ -28,6 +28,7 @@ from .options import (
     TargetOpt,
     WaitOpt,
     WipeOpt,
+    failed_exit,
     record_commit,
 )
 from .progress import RichProgress
@@ -101,3 +102,4 @@ def limits(
     report = execute(prepared, store, RichProgress, wait_s, hold_memory)
     add_report(store, report)
     emit(report, fmt, output)
+    failed_exit(report)

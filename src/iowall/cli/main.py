@@ -11,7 +11,8 @@ from typer._click import Command, Context
 from typer.core import TyperGroup, TyperOption
 from typer.main import get_command
 
-from ..vocab.errors import Interrupted, IowallError, UserError
+from ..machine import spooldir
+from ..vocab.errors import Interrupted, IowallError, StoreFailed, UserError
 from .lazy import LazyGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -53,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "db": "db:db_app",
     "doctor": "doctor:doctor",
     "recover": "recover:recover_cmd",
+    "spool": "spool:spool",
     "serve": "serve:serve",
     "plot": "plot:plot_app",
 }
@@ -148,9 +150,19 @@ def optional_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _import_spool(store: object) -> None:
+    """A store opened with runs waiting for it in the spool: import them first (the import
+    and what it needs are loaded only then)."""
+    from ..actions.spool import replay
+
+    replay(store)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; one clear line on stderr for every error a user can cause."""
     args = optional_values(list(sys.argv[1:] if argv is None else argv))
+    if _import_spool not in spooldir.HOOKS:
+        spooldir.HOOKS.append(_import_spool)
     try:
         rc = command().main(args=args, prog_name="iowall", standalone_mode=False)
     except UserError as e:
@@ -165,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("iowall: interrupted", file=sys.stderr)
         return 130
+    except StoreFailed as e:
+        print(f"iowall: store failed: {one_line(str(e))}", file=sys.stderr)
+        return 4
     except IowallError as e:
         print(f"iowall: failed: {e}", file=sys.stderr)
         return 1
@@ -180,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if "Abort" in kinds:
             return 130
+        if any(c.__module__.split(".")[0] in ("sqlalchemy", "sqlite3", "psycopg") for c in type(e).__mro__):
+            orig = getattr(e, "orig", None)  # the driver's own words, not SQLAlchemy's statement
+            said = (str(orig if orig is not None else e).strip() or type(e).__name__).splitlines()[0]
+            print(f"iowall: store failed: {said}", file=sys.stderr)
+            return 4
         raise
     if rc == 130:  # typer's return for a KeyboardInterrupt (Ctrl-C) in a command; none returns it
         print("iowall: interrupted", file=sys.stderr)

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ..model import COMMIT_ENV, check_label
+from ..results import Report, outcome_of
 
 
 class ReportFormat(str, Enum):
@@ -207,3 +208,12 @@ BED_HELP = (
     "or partitions: destructive, guarded; docs/safety.md)"
 )
 QuickOpt = Annotated[bool, typer.Option("--quick", help="small sizes: a few minutes")]
+
+
+def failed_exit(report: Report) -> None:
+    """Exit 1 (``results.EXIT_POINTS_FAILED``) after the report when any run of the job
+    failed or was interrupted: a CI job must not read success from a plan whose points all
+    failed."""
+    o = outcome_of(report)
+    if o is not None and o.exit_code:
+        raise typer.Exit(o.exit_code)

@@ -31,6 +31,7 @@ from .options import (
     TargetOpt,
     WaitOpt,
     WipeOpt,
+    failed_exit,
     record_commit,
 )
 from .progress import RichProgress
@@ -137,3 +138,4 @@ def run_cmd(
         emit(ReportRuns(report, tuple(store.runs(RunFilter(ids=report.run_ids)))), fmt, output)
     else:
         emit(report, fmt, output)
+    failed_exit(report)

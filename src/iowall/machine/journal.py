@@ -227,7 +227,7 @@ def recover() -> list[dict[str, Any]]:
     boot = boot_id()
     for p, action in pending():
         same_boot = action.get("boot", boot) == boot
-        if same_boot and _alive(int(action.get("pid", 0)), int(action.get("pid_start", -1))):
+        if same_boot and alive(int(action.get("pid", 0)), int(action.get("pid_start", -1))):
             continue
         if same_boot or action.get("undo") in FILE_ACTIONS:
             undone.append({**action, **undo(action)})
@@ -235,7 +235,7 @@ def recover() -> list[dict[str, Any]]:
     return undone
 
 
-def _alive(pid: int, start: int = -1) -> bool:
+def alive(pid: int, start: int = -1) -> bool:
     """Whether the process that wrote an entry still runs (the same process: its start time
     matches when the entry recorded one)."""
     if pid <= 0:

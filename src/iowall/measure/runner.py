@@ -15,11 +15,13 @@ from typing import Any
 
 from ..analysis.explain.kernel_paths import attribute, decode_folded, path_metrics
 from ..analysis.regress.repeat_rule import DecisionState
+from ..bundle.spool import Spool
 from ..model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run, Series, Status, primary_metric
 from ..probes import ProbeSet
 from ..probes.base import Probe, ProbeContext
 from ..store import Store
-from ..vocab.errors import Interrupted, WorkloadError
+from ..store.faults import failure_text
+from ..vocab.errors import Interrupted, IowallError, StoreFailed, WorkloadError
 from ..vocab.progress import Progress
 from .repeat import Decider, KeyMetric, RepeatPolicy, as_policy
 
@@ -85,6 +87,8 @@ class Schedule:
     key_metric: KeyMetric = primary_metric
     #: per-point bookkeeping of the policy in force (set by ``start``/``execute``)
     decider: Decider | None = None
+    #: where each run waits, fsynced, until the store has committed it (made on first use)
+    spool: Spool | None = field(default=None, repr=False)
 
     @property
     def decisions(self) -> dict[str, DecisionState]:
@@ -223,10 +227,43 @@ class Schedule:
         if d is not None and run.status != "interrupted":
             if d.observe(run).stop and d.policy.auto:
                 run = replace(run, notes=run.notes + (d.note(point.key()),))
-        rid = self.store.add_run(run, waiting=self.progress.step)  # an import may hold the store
+        rid, run = self._keep(run)
         run = replace(run, id=rid)
         self.runs.append(run)
         return run
+
+    def _keep(self, run: Run) -> tuple[int, Run]:
+        """Spool ``run`` (fsynced), then store it, then drop it from the spool: a run the store
+        cannot take is never lost. A store failure stops the job with one line naming what
+        failed and the spool file (StoreFailed); a spool that cannot write (its disk full
+        too) does not keep the store from being tried."""
+        if self.spool is None:
+            self.spool = Spool(self.store.url, self.batch)
+        try:
+            run = self.spool.keep(run)
+            spooled: str | None = None
+        except OSError as e:
+            spooled = e.strerror or str(e)
+        try:
+            rid = self.store.add_run(run, waiting=self.progress.step)  # an import may hold the store
+        except IowallError:
+            raise
+        except Exception as e:  # the database's own errors: disk full, server gone, locked
+            kept = (
+                f"the next iowall command on this store imports the run, which waits in {self.spool.path}"
+                if spooled is None
+                else f"the spool could not keep it either ({spooled}): the run is lost"
+            )
+            raise StoreFailed(
+                f"the store {self.store.shown} could not keep the run of {run.point.describe()} "
+                f"({failure_text(e)}): {kept}"
+            ) from e
+        if spooled is None:
+            try:
+                self.spool.stored(run)
+            except OSError:
+                pass  # left in the spool: the next import skips it by its uuid
+        return rid, run
 
 
 def derived_metrics(artifacts: Sequence[Artifact]) -> list[Metric]:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..machine import spooldir
 from ..machine.dirs import db_url, default_db_url, redact_url
 from ..model import Artifact, Run
-from ..vocab.errors import NotFound, UserError
+from ..vocab.errors import NotFound, StoreFailed, UserError
 from . import codec
+from .faults import RETRY_S, ROOM_BYTES, connection_lost, failure_text, read_only_fs, say
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
 from .rows import (
     ARTIFACTS,
@@ -55,10 +58,17 @@ class Store:
         self._engine: Engine | None = None
         if self._file is None and self.dialect == "sqlite":  # in memory: one engine holds it
             self._engine = self._make_engine()
-        if not self._at_head():
-            from .write import migrate  # the SQLAlchemy half: only when there is work for it
+        if self._file is not None and read_only_fs(self._file):
+            raise StoreFailed(
+                f"the store {self.shown} is on a read-only filesystem: SQLite cannot open its "
+                "write-ahead log there (copy the file somewhere writable to read it)"
+            )
+        with none_left_if_failed(self.url):  # a store that cannot be made is not left half made
+            if not self._at_head():
+                from .write import migrate  # the SQLAlchemy half: only when there is work for it
 
-            migrate(self.engine, self.shown)
+                migrate(self.engine, self.shown)
+        spooldir.opened(self.url, self)  # runs the store could not take before: imported now
 
     @property
     def engine(self) -> Engine:
@@ -144,9 +154,48 @@ class Store:
         of many runs), telling ``waiting`` once, instead of failing after the busy timeout."""
         from .write import insert_run, sqlite_write_turn  # SQLAlchemy, when a store is written
 
-        sqlite = self.dialect == "sqlite"
-        with sqlite_write_turn(self.engine, self.shown, waiting) if sqlite else self.engine.begin() as conn:
-            return [insert_run(conn, run) for run in runs]
+        if self.dialect == "sqlite":
+            with sqlite_write_turn(self.engine, self.shown, waiting) as conn:
+                return [insert_run(conn, run) for run in runs]
+        for wait in (*RETRY_S, None):
+            try:
+                with self.engine.begin() as conn:
+                    return [insert_run(conn, run) for run in runs]
+            except Exception as e:
+                if wait is None or not connection_lost(e):
+                    raise
+                (waiting or say)(
+                    f"the connection to {self.shown} was lost ({failure_text(e)}); trying again in {wait:g} s"
+                )
+                self.engine.dispose()  # the pool's connections are dead: new ones
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def check_room(self) -> None:
+        """Refuse, before a job measures, a store that could not keep its runs: a SQLite
+        file on a filesystem with less than ``ROOM_BYTES`` free or mounted read-only, a file
+        or directory it cannot write, a PostgreSQL server in read-only mode. StoreFailed
+        with one line saying which."""
+        if self._file is not None:
+            d = os.path.dirname(self._file) or "."
+            st = os.statvfs(d)
+            free = st.f_bavail * st.f_frsize
+            if free < ROOM_BYTES:
+                raise StoreFailed(
+                    f"the store {self.shown} has {free / 2**20:.1f} MiB free on its filesystem; a job "
+                    f"needs {ROOM_BYTES >> 20} MiB (a probed run takes up to about 0.4 MiB, its "
+                    "write-ahead log as much again)"
+                )
+            target = self._file if os.path.exists(self._file) else d
+            if not os.access(target, os.W_OK):
+                raise StoreFailed(f"the store {self.shown} cannot be written by this user ({target})")
+        elif self.dialect == "postgresql":
+            with self.engine.connect() as conn:
+                ro = conn.exec_driver_sql("SHOW transaction_read_only").scalar()
+            if str(ro).lower() == "on":
+                raise StoreFailed(
+                    f"the store {self.shown} is read-only (a standby, or default_transaction_read_only)"
+                )
 
     # -- reading ---------------------------------------------------------------------------
     def runs(

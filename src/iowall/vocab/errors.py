@@ -25,6 +25,12 @@ class WorkloadError(IowallError):
     """A workload (fio, engine) failed during a run; the run is stored as failed."""
 
 
+class StoreFailed(IowallError):
+    """The store could not keep a measured run (a full disk, a server gone, a lock held too
+    long): the job stops, the run waits in the spool for the store (``bundle.spool``); the
+    CLI exits 4."""
+
+
 class Interrupted(IowallError):
     """SIGINT or SIGTERM arrived; everything is torn down and the run stored as interrupted."""
 

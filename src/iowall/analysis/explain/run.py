@@ -13,7 +13,7 @@ from ...model import MEASURED_STATUSES, PROFILE_ARTIFACT, Run, primary_metric
 from ...vocab.errors import UserError
 from ...vocab.units import parse_size
 from .attribution import classes, lock_callers, top_functions, top_paths
-from .budget import Budget, compute, counter_window
+from .budget import MIN_WINDOW_S, Budget, compute, counter_window
 from .context import explain_context, not_applicable, representative, skipped_probes, throughput
 from .device import Device, device_in_window, window_mean, with_facts
 from .facts import Cost, Explanation
@@ -82,6 +82,34 @@ def budget(run: Run, att_stacks: dict[str, int] | None = None) -> Budget | None:
     if win is None:
         return None
     return compute(doc, win[0], win[1], att_stacks, cpu_split(run, win[0]))
+
+
+def without_budget(run: Run) -> tuple[str, bool]:
+    """Why ``run`` has no wall-clock budget, as its first sentence, and whether it is too short
+    to explain at all: the threadstate probe ran but timed none of the I/O (it lasted less
+    than the probe's samples see), or the probe did not run (skipped, or a run from before
+    it), when the CPU-time rules over the whole machine are all there is, said as such."""
+    if isinstance(_artifact_json(run, "threadstate.json"), dict):
+        tp = throughput(run)
+        rt = run.metric(f"{tp[0]}_runtime_s") if tp else None
+        lasted = f"lasted {rt:.2f} s" if rt else "was over"
+        return (
+            f"Too short to explain: the I/O {lasted} before the threadstate probe could time the "
+            f"workload's threads (a wall needs {MIN_WINDOW_S:.0f} s of I/O or more); run it longer "
+            "(a larger size or a runtime).",
+            True,
+        )
+    skipped = next((s.reason for s in skipped_probes(run) if s.probe == "threadstate"), None)
+    why = (
+        f"the threadstate probe was skipped ({skipped})"
+        if skipped
+        else "the run has no threadstate probe data"
+    )
+    return (
+        f"No wall-clock budget: {why}. What follows are the CPU-time rules over the whole "
+        "machine, not the workload's own time.",
+        False,
+    )
 
 
 def _profile_stacks(run: Run) -> dict[str, int] | None:
@@ -268,6 +296,17 @@ def explain(run: Run, batch: Sequence[Run]) -> Explanation:
     if att is not None and not any(k.startswith("profile_") and k.endswith("_share") for k in metrics):
         metrics.update({m.name: m.value for m in path_metrics(att)})  # older runs
     b = budget(run, stacks)
+    unexplained, too_short = without_budget(run) if b is None else ("", False)
+    if too_short:  # the machine's CPU time would be another process's, not the workload's
+        return Explanation(
+            run.id,
+            run.point.describe(),
+            tuple(skipped_probes(run)),
+            sentences=(unexplained,),
+            attribution=tuple(classes(metrics)),
+            paths=tuple(top_paths(att)) if att is not None else (),
+            throughput_bytes_per_s=ctx.get("throughput_bytes_per_s"),
+        )
     d = wall_of(run, b, ctx, stacks) if b is not None else None
     walls = [x for x in (d.wall, *d.also) if x] if d is not None else []
     keep = (*(r for w in walls for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
@@ -295,7 +334,10 @@ def explain(run: Run, batch: Sequence[Run]) -> Explanation:
         run.id,
         run.point.describe(),
         tuple(skipped_probes(run)),
-        sentences=tuple(said + list(d.notes if d is not None else ()) or sentences([])),
+        sentences=tuple(
+            ([unexplained] if unexplained else [])
+            + (said + list(d.notes if d is not None else ()) or sentences([]))
+        ),
         fired=bool(verdicts),
         # with a budget, only the near misses of the rules that may stand beside its wall
         verdicts=tuple(verdicts),

@@ -1,0 +1,89 @@
+"""The spool: every finished run is written to this machine, fsynced, before the store is
+asked to keep it, and dropped once the store has committed it. A run the store could not
+take (a full disk, a server gone, the process killed between measuring and storing) stays in
+its batch's file, a packed bundle, until an iowall command that opens that store imports it
+(``actions.spool``). Runs carry their uuid, so a run both stored and left in the spool (killed
+between the commit and the drop) is imported once: the import skips uuids the store has."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..machine.atomic import write_text
+from ..machine.dirs import redact_url
+from ..machine.spooldir import root, store_dir
+from ..model import Run, run_uuid
+from .files import write_bundle
+
+#: The file in a store's spool directory that names the store (redacted: no password).
+STORE_FILE = "store"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A store's spool directory: the store as shown (redacted) and its files."""
+
+    store: str
+    files: tuple[Path, ...]
+
+
+def every_spool() -> list[Waiting]:
+    """Every store with runs waiting in the spool."""
+    out: list[Waiting] = []
+    if not root().is_dir():
+        return out
+    for d in sorted(root().iterdir()):
+        files = tuple(sorted(d.glob("*.json")))
+        if files:
+            name = d / STORE_FILE
+            out.append(Waiting(name.read_text().strip() if name.exists() else "(unknown store)", files))
+    return out
+
+
+def _file_name(batch: str | None) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", batch or "runs")
+    return f"{safe}-{os.getpid()}.json"
+
+
+class Spool:
+    """The spool file of one batch going to one store: ``keep`` a run before storing it,
+    ``stored`` once the store committed it. The file holds exactly the runs not yet
+    stored, rewritten whole (atomically, fsynced) at each change; it is gone when none is
+    left."""
+
+    def __init__(self, url: str, batch: str | None) -> None:
+        self.url = url
+        self.path = store_dir(url) / _file_name(batch)
+        self.pending: list[Run] = []
+
+    def keep(self, run: Run) -> Run:
+        """Write ``run`` (given its uuid, if it has none) to the spool, fsynced; the run as
+        it will be stored."""
+        run = run if run.uuid else replace(run, uuid=run_uuid(run))
+        self.pending.append(run)
+        self._write()
+        return run
+
+    def stored(self, run: Run) -> None:
+        """The store has committed ``run``: drop it from the spool."""
+        self.pending = [r for r in self.pending if r.uuid != run.uuid]
+        self._write()
+
+    def _write(self) -> None:
+        if not self.pending:
+            self.path.unlink(missing_ok=True)
+            return
+        d = self.path.parent
+        if not d.is_dir():
+            d.mkdir(parents=True, exist_ok=True)
+            write_text(d / STORE_FILE, redact_url(self.url) + "\n", what="spool")
+        write_bundle(
+            self.pending,
+            str(self.path),
+            source={"host": socket.gethostname(), "store": redact_url(self.url)},
+            packed=True,
+        )

@@ -1,0 +1,60 @@
+"""How the store's failures are read: one line from a database error (the driver's words,
+not SQLAlchemy's statement), whether a PostgreSQL connection was lost and a new one may mend
+it (retried, ``Store.add_runs``), and whether a filesystem can hold a store's runs at all
+(``Store.check_room``, docs/safety.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: Waits before each new try of a PostgreSQL write whose connection was lost (about a
+#: minute in all: a server restarting), then the error stands.
+RETRY_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+
+#: The free space a SQLite store's filesystem must have before a job measures.
+ROOM_BYTES = 8 << 20
+
+
+def say(text: str) -> None:
+    """A line on stderr, as the CLI says things (``iowall: …``)."""
+    print(f"iowall: {text}", file=sys.stderr)
+
+
+def read_only_fs(path: str) -> bool:
+    """Whether the filesystem that holds (or would hold) ``path`` is mounted read-only."""
+    try:
+        return bool(os.statvfs(os.path.dirname(path) or ".").f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def connection_lost(e: BaseException) -> bool:
+    """Whether a database error says the connection went away (a server restarted, a
+    network cut), which a new connection may mend; not a constraint, a full disk or a
+    syntax error."""
+    if getattr(e, "connection_invalidated", False):
+        return True
+    text = failure_text(e).lower()
+    return any(
+        w in text
+        for w in (
+            "server closed the connection",
+            "terminating connection",
+            "connection refused",
+            "could not connect",
+            "connection is closed",
+            "the database system is starting up",
+            "the database system is shutting down",
+            "consuming input failed",
+            "ssl syscall error",
+        )
+    )
+
+
+def failure_text(e: BaseException) -> str:
+    """One line for a database error: the driver's own message (``database or disk is
+    full``), without SQLAlchemy's statement and background link."""
+    orig = getattr(e, "orig", None)
+    text = str(orig if orig is not None else e).strip() or type(e).__name__
+    return text.splitlines()[0]
