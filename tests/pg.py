@@ -12,6 +12,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -101,19 +102,8 @@ class Cluster:
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
             "-c max_connections=100 -c shared_buffers=32MB " + settings
         )
-        self._as_owner(
-            f"{self.bin}/pg_ctl",
-            "-D",
-            str(self.data),
-            "-l",
-            str(self.dir / "server.log"),
-            "-o",
-            opts,
-            "-w",
-            "-t",
-            "60",
-            "start",
-        )
+        self.opts = opts
+        self._pg_ctl_start()
         self.started = True
         # ICU en-US, as most servers sort text (not by code point): ordering the store leaves
         # to the database shows up as a difference from SQLite
@@ -121,6 +111,31 @@ class Cluster:
             f"CREATE DATABASE {TEMPLATE} TEMPLATE template0 LOCALE_PROVIDER icu "
             "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
         )
+
+    def _pg_ctl_start(self) -> None:
+        self._as_owner(
+            f"{self.bin}/pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.dir / "server.log"),
+            "-o",
+            self.opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+
+    def bounce(self, down_s: float) -> None:
+        """Stop the server (fast shutdown: every connection cut), leave it down ``down_s``
+        seconds, start it again: a restart as a store's clients meet it."""
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+        self._as_owner(f"{self.bin}/pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        time.sleep(down_s)
+        self._pg_ctl_start()
 
     def psql(self, sql: str, db: str = "postgres") -> str:
         """Run one SQL command through psql on the socket; its output."""

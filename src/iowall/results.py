@@ -285,3 +285,5 @@ class HostState:
     runs: int = 0
     hostnames: tuple[str, ...] = ()
     error: str = ""
+    #: runs of the host's job that failed or were interrupted (imported all the same)
+    failed_runs: int = 0

@@ -65,6 +65,27 @@ def _env(tmp_path: Path, db: Path) -> dict[str, str]:
     return env
 
 
+def _first_run_stored(tmp_path: Path, db: Path, label: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """A four-run job started on the store ``db``, once its first run is stored."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN.format(label=label, repeat=4, size="64M", bed="512M"))
+    env = _env(tmp_path, db)
+    exe = str(Path(sys.executable).with_name("iowall"))
+    child = subprocess.Popen(
+        [exe, "run", str(plan), "--no-hold-memory"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while _stored(db) < 1 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _stored(db) >= 1, "no run was stored"
+    return child, env
+
+
 def _stored(db: Path) -> int:
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
@@ -80,27 +101,13 @@ def test_a_store_that_fills_mid_run_loses_nothing(tmp_path: Path, small_fs: Path
     """The store's filesystem fills once the first run is stored: the job stops with one line
     (exit 4) naming the spool file; the run waits there; the next command on that store
     imports it, once."""
-    plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(label="fills", repeat=4, size="64M", bed="512M"))
     db = small_fs / "s.db"
-    env = _env(tmp_path, db)
-    exe = str(Path(sys.executable).with_name("iowall"))
-    child = subprocess.Popen(
-        [exe, "run", str(plan), "--no-hold-memory"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 300
-    while _stored(db) < 1 and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _stored(db) >= 1, "no run was stored before the fill"
+    child, env = _first_run_stored(tmp_path, db, "fills")
     # fill what is left of the store's filesystem
     subprocess.run(
         ["dd", "if=/dev/zero", f"of={small_fs / 'fill'}", "bs=64k"], capture_output=True, check=False
     )
-    out, err = child.communicate(timeout=600)
+    _, err = child.communicate(timeout=600)
     stored_before = _stored(db)
     assert child.returncode == 4, err
     assert "Traceback" not in err
@@ -149,7 +156,7 @@ def test_a_store_that_cannot_be_made_leaves_nothing(tmp_path: Path) -> None:
         plan = tmp_path / "p.toml"
         plan.write_text(PLAN.format(label="tiny", repeat=1, size="64M", bed="512M"))
         cp = iowall("run", str(plan), "--no-hold-memory", env=_env(tmp_path, mnt / "s.db"))
-        assert cp.returncode == 2 and "Traceback" not in cp.stderr
+        assert cp.returncode == 4 and "Traceback" not in cp.stderr
         assert cp.stderr.count("cannot open store") == 1 and len(cp.stderr.splitlines()) == 1, cp.stderr
         assert not list(mnt.iterdir())
     finally:
@@ -178,3 +185,23 @@ def test_a_corrupt_store_is_one_line(tmp_path: Path) -> None:
         cp = iowall(*args, env=_env(tmp_path, bad))
         assert cp.returncode in (2, 4) and "Traceback" not in cp.stderr, (args, cp.stderr)
         assert len(cp.stderr.strip().splitlines()) == 1, (args, cp.stderr)
+
+
+def test_a_job_killed_mid_run_loses_nothing_and_stores_nothing_twice(tmp_path: Path) -> None:
+    """SIGKILL of the whole job once a run is stored: `recover` tears the bed down, the next
+    command imports whatever the spool kept, and no uuid is stored twice."""
+    import os
+    import signal
+
+    db = tmp_path / "s.db"
+    child, env = _first_run_stored(tmp_path, db, "killed")
+    time.sleep(0.4)  # somewhere inside the next run
+    os.killpg(child.pid, signal.SIGKILL)
+    child.communicate(timeout=60)
+    recovered = iowall("recover", env=env)
+    assert recovered.returncode == 0 and "Traceback" not in recovered.stderr, recovered.stderr
+    after = iowall("runs", "--format", "json", env=env, check=True)
+    assert "Traceback" not in after.stderr
+    uuids = [r.uuid for r in Store(str(db)).runs()]
+    assert len(uuids) >= 1 and len(uuids) == len(set(uuids))
+    assert not list((tmp_path / "data" / "iowall" / "spool").glob("*/*.json"))

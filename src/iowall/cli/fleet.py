@@ -55,4 +55,12 @@ def fleet_run(
             f"iowall: {len(failed)} of {len(states)} hosts failed ({', '.join(failed)}); "
             "run the same command again to complete them"
         )
+    bad = [s for s in states if s.status == IMPORTED and s.failed_runs]
+    if bad:
+        _say(
+            f"iowall: {sum(s.failed_runs for s in bad)} runs did not measure (failed or interrupted) on "
+            + ", ".join(s.host for s in bad)
+            + "; their reports say why (iowall runs --status failed)"
+        )
+    if failed or bad:
         raise typer.Exit(1)

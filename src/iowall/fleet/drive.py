@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..bundle.files import pack_item, read_models
+from ..bundle.packed import Carried
 from ..results import FAILED, IMPORTED, HostState
 from ..store import Store
 from ..store.ingest import import_runs
@@ -96,7 +97,8 @@ def _import(fd: FleetDir, host: str, store: Store) -> HostState:
     except UserError as e:
         return HostState(host, FAILED, error=f"import: {e}")
     names = sorted({str((r.env.get("host") or {}).get("hostname", "")) for r in runs})
-    return HostState(host, IMPORTED, runs=len(runs), hostnames=tuple(names))
+    bad = sum((r.model if isinstance(r, Carried) else r).status in ("failed", "interrupted") for r in runs)
+    return HostState(host, IMPORTED, runs=len(runs), hostnames=tuple(names), failed_runs=bad)
 
 
 def run_fleet(

@@ -40,6 +40,10 @@ def connection_lost(e: BaseException) -> bool:
         w in text
         for w in (
             "server closed the connection",
+            "connection failed",
+            "connection to server",
+            "no connection to the server",
+            "could not receive data",
             "terminating connection",
             "connection refused",
             "could not connect",
@@ -58,3 +62,11 @@ def failure_text(e: BaseException) -> str:
     orig = getattr(e, "orig", None)
     text = str(orig if orig is not None else e).strip() or type(e).__name__
     return text.splitlines()[0]
+
+
+def machine_fault(e: BaseException) -> bool:
+    """Whether a store that cannot be opened is the machine's fault, not the user's input: a
+    full disk, an I/O error, a read-only file (exit 4). A server that cannot be reached as a
+    store opens is taken for a wrong --db (exit 2); one lost during a job is tried again."""
+    text = failure_text(e).lower()
+    return any(w in text for w in ("disk is full", "disk i/o error", "readonly database", "no space left"))

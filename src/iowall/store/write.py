@@ -17,9 +17,10 @@ from sqlalchemy.exc import OperationalError
 
 from ..machine.dirs import redact_url
 from ..model import Run
-from ..vocab.errors import UserError
+from ..vocab.errors import StoreFailed, UserError
 from . import codec
 from . import schema as t
+from .faults import machine_fault
 from .packing import metrics_row, pack_run
 from .rows import CHUNK
 
@@ -61,9 +62,10 @@ def migrate(engine: Engine, shown: str) -> None:
             else:
                 _sqlite_migrate(conn, lambda: command.upgrade(cfg, "head"), cfg)
     except Exception as e:
-        raise UserError(
-            f"cannot open store {shown!r}: {e.__class__.__name__}: {redact_url(str(e).splitlines()[0])}"
-        ) from e
+        said = f"cannot open store {shown!r}: {e.__class__.__name__}: {redact_url(str(e).splitlines()[0])}"
+        if machine_fault(e):  # not the user's input: the disk or the server
+            raise StoreFailed(said) from e
+        raise UserError(said) from e
 
 
 def insert_run(conn: Connection, run: Run) -> int:
