@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .budget_profile import cpu_mechanisms, cpu_top, kernel_contexts, kernel_paths
 from .kernel_knowledge import mechanism_of
-from .kernel_paths import attribute
 from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
 
 #: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
@@ -166,50 +166,122 @@ def compute(
     counted 17% its own while no other thread of the workload ran. Without ``cpus``, all of
     it is counted as the others'."""
     w0, w1 = window
-    stacks: list[str] = list(doc.get("stacks") or [])
-    kept: list[ThreadBudget] = []
-    blocked_fn: dict[str, dict[tuple[str, str], int]] = {}
-    blocked_sys: dict[str, dict[str, int]] = {}
-    blocked_leaf: dict[str, dict[str, int]] = {}
-    blocked_mech: dict[str, dict[str, int]] = {}
-    left: list[str] = []
-    measured: list[tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]] = []
-    fields = _fields(doc)
-    for th in doc.get("threads", ()):
-        rows = th.get("rows") or []
-        edges = _edge_rows(rows, w0, w1)
-        if edges is None:
-            continue
-        a, b = rows[edges[0]], rows[edges[1]]
-        wall = b[0] - a[0]
-        if wall <= 0:
-            continue
-        d = {k: max(0.0, float(b[i] - a[i])) for k, i in fields.items()}
-        reasons: dict[str, float] = {}
-        for r, sid, n in th.get("blocked") or ():
-            if edges[0] < r <= edges[1] and 0 <= sid < len(stacks):
-                c = classify(stacks[sid])
-                if c.reason == PREEMPTED:  # runnable, off its CPU: with the running ones
-                    d["running"] += n
-                    continue
-                reasons[c.reason] = reasons.get(c.reason, 0) + n
-                key = (c.function, caller_of(stacks[sid], c.reason))
-                fn = blocked_fn.setdefault(c.reason, {})
-                fn[key] = fn.get(key, 0) + n
-                sc = blocked_sys.setdefault(c.reason, {})
-                call = syscall_of(stacks[sid])
-                sc[call] = sc.get(call, 0) + n
-                lf = blocked_leaf.setdefault(c.reason, {})
-                leaf = leaf_of(stacks[sid])
-                lf[leaf] = lf.get(leaf, 0) + n
-                mc = blocked_mech.setdefault(c.reason, {})
-                mech = mechanism_of(stacks[sid])
-                mc[mech] = mc.get(mech, 0) + n
-        measured.append((th, d, wall, reasons))
+    measured, blocked = _measured(doc, w0, w1)
     if not measured:
         return None
+    workers, left = _workers(measured)
+    cg_delta = _cgroup_deltas(doc, w0, w1)
+    group_delay = _group_delays(workers)
+    kept: list[ThreadBudget] = []
+    for th, d, wall, reasons in workers:
+        cg = int(th.get("cgroup", -1))
+        quota_part = _quota_part(doc, cg_delta, cg, group_delay.get(cg, 0.0))
+        kept.append(_thread_budget(th, d, wall, reasons, quota_part, cpus))
+    totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
+    comms = {t.comm for t in kept}
+    blocked_fn, blocked_sys, blocked_leaf, blocked_mech = _tally(blocked)
+    tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
+    return Budget(
+        (w0, w1),
+        source,
+        tuple(kept),
+        tuple(left),
+        totals,
+        kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
+        kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"]) if profile else {}),
+        top_functions=tops,
+        cgroups=_kept_cgroups(doc, cg_delta, kept),
+        syscalls=_most(blocked_sys),
+        leaves=_most(blocked_leaf),
+        cpus=cpus,
+        mechanisms=_dominant(blocked_mech),
+        cpu_mechanisms=cpu_mechanisms(profile, comms, totals["kernel"]) if profile else {},
+        cpu_top=cpu_top(profile, comms) if profile else ("", ""),
+    )
+
+
+#: One thread over its part of the window: its document, counters' change, wall time, samples by reason
+_Measured = tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]
+#: One sampled blocked stack: its reason, the function ``offcpu.classify`` named, the stack, its count
+_Blocked = tuple[str, str, str, int]
+#: Per blocked reason, sample counts by key.
+_Counts = dict[str, dict[str, int]]
+
+
+def _measured(doc: Mapping[str, Any], w0: float, w1: float) -> tuple[list[_Measured], list[_Blocked]]:
+    """Every thread that lived in the window, measured over its part of it (``_measure``),
+    in the document's order, and all their sampled blocked stacks in the same order."""
+    stacks: list[str] = list(doc.get("stacks") or [])
+    fields = _fields(doc)
+    measured: list[_Measured] = []
+    blocked: list[_Blocked] = []
+    for th in doc.get("threads", ()):
+        m = _measure(th, stacks, fields, w0, w1)
+        if m is not None:
+            d, wall, reasons, sampled = m
+            measured.append((th, d, wall, reasons))
+            blocked.extend(sampled)
+    return measured, blocked
+
+
+def _measure(
+    th: Mapping[str, Any], stacks: Sequence[str], fields: Mapping[str, int], w0: float, w1: float
+) -> tuple[dict[str, float], float, dict[str, float], list[_Blocked]] | None:
+    """A thread's counters' change and wall time between the rows that bracket its part of the window
+    (``_edge_rows``), its blocked samples read by ``offcpu.classify`` (preempted: running); None if absent."""
+    rows = th.get("rows") or []
+    edges = _edge_rows(rows, w0, w1)
+    if edges is None:
+        return None
+    a, b = rows[edges[0]], rows[edges[1]]
+    wall = b[0] - a[0]
+    if wall <= 0:
+        return None
+    d = {k: max(0.0, float(b[i] - a[i])) for k, i in fields.items()}
+    reasons: dict[str, float] = {}
+    sampled: list[_Blocked] = []
+    for r, sid, n in th.get("blocked") or ():
+        if edges[0] < r <= edges[1] and 0 <= sid < len(stacks):
+            c = classify(stacks[sid])
+            if c.reason == PREEMPTED:  # runnable, off its CPU: with the running ones
+                d["running"] += n
+                continue
+            reasons[c.reason] = reasons.get(c.reason, 0) + n
+            sampled.append((c.reason, c.function, stacks[sid], n))
+    return d, wall, reasons, sampled
+
+
+def _tally(
+    blocked: Sequence[_Blocked],
+) -> tuple[dict[str, dict[tuple[str, str], int]], _Counts, _Counts, _Counts]:
+    """Per blocked reason, its samples counted by (function, caller), system call, sleeping frame and
+    mechanism (``offcpu``, ``kernel_knowledge``), keys in first-sampled order: what the budget names."""
+    blocked_fn: dict[str, dict[tuple[str, str], int]] = {}
+    blocked_sys: _Counts = {}
+    blocked_leaf: _Counts = {}
+    blocked_mech: _Counts = {}
+    for reason, function, stack, n in blocked:
+        key = (function, caller_of(stack, reason))
+        fn = blocked_fn.setdefault(reason, {})
+        fn[key] = fn.get(key, 0) + n
+        sc = blocked_sys.setdefault(reason, {})
+        call = syscall_of(stack)
+        sc[call] = sc.get(call, 0) + n
+        lf = blocked_leaf.setdefault(reason, {})
+        leaf = leaf_of(stack)
+        lf[leaf] = lf.get(leaf, 0) + n
+        mc = blocked_mech.setdefault(reason, {})
+        mech = mechanism_of(stack)
+        mc[mech] = mc.get(mech, 0) + n
+    return blocked_fn, blocked_sys, blocked_leaf, blocked_mech
+
+
+def _workers(measured: Sequence[_Measured]) -> tuple[list[_Measured], list[str]]:
+    """The threads that did the point's work by the ``WORKER_*`` thresholds (bytes against the busiest
+    thread's, time on a CPU, samples blocked for work), and the others' names (``comm (tid)``)."""
     max_bytes = max((m[1]["rchar"] + m[1]["wchar"] for m in measured), default=0.0)
-    workers = []
+    workers: list[_Measured] = []
+    left: list[str] = []
     for th, d, wall, reasons in measured:
         by = d["rchar"] + d["wchar"]
         working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
@@ -221,70 +293,79 @@ def compute(
             workers.append((th, d, wall, reasons))
         else:
             left.append(f"{th.get('comm')} ({th.get('tid')})")
-    cg_delta = _cgroup_deltas(doc, w0, w1)
+    return workers, left
+
+
+def _group_delays(workers: Sequence[_Measured]) -> dict[int, float]:
+    """The summed run delay (seconds) of the workers of each cgroup: what ``_quota_part``
+    weighs the group's throttled time against."""
     group_delay: dict[int, float] = {}
     for th, d, _, _ in workers:
         cg = int(th.get("cgroup", -1))
         group_delay[cg] = group_delay.get(cg, 0.0) + d["delay_ns"] / 1e9
-    for th, d, wall, reasons in workers:
-        cg = int(th.get("cgroup", -1))
-        oncpu, delay = d["exec_ns"] / 1e9, d["delay_ns"] / 1e9
-        ticks = d["utime"] + d["stime"]
-        user = oncpu * (d["utime"] / ticks) if ticks else 0.0
-        secs = {c: 0.0 for c in CATEGORIES}
-        secs["user"], secs["kernel"] = user, oncpu - user
-        quota_part = _quota_part(doc, cg_delta, cg, group_delay.get(cg, 0.0))
-        secs["runnable:quota"] = delay * quota_part
-        rest = delay - secs["runnable:quota"]
-        own = rest * _own_part(cpus, oncpu / wall)
-        secs["runnable:own"], secs["runnable:others"] = own, rest - own
-        blocked = max(0.0, wall - oncpu - delay)
-        n_blocked = sum(reasons.values())
-        n_samples = d["samples"]
-        n_running = d["running"]
-        # blocked stacks explain the blocked time in proportion; blocked time with no stack
-        # (the samples found the thread running, or none were taken) stays unaccounted
-        expected_blocked = max(0.0, n_samples - n_running)
-        covered = min(1.0, n_blocked / expected_blocked) if expected_blocked else 0.0
-        for r, n in reasons.items():
-            secs[f"blocked:{r}"] += blocked * covered * n / n_blocked if n_blocked else 0.0
-        secs["unaccounted"] = blocked * (1.0 - covered) + max(0.0, oncpu + delay - wall)
-        kept.append(
-            ThreadBudget(
-                int(th.get("tid", 0)),
-                str(th.get("comm", "")),
-                cg,
-                wall,
-                secs,
-                d["syscr"] + d["syscw"],
-                d["rchar"] + d["wchar"],
-                _allowed(th.get("allowed_cpus")),
-            )
-        )
-    totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
-    comms = {t.comm for t in kept}
-    tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
-    cgs = tuple(
+    return group_delay
+
+
+def _thread_budget(
+    th: Mapping[str, Any],
+    d: Mapping[str, float],
+    wall: float,
+    reasons: Mapping[str, float],
+    quota_part: float,
+    cpus: tuple[float, float] | None,
+) -> ThreadBudget:
+    """One worker's time by category: on a CPU (schedstat run time, split by utime/stime ticks), runnable
+    (run delay: ``quota_part``, then ``_own_part``, then others'), blocked (``_blocked_seconds``)."""
+    cg = int(th.get("cgroup", -1))
+    oncpu, delay = d["exec_ns"] / 1e9, d["delay_ns"] / 1e9
+    ticks = d["utime"] + d["stime"]
+    user = oncpu * (d["utime"] / ticks) if ticks else 0.0
+    secs = {c: 0.0 for c in CATEGORIES}
+    secs["user"], secs["kernel"] = user, oncpu - user
+    secs["runnable:quota"] = delay * quota_part
+    rest = delay - secs["runnable:quota"]
+    own = rest * _own_part(cpus, oncpu / wall)
+    secs["runnable:own"], secs["runnable:others"] = own, rest - own
+    by_reason, unaccounted = _blocked_seconds(d, wall, oncpu, delay, reasons)
+    for r, s in by_reason.items():
+        secs[f"blocked:{r}"] += s
+    secs["unaccounted"] = unaccounted
+    return ThreadBudget(
+        int(th.get("tid", 0)),
+        str(th.get("comm", "")),
+        cg,
+        wall,
+        secs,
+        d["syscr"] + d["syscw"],
+        d["rchar"] + d["wchar"],
+        _allowed(th.get("allowed_cpus")),
+    )
+
+
+def _blocked_seconds(
+    d: Mapping[str, float], wall: float, oncpu: float, delay: float, reasons: Mapping[str, float]
+) -> tuple[dict[str, float], float]:
+    """A thread's blocked time (wall less on-CPU and run delay) by reason, in proportion to its sampled
+    stacks; and the unaccounted rest: blocked time no stack covers (never guessed), and any overrun."""
+    blocked = max(0.0, wall - oncpu - delay)
+    n_blocked = sum(reasons.values())
+    n_samples = d["samples"]
+    n_running = d["running"]
+    expected_blocked = max(0.0, n_samples - n_running)
+    covered = min(1.0, n_blocked / expected_blocked) if expected_blocked else 0.0
+    by_reason = {r: blocked * covered * n / n_blocked if n_blocked else 0.0 for r, n in reasons.items()}
+    return by_reason, blocked * (1.0 - covered) + max(0.0, oncpu + delay - wall)
+
+
+def _kept_cgroups(
+    doc: Mapping[str, Any], cg_delta: Sequence[Mapping[str, float]], kept: Sequence[ThreadBudget]
+) -> tuple[dict[str, Any], ...]:
+    """The limits, paths and counters' change over the window (``_cgroup_deltas``) of each
+    cgroup a kept thread ran in, in the document's order."""
+    return tuple(
         {"limits": c.get("limits", {}), "paths": c.get("paths", {}), "delta": cg_delta[i]}
         for i, c in enumerate(doc.get("cgroups", ()))
         if any(t.cgroup == i for t in kept)
-    )
-    return Budget(
-        (w0, w1),
-        source,
-        tuple(kept),
-        tuple(left),
-        totals,
-        kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
-        kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"]) if profile else {}),
-        top_functions=tops,
-        cgroups=cgs,
-        syscalls=_most(blocked_sys),
-        leaves=_most(blocked_leaf),
-        cpus=cpus,
-        mechanisms=_dominant(blocked_mech),
-        cpu_mechanisms=cpu_mechanisms(profile, comms, totals["kernel"]) if profile else {},
-        cpu_top=cpu_top(profile, comms) if profile else ("", ""),
     )
 
 
@@ -305,52 +386,6 @@ def _dominant(counts: Mapping[str, Mapping[str, int]]) -> dict[str, tuple[str, f
             k, n = max(known, key=lambda kv: kv[1])
             out[r] = (k, n / total)
     return out
-
-
-def _kernel_stacks(profile: Mapping[str, int], comms: set[str]) -> dict[str, int]:
-    """The workload's stacks with kernel frames, only those frames (root first)."""
-    out: dict[str, int] = {}
-    for stack, n in profile.items():
-        frames = stack.split(";")
-        if frames[0] not in comms:
-            continue
-        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
-        if kernel:
-            k = ";".join(kernel)
-            out[k] = out.get(k, 0) + n
-    return out
-
-
-def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
-    """The workload's kernel on-CPU seconds split by mechanism (``analysis.explain.kernel_knowledge``),
-    in proportion to its profile samples with kernel frames."""
-    mine = _kernel_stacks(profile, comms)
-    total = sum(mine.values())
-    if not total:
-        return {}
-    out: dict[str, float] = {}
-    for s, n in mine.items():
-        k = mechanism_of(s)
-        out[k] = out.get(k, 0.0) + kernel_s * n / total
-    return out
-
-
-def cpu_top(profile: Mapping[str, int], comms: set[str]) -> tuple[str, str]:
-    """The leaf kernel function the workload's threads were sampled on most, with the most
-    frequent caller of it that is not plumbing (``lzo1x_1_do_compress``, ``zcomp_compress``)."""
-    leaves: dict[str, int] = {}
-    callers: dict[tuple[str, str], int] = {}
-    for s, n in _kernel_stacks(profile, comms).items():
-        frames = s.split(";")
-        leaf = frames[-1]
-        leaves[leaf] = leaves.get(leaf, 0) + n
-        caller = next((f for f in reversed(frames[:-1]) if f != leaf), "")
-        callers[(leaf, caller)] = callers.get((leaf, caller), 0) + n
-    if not leaves:
-        return "", ""
-    top = max(leaves.items(), key=lambda kv: kv[1])[0]
-    caller = max(((c, n) for (lf, c), n in callers.items() if lf == top), key=lambda kv: kv[1])[0]
-    return top, caller
 
 
 def _own_part(cpus: tuple[float, float] | None, self_cpus: float) -> float:
@@ -393,42 +428,6 @@ def _quota_part(
 def _most(counts: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
     """Per reason, the key sampled most often."""
     return {r: max(c.items(), key=lambda kv: kv[1])[0] for r, c in counts.items() if c}
-
-
-def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
-    """The workload's kernel on-CPU seconds split by path, in proportion to the profile's
-    kernel samples of stacks whose task name is one of the workload's (``comm;…``)."""
-    mine = {s: n for s, n in profile.items() if s.split(";", 1)[0] in comms}
-    if not mine:
-        return {}
-    att = attribute(mine)
-    kernel = [p for p in att.paths if p.path not in ("user", "idle") and p.samples]
-    total = sum(p.samples for p in kernel)
-    return {p.path: kernel_s * p.samples / total for p in kernel} if total else {}
-
-
-#: Mechanisms whose on-CPU time counts with their blocked time: the time a thread spends in
-#: fsync, a fault, reclaim or balance_dirty_pages is that mechanism's, on a CPU or not.
-CONTEXTS = ("fsync", "fault", "reclaim", "dirty-throttle")
-
-
-def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
-    """The workload's kernel on-CPU seconds inside each of ``CONTEXTS``, in proportion to its
-    profile stacks with kernel frames whose frames ``analysis.explain.offcpu`` reads as that reason."""
-    total = 0
-    hits: dict[str, int] = {}
-    for stack, n in profile.items():
-        frames = stack.split(";")
-        if frames[0] not in comms:
-            continue
-        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
-        if not kernel:
-            continue
-        total += n
-        r = classify(";".join(kernel)).reason
-        if r in CONTEXTS:
-            hits[r] = hits.get(r, 0) + n
-    return {r: kernel_s * n / total for r, n in hits.items()} if total else {}
 
 
 def _cgroup_deltas(doc: Mapping[str, Any], w0: float, w1: float) -> list[dict[str, float]]:

@@ -151,21 +151,14 @@ def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
 
 
 def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: Device | None = None) -> Wall:
+    """What holds a workload on a CPU, the first the numbers show of: a named kernel mechanism, each call's
+    fixed cost (``_per_call``), the copy against the memory-copy ceiling; else the top kernel path."""
     kernel, user = b.totals.get("kernel", 0.0), b.totals.get("user", 0.0)
     oncpu = kernel + user
     paths = sorted(b.kernel_paths.items(), key=lambda kv: -kv[1])
     moved = sum(t.bytes for t in b.threads)
     per_cpu_s = moved / oncpu if oncpu else 0.0
-    mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
-    threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
-    waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
-    # the CPU state holds the waits for a CPU too: say so when they weigh
-    on = (
-        f"on a CPU {fmt_share(share)} of its time"
-        if waits < 0.05
-        else f"on a CPU or waiting for one {fmt_share(share)} of its time "
-        f"({fmt_share(max(0.0, share - waits))} on one)"
-    )
+    on = _on_words(share, b, ctx)
     ev: dict[str, Any] = {
         "on_cpu_s": round(oncpu, 3),
         "kernel_s": round(kernel, 3),
@@ -173,77 +166,147 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     }
     named = _kernel_mechanism(b)
     if named is not None and kernel > user:
-        mech, secs = named
-        fn, caller = b.cpu_top
-        top = f" ({fn} < {caller})" if fn and caller else f" ({fn})" if fn else ""
-        where = ""
-        if mech == "compression" and dev is not None and dev.kind == "zram":
-            where = f"; the bed's device is {dev.describe()}"
-        return Wall(
-            "cpu-kernel",
-            f"On a CPU in the kernel, in {mech}: {who} was {on}, {fmt_share(secs / oncpu)} of its "
-            f"CPU time in {mech}{top}: {meaning(mech)}{where}.",
-            share,
-            ev | {"mechanism_s": round(secs, 3), "function": fn, "caller": caller},
-            mech,
-        )
+        return _mechanism_wall(share, b, who, dev, on, ev, named, oncpu)
     copy_s = b.kernel_paths.get("copy", 0.0)
     per_call = _per_call(share, b, who, copy_s)
     if per_call is not None:
         return per_call
     top_path, top_s = paths[0] if paths else ("", 0.0)
     if top_path == "copy" and top_s >= 0.4 * kernel:
-        copy_rate = moved / top_s if top_s else 0.0  # bytes per second spent copying
-        ev["copy_bytes_per_s"] = round(copy_rate)
-        ref = ctx.get("memcopy_thread_bytes_per_s")
-        ceiling = mc / threads if mc and threads else ref
-        # a thread that copied faster than its share of all threads copying at once did not
-        # copy beside them all (one waits for I/O while the other copies): its ceiling is the
-        # one-thread copy's, or the sentence would read "106% of the ceiling"
-        at_once = top_s / b.window_s if b.window_s else 0.0
-        mc1 = ctx.get("memcopy_1_bytes_per_s")
-        alone = bool(mc and threads and threads > 1 and mc1 and ceiling and copy_rate > ceiling)
-        if alone and mc1:
-            ceiling = mc1
-            ev["copying_at_once"] = round(at_once, 2)
-        copying = (
-            f"mostly copying to or from user space ({fmt_share(top_s / oncpu)} of its CPU "
-            f"time) at {fmt_rate(copy_rate)} while copying"
-        )
-        if not ceiling:
-            return Wall(
-                "memcopy",
-                f"Copying: {who} was {on}, {copying} (no memory-copy rate of this machine to compare).",
-                share,
-                ev,
-            )
-        ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
-        what = (
-            f"the one-thread memory-copy ceiling measured beside it (its threads copied "
-            f"{at_once:.1f} at a time on average)"
-            if alone
-            else "the memory-copy ceiling measured beside it"
-            if mc and threads
-            else "this machine's one-thread memory-copy rate (measured once this boot)"
-        )
-        if copy_rate >= MEMCOPY_NEAR * ceiling:
-            return Wall(
-                "memcopy",
-                f"The memory-copy wall: {who} was {on}"
-                f", {copying}, {fmt_share(copy_rate / ceiling)} of {what}, "
-                f"{fmt_rate(ceiling)} per thread.",
-                share,
-                ev,
-            )
+        return _copy_wall(share, b, ctx, who, on, ev, top_s, moved, oncpu)
+    return _path_wall(share, b, who, on, ev, top_path, kernel, oncpu)
+
+
+def _on_words(share: float, b: Budget, ctx: Mapping[str, float]) -> str:
+    """How a CPU wall says where the time went: on a CPU, or on a CPU or waiting for one (the part on one)
+    when the waits it holds (runnable behind its own threads, lock turns: ``TURNS``) weigh at least 5%."""
+    waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
+    # the CPU state holds the waits for a CPU too: say so when they weigh
+    return (
+        f"on a CPU {fmt_share(share)} of its time"
+        if waits < 0.05
+        else f"on a CPU or waiting for one {fmt_share(share)} of its time "
+        f"({fmt_share(max(0.0, share - waits))} on one)"
+    )
+
+
+def _mechanism_wall(
+    share: float,
+    b: Budget,
+    who: str,
+    dev: Device | None,
+    on: str,
+    ev: Mapping[str, Any],
+    named: tuple[str, float],
+    oncpu: float,
+) -> Wall:
+    """On a CPU in a named kernel mechanism (``kernel_knowledge``): its share of the CPU time, the function
+    sampled most; compression names a zram bed (it compresses each page in the submitter's context)."""
+    mech, secs = named
+    fn, caller = b.cpu_top
+    top = f" ({fn} < {caller})" if fn and caller else f" ({fn})" if fn else ""
+    where = ""
+    if mech == "compression" and dev is not None and dev.kind == "zram":
+        where = f"; the bed's device is {dev.describe()}"
+    return Wall(
+        "cpu-kernel",
+        f"On a CPU in the kernel, in {mech}: {who} was {on}, {fmt_share(secs / oncpu)} of its "
+        f"CPU time in {mech}{top}: {meaning(mech)}{where}.",
+        share,
+        {**ev, "mechanism_s": round(secs, 3), "function": fn, "caller": caller},
+        mech,
+    )
+
+
+def _copy_ceiling(ctx: Mapping[str, float], copy_rate: float) -> tuple[float | None, bool, bool]:
+    """The per-thread copy ceiling: the copy measured beside the point over its threads, else this boot's
+    rate; and whether it is the one-thread copy's (the threads beat their share) and was measured beside."""
+    mc, jobs = ctx.get("memcopy_bytes_per_s"), ctx.get("jobs")
+    threads = min(jobs, ctx.get("cpus") or jobs) if jobs else None
+    ref = ctx.get("memcopy_thread_bytes_per_s")
+    ceiling = mc / threads if mc and threads else ref
+    # a thread that copied faster than its share of all threads copying at once did not
+    # copy beside them all (one waits for I/O while the other copies): its ceiling is the
+    # one-thread copy's, or the sentence would read "106% of the ceiling"
+    mc1 = ctx.get("memcopy_1_bytes_per_s")
+    alone = bool(mc and threads and threads > 1 and mc1 and ceiling and copy_rate > ceiling)
+    if alone and mc1:
+        ceiling = mc1
+    return ceiling, alone, bool(mc and threads)
+
+
+def _copy_wall(
+    share: float,
+    b: Budget,
+    ctx: Mapping[str, float],
+    who: str,
+    on: str,
+    ev: Mapping[str, Any],
+    copy_s: float,
+    moved: float,
+    oncpu: float,
+) -> Wall:
+    """Mostly copying to or from user space: the memory-copy wall when the copy's own rate (bytes per second
+    in the copy path) is ``MEMCOPY_NEAR`` of the ceiling (``_copy_ceiling``), else a slowed copy."""
+    ev = dict(ev)
+    copy_rate = moved / copy_s if copy_s else 0.0  # bytes per second spent copying
+    ev["copy_bytes_per_s"] = round(copy_rate)
+    at_once = copy_s / b.window_s if b.window_s else 0.0
+    ceiling, alone, beside = _copy_ceiling(ctx, copy_rate)
+    if alone:
+        ev["copying_at_once"] = round(at_once, 2)
+    copying = (
+        f"mostly copying to or from user space ({fmt_share(copy_s / oncpu)} of its CPU "
+        f"time) at {fmt_rate(copy_rate)} while copying"
+    )
+    if not ceiling:
         return Wall(
-            "cpu-kernel",
-            f"On a CPU in the kernel: {who} was {on}"
-            f", {copying}, only {fmt_share(copy_rate / ceiling)} of {what} "
-            f"({fmt_rate(ceiling)} per thread): something slows the copy itself "
-            "(faults on fresh pages, memory the host must back first).",
+            "memcopy",
+            f"Copying: {who} was {on}, {copying} (no memory-copy rate of this machine to compare).",
             share,
             ev,
         )
+    ev["memcopy_per_thread_bytes_per_s"] = round(ceiling)
+    what = (
+        f"the one-thread memory-copy ceiling measured beside it (its threads copied "
+        f"{at_once:.1f} at a time on average)"
+        if alone
+        else "the memory-copy ceiling measured beside it"
+        if beside
+        else "this machine's one-thread memory-copy rate (measured once this boot)"
+    )
+    if copy_rate >= MEMCOPY_NEAR * ceiling:
+        return Wall(
+            "memcopy",
+            f"The memory-copy wall: {who} was {on}"
+            f", {copying}, {fmt_share(copy_rate / ceiling)} of {what}, "
+            f"{fmt_rate(ceiling)} per thread.",
+            share,
+            ev,
+        )
+    return Wall(
+        "cpu-kernel",
+        f"On a CPU in the kernel: {who} was {on}"
+        f", {copying}, only {fmt_share(copy_rate / ceiling)} of {what} "
+        f"({fmt_rate(ceiling)} per thread): something slows the copy itself "
+        "(faults on fresh pages, memory the host must back first).",
+        share,
+        ev,
+    )
+
+
+def _path_wall(
+    share: float,
+    b: Budget,
+    who: str,
+    on: str,
+    ev: Mapping[str, Any],
+    top_path: str,
+    kernel: float,
+    oncpu: float,
+) -> Wall:
+    """On a CPU in the kernel path the profile sampled most (``analysis.explain.kernel_paths``),
+    with the kernel's share of the CPU time and the function sampled most."""
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
     fn, caller = b.cpu_top
     top = f" (most sampled: {fn} < {caller})" if fn and caller else f" (most sampled: {fn})" if fn else ""
@@ -253,7 +316,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
         f", {fmt_share(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
         f"{label}{top}.",
         share,
-        ev | {"path": top_path, "function": fn, "caller": caller},
+        {**ev, "path": top_path, "function": fn, "caller": caller},
     )
 
 

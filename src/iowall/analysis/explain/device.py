@@ -247,6 +247,33 @@ def request_cause(dev: Device) -> RequestCause | None:
 
 
 def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str] = ()) -> Wall:
+    """The wall of waiting for I/O, the first the device side shows of: smaller requests, a shared device,
+    the loop worker, a hold above the device, serial latency, a busy device; else the wait itself."""
+    ev, per_io = _io_evidence(b, dev)
+    limits = _io_limits(b, devnos)
+    busy = f"{fmt_share(dev.util)} busy" if dev.util is not None else "busy time not measured"
+    return (
+        _request_size(share, dev, who, busy, ev)
+        or _shared(share, dev, who, busy, ev)
+        or _loop_worker(share, dev, who, ev)
+        or _held(share, dev, who, busy, ev, per_io, limits)
+        or _serial(share, dev, who, busy, ev)
+        or _device_busy(share, dev, who, busy, ev)
+        or Wall(
+            "io",
+            f"{who} waited {fmt_share(share)} of its time for I/O to complete; the "
+            f"device was {busy}"
+            + (f" with {dev.queue_depth:.1f} requests in flight" if dev.queue_depth is not None else "")
+            + ".",
+            share,
+            ev,
+        )
+    )
+
+
+def _io_evidence(b: Budget, dev: Device) -> tuple[dict[str, Any], float | None]:
+    """What every I/O wall shows: the device's busy share, requests in flight and time per I/O against
+    the workload's wait per read/write call (returned too), with request and I/O sizes when known."""
     ios = sum(t.syscalls for t in b.threads)
     wait = b.totals.get("blocked:io", 0.0)
     per_io = wait / ios if ios else None
@@ -256,28 +283,44 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
         "device_await_s": dev.await_s,
         "workload_wait_per_io_s": per_io,
     }
-    limits = [
+    r = dev.request_bytes()
+    if r is not None:
+        ev |= {"request_bytes": round(r), "io_bytes": dev.io_bytes, "direction": dev.direction}
+    return ev, per_io
+
+
+def _io_limits(b: Budget, devnos: Sequence[str]) -> list[Any]:
+    """The block-layer limits (io.max) the workload's cgroups set, on the bed's devices only
+    when those are known (``devnos``, MAJ:MIN)."""
+    return [
         lim
         for c in b.cgroups
         for lim in c.get("limits", {}).get("io_limits") or ()
         if not devnos or lim.get("dev") in devnos
     ]
-    busy = f"{fmt_share(dev.util)} busy" if dev.util is not None else "busy time not measured"
-    r = dev.request_bytes()
-    if r is not None:
-        ev |= {"request_bytes": round(r), "io_bytes": dev.io_bytes, "direction": dev.direction}
+
+
+def _request_size(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """Requests made smaller on the way down, when ``request_cause`` names the mechanism
+    (split at max_sectors_kb, no readahead, not merged)."""
     cause = request_cause(dev)
-    if cause is not None:
-        return Wall(
-            "request-size",
-            f"Requests made smaller on the way down: {who} waited {fmt_share(share)} of its time for "
-            f"I/O, and {cause.said} (the device {busy}"
-            + (f", its loop worker on a CPU {fmt_share(min(1, dev.loop_cpus))}" if dev.loop_cpus else "")
-            + ").",
-            share,
-            ev | {"queue": dict(dev.queue)},
-            cause.mechanism,
-        )
+    if cause is None:
+        return None
+    return Wall(
+        "request-size",
+        f"Requests made smaller on the way down: {who} waited {fmt_share(share)} of its time for "
+        f"I/O, and {cause.said} (the device {busy}"
+        + (f", its loop worker on a CPU {fmt_share(min(1, dev.loop_cpus))}" if dev.loop_cpus else "")
+        + ").",
+        share,
+        ev | {"queue": dict(dev.queue)},
+        cause.mechanism,
+    )
+
+
+def _shared(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """A shared device: it moved ``SHARED`` times the workload's own bytes while working (busy, or its
+    loop worker on a CPU: ``DEVICE_QUEUED_BUSY``), so the requests queue behind other I/O."""
     moved = sum(dev.bytes_per_s.values())
     own = dev.workload_bytes_per_s
     working = (dev.util or 0) >= DEVICE_QUEUED_BUSY or (dev.loop_cpus or 0) >= DEVICE_QUEUED_BUSY
@@ -293,6 +336,12 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
             ev | {"device_bytes_per_s": round(moved), "workload_bytes_per_s": round(own)},
             "shared",
         )
+    return None
+
+
+def _loop_worker(share: float, dev: Device, who: str, ev: dict[str, Any]) -> Wall | None:
+    """Device-bound at the loop device's worker: the kernel thread that is the bed's device
+    was on a CPU at least ``DEVICE_BUSY`` of the window."""
     if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
         what = f" ({dev.describe()})" if dev.kind == "loop" else " (the bed's device is that kernel thread)"
         return Wall(
@@ -304,6 +353,20 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
             ev,
             "loop-worker",
         )
+    return None
+
+
+def _held(
+    share: float,
+    dev: Device,
+    who: str,
+    busy: str,
+    ev: dict[str, Any],
+    per_io: float | None,
+    limits: Sequence[Any],
+) -> Wall | None:
+    """Held above a device under half busy: by a block-layer limit (io.max) the cgroup sets, else in the
+    layers above it when each I/O waited ``HELD_RATIO`` times the device's own time per I/O."""
     held = (
         per_io is not None
         and dev.await_s is not None
@@ -335,6 +398,12 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
             share,
             ev,
         )
+    return None
+
+
+def _serial(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """Latency-bound: at most 1.5 requests in flight on average, the I/Os one after another,
+    so the time each takes sets the pace, not the device's capacity."""
     if dev.queue_depth is not None and dev.queue_depth <= 1.5:
         lat = (
             f"each I/O took {fmt_duration(dev.await_s)} on the device" if dev.await_s else "one I/O at a time"
@@ -347,6 +416,12 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
             share,
             ev,
         )
+    return None
+
+
+def _device_busy(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """Device-bound: the device busy at least ``DEVICE_BUSY`` of the window, or at least
+    ``DEVICE_QUEUED_BUSY`` with ``DEVICE_QUEUED`` requests in flight (they queue at it)."""
     queued = (dev.queue_depth or 0) >= DEVICE_QUEUED and (dev.util or 0) >= DEVICE_QUEUED_BUSY
     if dev.util is not None and (dev.util >= DEVICE_BUSY or queued):
         what = f" The bed's device is {dev.describe()}." if dev.kind in ("loop", "zram") else ""
@@ -359,15 +434,7 @@ def io_wall(share: float, b: Budget, dev: Device, who: str, devnos: Sequence[str
             ev,
             "loop-worker" if dev.kind == "loop" and not dev.dio else "",
         )
-    return Wall(
-        "io",
-        f"{who} waited {fmt_share(share)} of its time for I/O to complete; the "
-        f"device was {busy}"
-        + (f" with {dev.queue_depth:.1f} requests in flight" if dev.queue_depth is not None else "")
-        + ".",
-        share,
-        ev,
-    )
+    return None
 
 
 def _io_limit(x: Mapping[str, Any]) -> str:

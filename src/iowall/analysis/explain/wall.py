@@ -10,7 +10,7 @@ named with its mechanism and the numbers that show it:
 - blocked: on I/O completion, named by the device side (``analysis.explain.device``); fsync
   and the log; dirty throttling; reclaim (the memory cgroup's limit when it was hit); locks
   (the part of a lock wait the CPUs could have served: ``lock_turns``); voluntary sleeps;
-  faults.
+  faults (``analysis.explain.blocked``).
 
 No verdict (silence) when the window is too short, when no state holds at least
 ``MIN_SHARE`` of the time, or when the unaccounted time is the largest part: a confident
@@ -23,11 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...vocab.units import fmt_share
+from .blocked import blocked_wall
 from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
-from .device import DEVICE_BUSY, DEVICE_QUEUED, Device, io_wall, request_cause
-from .kernel_knowledge import BY_NAME, meaning
-from .offcpu import LABELS, LOG_FORCE
+from .device import Device, io_wall, request_cause
 from .verdict import TURNS, Wall, who_of
 
 #: the largest state must hold at least this share of the workload's time to be the wall
@@ -130,16 +129,7 @@ def decide(
     their shares taken of the time the neighbours left (the neighbours' share is noted)."""
     notes: list[str] = []
     if b.window_s < MIN_WINDOW_S:
-        return Decision(
-            None,
-            (),
-            (
-                f"The I/O lasted {b.window_s:.2f} s: too short to explain "
-                f"(start-up and the ends weigh too much under "
-                f"{MIN_WINDOW_S:.0f} s); run it longer (a larger size or a "
-                "runtime).",
-            ),
-        )
+        return _too_short(b)
     # the lock waits that stood in for a wait for a CPU, as a share of the time: computed
     # once, read by the states and by the CPU wall's sentences
     ctx = {**ctx, TURNS: lock_turns(b, ctx) / (b.wall_s or 1.0)}
@@ -152,22 +142,10 @@ def decide(
         notes.append(
             f"{fmt_share(unacc)} of the workload's time is unaccounted (blocked with no stack sampled)."
         )
-    others = states.get("runnable:others", 0.0)
-    ranked = sorted(states.items(), key=lambda kv: -kv[1])
-    if ranked[0][0] != "runnable:others" and others < 1.0:
-        ranked = [(k, v / (1.0 - others)) for k, v in ranked if k != "runnable:others"]
+    ranked, others = _ranked(states)
     top, share = ranked[0]
     if others >= 0.05 or top == "runnable:others":
-        names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3]) or "not named"
-        rest = (
-            ""
-            if top == "runnable:others"
-            else f"; the wall's share is of the {fmt_share(1 - others)} they left it"
-        )
-        notes.append(
-            f"Other processes shared the CPUs ({names}): the workload waited "
-            f"{fmt_share(others)} of its time runnable behind them{rest}."
-        )
+        notes.append(_neighbours_note(top, others, neighbours))
     if share < MIN_SHARE or unacc >= share:
         notes.append(
             f"No single state holds most of the workload's time (largest: "
@@ -177,20 +155,66 @@ def decide(
     hp = dict(helpers or {})
     wall = _name(top, share, b, device, ctx, neighbours, devnos, hp)
     if tags and wall.kind == "request-size":
-        wall = Wall(
-            wall.kind,
-            wall.sentence + f" The smaller requests also took every request tag: {fmt_share(tags)} of its "
-            "time (counted in the wait above) went to waiting for a free one (blk_mq_get_tag).",
-            wall.share,
-            wall.evidence | {"tag_wait_share": round(tags, 4)},
-            wall.mechanism,
-        )
+        wall = _with_tag_waits(wall, tags)
     also = tuple(
         _name(k, v, b, device, ctx, neighbours, devnos, hp) for k, v in ranked[1:2] if v >= ALSO_SHARE
     )
     if wall.kind == "lock":  # the I/O is serial because one lock holder issues it at a time
         also = tuple(_behind_lock(a) if a.kind == "io-latency" else a for a in also)
     return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
+
+
+def _too_short(b: Budget) -> Decision:
+    """Silence for an I/O window shorter than ``MIN_WINDOW_S``: start-up and the ends would
+    weigh too much in it; the note says to run longer."""
+    return Decision(
+        None,
+        (),
+        (
+            f"The I/O lasted {b.window_s:.2f} s: too short to explain "
+            f"(start-up and the ends weigh too much under "
+            f"{MIN_WINDOW_S:.0f} s); run it longer (a larger size or a "
+            "runtime).",
+        ),
+    )
+
+
+def _ranked(states: Mapping[str, float]) -> tuple[list[tuple[str, float]], float]:
+    """The states largest first, and the share runnable behind other processes: unless largest, it is left
+    out and the others taken of the time it left (it stretches every state alike)."""
+    others = states.get("runnable:others", 0.0)
+    ranked = sorted(states.items(), key=lambda kv: -kv[1])
+    if ranked[0][0] != "runnable:others" and others < 1.0:
+        ranked = [(k, v / (1.0 - others)) for k, v in ranked if k != "runnable:others"]
+    return ranked, others
+
+
+def _neighbours_note(top: str, others: float, neighbours: Sequence[tuple[str, float]]) -> str:
+    """The note on other processes sharing the CPUs: the busiest three with their
+    CPU-seconds, the share of time runnable behind them, and what the wall's share is of."""
+    names = ", ".join(f"{n} {s:.1f} CPU-s" for n, s in neighbours[:3]) or "not named"
+    rest = (
+        ""
+        if top == "runnable:others"
+        else f"; the wall's share is of the {fmt_share(1 - others)} they left it"
+    )
+    return (
+        f"Other processes shared the CPUs ({names}): the workload waited "
+        f"{fmt_share(others)} of its time runnable behind them{rest}."
+    )
+
+
+def _with_tag_waits(wall: Wall, tags: float) -> Wall:
+    """A request-size wall with the tag waits its smaller requests caused (``_tags_of_split``):
+    counted in its wait, said beside it."""
+    return Wall(
+        wall.kind,
+        wall.sentence + f" The smaller requests also took every request tag: {fmt_share(tags)} of its "
+        "time (counted in the wait above) went to waiting for a free one (blk_mq_get_tag).",
+        wall.share,
+        wall.evidence | {"tag_wait_share": round(tags, 4)},
+        wall.mechanism,
+    )
 
 
 def _tags_of_split(b: Budget, device: Device, states: Mapping[str, float]) -> float:
@@ -223,219 +247,32 @@ def _name(
     devnos: Sequence[str] = (),
     helpers: Mapping[str, float] | None = None,
 ) -> Wall:
+    """The wall of state ``top`` holding ``share`` of the time: on a CPU (``cpu_wall``), the CPU quota,
+    others' CPUs, waiting for I/O (``io_wall``: the device side), blocked otherwise (``blocked_wall``)."""
     who = who_of(b)
     if top == "cpu":
         return cpu_wall(share, b, ctx, who, dev)
     if top == "runnable:quota":
         return _quota(share, b, who)
     if top == "runnable:others":
-        names = ", ".join(n for n, _ in neighbours[:3]) or "other processes"
-        return Wall(
-            "cpu-contention",
-            f"Waiting for a CPU: {who} was runnable but not running "
-            f"{fmt_share(share)} of its time while other processes used the CPUs "
-            f"({names}).",
-            share,
-        )
+        return _contention(share, who, neighbours)
     reason = top.split(":", 1)[1]
-    fn, caller = b.top_functions.get(reason, ("", ""))
-    mech = b.mechanisms.get(reason, ("", 0.0))[0]
     if reason == "io":
         return io_wall(share, b, dev, who, devnos)
-    on = _on_cpu(b, reason, share)
-    if reason == "fsync":
-        log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
-        call = b.syscalls.get("fsync", "")
-        what = (
-            "fsync"
-            if call in ("", "fsync")
-            else f"{call} writing back its dirty pages"
-            if call == "fadvise64"
-            else call
-        )
-        leaf = b.leaves.get("fsync", "")
-        where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
-        said = f"{who} spent {fmt_share(share)} of its time in {what}{on}"
-        if mech in QUEUEING and saturated(dev):
-            # wbt or tags in the fsync's own writeback, in front of a device that is full
-            # anyway: they decide where the queue forms, the device how fast it drains (the
-            # limits --quick point: wbt_lat_usec 0 against 2000, 2614 vs 2292 MiB/s, ±26%)
-            mech = "writeback"
-        held, held_said = _held_by(mech, helpers or {}, dev)
-        if mech and mech != "writeback":
-            said += f", most of its wait in {_mech_words(mech)}" + (f" ({where})" if where else "")
-        elif where:
-            said += f", most of its wait{log} ({where})"
-        return Wall(
-            "fsync",
-            said + held_said + ".",
-            share,
-            {"function": fn, "syscall": call, "sleeps_in": leaf, "waits_in": mech},
-            held or (mech if mech != "writeback" else "") or ("writeback" if mech else ""),
-        )
-    if reason == "dirty-throttle":
-        held, held_said = _held_by("writeback", helpers or {}, dev)
-        return Wall(
-            "dirty-throttle",
-            f"Dirty throttling: {who} was paused in "
-            f"balance_dirty_pages {fmt_share(share)} of its time, waiting for writeback "
-            f"to bring the dirty pages under the limit{held_said}.",
-            share,
-            {},
-            held,
-        )
-    if reason == "reclaim":
-        return _reclaim(share, b, who, fn, mech)
-    if reason == "lock":
-        where = f", taken in {caller}" if caller else ""
-        return Wall(
-            "lock",
-            f"Lock contention: {who} waited {fmt_share(share)} of its time for kernel locks ({fn}{where}).",
-            share,
-            {"function": fn, "caller": caller},
-            mech,
-        )
-    if reason == "sleep":
-        return Wall(
-            "sleep",
-            f"{who} slept voluntarily {fmt_share(share)} of its time ({fn}): "
-            "its own rate limit or think time holds it, not the I/O path.",
-            share,
-        )
-    if reason == "block-queue":
-        if mech in QUEUEING and saturated(dev):
-            return _queued_at_device(share, who, fn, dev)
-        return _block_queue(share, who, fn, mech, dev)
-    label = LABELS.get(reason, reason)
-    via = f", from {caller}" if caller and caller != fn else ""
-    named = f" ({fn}{via})" if fn else ""
-    inside = f": {meaning(mech)}" if mech and mech in BY_NAME else ""
+    return blocked_wall(reason, share, b, dev, who, helpers or {})
+
+
+def _contention(share: float, who: str, neighbours: Sequence[tuple[str, float]]) -> Wall:
+    """Waiting for a CPU: runnable but not running while other processes used the CPUs
+    (the busiest three named)."""
+    names = ", ".join(n for n, _ in neighbours[:3]) or "other processes"
     return Wall(
-        reason,
-        f"{who} spent {fmt_share(share)} of its time blocked on {label}{on}{named}{inside}.",
+        "cpu-contention",
+        f"Waiting for a CPU: {who} was runnable but not running "
+        f"{fmt_share(share)} of its time while other processes used the CPUs "
+        f"({names}).",
         share,
-        {"function": fn, "caller": caller},
-        mech,
     )
-
-
-#: what a mechanism is called in a sentence (the table's own line is longer)
-_WORDS = {
-    "journal-commit": "the jbd2 journal commit",
-    "journal-space": "jbd2 journal space",
-    "log-force": "the filesystem's log force",
-    "log-space": "waiting for XFS log space",
-    "log-tree": "btrfs's log-tree commit",
-    "transaction-commit": "a btrfs transaction commit",
-    "writeback": "writeback",
-}
-
-
-def _mech_words(mech: str) -> str:
-    return _WORDS.get(mech, mech)
-
-
-#: the helpers' CPUs in one mechanism that make it the holder of the writeback
-HELD_CPUS = 0.3
-#: mechanisms of the threads outside the workload that can hold its writeback
-_HOLDERS = ("compression", "checksum", "encryption", "block-allocation", "unwritten-conversion")
-
-
-def _held_by(mech: str, helpers: Mapping[str, float], dev: Device) -> tuple[str, str]:
-    """What held the writeback a wait is for (``mech`` is ``writeback`` or unknown): work
-    the bed's kernel threads did on it (compression in btrfs's workers …, from the profile)
-    when it took at least ``HELD_CPUS``, else the loop worker when it was on a CPU at least
-    ``DEVICE_BUSY`` of the window; the mechanism and the words, or ("", "")."""
-    if mech not in ("writeback", ""):
-        return "", ""
-    work = [(k, v) for k, v in helpers.items() if k in _HOLDERS and v >= HELD_CPUS]
-    if work:
-        k, v = max(work, key=lambda kv: kv[1])
-        return k, (
-            f"; the writeback it waited for was {k}: the kernel's threads spent {v:.2f} CPU in it "
-            f"({meaning(k)})"
-        )
-    if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
-        what = f": {dev.describe()}" if dev.kind == "loop" else ""
-        return "loop-worker", (
-            f"; the writeback ran at the pace of the loop device's worker, on a CPU "
-            f"{fmt_share(min(1.0, dev.loop_cpus))} of the window{what}"
-        )
-    if saturated(dev):
-        worker = (
-            f", its worker on a CPU {fmt_share(min(1.0, dev.loop_cpus))} of the window"
-            if dev.loop_cpus is not None
-            else ""
-        )
-        what = f" ({dev.describe()}{worker})" if dev.kind else ""
-        return ("loop-worker" if dev.kind == "loop" else "device"), (
-            f"; the writeback waited for the device, {fmt_share(dev.util or 0)} busy with "
-            f"{dev.queue_depth or 0:.0f} requests in flight{what}"
-        )
-    return "", ""
-
-
-#: waits in the block layer's queueing: in front of a saturated device they only say where
-#: the queue forms
-QUEUEING = ("wbt", "rq-qos", "tags")
-
-
-def saturated(dev: Device) -> bool:
-    """The device busy at least ``DEVICE_BUSY`` of the window with at least
-    ``DEVICE_QUEUED`` requests in flight: requests queue at it, whatever queues above it."""
-    return (dev.util or 0) >= DEVICE_BUSY and (dev.queue_depth or 0) >= DEVICE_QUEUED
-
-
-def _queued_at_device(share: float, who: str, fn: str, dev: Device) -> Wall:
-    """A wait for a tag (or in wbt) in front of a device busy with requests queued: the
-    device drains the queue, the tags only say where it forms (four buffered readers of the
-    limits run waited 47% for tags of a loop device 97% busy with 60 requests in flight)."""
-    worker = (
-        f", its worker on a CPU {fmt_share(min(1.0, dev.loop_cpus))} of the window"
-        if dev.loop_cpus is not None
-        else ""
-    )
-    what = f" The bed's device is {dev.describe()}{worker}." if dev.kind in ("loop", "zram") else ""
-    return Wall(
-        "device",
-        f"Device-bound: {who} waited {fmt_share(share)} of its time to queue its requests ({fn}) "
-        f"while the device was {fmt_share(dev.util or 0)} busy with {dev.queue_depth or 0:.0f} requests "
-        f"in flight: they queue for a device that is full.{what}",
-        share,
-        {"function": fn, "device_util": dev.util, "device_queue_depth": dev.queue_depth},
-        "loop-worker" if dev.kind == "loop" and not dev.dio else "",
-    )
-
-
-def _block_queue(share: float, who: str, fn: str, mech: str, dev: Device) -> Wall:
-    """A wait in the block layer's queueing, told apart by the function it sleeps in: a
-    request tag (nr_requests), wbt, io.latency, io.cost, the io.max throttle."""
-    q = dev.queue
-    if mech == "tags":
-        nr = q.get("nr_requests")
-        depth = f": queue/nr_requests = {nr} in force" if nr else ""
-        said = (
-            f"waited {fmt_share(share)} of its time for a free request tag (blk_mq_get_tag){depth}, "
-            "so no more requests could be in flight on the device"
-        )
-    elif mech == "wbt":
-        lat = q.get("wbt_lat_usec")
-        target = f", wbt_lat_usec = {lat}" if lat else ""
-        said = f"waited {fmt_share(share)} of its time in writeback throttling (wbt{target}): {meaning(mech)}"
-    elif mech in ("iolatency", "iocost", "blk-throttle", "rq-qos"):
-        said = f"waited {fmt_share(share)} of its time held by {meaning(mech)} ({fn})"
-    else:
-        said = (
-            f"waited {fmt_share(share)} of its time in the block layer's queueing ({fn}) "
-            "before its I/O reached the device"
-        )
-    return Wall("block-queue", f"{who} {said}.", share, {"function": fn, "queue": dict(q)}, mech)
-
-
-def _on_cpu(b: Budget, reason: str, share: float) -> str:
-    """`` (12% of it on a CPU)`` when a mechanism's time was partly on a CPU."""
-    part = b.kernel_contexts.get(reason, 0.0) / (b.wall_s or 1.0)
-    return f" ({fmt_share(part / share)} of it on a CPU)" if share and part >= 0.05 * share else ""
 
 
 def _quota(share: float, b: Budget, who: str) -> Wall:
@@ -452,29 +289,4 @@ def _quota(share: float, b: Budget, who: str) -> Wall:
         f"{fmt_share(share)} of its time runnable but not allowed to run.",
         share,
         {"quota_cpus": q, "nr_periods": per, "nr_throttled": thr},
-    )
-
-
-def _reclaim(share: float, b: Budget, who: str, fn: str, mech: str = "") -> Wall:
-    cg = next((c for c in b.cgroups if c.get("limits", {}).get("mem_limit_bytes")), None)
-    if cg is not None:
-        lim = cg["limits"]["mem_limit_bytes"]
-        hits = cg.get("delta", {}).get("cg_mem_max_events", 0.0)
-        if hits > 0:
-            return Wall(
-                "memcg-reclaim",
-                f"Reclaiming memory in its own context: the memory "
-                f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
-                f"{who} spent {fmt_share(share)} of its time in reclaim"
-                f"{_on_cpu(b, 'reclaim', share)} ({fn}).",
-                share,
-                {"limit_bytes": lim, "hits": hits},
-                mech,
-            )
-    return Wall(
-        "reclaim",
-        f"Memory reclaim: {who} spent {fmt_share(share)} of its time reclaiming memory itself ({fn}).",
-        share,
-        {},
-        mech,
     )

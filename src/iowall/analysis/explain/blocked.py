@@ -1,0 +1,267 @@
+"""The wall of a workload blocked in the kernel for a reason other than I/O completion (pure;
+the reasons are ``analysis.explain.offcpu``'s; a wait for I/O is named by the device side,
+``analysis.explain.device``): fsync, with what held the writeback it waited for (the bed's kernel
+threads' work, the loop device's worker, a full device); dirty throttling; reclaim (the memory
+cgroup's limit when it was hit); kernel locks; voluntary sleep; the block layer's queueing (a
+request tag, wbt, io.latency, io.cost, the io.max throttle, or a full device); any other reason
+with its function and mechanism (``analysis.explain.kernel_knowledge``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...vocab.units import fmt_share
+from .budget import Budget
+from .device import DEVICE_BUSY, DEVICE_QUEUED, Device
+from .kernel_knowledge import BY_NAME, meaning
+from .offcpu import LABELS, LOG_FORCE
+from .verdict import Wall
+
+
+def blocked_wall(
+    reason: str, share: float, b: Budget, dev: Device, who: str, helpers: Mapping[str, float]
+) -> Wall:
+    """The wall of ``who`` blocked for ``reason``, named by the function sampled most, its caller and its
+    mechanism: fsync, dirty throttling, reclaim, a lock, a sleep, block-layer queueing, any other."""
+    fn, caller = b.top_functions.get(reason, ("", ""))
+    mech = b.mechanisms.get(reason, ("", 0.0))[0]
+    if reason == "fsync":
+        return _fsync(share, b, who, fn, mech, dev, helpers)
+    if reason == "dirty-throttle":
+        return _dirty_throttle(share, who, dev, helpers)
+    if reason == "reclaim":
+        return _reclaim(share, b, who, fn, mech)
+    if reason == "lock":
+        where = f", taken in {caller}" if caller else ""
+        return Wall(
+            "lock",
+            f"Lock contention: {who} waited {fmt_share(share)} of its time for kernel locks ({fn}{where}).",
+            share,
+            {"function": fn, "caller": caller},
+            mech,
+        )
+    if reason == "sleep":
+        return Wall(
+            "sleep",
+            f"{who} slept voluntarily {fmt_share(share)} of its time ({fn}): "
+            "its own rate limit or think time holds it, not the I/O path.",
+            share,
+        )
+    if reason == "block-queue":
+        if mech in QUEUEING and saturated(dev):
+            return _queued_at_device(share, who, fn, dev)
+        return _block_queue(share, who, fn, mech, dev)
+    return _blocked_on(share, b, who, reason, fn, caller, mech)
+
+
+def _fsync(
+    share: float, b: Budget, who: str, fn: str, mech: str, dev: Device, helpers: Mapping[str, float]
+) -> Wall:
+    """In fsync (or fadvise64 writing back): the mechanism most of its wait was in (journal commit, log
+    force …) or the function it slept in, and what held the writeback it waited for (``_held_by``)."""
+    on = _on_cpu(b, "fsync", share)
+    log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
+    call = b.syscalls.get("fsync", "")
+    what = (
+        "fsync"
+        if call in ("", "fsync")
+        else f"{call} writing back its dirty pages"
+        if call == "fadvise64"
+        else call
+    )
+    leaf = b.leaves.get("fsync", "")
+    where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
+    said = f"{who} spent {fmt_share(share)} of its time in {what}{on}"
+    if mech in QUEUEING and saturated(dev):
+        # wbt or tags in the fsync's own writeback, in front of a device that is full
+        # anyway: they decide where the queue forms, the device how fast it drains (the
+        # limits --quick point: wbt_lat_usec 0 against 2000, 2614 vs 2292 MiB/s, ±26%)
+        mech = "writeback"
+    held, held_said = _held_by(mech, helpers, dev)
+    if mech and mech != "writeback":
+        said += f", most of its wait in {_mech_words(mech)}" + (f" ({where})" if where else "")
+    elif where:
+        said += f", most of its wait{log} ({where})"
+    return Wall(
+        "fsync",
+        said + held_said + ".",
+        share,
+        {"function": fn, "syscall": call, "sleeps_in": leaf, "waits_in": mech},
+        held or (mech if mech != "writeback" else "") or ("writeback" if mech else ""),
+    )
+
+
+def _dirty_throttle(share: float, who: str, dev: Device, helpers: Mapping[str, float]) -> Wall:
+    """Paused in balance_dirty_pages, waiting for writeback to bring the dirty pages under
+    the limit, with what held that writeback (``_held_by``)."""
+    held, held_said = _held_by("writeback", helpers, dev)
+    return Wall(
+        "dirty-throttle",
+        f"Dirty throttling: {who} was paused in "
+        f"balance_dirty_pages {fmt_share(share)} of its time, waiting for writeback "
+        f"to bring the dirty pages under the limit{held_said}.",
+        share,
+        {},
+        held,
+    )
+
+
+def _blocked_on(share: float, b: Budget, who: str, reason: str, fn: str, caller: str, mech: str) -> Wall:
+    """Blocked on any other reason (a worker, a fault, a wait): its label, the function
+    sampled most and its caller, and what its mechanism means when the table knows it."""
+    on = _on_cpu(b, reason, share)
+    label = LABELS.get(reason, reason)
+    via = f", from {caller}" if caller and caller != fn else ""
+    named = f" ({fn}{via})" if fn else ""
+    inside = f": {meaning(mech)}" if mech and mech in BY_NAME else ""
+    return Wall(
+        reason,
+        f"{who} spent {fmt_share(share)} of its time blocked on {label}{on}{named}{inside}.",
+        share,
+        {"function": fn, "caller": caller},
+        mech,
+    )
+
+
+#: what a mechanism is called in a sentence (the table's own line is longer)
+_WORDS = {
+    "journal-commit": "the jbd2 journal commit",
+    "journal-space": "jbd2 journal space",
+    "log-force": "the filesystem's log force",
+    "log-space": "waiting for XFS log space",
+    "log-tree": "btrfs's log-tree commit",
+    "transaction-commit": "a btrfs transaction commit",
+    "writeback": "writeback",
+}
+
+
+def _mech_words(mech: str) -> str:
+    return _WORDS.get(mech, mech)
+
+
+#: the helpers' CPUs in one mechanism that make it the holder of the writeback
+HELD_CPUS = 0.3
+#: mechanisms of the threads outside the workload that can hold its writeback
+_HOLDERS = ("compression", "checksum", "encryption", "block-allocation", "unwritten-conversion")
+
+
+def _held_by(mech: str, helpers: Mapping[str, float], dev: Device) -> tuple[str, str]:
+    """What held the writeback a wait is for (``mech`` is ``writeback`` or unknown): work
+    the bed's kernel threads did on it (compression in btrfs's workers …, from the profile)
+    when it took at least ``HELD_CPUS``, else the loop worker when it was on a CPU at least
+    ``DEVICE_BUSY`` of the window; the mechanism and the words, or ("", "")."""
+    if mech not in ("writeback", ""):
+        return "", ""
+    work = [(k, v) for k, v in helpers.items() if k in _HOLDERS and v >= HELD_CPUS]
+    if work:
+        k, v = max(work, key=lambda kv: kv[1])
+        return k, (
+            f"; the writeback it waited for was {k}: the kernel's threads spent {v:.2f} CPU in it "
+            f"({meaning(k)})"
+        )
+    if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
+        what = f": {dev.describe()}" if dev.kind == "loop" else ""
+        return "loop-worker", (
+            f"; the writeback ran at the pace of the loop device's worker, on a CPU "
+            f"{fmt_share(min(1.0, dev.loop_cpus))} of the window{what}"
+        )
+    if saturated(dev):
+        worker = (
+            f", its worker on a CPU {fmt_share(min(1.0, dev.loop_cpus))} of the window"
+            if dev.loop_cpus is not None
+            else ""
+        )
+        what = f" ({dev.describe()}{worker})" if dev.kind else ""
+        return ("loop-worker" if dev.kind == "loop" else "device"), (
+            f"; the writeback waited for the device, {fmt_share(dev.util or 0)} busy with "
+            f"{dev.queue_depth or 0:.0f} requests in flight{what}"
+        )
+    return "", ""
+
+
+#: waits in the block layer's queueing: in front of a saturated device they only say where
+#: the queue forms
+QUEUEING = ("wbt", "rq-qos", "tags")
+
+
+def saturated(dev: Device) -> bool:
+    """The device busy at least ``DEVICE_BUSY`` of the window with at least
+    ``DEVICE_QUEUED`` requests in flight: requests queue at it, whatever queues above it."""
+    return (dev.util or 0) >= DEVICE_BUSY and (dev.queue_depth or 0) >= DEVICE_QUEUED
+
+
+def _queued_at_device(share: float, who: str, fn: str, dev: Device) -> Wall:
+    """A wait for a tag (or in wbt) in front of a device busy with requests queued: the
+    device drains the queue, the tags only say where it forms (four buffered readers of the
+    limits run waited 47% for tags of a loop device 97% busy with 60 requests in flight)."""
+    worker = (
+        f", its worker on a CPU {fmt_share(min(1.0, dev.loop_cpus))} of the window"
+        if dev.loop_cpus is not None
+        else ""
+    )
+    what = f" The bed's device is {dev.describe()}{worker}." if dev.kind in ("loop", "zram") else ""
+    return Wall(
+        "device",
+        f"Device-bound: {who} waited {fmt_share(share)} of its time to queue its requests ({fn}) "
+        f"while the device was {fmt_share(dev.util or 0)} busy with {dev.queue_depth or 0:.0f} requests "
+        f"in flight: they queue for a device that is full.{what}",
+        share,
+        {"function": fn, "device_util": dev.util, "device_queue_depth": dev.queue_depth},
+        "loop-worker" if dev.kind == "loop" and not dev.dio else "",
+    )
+
+
+def _block_queue(share: float, who: str, fn: str, mech: str, dev: Device) -> Wall:
+    """A wait in the block layer's queueing, told apart by the function it sleeps in: a
+    request tag (nr_requests), wbt, io.latency, io.cost, the io.max throttle."""
+    q = dev.queue
+    if mech == "tags":
+        nr = q.get("nr_requests")
+        depth = f": queue/nr_requests = {nr} in force" if nr else ""
+        said = (
+            f"waited {fmt_share(share)} of its time for a free request tag (blk_mq_get_tag){depth}, "
+            "so no more requests could be in flight on the device"
+        )
+    elif mech == "wbt":
+        lat = q.get("wbt_lat_usec")
+        target = f", wbt_lat_usec = {lat}" if lat else ""
+        said = f"waited {fmt_share(share)} of its time in writeback throttling (wbt{target}): {meaning(mech)}"
+    elif mech in ("iolatency", "iocost", "blk-throttle", "rq-qos"):
+        said = f"waited {fmt_share(share)} of its time held by {meaning(mech)} ({fn})"
+    else:
+        said = (
+            f"waited {fmt_share(share)} of its time in the block layer's queueing ({fn}) "
+            "before its I/O reached the device"
+        )
+    return Wall("block-queue", f"{who} {said}.", share, {"function": fn, "queue": dict(q)}, mech)
+
+
+def _on_cpu(b: Budget, reason: str, share: float) -> str:
+    """`` (12% of it on a CPU)`` when a mechanism's time was partly on a CPU."""
+    part = b.kernel_contexts.get(reason, 0.0) / (b.wall_s or 1.0)
+    return f" ({fmt_share(part / share)} of it on a CPU)" if share and part >= 0.05 * share else ""
+
+
+def _reclaim(share: float, b: Budget, who: str, fn: str, mech: str = "") -> Wall:
+    cg = next((c for c in b.cgroups if c.get("limits", {}).get("mem_limit_bytes")), None)
+    if cg is not None:
+        lim = cg["limits"]["mem_limit_bytes"]
+        hits = cg.get("delta", {}).get("cg_mem_max_events", 0.0)
+        if hits > 0:
+            return Wall(
+                "memcg-reclaim",
+                f"Reclaiming memory in its own context: the memory "
+                f"cgroup's {lim / 2**20:.0f} MiB limit was hit {hits:,.0f} times; "
+                f"{who} spent {fmt_share(share)} of its time in reclaim"
+                f"{_on_cpu(b, 'reclaim', share)} ({fn}).",
+                share,
+                {"limit_bytes": lim, "hits": hits},
+                mech,
+            )
+    return Wall(
+        "reclaim",
+        f"Memory reclaim: {who} spent {fmt_share(share)} of its time reclaiming memory itself ({fn}).",
+        share,
+        {},
+        mech,
+    )

@@ -1,0 +1,95 @@
+"""The workload's kernel on-CPU time in its budget, read from the CPU profile's folded stacks
+(pure; ``analysis.explain.budget``): its seconds split by kernel path (``analysis.explain.kernel_paths``),
+by mechanism (``analysis.explain.kernel_knowledge``) and inside a mechanism that also blocks
+(``analysis.explain.offcpu``), and the kernel function it was sampled on most. Only the stacks of
+the workload's own threads count (their task names, ``comm;…``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .kernel_knowledge import mechanism_of
+from .kernel_paths import attribute
+from .offcpu import classify
+
+
+def _kernel_stacks(profile: Mapping[str, int], comms: set[str]) -> dict[str, int]:
+    """The workload's stacks with kernel frames, only those frames (root first)."""
+    out: dict[str, int] = {}
+    for stack, n in profile.items():
+        frames = stack.split(";")
+        if frames[0] not in comms:
+            continue
+        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
+        if kernel:
+            k = ";".join(kernel)
+            out[k] = out.get(k, 0) + n
+    return out
+
+
+def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds split by mechanism (``analysis.explain.kernel_knowledge``),
+    in proportion to its profile samples with kernel frames."""
+    mine = _kernel_stacks(profile, comms)
+    total = sum(mine.values())
+    if not total:
+        return {}
+    out: dict[str, float] = {}
+    for s, n in mine.items():
+        k = mechanism_of(s)
+        out[k] = out.get(k, 0.0) + kernel_s * n / total
+    return out
+
+
+def cpu_top(profile: Mapping[str, int], comms: set[str]) -> tuple[str, str]:
+    """The leaf kernel function the workload's threads were sampled on most, with the most
+    frequent caller of it that is not plumbing (``lzo1x_1_do_compress``, ``zcomp_compress``)."""
+    leaves: dict[str, int] = {}
+    callers: dict[tuple[str, str], int] = {}
+    for s, n in _kernel_stacks(profile, comms).items():
+        frames = s.split(";")
+        leaf = frames[-1]
+        leaves[leaf] = leaves.get(leaf, 0) + n
+        caller = next((f for f in reversed(frames[:-1]) if f != leaf), "")
+        callers[(leaf, caller)] = callers.get((leaf, caller), 0) + n
+    if not leaves:
+        return "", ""
+    top = max(leaves.items(), key=lambda kv: kv[1])[0]
+    caller = max(((c, n) for (lf, c), n in callers.items() if lf == top), key=lambda kv: kv[1])[0]
+    return top, caller
+
+
+def kernel_paths(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds split by path, in proportion to the profile's
+    kernel samples of stacks whose task name is one of the workload's (``comm;…``)."""
+    mine = {s: n for s, n in profile.items() if s.split(";", 1)[0] in comms}
+    if not mine:
+        return {}
+    att = attribute(mine)
+    kernel = [p for p in att.paths if p.path not in ("user", "idle") and p.samples]
+    total = sum(p.samples for p in kernel)
+    return {p.path: kernel_s * p.samples / total for p in kernel} if total else {}
+
+
+#: Mechanisms whose on-CPU time counts with their blocked time: the time a thread spends in
+#: fsync, a fault, reclaim or balance_dirty_pages is that mechanism's, on a CPU or not.
+CONTEXTS = ("fsync", "fault", "reclaim", "dirty-throttle")
+
+
+def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds inside each of ``CONTEXTS``, in proportion to its
+    profile stacks with kernel frames whose frames ``analysis.explain.offcpu`` reads as that reason."""
+    total = 0
+    hits: dict[str, int] = {}
+    for stack, n in profile.items():
+        frames = stack.split(";")
+        if frames[0] not in comms:
+            continue
+        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
+        if not kernel:
+            continue
+        total += n
+        r = classify(";".join(kernel)).reason
+        if r in CONTEXTS:
+            hits[r] = hits.get(r, 0) + n
+    return {r: kernel_s * n / total for r, n in hits.items()} if total else {}
