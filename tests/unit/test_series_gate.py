@@ -134,4 +134,23 @@ def test_cli_exit_codes_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[
         assert main(args) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1, err
+        # under git bisect run an error must stop the bisection (128), not mark a commit bad
+        assert main([*args, "--bisect"]) == 128
+        err = capsys.readouterr().err.strip()
+        assert msg in err and "git bisect run stops" in err and len(err.splitlines()) == 1, err
     assert math.isfinite(bw[0])
+
+
+def test_bisect_exit_codes_are_git_bisect_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--bisect: a regression is bad (1), a pass good (0), inconclusive skipped (125, not the
+    3 that git would take for bad)."""
+    flat = [("lat", f"{1000 + 10 * i}", float(v)) for i, v in enumerate(_noise(11, 30))]
+    bw = _noise(12, 30)
+    bw[28:] *= 0.85
+    bad = _write(
+        tmp_path / "bad.csv", flat + [("bw", f"{1000 + 10 * i}", float(v)) for i, v in enumerate(bw)]
+    )
+    one = _write(tmp_path / "one.csv", flat[:-1] + [("lat", "1290", flat[-1][2] * 0.6)])
+    ok = _write(tmp_path / "ok.csv", flat)
+    assert [main(["gate", "--series", f, "--bisect"]) for f in (bad, ok, one)] == [1, 0, 125]
+    capsys.readouterr()

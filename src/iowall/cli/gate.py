@@ -2,22 +2,25 @@
 a plan (run now, and re-run to confirm a suspected regression) or a selection of stored runs;
 the decision is `analysis.regress.gate`'s. `iowall gate --series FILE` gates the newest result of each
 series of another system's file against its own history (`analysis.regress.series_gate`), decided the
-same way. Exit 0 pass, 1 regression confirmed, 3 inconclusive, 2 bad input."""
+same way. Exit 0 pass, 1 regression confirmed, 3 inconclusive, 2 bad input; with --bisect the
+codes git bisect run reads (0 good, 1 bad, 125 skip, 128 stop: docs/gate.md)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ..actions.gate import gate_file, gate_runs, read_accept
+from ..analysis.regress.gate import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 from ..analysis.regress.series_gate import FDR_SERIES
 from ..machine.atomic import write_text
 from ..machine.machine_lock import parse_wait
 from ..report.emit import emit, wrote
 from ..report.gate import junit_xml
 from ..store import Store
-from ..vocab.errors import UserError
+from ..vocab.errors import IowallError, UserError
 from ..vocab.units import parse_floor
 from .options import (
     CommitOpt,
@@ -119,16 +122,68 @@ def gate(
         str | None,
         typer.Option("--flames", metavar="DIR", help="write each regression's differential flame graph here"),
     ] = None,
+    bisect: Annotated[
+        bool,
+        typer.Option(
+            "--bisect",
+            help="exit as git bisect run expects: 0 good (pass), 1 bad (regression), 125 skip "
+            "(inconclusive), 128 stop (an error that every commit would meet)",
+        ),
+    ] = False,
     wait: WaitOpt = None,
     hold_memory: HoldMemoryOpt = True,
     fmt: ReportFormatOpt = ReportFormat.text,
     output: OutputOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Gate new runs, or a series file's newest results: exit 0 pass, 1 regression, 3 inconclusive.
+    """Gate new runs, or a series file's newest results: exit 0 pass, 1 regression, 3 inconclusive
+    (with --bisect: 0, 1, 125 for git bisect run).
 
     TARGET against --baseline (stored runs), or --series FILE: each series' newest result
     against its own history."""
+    try:
+        code = _gate(**{k: v for k, v in locals().items() if k != "bisect"})
+    except IowallError as e:
+        if not bisect:
+            raise
+        said = "error" if isinstance(e, UserError) else "failed"
+        print(f"iowall: {said}: {e}; exit {BISECT_ABORT}: git bisect run stops", file=sys.stderr)
+        raise typer.Exit(BISECT_ABORT) from e
+    raise typer.Exit(BISECT_CODES[code] if bisect else code)
+
+
+#: git bisect run's meaning of each gate exit: pass is good, a regression bad, inconclusive
+#: skipped (git's 125); an error aborts the bisection (128 and up), as it would recur
+#: at every commit and must not be taken for a bad one.
+BISECT_CODES = {EXIT_PASS: 0, EXIT_REGRESSION: 1, EXIT_INCONCLUSIVE: 125}
+BISECT_ABORT = 128
+
+
+def _gate(
+    target: str | None,
+    baseline: list[str] | None,
+    series: str | None,
+    direction: str,
+    unit: str,
+    label: str | None,
+    commit: str | None,
+    repeat: int,
+    confirm: int | None,
+    quick: bool,
+    fdr: float | None,
+    floor: str,
+    metric: list[str] | None,
+    fail_on: list[str] | None,
+    accept: str | None,
+    junit: str | None,
+    flames: str | None,
+    wait: str | None,
+    hold_memory: bool,
+    fmt: ReportFormat,
+    output: str | None,
+    db: str | None,
+) -> int:
+    """The gate, parsed: the report emitted, its exit code returned."""
     if fdr is not None and not 0 < fdr < 1:
         raise UserError(f"--fdr {fdr:g}: give a rate between 0 and 1, e.g. 0.05")
     fl = parse_floor(floor)
@@ -165,4 +220,4 @@ def gate(
         write_text(junit, junit_xml(report))
         wrote(junit)
     emit(report, fmt, output)
-    raise typer.Exit(report.result.exit_code)
+    return report.result.exit_code
