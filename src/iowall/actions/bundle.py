@@ -3,6 +3,7 @@ import would do (``--dry-run``); the CLI parses, calls one of these and prints w
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -10,8 +11,10 @@ from contextlib import closing
 
 from ..bundle.files import as_run, read_models, write_bundle
 from ..bundle.pool import Present, file_bytes, packed_parts, plan_import, stored_uuids
+from ..machine.atomic import write_text
 from ..model import MEASURED_STATUSES, Run
 from ..report.bundle import Exported, Imported, ImportPlan, kernel_of
+from ..report.kcidb import kcidb_doc
 from ..store import RunFilter, Store
 from ..store.db import none_left_if_failed
 from ..store.gcpause import gc_paused
@@ -25,7 +28,13 @@ BAR_MIN_BYTES = 8 << 20
 
 
 def export_bundle(
-    selections: list[str], output: str, *, measured_only: bool, packed: bool, db: str | None
+    selections: list[str],
+    output: str,
+    *,
+    measured_only: bool,
+    packed: bool,
+    db: str | None,
+    kcidb: bool = False,
 ) -> Exported:
     """Write the runs ``selections`` name (none: every stored run, streamed a page at a time
     in bounded memory) to the bundle ``output``; what was written."""
@@ -48,6 +57,14 @@ def export_bundle(
             kernels.add(kernel_of(r))
             yield r
 
+    if kcidb:  # a KCIDB document is one JSON object, written whole
+        doc = kcidb_doc(seen(runs))
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
+        if output == "-":
+            sys.stdout.write(text)
+        else:
+            write_text(output, text, what="KCIDB document")
+        return Exported(output, len({t["misc"]["uuid"] for t in doc["tests"]}), len(labels), len(kernels))
     source = {"host": socket.gethostname(), "store": store.shown if store else ""}
     n = write_bundle(seen(runs), output, source=source, packed=packed)
     return Exported(output, n, len(labels), len(kernels))

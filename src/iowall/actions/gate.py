@@ -11,6 +11,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..analysis.explain.context import representative
 from ..analysis.explain.run import explain
@@ -33,7 +34,8 @@ from ..model import Run
 from ..recipes.registry import recipes
 from ..report.flame import write_svg
 from ..report.gate import point_name, rank
-from ..store import Store
+from ..report.kcidb import gate_doc
+from ..store import RunFilter, Store
 from ..store.reports import add_report
 from ..vocab.errors import UserError
 from .flame import flame_svg
@@ -294,3 +296,12 @@ def _command(
             + ([] if hold_memory else ["--no-hold-memory"])
         )
     return cmd
+
+
+def gate_kcidb(report: GateReport, store: Store) -> dict[str, Any]:
+    """The KCIDB v5.3 document of a gate (``report.kcidb.gate_doc``): a test per gated point
+    and metric, its status the verdict, the Why of each regression in its ``misc``."""
+    ids = sorted({i for v in report.result.verdicts for i in v.row.new_runs})
+    runs = store.runs(RunFilter(ids=tuple(ids)), metrics=lambda _: False) if ids else []
+    why = {e.point: e.why_new for e in report.explanations}
+    return gate_doc(report.result, runs, why)

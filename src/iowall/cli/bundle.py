@@ -10,6 +10,7 @@ import typer
 from ..actions.bundle import export_bundle, import_bundles, import_plan
 from ..machine.dirs import db_url, default_db_url
 from ..report.emit import emit, wrote
+from ..vocab.errors import UserError
 from .options import DbOpt
 from .progress import RichProgress
 
@@ -40,10 +41,23 @@ def export(
             "imported about twice as fast, not for reading by eye",
         ),
     ] = False,
+    kcidb: Annotated[
+        bool,
+        typer.Option(
+            "--kcidb",
+            help="write a KernelCI KCIDB v5.3 document instead of a bundle: a checkout per kernel, "
+            "a build per kernel and architecture, a test per run and metric (docs/kernelci.md)",
+        ),
+    ] = False,
     db: DbOpt = None,
 ) -> None:
-    """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle."""
-    done = export_bundle(list(selections or []), output, measured_only=measured_only, packed=packed, db=db)
+    """Write runs, whole (metrics, env, bed, series, raw artifacts), to a versioned JSON bundle
+    (or, --kcidb, to a KernelCI KCIDB document)."""
+    if kcidb and packed:
+        raise UserError("--kcidb writes a KCIDB document, not a bundle: drop --packed")
+    done = export_bundle(
+        list(selections or []), output, measured_only=measured_only, packed=packed, db=db, kcidb=kcidb
+    )
     if output == "-":
         print(f"iowall: exported {done.held()} to stdout", file=sys.stderr)
     else:  # one line, as every command that writes a file says it

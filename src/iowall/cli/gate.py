@@ -7,12 +7,13 @@ codes git bisect run reads (0 good, 1 bad, 125 skip, 128 stop: docs/gate.md)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
 import typer
 
-from ..actions.gate import gate_file, gate_runs, read_accept
+from ..actions.gate import gate_file, gate_kcidb, gate_runs, read_accept
 from ..analysis.regress.gate import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 from ..analysis.regress.series_gate import FDR_SERIES
 from ..machine.atomic import write_text
@@ -122,6 +123,15 @@ def gate(
         str | None,
         typer.Option("--flames", metavar="DIR", help="write each regression's differential flame graph here"),
     ] = None,
+    kcidb: Annotated[
+        str | None,
+        typer.Option(
+            "--kcidb",
+            metavar="FILE.json",
+            help="also write a KernelCI KCIDB v5.3 document: a test per gated point and metric, "
+            "its status the verdict, the Why in misc (docs/kernelci.md)",
+        ),
+    ] = None,
     bisect: Annotated[
         bool,
         typer.Option(
@@ -176,6 +186,7 @@ def _gate(
     fail_on: list[str] | None,
     accept: str | None,
     junit: str | None,
+    kcidb: str | None,
     flames: str | None,
     wait: str | None,
     hold_memory: bool,
@@ -191,6 +202,8 @@ def _gate(
     if series is not None:
         if target is not None or baseline:
             raise UserError("give TARGET --baseline SELECTION or --series FILE, not both")
+        if kcidb is not None:
+            raise UserError("--kcidb writes the gated runs' kernels and tests: it needs TARGET, not --series")
         report = gate_file(series, fdr=fdr, floor=fl, direction=direction, unit=unit, accepted=accepted)
     else:
         if target is None or not baseline:
@@ -219,5 +232,8 @@ def _gate(
     if junit is not None:
         write_text(junit, junit_xml(report))
         wrote(junit)
+    if kcidb is not None and series is None:
+        write_text(kcidb, json.dumps(gate_kcidb(report, store)) + "\n", what="KCIDB document")
+        wrote(kcidb)
     emit(report, fmt, output)
     return report.result.exit_code
