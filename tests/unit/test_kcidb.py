@@ -49,12 +49,15 @@ def test_runs_become_checkouts_builds_and_tests_that_kcidb_io_accepts() -> None:
 def test_a_gates_verdicts_are_test_statuses_with_the_why() -> None:
     base, new = two_sides()
     res = decide(compare(Side("base", base), [Side("patched", new)]))
-    doc = gate_doc(res, new, {"direct=0": ("The memory-copy wall: …",)})
+    doc = gate_doc(res, new, {"direct=0": ("The memory-copy wall: …",)}, base)
     _validate(doc)
     statuses = {t["misc"]["verdict"]: t["status"] for t in doc["tests"]}
     assert statuses.get("regression") == "FAIL" and statuses.get("same", "PASS") == "PASS"
     fail = next(t for t in doc["tests"] if t["status"] == "FAIL")
     assert fail["misc"]["change"] < 0 and fail["number"]["value"] > 0 and fail["misc"]["new_runs"]
+    window = fail["misc"]["bisect_window"]
+    assert window["last_good"]["kernel"] != window["first_bad"]["kernel"]  # 6.18.44 against 6.18.44+
+    assert set(window["first_bad"]["runs"]) <= {r.id for r in new}
     assert gate_doc(res, new)["tests"][0]["id"] == doc["tests"][0]["id"]
     assert all(isinstance(r, Run) for r in new)
 

@@ -301,7 +301,11 @@ def _command(
 def gate_kcidb(report: GateReport, store: Store) -> dict[str, Any]:
     """The KCIDB v5.3 document of a gate (``report.kcidb.gate_doc``): a test per gated point
     and metric, its status the verdict, the Why of each regression in its ``misc``."""
-    ids = sorted({i for v in report.result.verdicts for i in v.row.new_runs})
-    runs = store.runs(RunFilter(ids=tuple(ids)), metrics=lambda _: False) if ids else []
+
+    def fetch(ids: set[int]) -> list[Run]:
+        return store.runs(RunFilter(ids=tuple(sorted(ids))), metrics=lambda _: False) if ids else []
+
+    new = fetch({i for v in report.result.verdicts for i in v.row.new_runs})
+    base = fetch({i for v in report.result.verdicts if v.status == "regression" for i in v.row.base_runs})
     why = {e.point: e.why_new for e in report.explanations}
-    return gate_doc(report.result, runs, why)
+    return gate_doc(report.result, new, why, base)

@@ -188,13 +188,19 @@ def _first(doc: Mapping[str, Any] | None) -> float:
 
 
 def gate_doc(
-    result: GateResult, new_runs: Sequence[Run], why: Mapping[str, Sequence[str]] | None = None
+    result: GateResult,
+    new_runs: Sequence[Run],
+    why: Mapping[str, Sequence[str]] | None = None,
+    base_runs: Sequence[Run] = (),
 ) -> dict[str, Any]:
     """The KCIDB document of a gate: the new runs' checkout and build, and a test per gated
     point and metric whose status is the verdict (``VERDICT_STATUS``), its ``number`` the new
     median, the change, interval, q-value and the Why in ``misc``; ``why`` by point name
-    (``report.gate.point_name``)."""
+    (``report.gate.point_name``). A regression's ``misc.bisect_window`` names the kernels
+    between which it appeared: the newest baseline run's (last good) and the new runs' (first
+    bad), each with its commit when recorded, as ``iowall history`` gives a window."""
     by_id = {r.id: r for r in new_runs}
+    base_by_id = {r.id: r for r in base_runs}
     doc = kcidb_doc(())
     checkouts: dict[str, dict[str, Any]] = {}
     builds: dict[str, dict[str, Any]] = {}
@@ -206,9 +212,20 @@ def gate_doc(
         run = runs[0]
         checkouts.setdefault(checkout_id(run), _checkout(run, min(r.started_at for r in runs)))
         builds.setdefault(build_id(run), _build(run))
-        tests.append(_verdict_test(v, run, runs, (why or {}).get(point_name(v), ())))
+        test = _verdict_test(v, run, runs, (why or {}).get(point_name(v), ()))
+        good = [base_by_id[i] for i in v.row.base_runs if i in base_by_id]
+        if v.status == "regression" and good:
+            test["misc"]["bisect_window"] = {"last_good": _side(good), "first_bad": _side(runs)}
+        tests.append(test)
     doc.update(checkouts=list(checkouts.values()), builds=list(builds.values()), tests=tests)
     return doc
+
+
+def _side(runs: Sequence[Run]) -> dict[str, Any]:
+    """One end of a bisect window: the newest run's kernel and commit, and the run ids."""
+    newest = max(runs, key=lambda r: r.started_at)
+    commit, release = kernel_of(newest)
+    return {"kernel": release, "commit": commit or None, "runs": [r.id for r in runs]}
 
 
 def _verdict_test(v: Verdict, run: Run, runs: Sequence[Run], why: Sequence[str]) -> dict[str, Any]:

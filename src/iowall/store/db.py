@@ -17,7 +17,7 @@ from ..machine.dirs import db_url, default_db_url, redact_url
 from ..model import Artifact, Run
 from ..vocab.errors import NotFound, StoreFailed, UserError
 from . import codec
-from .faults import RETRY_S, ROOM_BYTES, connection_lost, failure_text, read_only_fs, say
+from .faults import RETRY_S, connection_lost, failure_text, read_only_fs, room_problem, say
 from .reader import Reader, connect_pg, connect_sqlite, sqlite_file
 from .rows import (
     ARTIFACTS,
@@ -58,6 +58,9 @@ class Store:
         self._engine: Engine | None = None
         if self._file is None and self.dialect == "sqlite":  # in memory: one engine holds it
             self._engine = self._make_engine()
+        if self._file is not None and not os.path.exists(self._file) and room_problem(self._file):
+            # a new store where a job could not keep its runs: refused before a file is made
+            raise StoreFailed(f"the store {self.shown} {room_problem(self._file)}")
         if self._file is not None and read_only_fs(self._file):
             raise StoreFailed(
                 f"the store {self.shown} is on a read-only filesystem: SQLite cannot open its "
@@ -177,18 +180,9 @@ class Store:
         or directory it cannot write, a PostgreSQL server in read-only mode. StoreFailed
         with one line saying which."""
         if self._file is not None:
-            d = os.path.dirname(self._file) or "."
-            st = os.statvfs(d)
-            free = st.f_bavail * st.f_frsize
-            if free < ROOM_BYTES:
-                raise StoreFailed(
-                    f"the store {self.shown} has {free / 2**20:.1f} MiB free on its filesystem; a job "
-                    f"needs {ROOM_BYTES >> 20} MiB (a probed run takes up to about 0.4 MiB, its "
-                    "write-ahead log as much again)"
-                )
-            target = self._file if os.path.exists(self._file) else d
-            if not os.access(target, os.W_OK):
-                raise StoreFailed(f"the store {self.shown} cannot be written by this user ({target})")
+            problem = room_problem(self._file)
+            if problem:
+                raise StoreFailed(f"the store {self.shown} {problem}")
         elif self.dialect == "postgresql":
             with self.engine.connect() as conn:
                 ro = conn.exec_driver_sql("SHOW transaction_read_only").scalar()

@@ -70,3 +70,24 @@ def machine_fault(e: BaseException) -> bool:
     store opens is taken for a wrong --db (exit 2); one lost during a job is tried again."""
     text = failure_text(e).lower()
     return any(w in text for w in ("disk is full", "disk i/o error", "readonly database", "no space left"))
+
+
+def room_problem(path: str) -> str | None:
+    """What keeps the SQLite store at ``path`` from keeping a job's runs, as the end of a
+    sentence (``has 1.8 MiB free on its filesystem; …``), or None: under ``ROOM_BYTES``
+    free, or a file or directory this user cannot write."""
+    d = os.path.dirname(path) or "."
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return None  # no such directory: the store's own open says so
+    free = st.f_bavail * st.f_frsize
+    if free < ROOM_BYTES:
+        return (
+            f"has {free / 2**20:.1f} MiB free on its filesystem; a job needs {ROOM_BYTES >> 20} MiB "
+            "(a probed run takes up to about 0.4 MiB, its write-ahead log as much again)"
+        )
+    target = path if os.path.exists(path) else d
+    if not os.access(target, os.W_OK):
+        return f"cannot be written by this user ({target})"
+    return None
