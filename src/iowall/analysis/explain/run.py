@@ -86,25 +86,26 @@ def budget(run: Run, att_stacks: dict[str, int] | None = None) -> Budget | None:
 
 def without_budget(run: Run) -> tuple[str, bool]:
     """Why ``run`` has no wall-clock budget, as its first sentence, and whether it is too short
-    to explain at all: the threadstate probe ran but timed none of the I/O (it lasted less
-    than the probe's samples see), or the probe did not run (skipped, or a run from before
-    it), when the CPU-time rules over the whole machine are all there is, said as such."""
+    to explain at all: its I/O (fio's runtime, else the run's own time) lasted less than a
+    budget needs, so the probe's samples timed none of it. Otherwise the CPU-time rules over
+    the whole machine are all there is, and the sentence says so and why: the threadstate
+    probe did not run (skipped, or a run from before it), or it found no I/O window (no fio
+    series, and no read or write calls of the workload's threads to time)."""
+    tp = throughput(run)
+    rt = run.metric(f"{tp[0]}_runtime_s") if tp else None
+    lasted = rt if rt else max(0.0, run.finished_at - run.started_at)
     if isinstance(_artifact_json(run, "threadstate.json"), dict):
-        tp = throughput(run)
-        rt = run.metric(f"{tp[0]}_runtime_s") if tp else None
-        lasted = f"lasted {rt:.2f} s" if rt else "was over"
-        return (
-            f"Too short to explain: the I/O {lasted} before the threadstate probe could time the "
-            f"workload's threads (a wall needs {MIN_WINDOW_S:.0f} s of I/O or more); run it longer "
-            "(a larger size or a runtime).",
-            True,
-        )
-    skipped = next((s.reason for s in skipped_probes(run) if s.probe == "threadstate"), None)
-    why = (
-        f"the threadstate probe was skipped ({skipped})"
-        if skipped
-        else "the run has no threadstate probe data"
-    )
+        if lasted < MIN_WINDOW_S:
+            return (
+                f"Too short to explain: the I/O lasted {lasted:.2f} s, before the threadstate probe "
+                f"could time the workload's threads (a wall needs {MIN_WINDOW_S:.0f} s of I/O or "
+                "more); run it longer (a larger size or a runtime).",
+                True,
+            )
+        why = "the threadstate probe found no I/O window (no fio series, no read or write calls to time)"
+    else:
+        skipped = next((s.reason for s in skipped_probes(run) if s.probe == "threadstate"), None)
+        why = f"the threadstate probe was skipped ({skipped})" if skipped else "no threadstate probe data"
     return (
         f"No wall-clock budget: {why}. What follows are the CPU-time rules over the whole "
         "machine, not the workload's own time.",
