@@ -67,6 +67,20 @@ def test_a_run_killed_before_storing_is_imported_by_the_next_command(tmp_path: P
     assert "imported" not in out.err and len(json.loads(out.out)["runs"]) == 1
 
 
+def test_spool_import_counts_the_runs_it_imported_once(tmp_path: Path, capsys: Any) -> None:
+    """`iowall spool --import` imports and counts the waiting runs itself: the opening hook
+    does not import them first and leave it saying 'imported 0 runs'."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    Store(url).close()
+    spool = Spool(url, "b1")
+    spool.keep(_run())
+    _dead(spool.path)
+    assert main(["spool", "--import", "--db", url, "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["imported"] == 1, out.out
+    assert "imported" not in out.err and spooled_files(url) == []
+
+
 def test_a_run_killed_after_its_commit_is_not_stored_twice(tmp_path: Path, capsys: Any) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
     store = Store(url)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from ..bundle.files import read_bundle
 from ..bundle.spool import every_spool
+from ..machine.dirs import db_url, default_db_url
 from ..machine.journal import alive
-from ..machine.spooldir import spooled_files
+from ..machine.spooldir import spooled_files, store_dir
 from ..report.spool import SpoolFile, SpoolList
 from ..store import Store
 from ..store.faults import failure_text
@@ -64,7 +65,7 @@ def replay(store: Store) -> None:
     except Exception as e:  # the store may still be unable to take them: not this command's failure
         print(
             f"iowall: the spool's runs for {store.shown} could not be imported yet "
-            f"({failure_text(e)}); they stay in {spooled_files(store.url)[0].parent}",
+            f"({failure_text(e)}); they stay in {store_dir(store.url)}",
             file=sys.stderr,
         )
         return
@@ -81,7 +82,12 @@ def spool_status(import_into: str | None = None) -> SpoolList:
     (a store URL), first the import of what waits for that store."""
     if import_into is None:
         return SpoolList(_files())
-    store = Store(import_into)  # opening it imports its spool already (replay), if the CLI hooked it
+    url = db_url(import_into) if import_into else default_db_url()
+    _BUSY.add(url)  # this command imports and counts them itself: the opening hook stands aside
+    try:
+        store = Store(url)
+    finally:
+        _BUSY.discard(url)
     added, _ = import_spool(store.url)
     return SpoolList(_files(), added, store.shown)
 

@@ -152,7 +152,31 @@ def gate(
     TARGET against --baseline (stored runs), or --series FILE: each series' newest result
     against its own history."""
     try:
-        code = _gate(**{k: v for k, v in locals().items() if k != "bisect"})
+        code = _gate(
+            target=target,
+            baseline=baseline,
+            series=series,
+            direction=direction,
+            unit=unit,
+            label=label,
+            commit=commit,
+            repeat=repeat,
+            confirm=confirm,
+            quick=quick,
+            fdr=fdr,
+            floor=floor,
+            metric=metric,
+            fail_on=fail_on,
+            accept=accept,
+            junit=junit,
+            kcidb=kcidb,
+            flames=flames,
+            wait=wait,
+            hold_memory=hold_memory,
+            fmt=fmt,
+            output=output,
+            db=db,
+        )
     except IowallError as e:
         if not bisect:
             raise

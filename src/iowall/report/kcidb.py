@@ -163,28 +163,25 @@ def _run_tests(run: Run) -> list[dict[str, Any]]:
 
 
 def kcidb_doc(runs: Iterable[Run]) -> dict[str, Any]:
-    """A KCIDB v5.3 document of ``runs``: checkouts, builds and a test per run and metric."""
-    checkouts: dict[str, dict[str, Any]] = {}
+    """A KCIDB v5.3 document of ``runs``: checkouts (started at their earliest run), builds
+    and a test per run and metric."""
+    first: dict[str, Run] = {}
     builds: dict[str, dict[str, Any]] = {}
     tests: list[dict[str, Any]] = []
     for r in runs:
         cid = checkout_id(r)
-        if cid not in checkouts or r.started_at < _first(checkouts[cid]):
-            checkouts[cid] = _checkout(r, min(r.started_at, _first(checkouts.get(cid))))
+        if cid not in first or r.started_at < first[cid].started_at:
+            first[cid] = r
         builds.setdefault(build_id(r), _build(r))
         tests += _run_tests(r)
-    return {
-        "version": dict(SCHEMA),
-        "checkouts": list(checkouts.values()),
-        "builds": list(builds.values()),
-        "tests": tests,
-    }
+    checkouts = [_checkout(r, r.started_at) for r in first.values()]
+    return _document(checkouts, list(builds.values()), tests)
 
 
-def _first(doc: Mapping[str, Any] | None) -> float:
-    if not doc:
-        return float("inf")
-    return datetime.fromisoformat(str(doc["start_time"])).timestamp()
+def _document(
+    checkouts: list[dict[str, Any]], builds: list[dict[str, Any]], tests: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {"version": dict(SCHEMA), "checkouts": checkouts, "builds": builds, "tests": tests}
 
 
 def gate_doc(
@@ -201,7 +198,6 @@ def gate_doc(
     bad), each with its commit when recorded, as ``iowall history`` gives a window."""
     by_id = {r.id: r for r in new_runs}
     base_by_id = {r.id: r for r in base_runs}
-    doc = kcidb_doc(())
     checkouts: dict[str, dict[str, Any]] = {}
     builds: dict[str, dict[str, Any]] = {}
     tests = []
@@ -217,8 +213,7 @@ def gate_doc(
         if v.status == "regression" and good:
             test["misc"]["bisect_window"] = {"last_good": _side(good), "first_bad": _side(runs)}
         tests.append(test)
-    doc.update(checkouts=list(checkouts.values()), builds=list(builds.values()), tests=tests)
-    return doc
+    return _document(list(checkouts.values()), list(builds.values()), tests)
 
 
 def _side(runs: Sequence[Run]) -> dict[str, Any]:

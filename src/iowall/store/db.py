@@ -58,9 +58,9 @@ class Store:
         self._engine: Engine | None = None
         if self._file is None and self.dialect == "sqlite":  # in memory: one engine holds it
             self._engine = self._make_engine()
-        if self._file is not None and not os.path.exists(self._file) and room_problem(self._file):
-            # a new store where a job could not keep its runs: refused before a file is made
-            raise StoreFailed(f"the store {self.shown} {room_problem(self._file)}")
+        problem = None if self._file is None or os.path.exists(self._file) else room_problem(self._file)
+        if problem:  # a new store where a job could not keep its runs: refused before a file is made
+            raise StoreFailed(f"the store {self.shown} {problem}")
         if self._file is not None and read_only_fs(self._file):
             raise StoreFailed(
                 f"the store {self.shown} is on a read-only filesystem: SQLite cannot open its "
