@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from iowall.analysis.explain.budget import compute, counter_window
+from iowall.analysis.explain.budget import compute
+from iowall.analysis.explain.evidence import counter_window
 from iowall.beds import BedSpec, provision
 from iowall.probes import ProbeContext, ProbeSet, resolve
 

@@ -11,6 +11,7 @@ import pytest
 from iowall.analysis.explain import budget, offcpu, wall
 from iowall.analysis.explain import device as device_wall
 from iowall.analysis.explain import verdict as wall_verdict
+from iowall.analysis.explain.evidence import window_mean
 from iowall.probes.threadstate import ROW_FIELDS, cgroup_metrics, parse_row, parse_stack
 
 FSYNC = (
@@ -245,10 +246,10 @@ def test_a_binding_quota_holds_all_the_run_delay() -> None:
 def test_window_mean_leaves_out_a_sample_straddling_the_start() -> None:
     # the first second carried the layout's writes completing (4.4 in flight), not the reads
     qd = [(1.0, 0.02), (2.0, 4.36), (3.0, 0.64), (4.0, 0.62), (5.0, 0.61), (6.0, 0.16)]
-    assert device_wall.window_mean(qd, 1.29, 5.28) == pytest.approx((0.64 + 0.62 + 0.61) / 3)
+    assert window_mean(qd, 1.29, 5.28) == pytest.approx((0.64 + 0.62 + 0.61) / 3)
     # a window inside one sample's interval: the sample that ends in it
-    assert device_wall.window_mean(qd, 2.2, 2.9) is None
-    assert device_wall.window_mean(qd, 2.2, 3.0) == pytest.approx(0.64)
+    assert window_mean(qd, 2.2, 2.9) is None
+    assert window_mean(qd, 2.2, 3.0) == pytest.approx(0.64)
 
 
 def _decide(

@@ -15,7 +15,7 @@ from typing import Any, cast
 import pytest
 
 import iowall.actions.target
-import iowall.analysis.explain.run
+import iowall.analysis.explain.kernel_paths
 import iowall.cli.limits
 import iowall.cli.run
 import iowall.recipes.limits
@@ -259,13 +259,13 @@ def test_a_runs_profile_is_decoded_once(
 ) -> None:
     rid = _profiled(f"sqlite:///{home / 'iowall.db'}")
     calls: list[str] = []
-    real = iowall.analysis.explain.run.decode_folded
+    real = iowall.analysis.explain.kernel_paths.decode_folded
 
     def counted(body: str) -> dict[str, int]:
         calls.append(body)
         return real(body)
 
-    monkeypatch.setattr(iowall.analysis.explain.run, "decode_folded", counted)
+    monkeypatch.setattr(iowall.analysis.explain.kernel_paths, "decode_folded", counted)
     rc, out, _ = _run(capsys, "explain", str(rid))
     assert rc == 0 and "copy" in out
     assert len(calls) == 1

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from iowall.analysis.explain.derived import DERIVED
 from iowall.analysis.explain.rules import (
     CONTEXT_KEYS,
-    DERIVED,
     NO_RULE_FIRED,
     RULES,
     Verdict,
@@ -275,7 +275,12 @@ def test_cpu_bound_says_where_the_time_went_and_names_neighbours() -> None:
 
 
 def test_ceiling_comes_from_other_points_and_memcopy_is_not_applicable() -> None:
-    from iowall.analysis.explain.context import explain_context
+    from iowall.analysis.explain.evidence import read
+    from iowall.model import primary_metric
+
+    def explain_context(r: Run, batch: list[Run]) -> dict[str, float]:
+        return read(r, batch, primary_metric(r)).ctx
+
     from iowall.analysis.explain.run import explain
     from iowall.model import Metric, Point, Run
 

@@ -11,6 +11,7 @@ import pytest
 
 from iowall.analysis.explain import budget, kernel_knowledge, wall
 from iowall.analysis.explain import device as device_wall
+from iowall.analysis.explain.evidence import window_mean
 from iowall.analysis.explain.verdict import Wall
 from iowall.report.device_side import device_lines
 from tests.unit.test_budget import IO, _doc, _thread
@@ -152,7 +153,7 @@ def test_diskstats_series_give_requests_sizes_and_merges() -> None:
         "loop0_write_bytes_per_s": [(t, v * 8192) for t, v in pts],
         "loop0_write_merges_per_s": [(t, v / 2) for t, v in pts],
     }
-    d = device_wall.device_in_window(series, 1.0, 3.0)
+    d = device_wall.device_in_window({k: window_mean(v, 1.0, 3.0) for k, v in series.items()})
     assert d.name == "loop0" and d.reqs["write"] == pytest.approx(100.0)
     assert d.request_bytes("write") == pytest.approx(8192) and d.merges["write"] == pytest.approx(50.0)
 

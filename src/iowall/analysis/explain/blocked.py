@@ -160,7 +160,7 @@ def _held_by(mech: str, helpers: Mapping[str, float], dev: Device) -> tuple[str,
             f"({meaning(k)})"
         )
     if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
-        what = f": {dev.describe()}" if dev.kind == "loop" else ""
+        what = f": {dev.what}" if dev.kind == "loop" else ""
         return "loop-worker", (
             f"; the writeback ran at the pace of the loop device's worker, on a CPU "
             f"{fmt_share(min(1.0, dev.loop_cpus))} of the window{what}"
@@ -171,7 +171,7 @@ def _held_by(mech: str, helpers: Mapping[str, float], dev: Device) -> tuple[str,
             if dev.loop_cpus is not None
             else ""
         )
-        what = f" ({dev.describe()}{worker})" if dev.kind else ""
+        what = f" ({dev.what}{worker})" if dev.kind else ""
         return ("loop-worker" if dev.kind == "loop" else "device"), (
             f"; the writeback waited for the device, {fmt_share(dev.util or 0)} busy with "
             f"{dev.queue_depth or 0:.0f} requests in flight{what}"
@@ -199,7 +199,7 @@ def _queued_at_device(share: float, who: str, fn: str, dev: Device) -> Wall:
         if dev.loop_cpus is not None
         else ""
     )
-    what = f" The bed's device is {dev.describe()}{worker}." if dev.kind in ("loop", "zram") else ""
+    what = f" The bed's device is {dev.what}{worker}." if dev.kind in ("loop", "zram") else ""
     return Wall(
         "device",
         f"Device-bound: {who} waited {fmt_share(share)} of its time to queue its requests ({fn}) "

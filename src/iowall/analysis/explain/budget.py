@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .budget_profile import cpu_mechanisms, cpu_top, kernel_contexts, kernel_paths
+from .budget_profile import ProfileSplit, split_kernel_time
 from .kernel_knowledge import mechanism_of
 from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
 
@@ -116,6 +116,12 @@ class Budget:
         return self.totals.get(category, 0.0) / w if w > 0 else 0.0
 
     @property
+    def shares(self) -> dict[str, float]:
+        """Each category's share of the workload's time (``share`` of every category)."""
+        w = self.wall_s
+        return {c: (v / w if w > 0 else 0.0) for c, v in self.totals.items()}
+
+    @property
     def window_s(self) -> float:
         return self.window[1] - self.window[0]
 
@@ -130,22 +136,6 @@ def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float) -> tuple[i
     if a > 0 and w0 - rows[a][0] > 0.15:
         a = idx[0]
     return (a, b) if b > a else None
-
-
-def counter_window(doc: Mapping[str, Any], direction: str | None = None) -> tuple[float, float] | None:
-    """The window in which the threads' read (``direction='read'``), write, or any I/O
-    syscalls moved: from the row before the first move to the row of the last."""
-    f = _fields(doc)
-    cols = {"read": (f["syscr"],), "write": (f["syscw"],)}.get(direction or "", (f["syscr"], f["syscw"]))
-    moves: list[tuple[float, float]] = []
-    for th in doc.get("threads", ()):
-        rows = th.get("rows") or []
-        for a, b in zip(rows, rows[1:], strict=False):
-            if sum(b[c] - a[c] for c in cols) > 0:
-                moves.append((a[0], b[0]))
-    if not moves:
-        return None
-    return min(m[0] for m in moves), max(m[1] for m in moves)
 
 
 def compute(
@@ -178,25 +168,29 @@ def compute(
         quota_part = _quota_part(doc, cg_delta, cg, group_delay.get(cg, 0.0))
         kept.append(_thread_budget(th, d, wall, reasons, quota_part, cpus))
     totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
-    comms = {t.comm for t in kept}
     blocked_fn, blocked_sys, blocked_leaf, blocked_mech = _tally(blocked)
     tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
+    cgroups = _kept_cgroups(doc, cg_delta, kept)
+    syscalls, leaves, mechanisms = _most(blocked_sys), _most(blocked_leaf), _dominant(blocked_mech)
+    # the profile last: its kernel time split by path, context and mechanism, in one go
+    comms, kernel_s = {t.comm for t in kept}, totals["kernel"]
+    split = split_kernel_time(profile, comms, kernel_s) if profile else ProfileSplit()
     return Budget(
         (w0, w1),
         source,
         tuple(kept),
         tuple(left),
         totals,
-        kernel_paths=kernel_paths(profile, comms, totals["kernel"]) if profile else {},
-        kernel_contexts=(kernel_contexts(profile, comms, totals["kernel"]) if profile else {}),
+        kernel_paths=split.paths,
+        kernel_contexts=split.contexts,
         top_functions=tops,
-        cgroups=_kept_cgroups(doc, cg_delta, kept),
-        syscalls=_most(blocked_sys),
-        leaves=_most(blocked_leaf),
+        cgroups=cgroups,
+        syscalls=syscalls,
+        leaves=leaves,
         cpus=cpus,
-        mechanisms=_dominant(blocked_mech),
-        cpu_mechanisms=cpu_mechanisms(profile, comms, totals["kernel"]) if profile else {},
-        cpu_top=cpu_top(profile, comms) if profile else ("", ""),
+        mechanisms=mechanisms,
+        cpu_mechanisms=split.mechanisms,
+        cpu_top=split.top,
     )
 
 

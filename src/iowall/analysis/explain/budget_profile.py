@@ -7,6 +7,7 @@ the workload's own threads count (their task names, ``comm;…``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute
@@ -93,3 +94,46 @@ def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float
         if r in CONTEXTS:
             hits[r] = hits.get(r, 0) + n
     return {r: kernel_s * n / total for r, n in hits.items()} if total else {}
+
+
+@dataclass(frozen=True)
+class ProfileSplit:
+    """The workload's kernel on-CPU seconds split by path, by context and by mechanism, and
+    the kernel function it was sampled on most with its caller."""
+
+    paths: dict[str, float] = field(default_factory=dict)
+    contexts: dict[str, float] = field(default_factory=dict)
+    mechanisms: dict[str, float] = field(default_factory=dict)
+    top: tuple[str, str] = ("", "")
+
+
+def split_kernel_time(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> ProfileSplit:
+    """Every split of the workload's kernel time the budget keeps, from one profile."""
+    return ProfileSplit(
+        kernel_paths(profile, comms, kernel_s),
+        kernel_contexts(profile, comms, kernel_s),
+        cpu_mechanisms(profile, comms, kernel_s),
+        cpu_top(profile, comms),
+    )
+
+
+def helper_mechanisms(profile: Mapping[str, int] | None, comms: set[str], cpus: float) -> dict[str, float]:
+    """CPUs (over the profile, the whole point) that threads outside the workload spent in
+    each known mechanism of ``analysis.explain.kernel_knowledge`` (btrfs's workers compressing, the
+    loop worker, checksums): the profile's kernel stacks of other tasks, as a share of all
+    samples (idle included: ``perf record -a``) times the CPUs."""
+    if not profile or not cpus:
+        return {}
+    total = sum(profile.values())
+    out: dict[str, float] = {}
+    for stack, n in profile.items():
+        frames = stack.split(";")
+        if frames[0] in comms or frames[0].startswith("swapper"):
+            continue
+        kernel = [f[:-4] for f in frames[1:] if f.endswith("_[k]")]
+        if not kernel:
+            continue
+        m = mechanism_of(";".join(kernel))
+        if m:
+            out[m] = out.get(m, 0.0) + n
+    return {m: round(cpus * n / total, 3) for m, n in out.items()} if total else {}

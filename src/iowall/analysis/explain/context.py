@@ -4,23 +4,18 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
-from ...model import MEASURED_STATUSES, Run, primary_metric
+from ...model import MEASURED_STATUSES, Run
 from .phases import write_phases
 
 
-def throughput(run: Run) -> tuple[str, float] | None:
-    """The direction and bytes/s of a fio run's primary metric (``model.primary_metric``)."""
-    m = primary_metric(run)
-    if m is None or m.name not in ("read_bw_bytes_per_s", "write_bw_bytes_per_s"):
-        return None
-    return m.name.split("_", 1)[0], m.value
-
-
-def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
-    """Context keys of ``analysis.explain.rules`` for ``run``; ceilings only when the batch has them."""
+def explain_context(
+    run: Run, batch: Sequence[Run], tp: tuple[str, float] | None, metric: Mapping[str, float]
+) -> dict[str, float]:
+    """Context keys of ``analysis.explain.rules`` for ``run``; ceilings only when the batch has
+    them. ``tp``: the direction and bytes/s of its primary metric and ``metric`` its metrics by
+    name, as ``analysis.explain.evidence`` read them (``evidence.read(...).ctx``)."""
     ctx: dict[str, float] = {}
     host = run.env.get("host") or {}
     cpus = int(host.get("cpu_count") or 0)
@@ -30,61 +25,76 @@ def explain_context(run: Run, batch: Sequence[Run]) -> dict[str, float]:
     jobs = int(p.get("jobs") or p.get("numjobs") or p.get("threads") or 0)
     if jobs:
         ctx["jobs"] = float(jobs)
-    tp = throughput(run)
+    physical = 1.0 if physical_device(str(run.bed.get("device") or "")) else 0.0
     if tp:
         d, v = tp
         ctx["throughput_bytes_per_s"] = v
-        rt = run.metric(f"{d}_runtime_s")
+        rt = metric.get(f"{d}_runtime_s")
         if rt:
             ctx["wall_s"] = rt
-        ctx.update(phase_context(run))
-        # what the device moved while fio ran (its runtime includes an end_fsync), not
-        # diluted by the probes' window (cache drop, start-up)
-        dev_bytes = run.metric(f"disk_{d}_bytes")
-        if dev_bytes and rt:
-            ctx["device_bytes_per_s"] = dev_bytes / rt
-        good = [r for r in batch if r.status in MEASURED_STATUSES]
-        direct: dict[int, list[float]] = {}
-        me = run.point.key()
-        for r in good:  # the ceiling comes from other points, never from the run's own
-            q = r.point.params
-            v2 = r.metric(f"{d}_bw_bytes_per_s")
-            same_rw = q.get("rw") == p.get("rw", d) and q.get("fs_block") == p.get("fs_block")
-            if q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2 and r.point.key() != me:
-                direct.setdefault(int(q.get("jobs") or q.get("numjobs") or 0), []).append(v2)
-        if direct:
-            ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())
-        t = min(jobs, cpus) if jobs and cpus else 0
-        for key, n in (("memcopy_bytes_per_s", t), ("memcopy_1_bytes_per_s", 1)):
-            vals = [
-                v
-                for r in good
-                if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == n
-                for v in [r.metric("memcopy_bytes_per_s")]
-                if v
-            ]
-            if vals:
-                ctx[key] = statistics.median(vals)
-        ref = run.env.get("memcopy_ref") or {}
-        if isinstance(ref, dict) and ref.get("bytes_per_s"):
-            # this machine's one-thread copy rate, measured once per boot (plan runs)
-            ctx["memcopy_thread_bytes_per_s"] = float(ref["bytes_per_s"])
+        ctx.update(_ceilings(run, batch, d, metric, min(jobs, cpus) if jobs and cpus else 0))
+        ctx.update(phase_context(run, metric))  # last: it leaves for analysis.explain.phases
     else:
         wall = run.finished_at - run.started_at
         if wall > 0:
             ctx["wall_s"] = wall
-    ctx["device_physical"] = 1.0 if physical_device(str(run.bed.get("device") or "")) else 0.0
+    ctx["device_physical"] = physical
     return ctx
 
 
-def phase_context(run: Run) -> dict[str, float]:
+def _ceilings(
+    run: Run, batch: Sequence[Run], d: str, metric: Mapping[str, float], t: int
+) -> dict[str, float]:
+    """What the device moved while fio ran, the direct-I/O ceiling measured by the batch's
+    other points, its memory-copy rates (``t`` threads and one) and this machine's one-thread
+    copy rate."""
+    ctx: dict[str, float] = {}
+    p = run.point.params
+    rt = metric.get(f"{d}_runtime_s")
+    # what the device moved while fio ran (its runtime includes an end_fsync), not
+    # diluted by the probes' window (cache drop, start-up)
+    dev_bytes = metric.get(f"disk_{d}_bytes")
+    if dev_bytes and rt:
+        ctx["device_bytes_per_s"] = dev_bytes / rt
+    good = [r for r in batch if r.status in MEASURED_STATUSES]
+    direct: dict[int, list[float]] = {}
+    me = run.point.key()
+    for r in good:  # the ceiling comes from other points, never from the run's own
+        q = r.point.params
+        v2 = r.metric(f"{d}_bw_bytes_per_s")
+        same_rw = q.get("rw") == p.get("rw", d) and q.get("fs_block") == p.get("fs_block")
+        if q.get("kind", "fio") == "fio" and q.get("direct") and same_rw and v2 and r.point.key() != me:
+            direct.setdefault(int(q.get("jobs") or q.get("numjobs") or 0), []).append(v2)
+    if direct:
+        ctx["direct_ceiling_bytes_per_s"] = max(statistics.median(v) for v in direct.values())
+    for key, n in (("memcopy_bytes_per_s", t), ("memcopy_1_bytes_per_s", 1)):
+        vals = [
+            v
+            for r in good
+            if r.point.params.get("kind") == "memcopy" and r.point.params.get("threads") == n
+            for v in [r.metric("memcopy_bytes_per_s")]
+            if v
+        ]
+        if vals:
+            ctx[key] = statistics.median(vals)
+    ref = run.env.get("memcopy_ref") or {}
+    if isinstance(ref, dict) and ref.get("bytes_per_s"):
+        # this machine's one-thread copy rate, measured once per boot (plan runs)
+        ctx["memcopy_thread_bytes_per_s"] = float(ref["bytes_per_s"])
+    return ctx
+
+
+def phase_context(run: Run, metric: Mapping[str, float] | None = None) -> dict[str, float]:
     """The copy and writeback phases of a buffered write that ends with fsync
-    (``analysis.explain.phases``), as context keys; empty for any other point."""
+    (``analysis.explain.phases``), as context keys; empty for any other point. ``metric``: the
+    run's metrics by name (read from the run when not given)."""
+    if metric is None:
+        metric = {m.name: m.value for m in reversed(run.metrics)}
     p = run.point.params
     if p.get("rw") != "write" or p.get("direct") or not p.get("end_fsync"):
         return {}
     series = next((s for s in run.series if s.probe in ("fio", "engine") and s.name == "write_bw"), None)
-    total, runtime = run.metric("write_io_bytes"), run.metric("write_runtime_s")
+    total, runtime = metric.get("write_io_bytes"), metric.get("write_runtime_s")
     if series is None or not total or not runtime:
         return {}
     ph = write_phases(series.samples, total_bytes=total, runtime_s=runtime)
@@ -109,32 +119,6 @@ def physical_device(device: str) -> bool:
     """Whether ``/dev/X`` is a physical device, on which a high %util can mean saturation."""
     name = device.rsplit("/", 1)[-1]
     return bool(name) and not name.startswith(VIRTUAL_DEVICES)
-
-
-def not_applicable(run: Run) -> str | None:
-    """Why explaining ``run`` makes no sense, or None: a memory-copy ceiling measures the
-    machine, not an I/O path."""
-    if run.point.params.get("kind") == "memcopy":
-        return "not applicable: a memory-copy ceiling measures the machine's copy bandwidth, not an I/O path"
-    return None
-
-
-@dataclass(frozen=True)
-class SkippedProbe:
-    """A probe the run could not use, and why (from its notes)."""
-
-    probe: str
-    reason: str
-
-
-def skipped_probes(run: Run) -> list[SkippedProbe]:
-    """Probes the run could not use, from its notes (``probe NAME skipped: REASON``)."""
-    out = []
-    for n in run.notes:
-        if n.startswith("probe ") and " skipped: " in n:
-            head, reason = n.split(" skipped: ", 1)
-            out.append(SkippedProbe(head.removeprefix("probe "), reason))
-    return out
 
 
 def representative(runs: Sequence[Run], metric: str) -> Run | None:

@@ -15,7 +15,7 @@ from .budget import Budget
 from .device import Device
 from .kernel_knowledge import meaning
 from .kernel_paths import LABELS as PATH_LABELS
-from .verdict import TURNS, Wall, who_of
+from .verdict import TURNS, Wall
 
 #: the copy's own rate (bytes per second spent in the copy path) at least this share of the
 #: machine's per-thread memory-copy rate: the copy is the wall. The kernel copies page by
@@ -26,8 +26,8 @@ MEMCOPY_NEAR = 0.25
 
 def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: Device | None = None) -> Wall:
     w = _cpu_kind(share, b, ctx, who, dev)
-    own = b.share("runnable:own")
-    pinned = _affinity(b, ctx, own)
+    own = b.shares.get("runnable:own", 0.0)
+    pinned = _affinity(b, ctx, own, who)
     if pinned is not None:
         return pinned
     if own >= 0.05:
@@ -57,7 +57,7 @@ def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: D
             w.mechanism,
         )
     alone = b.threads[0] if len(b.threads) == 1 else None
-    oncpu = b.share("user") + b.share("kernel")
+    oncpu = b.shares.get("user", 0.0) + b.shares.get("kernel", 0.0)
     if alone is not None and oncpu >= 0.80:
         return Wall(
             w.kind,
@@ -74,13 +74,13 @@ def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: D
 AFFINITY_OWN = 0.20
 
 
-def _affinity(b: Budget, ctx: Mapping[str, float], own: float) -> Wall | None:
+def _affinity(b: Budget, ctx: Mapping[str, float], own: float, who: str) -> Wall | None:
     """The CPUs the workload may use are fewer than the machine's and it queued behind its
     own threads while CPUs it may not use sat idle: the affinity mask is the wall."""
     cpus = ctx.get("cpus")
     masks = [t.allowed_cpus for t in b.threads if t.allowed_cpus]
     # behind other processes too: on the CPUs it may use, they take turns with it there
-    waited = own + b.share("runnable:others")
+    waited = own + b.shares.get("runnable:others", 0.0)
     if not cpus or not masks or waited < AFFINITY_OWN or len(masks) < len(b.threads):
         return None
     allowed = sorted(set().union(*masks))
@@ -91,7 +91,6 @@ def _affinity(b: Budget, ctx: Mapping[str, float], own: float) -> Wall | None:
     working = b.cpus[1] if b.cpus is not None else None
     if working is not None and working > cpus - 0.5:
         return None  # the point's own threads filled the CPUs anyway: the CPUs are the wall
-    who = who_of(b)
     listed = ",".join(str(c) for c in allowed)
     idle = (
         f" while its threads and the bed's workers used {working:.2f} of the {cpus:.0f} CPUs"
@@ -103,7 +102,7 @@ def _affinity(b: Budget, ctx: Mapping[str, float], own: float) -> Wall | None:
         f"Held by its CPU affinity: {who} may run only on CPU {listed} ({len(allowed)} of "
         f"{cpus:.0f}) and waited {fmt_share(waited)} of its time runnable for them{idle}: "
         "the affinity mask, not the CPUs, is the wall.",
-        b.share("user") + b.share("kernel") + waited,
+        b.shares.get("user", 0.0) + b.shares.get("kernel", 0.0) + waited,
         {"allowed_cpus": allowed, "run_delay_share": round(waited, 4)},
     )
 
@@ -126,7 +125,7 @@ def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
     calls = sum(t.syscalls for t in b.threads)
     moved = sum(t.bytes for t in b.threads)
     oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
-    if not calls or not moved or not oncpu or b.share("runnable:own") >= 0.10:
+    if not calls or not moved or not oncpu or b.shares.get("runnable:own", 0.0) >= 0.10:
         return None
     per = moved / calls
     us_call = oncpu / calls * 1e6
@@ -180,7 +179,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
 def _on_words(share: float, b: Budget, ctx: Mapping[str, float]) -> str:
     """How a CPU wall says where the time went: on a CPU, or on a CPU or waiting for one (the part on one)
     when the waits it holds (runnable behind its own threads, lock turns: ``TURNS``) weigh at least 5%."""
-    waits = b.share("runnable:own") + ctx.get(TURNS, 0.0)
+    waits = b.shares.get("runnable:own", 0.0) + ctx.get(TURNS, 0.0)
     # the CPU state holds the waits for a CPU too: say so when they weigh
     return (
         f"on a CPU {fmt_share(share)} of its time"
@@ -207,7 +206,7 @@ def _mechanism_wall(
     top = f" ({fn} < {caller})" if fn and caller else f" ({fn})" if fn else ""
     where = ""
     if mech == "compression" and dev is not None and dev.kind == "zram":
-        where = f"; the bed's device is {dev.describe()}"
+        where = f"; the bed's device is {dev.what}"
     return Wall(
         "cpu-kernel",
         f"On a CPU in the kernel, in {mech}: {who} was {on}, {fmt_share(secs / oncpu)} of its "

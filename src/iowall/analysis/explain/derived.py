@@ -1,19 +1,136 @@
-"""Quantities ``explain`` computes from a run's metrics and context, usable in the rules'
-conditions and sentences (``DERIVED``): shares, rates, the busiest thread, where the CPU
-time went and the heaviest kernel path, with what it means. Pure."""
+"""Pure: what ``explain`` computes from a run's metrics, context and profile before it
+judges: where the CPU time went (the ``tasks`` probe's CPU time per class of thread, the
+``profile`` probe's share of samples per kernel path, ranked and put into phrases), and every
+quantity the rules' conditions and sentences use (``DERIVED``, all of them at once:
+``values``): shares, rates, the busiest thread, the heaviest kernel path with its meaning."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ...vocab.cpuclasses import CLASSES, TITLES, UNATTRIBUTED
 from ...vocab.units import fmt_bytes, fmt_rate
-from .attribution import consumers_text, paths_text
-from .kernel_paths import LABELS
+from .kernel_paths import LABELS, PATHS, Attribution
+from .kernel_paths import PathShare as KernelPathShare
 
 Values = Mapping[str, Any]
 Derive = Callable[[Values], Any]
+
+
+#: Classes below this share of the busy CPU time are left out of sentences.
+MIN_SHARE = 0.03
+
+
+@dataclass(frozen=True)
+class ClassShare:
+    """A class of thread (``vocab.cpuclasses``) with its CPU-seconds and share of the busy
+    CPU time (the ``tasks`` probe)."""
+
+    cls: str
+    title: str
+    cpu_s: float
+    share: float
+
+
+@dataclass(frozen=True)
+class FunctionShare:
+    """A kernel function and its share of its path's samples."""
+
+    function: str
+    share: float
+
+
+@dataclass(frozen=True)
+class PathShare:
+    """A kernel path of the CPU profile (``kernel_paths``): its samples, share of all
+    sampled CPU time and heaviest functions."""
+
+    path: str
+    label: str
+    samples: int
+    share: float
+    top_functions: tuple[FunctionShare, ...] = ()
+
+
+def classes(metrics: Mapping[str, Any]) -> list[ClassShare]:
+    """Every class with its CPU-seconds and share of the busy CPU time, largest first, then
+    ``unattributed`` (always last, never hidden); empty without the ``tasks`` probe."""
+    named: list[ClassShare] = []
+    rest: list[ClassShare] = []
+    for c in (*CLASSES, UNATTRIBUTED):
+        share = _num(metrics, f"tasks_{c}_share")
+        if share is None:
+            continue
+        row = ClassShare(c, TITLES.get(c, c), _num(metrics, f"tasks_{c}_cpu_s") or 0.0, share)
+        (rest if c == UNATTRIBUTED else named).append(row)
+    return sorted(named, key=lambda x: -x.share) + rest
+
+
+def consumers_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
+    """``52% workload threads (fio, engine), 21% loop workers of the bed; 3% unattributed``
+    (shares of the busy CPU time), or None without the ``tasks`` probe."""
+    cs = classes(metrics)
+    if not cs:
+        return None
+    named = [c for c in cs if c.cls != UNATTRIBUTED and c.share >= MIN_SHARE][:top]
+    parts = [f"{100 * c.share:.0f}% {c.title}" for c in named]
+    un = _num(metrics, f"tasks_{UNATTRIBUTED}_share") or 0.0
+    return ", ".join(parts or ["no class above 3%"]) + f"; {100 * un:.0f}% unattributed"
+
+
+def paths(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Kernel paths by share of all sampled CPU time, largest first, idle left out
+    (``profile_<path>_share``, from the ``profile`` probe)."""
+    out = []
+    for p in PATHS:
+        share = _num(metrics, f"profile_{p}_share")
+        if share is not None and p != "idle":
+            out.append({"path": p, "label": LABELS[p], "share": share})
+    return sorted(out, key=lambda x: -x["share"])
+
+
+def paths_text(metrics: Mapping[str, Any], top: int = 4) -> str | None:
+    """``38% copy to/from user, 21% filesystem …, 17% loop worker (the bed's own cost)``
+    (shares of all CPU time sampled), or None without the ``profile`` probe."""
+    ps = [p for p in paths(metrics) if p["share"] >= MIN_SHARE][:top]
+    if not ps:
+        return None
+    return ", ".join(f"{100 * p['share']:.0f}% {p['label']}" for p in ps)
+
+
+def top_paths(ranked: Sequence[KernelPathShare], top: int = 6) -> list[PathShare]:
+    """The heaviest kernel paths of a profile (``Attribution.ranked``) with their heaviest
+    functions."""
+    return [
+        PathShare(
+            p.path,
+            p.label,
+            p.samples,
+            p.share,
+            tuple(FunctionShare(f.name, f.share) for f in p.top_functions),
+        )
+        for p in ranked[:top]
+    ]
+
+
+def lock_callers(att: Attribution, top: int = 3) -> str | None:
+    """``path_openat -> rwsem_down_write_slowpath 12%, …`` from the profile's lock path."""
+    lock = next((p for p in att.paths if p.path == "lock"), None)
+    if lock is None or not lock.samples:
+        return None
+    return ", ".join(f"{f.name} {100 * f.share:.0f}%" for f in lock.top_functions[:top])
+
+
+def top_functions(ranked: Sequence[KernelPathShare], top: int = 2) -> str | None:
+    """``copy_folio_from_iter_atomic 41%, _copy_to_iter 9%``: the heaviest functions of the
+    heaviest path (``Attribution.ranked``: idle left out)."""
+    if not ranked:
+        return None
+    fs = [f for f in ranked[0].top_functions[:top] if f.share >= 0.01]
+    return ", ".join(f"{f.name} {100 * f.share:.0f}%" for f in fs) or None
 
 
 def _num(v: Values, key: str) -> float | None:
@@ -253,3 +370,23 @@ DERIVED: dict[str, Derive] = {
     "lock_wait_pct": lambda v: _div(_num(v, "lock_wait_total_s"), _cpu_time_s(v), 100.0),
     "lock_top": _lock_top,
 }
+
+
+def values(
+    metrics: Mapping[str, float],
+    context: Mapping[str, float],
+    lock_rows: Sequence[Mapping[str, Any]] = (),
+    tasks_top: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Metrics, context and every derived quantity that can be computed from them."""
+    out: dict[str, Any] = {**metrics, **context}
+    if lock_rows:
+        out["lock_rows"] = list(lock_rows)
+    if tasks_top:
+        out["tasks_top"] = list(tasks_top)
+    for name, fn in DERIVED.items():
+        if name not in out:
+            x = fn(out)
+            if x is not None:
+                out[name] = x
+    return out

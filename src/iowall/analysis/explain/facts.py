@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .attribution import ClassShare, PathShare
 from .budget import Budget
 from .budget import to_json as budget_json
-from .context import SkippedProbe
+from .derived import ClassShare, PathShare
 from .device import Device
+from .evidence import SkippedProbe
 from .rules import Verdict
 from .verdict import Wall
 

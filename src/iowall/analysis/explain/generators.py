@@ -12,11 +12,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...model import PROFILE_ARTIFACT, Run
+from ...model import PROFILE_ARTIFACT, Run, primary_metric
 from ...vocab.errors import UserError
 from ...vocab.units import GIB, fmt_rate, parse_size
+from .budget import compute
+from .evidence import read
 from .kernel_paths import decode_folded
-from .run import budget
 
 #: One side's CPU per GiB differs from the other's when it is this much higher (relative).
 DIFFERS = 0.10
@@ -127,7 +128,12 @@ def generator_cost(run: Run, direction: str) -> GeneratorCost:
             stacks = decode_folded(folded) if folded is not None else None
         except (ValueError, OSError, EOFError):
             stacks = None
-        b = budget(run, stacks)
+        ev = read(run, [run], primary_metric(run))
+        b = (
+            compute(ev.threadstate, ev.window, ev.window_source, stacks, ev.cpus)
+            if ev.window and ev.threadstate
+            else None
+        )
         if b is not None:
             user, kernel, source = b.totals.get("user", 0.0), b.totals.get("kernel", 0.0), "threadstate"
             copy = b.kernel_paths.get("copy") if stacks else None

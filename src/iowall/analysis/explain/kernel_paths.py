@@ -20,13 +20,15 @@ first, kernel frames marked ``_[k]``). One rule decides each stack, in this orde
 
 from __future__ import annotations
 
+import base64
 import fnmatch
+import gzip
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ...model import Metric, gunzip_text
+from ...model import Metric
 
 #: (path, label, owns what it calls, patterns). For a frame that matches several rows, the
 #: first row wins (``shmem_get_folio*`` is page cache before ``shmem_*`` is filesystem).
@@ -412,5 +414,30 @@ def parse_folded(text: str) -> dict[str, int]:
 
 
 def decode_folded(body: str) -> dict[str, int]:
-    """The ``profile.folded.gz`` artifact body (gzip, base64) → ``{stack: count}``."""
-    return parse_folded(gunzip_text(body))
+    """The ``profile.folded.gz`` artifact body (gzip, base64: ``model.gunzip_text``'s form,
+    undone here so that explain's walk does not go back to the model) → ``{stack: count}``."""
+    return parse_folded(gzip.decompress(base64.b64decode(body)).decode(errors="replace"))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A run's CPU profile, read once for explain: its stacks, their attribution to paths,
+    the paths with samples heaviest first (idle left out), and ``profile_<path>_share``."""
+
+    stacks: dict[str, int]
+    attribution: Attribution
+    ranked: tuple[PathShare, ...]
+    metrics: dict[str, float]
+
+
+def read_profile(body: str | None) -> Profile | None:
+    """The profile artifact's body decoded and attributed; None without one or when it
+    cannot be decoded."""
+    if body is None:
+        return None
+    try:
+        stacks = decode_folded(body)
+    except (ValueError, OSError, EOFError):
+        return None
+    att = attribute(stacks)
+    return Profile(stacks, att, tuple(att.ranked()), {m.name: m.value for m in path_metrics(att)})

@@ -14,12 +14,14 @@ Quantities are metric names (docs/probes.md), context keys, or the derived quant
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .derived import DERIVED, _num
+from .derived import values as derived_values
+from .verdict import Wall
 
 #: What the caller shows when no rule fires (``explain`` returns no verdict then).
 NO_RULE_FIRED = "no rule fired"
@@ -240,6 +242,15 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+def _num(v: Mapping[str, Any], key: str) -> float | None:
+    """A finite number of ``v`` (``derived``'s own reading, kept here: once the quantities are
+    computed, judging them does not go back to the module that computed them)."""
+    x = v.get(key)
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
+
+
 def _fields(template: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
@@ -268,7 +279,23 @@ def fire(
     callers in the lock-contention sentence; ``tasks_top``: the ``tasks`` probe's busiest
     threads (``tasks_top.json``) to name neighbours.
     """
-    values = _values(metrics, context, lock_rows, tasks_top)
+    return fire_values(
+        derived_values(metrics, context, lock_rows, tasks_top),
+        lock_callers=lock_callers,
+        top_functions=top_functions,
+        only=only,
+    )
+
+
+def fire_values(
+    values: Mapping[str, Any],
+    *,
+    lock_callers: str | None = None,
+    top_functions: str | None = None,
+    only: Collection[str] | None = None,
+) -> list[Verdict]:
+    """``fire`` on the quantities already computed (``derived.values``)."""
+    values = dict(values)
     if top_functions:
         values["profile_top_functions"] = top_functions
     elif "profile_top_functions" not in values:
@@ -302,26 +329,6 @@ def fire(
         fired[row.rule] = Verdict(row.rule, sentence, evidence)
         dropped.update(row.replaces)
     return [v for name, v in fired.items() if name not in dropped]
-
-
-def _values(
-    metrics: Mapping[str, float],
-    context: Mapping[str, float],
-    lock_rows: Sequence[Mapping[str, Any]] = (),
-    tasks_top: Sequence[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
-    """Metrics, context and every derived quantity that can be computed from them."""
-    values: dict[str, Any] = {**metrics, **context}
-    if lock_rows:
-        values["lock_rows"] = list(lock_rows)
-    if tasks_top:
-        values["tasks_top"] = list(tasks_top)
-    for name, fn in DERIVED.items():
-        if name not in values:
-            x = fn(values)
-            if x is not None:
-                values[name] = x
-    return values
 
 
 #: How a near miss names a quantity: label and how to print a value of it.
@@ -364,7 +371,11 @@ def near_misses(
 ) -> list[str]:
     """For every rule that did not fire, its closest row: each condition's value against its
     threshold (``kernel CPU 75%, needs >= 85%``); rows with a missing quantity are skipped."""
-    values = _values(metrics, context)
+    return near_misses_values(derived_values(metrics, context), fired)
+
+
+def near_misses_values(values: Mapping[str, Any], fired: Sequence[str]) -> list[str]:
+    """``near_misses`` on the quantities already computed (``derived.values``)."""
     best: dict[str, tuple[float, str]] = {}
     for row in RULES:
         if row.rule in fired:
@@ -411,3 +422,68 @@ def to_json(run: Any, verdicts: Sequence[Verdict], skipped_probes: Sequence[Any]
         ],
         "skipped_probes": list(skipped_probes),
     }
+
+
+#: Rules of the CPU-time table that stay beside a wall verdict of each kind: they add
+#: evidence of the same mechanism. The others account the whole machine's CPU time and are
+#: dropped when the workload's own budget is known.
+CONSISTENT: dict[str, tuple[str, ...]] = {
+    "dirty-throttle": ("writers-throttled", "flusher-saturated", "writeback-phase"),
+    "device": ("device-bound", "writeback-phase"),
+    "lock": ("lock-contention",),
+    "reclaim": ("reclaim-bound",),
+    "memcg-reclaim": ("reclaim-bound",),
+    "memcopy": ("writeback-phase",),
+    "cpu-kernel": ("writeback-phase", "lock-contention"),
+}
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The verdicts (the walls first, then the rules that fired), the rules' near misses and
+    the sentences an explanation says, in order."""
+
+    verdicts: tuple[Verdict, ...]
+    near_misses: tuple[str, ...]
+    sentences: tuple[str, ...]
+
+
+def judge(
+    fire_on: Mapping[str, Any],
+    near_on: Mapping[str, Any],
+    walls: Sequence[Wall],
+    notes: Sequence[str] = (),
+    *,
+    budgeted: bool,
+    unexplained: str = "",
+    lock_callers: str | None = None,
+    top_functions: str | None = None,
+) -> Judged:
+    """The rules judged beside the walls: with a budget (``budgeted``) only the rules that
+    stand beside its walls may fire (``CONSISTENT``: one left out must not replace one kept,
+    as device-bound in writeback would replace writeback-phase beside a memcopy wall), and only
+    their near misses are kept; without one, every rule over the whole machine's CPU time.
+    ``fire_on``/``near_on``: the quantities (``derived.values``) the rules fire on and their
+    near misses are measured on; ``unexplained`` leads the sentences of a run without a budget,
+    the walls' ``notes`` follow theirs."""
+    keep = (*(r for w in walls for r in CONSISTENT.get(w.kind, ())), "writeback-phase")
+    verdicts = [
+        Verdict(
+            w.kind,
+            w.sentence if i == 0 else "Also: " + w.sentence,
+            {**w.evidence, "share": round(w.share, 4)},
+        )
+        for i, w in enumerate(walls)
+    ] + fire_values(
+        fire_on, lock_callers=lock_callers, top_functions=top_functions, only=keep if budgeted else None
+    )
+    said = sentences(verdicts) if verdicts or not budgeted else []
+    return Judged(
+        tuple(verdicts),
+        tuple(
+            m
+            for m in near_misses_values(near_on, [v.rule for v in verdicts])
+            if not budgeted or m.split(":", 1)[0] in keep
+        ),
+        tuple(([unexplained] if unexplained else []) + (said + list(notes) or sentences([]))),
+    )

@@ -1,13 +1,9 @@
-"""A wall verdict and the formatting its sentences share (``analysis.explain.wall``,
-``analysis.explain.device``)."""
+"""A wall verdict (``analysis.explain.wall`` and the modules that name each kind of wall)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .budget import Budget
+from typing import Any
 
 #: ``decide``'s context key for ``wall.lock_turns`` as a share of the workload's time
 TURNS = "lock_turn_share"
@@ -24,11 +20,3 @@ class Wall:
     share: float
     evidence: dict[str, Any] = field(default_factory=dict)
     mechanism: str = ""
-
-
-def who_of(b: Budget) -> str:
-    """The workload as sentences name it: ``fio``, ``fio (4 threads)``, ``the workload``."""
-    comms = sorted({t.comm for t in b.threads})
-    n = len(b.threads)
-    name = comms[0] if len(comms) == 1 else "the workload"
-    return f"{name} ({n} thread{'s' if n != 1 else ''})" if n > 1 else name

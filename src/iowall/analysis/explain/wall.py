@@ -26,8 +26,9 @@ from ...vocab.units import fmt_share
 from .blocked import blocked_wall
 from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
-from .device import Device, io_wall, request_cause
-from .verdict import TURNS, Wall, who_of
+from .device import Device
+from .io_wall import io_wall
+from .verdict import TURNS, Wall
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
@@ -71,7 +72,7 @@ def _states(b: Budget, ctx: Mapping[str, float]) -> dict[str, float]:
     named after), except the time on a CPU inside a mechanism that also blocks (fsync, a
     fault, reclaim, dirty throttling; lock slow paths), which counts with that mechanism.
     Lock waits the CPUs could not have run (``lock_turns``) count as waits for a CPU."""
-    s = {c: b.share(c) for c in b.totals}
+    s = b.shares
     wall = b.wall_s or 1.0
     inside = {r: v / wall for r, v in b.kernel_contexts.items()}
     if "reclaim" not in inside:  # a profile without contexts (older runs): its paths
@@ -153,15 +154,26 @@ def decide(
         )
         return Decision(None, (), tuple(notes))
     hp = dict(helpers or {})
-    wall = _name(top, share, b, device, ctx, neighbours, devnos, hp)
-    if tags and wall.kind == "request-size":
-        wall = _with_tag_waits(wall, tags)
-    also = tuple(
-        _name(k, v, b, device, ctx, neighbours, devnos, hp) for k, v in ranked[1:2] if v >= ALSO_SHARE
-    )
-    if wall.kind == "lock":  # the I/O is serial because one lock holder issues it at a time
-        also = tuple(_behind_lock(a) if a.kind == "io-latency" else a for a in also)
-    return Decision(wall, tuple(a for a in also if a.kind != wall.kind), tuple(notes))
+    # the wall and the state beside it, named in one place: with the tag waits of a split
+    # counted in a request-size wall, and the I/O beside a lock wall issued by its holder
+    named = [
+        _name(
+            k,
+            v,
+            b,
+            device,
+            ctx,
+            neighbours,
+            devnos,
+            hp,
+            tags if i == 0 else 0.0,
+            i > 0 and top == "blocked:lock",
+        )
+        for i, (k, v) in enumerate(ranked[:2])
+        if i == 0 or v >= ALSO_SHARE
+    ]
+    wall = named[0]
+    return Decision(wall, tuple(a for a in named[1:] if a.kind != wall.kind), tuple(notes))
 
 
 def _too_short(b: Budget) -> Decision:
@@ -204,19 +216,6 @@ def _neighbours_note(top: str, others: float, neighbours: Sequence[tuple[str, fl
     )
 
 
-def _with_tag_waits(wall: Wall, tags: float) -> Wall:
-    """A request-size wall with the tag waits its smaller requests caused (``_tags_of_split``):
-    counted in its wait, said beside it."""
-    return Wall(
-        wall.kind,
-        wall.sentence + f" The smaller requests also took every request tag: {fmt_share(tags)} of its "
-        "time (counted in the wait above) went to waiting for a free one (blk_mq_get_tag).",
-        wall.share,
-        wall.evidence | {"tag_wait_share": round(tags, 4)},
-        wall.mechanism,
-    )
-
-
 def _tags_of_split(b: Budget, device: Device, states: Mapping[str, float]) -> float:
     """The share of time waiting for request tags that the requests made smaller (split,
     not merged) caused, to count with them: one I/O split into 256 requests needs 256 tags.
@@ -224,17 +223,7 @@ def _tags_of_split(b: Budget, device: Device, states: Mapping[str, float]) -> fl
     q = states.get("blocked:block-queue", 0.0)
     if not q or b.mechanisms.get("block-queue", ("", 0.0))[0] != "tags":
         return 0.0
-    return q if request_cause(device) is not None else 0.0
-
-
-def _behind_lock(w: Wall) -> Wall:
-    """An I/O-latency wall beside a lock wall: one I/O in flight because the lock's holder
-    issues them one at a time, so more jobs would wait on the lock, not deepen the queue."""
-    said = w.sentence.replace(
-        ": more jobs or a deeper queue would move it.",
-        ": the lock's holder issues them one at a time, so more jobs would wait on the lock.",
-    )
-    return Wall(w.kind, said, w.share, w.evidence | {"behind_lock": True}, w.mechanism)
+    return q if device.cause is not None else 0.0
 
 
 def _name(
@@ -246,19 +235,22 @@ def _name(
     neighbours: Sequence[tuple[str, float]],
     devnos: Sequence[str] = (),
     helpers: Mapping[str, float] | None = None,
+    tags: float = 0.0,
+    behind_lock: bool = False,
 ) -> Wall:
     """The wall of state ``top`` holding ``share`` of the time: on a CPU (``cpu_wall``), the CPU quota,
-    others' CPUs, waiting for I/O (``io_wall``: the device side), blocked otherwise (``blocked_wall``)."""
+    others' CPUs, waiting for I/O (``io_wall``: the device side; ``tags`` and ``behind_lock`` are
+    its), blocked otherwise (``blocked_wall``)."""
     who = who_of(b)
-    if top == "cpu":
-        return cpu_wall(share, b, ctx, who, dev)
     if top == "runnable:quota":
         return _quota(share, b, who)
     if top == "runnable:others":
         return _contention(share, who, neighbours)
+    if top == "cpu":
+        return cpu_wall(share, b, ctx, who, dev)
     reason = top.split(":", 1)[1]
     if reason == "io":
-        return io_wall(share, b, dev, who, devnos)
+        return io_wall(share, b, dev, who, devnos, tags, behind_lock)
     return blocked_wall(reason, share, b, dev, who, helpers or {})
 
 
@@ -290,3 +282,11 @@ def _quota(share: float, b: Budget, who: str) -> Wall:
         share,
         {"quota_cpus": q, "nr_periods": per, "nr_throttled": thr},
     )
+
+
+def who_of(b: Budget) -> str:
+    """The workload as sentences name it: ``fio``, ``fio (4 threads)``, ``the workload``."""
+    comms = sorted({t.comm for t in b.threads})
+    n = len(b.threads)
+    name = comms[0] if len(comms) == 1 else "the workload"
+    return f"{name} ({n} thread{'s' if n != 1 else ''})" if n > 1 else name

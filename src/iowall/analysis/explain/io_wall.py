@@ -1,0 +1,253 @@
+"""The wall of waiting for I/O (pure), named by the device side (``analysis.explain.device``):
+smaller requests (split, no readahead, not merged), a shared device, the loop worker, a hold
+above the device (a block-layer limit when the cgroup sets one), serial latency (one I/O in
+flight, the device idle between them), the device busy with requests queued."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...vocab.units import fmt_duration, fmt_rate, fmt_share
+from .budget import Budget
+from .device import DEVICE_BUSY, DEVICE_QUEUED, DEVICE_QUEUED_BUSY, SHARED, Device
+from .verdict import Wall
+
+#: the workload's wait per I/O this many times the device's own time per I/O: held above it
+HELD_RATIO = 3.0
+
+
+def io_wall(
+    share: float,
+    b: Budget,
+    dev: Device,
+    who: str,
+    devnos: Sequence[str] = (),
+    tags: float = 0.0,
+    behind_lock: bool = False,
+) -> Wall:
+    """The wall of waiting for I/O, the first the device side shows of: smaller requests, a shared device,
+    the loop worker, a hold above the device, serial latency, a busy device; else the wait itself.
+    ``tags``: the share of time waiting for request tags the smaller requests caused, said in a
+    request-size wall; ``behind_lock``: the I/O beside a lock wall, issued by the lock's holder."""
+    ev, per_io = _io_evidence(b, dev)
+    limits = _io_limits(b, devnos)
+    busy = f"{fmt_share(dev.util)} busy" if dev.util is not None else "busy time not measured"
+    w = (
+        _request_size(share, dev, who, busy, ev)
+        or _shared(share, dev, who, busy, ev)
+        or _loop_worker(share, dev, who, ev)
+        or _held(share, dev, who, busy, ev, per_io, limits)
+        or _serial(share, dev, who, busy, ev)
+        or _device_busy(share, dev, who, busy, ev)
+        or Wall(
+            "io",
+            f"{who} waited {fmt_share(share)} of its time for I/O to complete; the "
+            f"device was {busy}"
+            + (f" with {dev.queue_depth:.1f} requests in flight" if dev.queue_depth is not None else "")
+            + ".",
+            share,
+            ev,
+        )
+    )
+    if tags and w.kind == "request-size":
+        return _with_tag_waits(w, tags)
+    return _behind_lock(w) if behind_lock and w.kind == "io-latency" else w
+
+
+def _with_tag_waits(wall: Wall, tags: float) -> Wall:
+    """A request-size wall with the tag waits its smaller requests caused (``_tags_of_split``):
+    counted in its wait, said beside it."""
+    return Wall(
+        wall.kind,
+        wall.sentence + f" The smaller requests also took every request tag: {fmt_share(tags)} of its "
+        "time (counted in the wait above) went to waiting for a free one (blk_mq_get_tag).",
+        wall.share,
+        wall.evidence | {"tag_wait_share": round(tags, 4)},
+        wall.mechanism,
+    )
+
+
+def _behind_lock(w: Wall) -> Wall:
+    """An I/O-latency wall beside a lock wall: one I/O in flight because the lock's holder
+    issues them one at a time, so more jobs would wait on the lock, not deepen the queue."""
+    said = w.sentence.replace(
+        ": more jobs or a deeper queue would move it.",
+        ": the lock's holder issues them one at a time, so more jobs would wait on the lock.",
+    )
+    return Wall(w.kind, said, w.share, w.evidence | {"behind_lock": True}, w.mechanism)
+
+
+def _io_evidence(b: Budget, dev: Device) -> tuple[dict[str, Any], float | None]:
+    """What every I/O wall shows: the device's busy share, requests in flight and time per I/O against
+    the workload's wait per read/write call (returned too), with request and I/O sizes when known."""
+    ios = sum(t.syscalls for t in b.threads)
+    wait = b.totals.get("blocked:io", 0.0)
+    per_io = wait / ios if ios else None
+    ev: dict[str, Any] = {
+        "device_util": dev.util,
+        "device_queue_depth": dev.queue_depth,
+        "device_await_s": dev.await_s,
+        "workload_wait_per_io_s": per_io,
+    }
+    r = dev.request_size
+    if r is not None:
+        ev |= {"request_bytes": round(r), "io_bytes": dev.io_bytes, "direction": dev.direction}
+    return ev, per_io
+
+
+def _io_limits(b: Budget, devnos: Sequence[str]) -> list[Any]:
+    """The block-layer limits (io.max) the workload's cgroups set, on the bed's devices only
+    when those are known (``devnos``, MAJ:MIN)."""
+    return [
+        lim
+        for c in b.cgroups
+        for lim in c.get("limits", {}).get("io_limits") or ()
+        if not devnos or lim.get("dev") in devnos
+    ]
+
+
+def _request_size(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """Requests made smaller on the way down, when ``request_cause`` names the mechanism
+    (split at max_sectors_kb, no readahead, not merged)."""
+    cause = dev.cause
+    if cause is None:
+        return None
+    return Wall(
+        "request-size",
+        f"Requests made smaller on the way down: {who} waited {fmt_share(share)} of its time for "
+        f"I/O, and {cause.said} (the device {busy}"
+        + (f", its loop worker on a CPU {fmt_share(min(1, dev.loop_cpus))}" if dev.loop_cpus else "")
+        + ").",
+        share,
+        ev | {"queue": dict(dev.queue)},
+        cause.mechanism,
+    )
+
+
+def _shared(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """A shared device: it moved ``SHARED`` times the workload's own bytes while working (busy, or its
+    loop worker on a CPU: ``DEVICE_QUEUED_BUSY``), so the requests queue behind other I/O."""
+    moved = sum(dev.bytes_per_s.values())
+    own = dev.workload_bytes_per_s
+    working = (dev.util or 0) >= DEVICE_QUEUED_BUSY or (dev.loop_cpus or 0) >= DEVICE_QUEUED_BUSY
+    if own and moved >= SHARED * own and working:
+        worker = f", its loop worker on a CPU {fmt_share(min(1, dev.loop_cpus))}" if dev.loop_cpus else ""
+        return Wall(
+            "device",
+            f"A shared device: {who} waited {fmt_share(share)} of its time for I/O while the device "
+            f"moved {fmt_rate(moved)}, of which {who}'s own I/O was {fmt_rate(own)} "
+            f"({fmt_share(own / moved)}): "
+            f"its requests queue behind other I/O (the device {busy}{worker}).",
+            share,
+            ev | {"device_bytes_per_s": round(moved), "workload_bytes_per_s": round(own)},
+            "shared",
+        )
+    return None
+
+
+def _loop_worker(share: float, dev: Device, who: str, ev: dict[str, Any]) -> Wall | None:
+    """Device-bound at the loop device's worker: the kernel thread that is the bed's device
+    was on a CPU at least ``DEVICE_BUSY`` of the window."""
+    if dev.loop_cpus is not None and dev.loop_cpus >= DEVICE_BUSY:
+        what = f" ({dev.what})" if dev.kind == "loop" else " (the bed's device is that kernel thread)"
+        return Wall(
+            "device",
+            f"Device-bound: {who} waited {fmt_share(share)} of its time for I/O "
+            f"while the loop device's worker was on a CPU {fmt_share(min(1, dev.loop_cpus))} "
+            f"of the window{what}.",
+            share,
+            ev,
+            "loop-worker",
+        )
+    return None
+
+
+def _held(
+    share: float,
+    dev: Device,
+    who: str,
+    busy: str,
+    ev: dict[str, Any],
+    per_io: float | None,
+    limits: Sequence[Any],
+) -> Wall | None:
+    """Held above a device under half busy: by a block-layer limit (io.max) the cgroup sets, else in the
+    layers above it when each I/O waited ``HELD_RATIO`` times the device's own time per I/O."""
+    held = (
+        per_io is not None
+        and dev.await_s is not None
+        and dev.await_s > 0
+        and per_io >= HELD_RATIO * dev.await_s
+        and (dev.util or 0) < 0.5
+    )
+    if held or (limits and (dev.util or 0) < 0.5):
+        what = ", ".join(_io_limit(x) for x in limits)
+        detail = (
+            f" (each I/O waited {fmt_duration(per_io)} against the device's {fmt_duration(dev.await_s)})"
+            if per_io and dev.await_s
+            else ""
+        )
+        if limits:
+            return Wall(
+                "block-throttle",
+                f"Held by a block-layer limit ({what}) while the "
+                f"device was {busy}: {who} waited {fmt_share(share)} of its time for I/O"
+                f"{detail}.",
+                share,
+                ev | {"io_limits": limits},
+            )
+        return Wall(
+            "above-device",
+            f"Held above the device: {who} waited {fmt_share(share)} of its "
+            f"time for I/O while the device was {busy}{detail}: the requests queue in "
+            "the layers above it.",
+            share,
+            ev,
+        )
+    return None
+
+
+def _serial(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """Latency-bound: at most 1.5 requests in flight on average, the I/Os one after another,
+    so the time each takes sets the pace, not the device's capacity."""
+    if dev.queue_depth is not None and dev.queue_depth <= 1.5:
+        lat = (
+            f"each I/O took {fmt_duration(dev.await_s)} on the device" if dev.await_s else "one I/O at a time"
+        )
+        return Wall(
+            "io-latency",
+            f"Latency-bound: {who} waited {fmt_share(share)} of its time for "
+            f"I/O with {dev.queue_depth:.1f} request(s) in flight on average; {lat}, "
+            f"and the device was {busy}: more jobs or a deeper queue would move it.",
+            share,
+            ev,
+        )
+    return None
+
+
+def _device_busy(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:
+    """Device-bound: the device busy at least ``DEVICE_BUSY`` of the window, or at least
+    ``DEVICE_QUEUED_BUSY`` with ``DEVICE_QUEUED`` requests in flight (they queue at it)."""
+    queued = (dev.queue_depth or 0) >= DEVICE_QUEUED and (dev.util or 0) >= DEVICE_QUEUED_BUSY
+    if dev.util is not None and (dev.util >= DEVICE_BUSY or queued):
+        what = f" The bed's device is {dev.what}." if dev.kind in ("loop", "zram") else ""
+        return Wall(
+            "device",
+            f"Device-bound: {who} waited {fmt_share(share)} of its time for I/O "
+            f"while the device was {busy} with {dev.queue_depth or 0:.1f} requests in "
+            f"flight on average (each took {fmt_duration(dev.await_s or 0)}).{what}",
+            share,
+            ev,
+            "loop-worker" if dev.kind == "loop" and not dev.dio else "",
+        )
+    return None
+
+
+def _io_limit(x: Mapping[str, Any]) -> str:
+    parts = [
+        f"{k} {fmt_rate(v)}" if k.endswith("bps") else f"{k} {v:,.0f}"
+        for k, v in x.items()
+        if k != "dev" and v
+    ]
+    return f"{x.get('dev', '?')} " + " ".join(parts)
