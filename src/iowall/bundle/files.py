@@ -256,12 +256,12 @@ def read_models(path: str) -> list[Item]:
 
 def items_of(model: BundleV2 | BundleV3, name: str) -> list[Item]:
     """The runs of a validated bundle (``read_model``) as ``read_models`` gives them."""
-    if isinstance(model, BundleV3):
-        return list(carried_runs(model, name))
-    dup = _duplicates(model)
-    if dup:
-        raise UserError(f"{name}: {dup}")
-    return list(model.runs)
+    if not isinstance(model, BundleV3):
+        dup = _duplicates(model)
+        if dup:
+            raise UserError(f"{name}: {dup}")
+        return list(model.runs)
+    return list(carried_runs(model, name))
 
 
 def read_model(path: str) -> tuple[BundleV2 | BundleV3, str]:

@@ -22,7 +22,7 @@ import math
 import operator
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,28 +266,34 @@ def _bytes(b64: str, where: str) -> bytes:
 
 
 def _carry_refs(r: RunV3, st: _Reading, i: int) -> None:
-    """What run ``i`` carries for itself and later runs: its uuid, documents, metric kinds."""
+    """What run ``i`` carries for itself and later runs: its uuid, metric kinds and documents
+    (the documents read back last, in store/codec: a later run's delta may need their text;
+    the kinds' names are checked with the rest of the run, ``_carry``)."""
     if r.uuid in st.uuids:
         raise ValueError(f"uuid: {r.uuid} repeats runs[{st.uuids[r.uuid]}]")
     st.uuids[r.uuid] = i
-    for ref, (enc, b64) in r.docs.items():
-        _read_doc(ref, enc, _bytes(b64, f"docs[{ref!r}]"), st)
-        st.doc_from[ref] = i
     for k, kind in r.kinds.items():
         if not (k.isascii() and k.isdigit()):
             raise ValueError(f"kinds[{k!r}]: not a kind id")
         n = int(k)
         if st.kinds.get(n, kind) != kind:
             raise ValueError(f"kinds[{k!r}]: an earlier run's kind {n} is {list(st.kinds[n])}")
-        if ("metric", *kind) not in st.checked:
-            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), f"run {r.uuid}")
-            st.checked.add(("metric", *kind))
         st.kinds[n] = kind
         st.kind_from.setdefault(n, i)
+    carried = [(ref, enc, _bytes(b64, f"docs[{ref!r}]")) for ref, (enc, b64) in r.docs.items()]
+    for ref, enc, data in carried:
+        _read_doc(ref, enc, data, st)
+        st.doc_from[ref] = i
 
 
 def _carry(r: RunV3, st: _Reading, i: int) -> Carried:
+    """Run ``i`` decoded whole, in one pass down: its documents parsed and its blobs' bytes
+    taken (here), every blob read back at once (``_decoded``: store/codec), then its rows
+    made and checked (store/packing, store/row_checks), nothing called back."""
     env, bed = _parsed(r.env, "env", st, i), _parsed(r.bed, "bed", st, i)
+    blobs = _blobs(r)
+    d = _decoded(r, st, i, blobs)
+    metrics = d.metrics if d.kept is None else KeptMetrics(st.kinds, d.kept)
     row = run_row(
         r.uuid,
         Point(r.recipe, r.point),
@@ -300,12 +306,128 @@ def _carry(r: RunV3, st: _Reading, i: int) -> Carried:
         ("", ""),
     )
     row["env_ref"], row["bed_ref"] = r.env, r.bed
-    docs = {ref: st.docs[ref][:2] for ref in (r.env, r.bed)}
-    base = codec.delta_base(*docs[r.env])
-    if base is not None:
-        docs[base] = st.docs[base][:2]
-    metrics, kept = _metrics(r, st, i)
-    return Carried(r, Packed(row, metrics, _artifacts(r, st), _series(r, st), docs, kept), env, bed)
+    what = f"run {r.uuid}"
+    for kind in r.kinds.values():
+        if ("metric", *kind) not in st.checked:
+            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), what)
+            st.checked.add(("metric", *kind))
+    for a in d.artifacts:
+        if ("artifact", a["name"], a["content_type"]) not in st.checked:  # names once a bundle
+            check_row(ARTIFACTS, {"name": a["name"], "content_type": a["content_type"]}, what)
+            st.checked.add(("artifact", a["name"], a["content_type"]))
+        if a["body"]:  # the body each time
+            check_row(ARTIFACTS, {"body": a["body"]}, what)
+    for probe, name, unit in d.names - st.series:
+        check_series(probe, name, unit, what)
+        st.series.add((probe, name, unit))
+    packed = Packed(row, metrics, d.artifacts, d.series, {ref: st.docs[ref][:2] for ref in d.refs}, d.kept)
+    return Carried(r, packed, env, bed)
+
+
+@dataclass(frozen=True)
+class _Blobs:
+    """A run's blobs as bytes, their encodings known (base64 decoded, nothing inflated yet)."""
+
+    metrics: tuple[str, bytes] | None
+    series: list[bytes]
+    artifacts: list[dict[str, Any]]
+
+
+def _blobs(r: RunV3) -> _Blobs:
+    """Run ``r``'s blobs as bytes, refused where that needs nothing inflated (an artifact
+    named twice, base64 that is not, an encoding this iowall does not know)."""
+    metrics = None if r.metrics is None else (r.metrics[0], _bytes(r.metrics[1], "metrics"))
+    arts: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for j, (name, ctype, enc, body, b64) in enumerate(r.artifacts):
+        where = f"artifacts[{j}]"
+        if name in names:
+            raise ValueError(f"{where}: {name!r} appears twice")
+        names.add(name)
+        data = None if b64 is None else _bytes(b64, where)
+        if not (enc in (codec.ZLIB, codec.BASE64) and data is not None and not body) and not (
+            enc == codec.IDENTITY and data is None
+        ):
+            raise ValueError(f"{where}: encoding {enc!r} with {'no ' if data is None else ''}data is unknown")
+        arts.append(
+            {"run_id": 0, "name": name, "content_type": ctype, "encoding": enc, "body": body, "data": data}
+        )
+    series = []
+    for j, (enc, b64) in enumerate(r.series):
+        series.append(_bytes(b64, f"series[{j}]"))
+        if enc != codec.JSON_ZLIB:
+            raise ValueError(f"series[{j}]: encoding {enc!r} unknown")
+    return _Blobs(metrics, series, arts)
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    """A run's blobs read back: the documents it needs (its environment's delta base too),
+    its metrics (``kept``: the row as it came), series rows and names, artifact rows."""
+
+    refs: tuple[str, ...]
+    metrics: list[tuple[Kind, float]]
+    kept: tuple[tuple[int, ...], str, bytes] | None
+    series: list[dict[str, Any]]
+    names: set[tuple[str, str, str]]
+    artifacts: list[dict[str, Any]]
+
+
+def _decoded(r: RunV3, st: _Reading, i: int, b: _Blobs) -> _Decoded:
+    """Every blob of run ``i`` inflated and read back in one stay in store/codec (capped at
+    INFLATE_MAX), with what only its contents tell checked: the metrics' kinds carried by
+    this run or one before it, named once; the series the store's shape, named once."""
+    base = codec.delta_base(*st.docs[r.env][:2])
+    metrics: list[tuple[Kind, float]] = []
+    kept = None
+    if b.metrics is not None:
+        try:
+            ids, values = codec.metrics_columns(*b.metrics, INFLATE_MAX)
+        except (ValueError, zlib.error, struct.error) as e:
+            raise ValueError(f"metrics: unreadable ({e})") from None
+        if ids and max(map(st.kind_from.get, ids, itertools.repeat(i + 1))) > i:
+            late = next(k for k in ids if st.kind_from.get(k, i + 1) > i)
+            raise ValueError(f"metrics: kind {late} is not carried by this run or one before it")
+        kinds = list(map(st.kinds.__getitem__, ids))
+        if len(set(map(_first, kinds))) != len(kinds):
+            first = [k[0] for k in kinds]
+            raise ValueError(
+                f"metrics: {next(n for j, n in enumerate(first) if n in first[:j])!r} appears twice"
+            )
+        # kept as it came unless a value is -0.0 (stored as 0.0, as a plain bundle's would be);
+        # the zeros' signs looked at by map and filter: no Python loop over 137 values
+        if -1.0 in map(math.copysign, itertools.repeat(1.0), filter(operator.not_, values)):
+            metrics = [(k, v + 0.0) for k, v in zip(kinds, values, strict=True)]
+        else:
+            kept = (ids, *b.metrics)
+    for j, a in enumerate(b.artifacts):
+        if a["encoding"] == codec.ZLIB:
+            try:
+                codec.inflate(a["data"], INFLATE_MAX).decode("utf-8", "surrogatepass")
+            except (zlib.error, UnicodeDecodeError, ValueError) as e:
+                raise ValueError(f"artifacts[{j}]: unreadable ({e})") from None
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    names: set[tuple[str, str, str]] = set()
+    for j, data in enumerate(b.series):
+        try:
+            doc = _SERIES.validate_json(codec.inflate(data, INFLATE_MAX))
+        except ValidationError as e:
+            msg = e.errors()[0]["msg"]
+            raise ValueError(f"series[{j}]: not series as the store keeps them ({msg})") from None
+        except (zlib.error, ValueError) as e:
+            raise ValueError(f"series[{j}]: unreadable ({e})") from None
+        keys = set(map(_key, doc))
+        if len(keys) != len(doc) or not seen.isdisjoint(keys):
+            known = set(seen)
+            for probe, name in map(_key, doc):
+                if (probe, name) in known:
+                    raise ValueError(f"series[{j}]: {probe}/{name} appears twice")
+                known.add((probe, name))
+        seen |= keys
+        names |= set(map(_names, doc))
+        rows.append({"run_id": 0, "encoding": codec.JSON_ZLIB, "data": data})
+    return _Decoded((r.env, r.bed, *([base] if base else [])), metrics, kept, rows, names, b.artifacts)
 
 
 def _read_doc(ref: str, enc: str, data: bytes, st: _Reading) -> None:
@@ -353,100 +475,11 @@ def _parsed(ref: str, what: str, st: _Reading, i: int) -> dict[str, Any]:
     return got
 
 
-def _metrics(
-    r: RunV3, st: _Reading, i: int
-) -> tuple[Sequence[tuple[Kind, float]], tuple[tuple[int, ...], str, bytes] | None]:
-    if r.metrics is None:
-        return [], None
-    enc, data = r.metrics[0], _bytes(r.metrics[1], "metrics")
-    try:
-        ids, values = codec.metrics_columns(enc, data, INFLATE_MAX)
-    except (ValueError, zlib.error, struct.error) as e:
-        raise ValueError(f"metrics: unreadable ({e})") from None
-    if ids and max(map(st.kind_from.get, ids, itertools.repeat(i + 1))) > i:
-        late = next(k for k in ids if st.kind_from.get(k, i + 1) > i)
-        raise ValueError(f"metrics: kind {late} is not carried by this run or one before it")
-    kinds = list(map(st.kinds.__getitem__, ids))
-    if len(set(map(_first, kinds))) != len(kinds):
-        names = [k[0] for k in kinds]
-        dup = next(n for j, n in enumerate(names) if n in names[:j])
-        raise ValueError(f"metrics: {dup!r} appears twice")
-    # kept as it came unless a value is -0.0 (stored as 0.0, as a plain bundle's would be);
-    # the zeros' signs looked at by map and filter: no Python loop over 137 values
-    if -1.0 in map(math.copysign, itertools.repeat(1.0), filter(operator.not_, values)):
-        return [(k, v + 0.0) for k, v in zip(kinds, values, strict=True)], None
-    kept = (ids, enc, data)
-    return KeptMetrics(st.kinds, kept), kept
-
-
 _first = operator.itemgetter(0)
 _names = operator.itemgetter(0, 1, 2)
 _key = operator.itemgetter(0, 1)
 
 
-def _series(r: RunV3, st: _Reading) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    names: set[tuple[str, str]] = set()
-    for j, (enc, b64) in enumerate(r.series):
-        where = f"series[{j}]"
-        data = _bytes(b64, where)
-        doc = _series_doc(enc, data, where)
-        for probe, name, unit in set(map(_names, doc)) - st.series:
-            check_series(probe, name, unit, f"run {r.uuid}")
-            st.series.add((probe, name, unit))
-        keys = set(map(_key, doc))
-        if len(keys) != len(doc) or not names.isdisjoint(keys):
-            seen = set(names)
-            for probe, name in map(_key, doc):
-                if (probe, name) in seen:
-                    raise ValueError(f"{where}: {probe}/{name} appears twice")
-                seen.add((probe, name))
-        names |= keys
-        rows.append({"run_id": 0, "encoding": enc, "data": data})
-    return rows
-
-
 #: A series row's JSON as ``codec.unpack_series`` reads it, checked in one pass (pydantic-core:
 #: a third of the time of json.loads and a loop over the samples; NaN and ±inf allowed).
 _SERIES = TypeAdapter(list[tuple[str, str, str, list[tuple[float, float]]]], config=ConfigDict(strict=True))
-
-
-def _series_doc(enc: str, data: bytes, where: str) -> list[tuple[str, str, str, list[tuple[float, float]]]]:
-    if enc != codec.JSON_ZLIB:
-        raise ValueError(f"{where}: encoding {enc!r} unknown")
-    try:
-        raw = codec.inflate(data, INFLATE_MAX)
-    except (zlib.error, ValueError) as e:
-        raise ValueError(f"{where}: unreadable ({e})") from None
-    try:
-        return _SERIES.validate_json(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise ValueError(f"{where}: not series as the store keeps them ({first['msg']})") from None
-
-
-def _artifacts(r: RunV3, st: _Reading) -> list[dict[str, Any]]:
-    rows, names = [], set()
-    for j, (name, ctype, enc, body, b64) in enumerate(r.artifacts):
-        where = f"artifacts[{j}]"
-        if name in names:
-            raise ValueError(f"{where}: {name!r} appears twice")
-        names.add(name)
-        data = None if b64 is None else _bytes(b64, where)
-        if enc == codec.ZLIB and data is not None and not body:
-            try:
-                codec.inflate(data, INFLATE_MAX).decode("utf-8", "surrogatepass")
-            except (zlib.error, UnicodeDecodeError, ValueError) as e:
-                raise ValueError(f"{where}: unreadable ({e})") from None
-        elif not (enc == codec.BASE64 and data is not None and not body) and not (
-            enc == codec.IDENTITY and data is None
-        ):
-            raise ValueError(f"{where}: encoding {enc!r} with {'no ' if data is None else ''}data is unknown")
-        row = {"run_id": 0, "name": name, "content_type": ctype, "encoding": enc, "body": body, "data": data}
-        if ("artifact", name, ctype) not in st.checked:  # the names once a bundle, the body each time
-            check_row(ARTIFACTS, {"name": name, "content_type": ctype}, f"run {r.uuid}")
-            st.checked.add(("artifact", name, ctype))
-        if body:
-            check_row(ARTIFACTS, {"body": body}, f"run {r.uuid}")
-        rows.append(row)
-    return rows

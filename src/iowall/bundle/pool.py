@@ -43,13 +43,14 @@ class Present:
     uuid: str
 
 
+@dataclass
 class Parts:
     """The parts being read (``packed_parts``): an iterator whose ``close`` stops the workers
-    (``pool``) and drops what is not read yet, also when no part was asked for."""
+    (``pool``) and drops what is not read yet, also when no part was asked for. Plain data
+    with its fields (no ``__init__`` of its own): made where the parts are, it calls nothing."""
 
-    def __init__(self, parts: Iterator[Part], pool: ProcessPoolExecutor | None = None) -> None:
-        self._parts = parts
-        self._pool = pool
+    _parts: Iterator[Part]
+    _pool: ProcessPoolExecutor | None = None
 
     def __iter__(self) -> Parts:
         return self
@@ -162,7 +163,8 @@ def _one_file_shared(path: str, size: int, workers: int, url: str | None) -> Par
     global _SHARED
     model, name = read_model(path)
     if not isinstance(model, BundleV3) or len(model.runs) < 2 * SLICE:
-        return Parts(iter([(size, _rows(items_of(model, name), url))]))  # a plain file: one pass anyway
+        items = items_of(model, name)  # a plain file: one pass anyway
+        return Parts(iter([(size, _rows(items, url))]))
     try:
         carried = read_refs(model, name)
     except UserError:
