@@ -206,3 +206,22 @@ def test_a_stored_run_can_still_be_read_back(tmp_path: Path) -> None:
     rid = store.add_run(run)
     spool.stored(run)
     assert [r.id for r in store.runs(RunFilter(batch="b1"))] == [rid] and not spool.path.exists()
+
+
+def test_a_spool_directory_is_removed_once_empty(tmp_path: Path) -> None:
+    """Storing every run leaves nothing on disk: the store's spool directory goes with its
+    last file, and a directory an older iowall left with only its marker is removed when the
+    spool is listed."""
+    from iowall.bundle.spool import STORE_FILE, every_spool
+    from iowall.machine.spooldir import store_dir
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    spool = Spool(url, "b1")
+    run = spool.keep(_run())
+    assert store_dir(url).is_dir() and [w.store for w in every_spool()] == [url]
+    spool.stored(run)
+    assert not store_dir(url).exists()
+    old = store_dir(url + "x")
+    old.mkdir(parents=True)
+    (old / STORE_FILE).write_text(url + "x\n")
+    assert every_spool() == [] and not old.exists()

@@ -4,6 +4,7 @@ first imports the runs waiting for it there (``replay``, registered by the CLI),
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -51,6 +52,8 @@ def import_spool(url: str) -> tuple[int, list[Path]]:
         _BUSY.discard(url)
     for p in files:
         p.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # the store's directory, once empty
+        store_dir(url).rmdir()
     return done.added, files
 
 

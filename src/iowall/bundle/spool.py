@@ -7,19 +7,21 @@ between the commit and the drop) is imported once: the import skips uuids the st
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..machine.atomic import write_text
 from ..machine.dirs import redact_url
 from ..machine.spooldir import root, store_dir
 from ..model import Run, run_uuid
+from ..vocab.errors import UserError
 from .files import write_bundle
 
-#: The file in a store's spool directory that names the store (redacted: no password).
+#: The file that named the store in a spool directory before each spool file named it
+#: itself (in its ``source``): an empty directory holding only it is removed.
 STORE_FILE = "store"
 
 
@@ -32,16 +34,41 @@ class Waiting:
 
 
 def every_spool() -> list[Waiting]:
-    """Every store with runs waiting in the spool."""
+    """Every store with runs waiting in the spool; a store's directory with none left is
+    removed on the way."""
     out: list[Waiting] = []
     if not root().is_dir():
         return out
     for d in sorted(root().iterdir()):
         files = tuple(sorted(d.glob("*.json")))
         if files:
-            name = d / STORE_FILE
-            out.append(Waiting(name.read_text().strip() if name.exists() else "(unknown store)", files))
+            out.append(Waiting(_store_of(d, files[0]), files))
+        else:
+            (d / STORE_FILE).unlink(missing_ok=True)
+            _drop_if_empty(d)
     return out
+
+
+def _store_of(d: Path, first: Path) -> str:
+    """The store a spool directory's runs wait for, as shown (redacted): what its first file
+    says in its ``source``, else the marker file an older iowall wrote."""
+    try:
+        source = json.loads(first.read_text()).get("source") or {}
+        if isinstance(source, dict) and source.get("store"):
+            return str(source["store"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    name = d / STORE_FILE
+    return name.read_text().strip() if name.exists() else "(unknown store)"
+
+
+def _drop_if_empty(d: Path) -> None:
+    """Remove a store's spool directory once no file is left in it (``rmdir``: it stays when
+    another process has just written one)."""
+    try:
+        d.rmdir()
+    except OSError:
+        pass
 
 
 def _file_name(batch: str | None) -> str:
@@ -76,14 +103,20 @@ class Spool:
     def _write(self) -> None:
         if not self.pending:
             self.path.unlink(missing_ok=True)
+            _drop_if_empty(self.path.parent)
             return
-        d = self.path.parent
-        if not d.is_dir():
-            d.mkdir(parents=True, exist_ok=True)
-            write_text(d / STORE_FILE, redact_url(self.url) + "\n", what="spool")
-        write_bundle(
-            self.pending,
-            str(self.path),
-            source={"host": socket.gethostname(), "store": redact_url(self.url)},
-            packed=True,
-        )
+        for attempt in (1, 2):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                write_bundle(
+                    self.pending,
+                    str(self.path),
+                    source={"host": socket.gethostname(), "store": redact_url(self.url)},
+                    packed=True,
+                )
+                return
+            except UserError:
+                # another process emptied its spool and removed the directory between our
+                # mkdir and the write: once more
+                if attempt == 2 or self.path.parent.is_dir():
+                    raise
