@@ -391,3 +391,56 @@ def test_a_guest_that_boots_but_cannot_start_its_command(
     )
     assert "does not boot" not in said
     assert len(boots) == 1  # not booted again: it would fail the same way
+
+
+def test_a_guest_killed_mid_run_leaves_its_measured_runs_to_the_host(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guest's store dies with it (it is in the guest's memory); what it measured was
+    written to the shared directory's spool as it was measured (``IOWALL_SPOOL_DIR``, kept:
+    ``IOWALL_SPOOL_KEEP``), and the host imports it with the boot's failure."""
+    from iowall.bundle.spool import Spool
+    from iowall.machine import spooldir
+
+    cfg = dataclasses.replace(_cfg(tmp_path), rounds=1)
+    measured = [
+        Run(Point("r", {"i": i}), "guest", "ok", 10.0 + i, 11.0 + i, metrics=(Metric("x", 1.0 + i, "B/s"),))
+        for i in range(2)
+    ]
+
+    def boot(
+        argv: list[str], console: str, timeout_s: float, *, started: str, boot_timeout_s: float
+    ) -> vm.Boot:
+        shared = Path(started).parent
+        Path(started).write_text("3.2 1.0")
+        monkeypatch.setenv(spooldir.ROOT_ENV, str(shared / "spool"))
+        monkeypatch.setenv(spooldir.KEEP_ENV, "1")
+        spool = Spool("sqlite:////tmp/iowall-guest/guest.db", "guest-batch")
+        for r in measured:
+            spool.stored(spool.keep(r))  # kept: stored in a store that is about to die
+        monkeypatch.delenv(spooldir.ROOT_ENV)
+        monkeypatch.delenv(spooldir.KEEP_ENV)
+        Path(console).write_text("[    0.000000] Linux version 6.1.0-50-amd64\n")
+        return vm.Boot(-9, 30.0, console, ())  # killed: no facts, no store copied out
+
+    monkeypatch.setattr(vm, "boot", boot)
+    monkeypatch.setattr(vm, "vng_path", lambda: "vng")
+    store = Store(db_url)
+    records = run_rounds(cfg, store, [].append)
+    a = next(r for r in records if r.label == "a")
+    assert not a.ok and "2 runs it measured before kept" in a.error
+    kept = [r for r in store.runs() if r.label == "a"]
+    assert sorted(r.status for r in kept) == ["failed", "ok", "ok"]
+    assert {r.metric("x") for r in kept if r.status == "ok"} == {1.0, 2.0}
+    assert len({r.uuid for r in kept}) == 3
+
+
+def test_a_guest_whose_run_exits_1_ran_to_its_end() -> None:
+    """`iowall run` exits 1 when a point failed: its runs say which, the boot is not a failure
+    (before, the guest's store was not even copied out, and every run of the boot was lost)."""
+    ok = {"argv": ["modprobe"], "rc": 0}
+    assert rounds._ran({"rc": 0, "steps": [ok, {"argv": ["py", "-m", "iowall", "run"], "rc": 0}]})
+    assert rounds._ran({"rc": 1, "steps": [ok, {"argv": ["py", "-m", "iowall", "run"], "rc": 1}]})
+    assert not rounds._ran({"rc": 2, "steps": [ok, {"argv": ["py", "-m", "iowall", "run"], "rc": 2}]})
+    assert not rounds._ran({"rc": 1, "steps": [{"argv": ["modprobe"], "rc": 1}]})
+    assert not rounds._ran({})

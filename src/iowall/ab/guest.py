@@ -16,9 +16,10 @@ import sys
 import time
 from typing import Any
 
+from ..machine import spooldir
 from ..machine.atomic import write_text
 
-FACTS, STORE, LOG, STARTED = "facts.json", "guest.db", "run.log", "started"
+FACTS, STORE, LOG, STARTED, SPOOL = "facts.json", "guest.db", "run.log", "started", "spool"
 NT_GNU_BUILD_ID = 3
 #: The kernel's module directory on the host (seen at the same path in the guest).
 MODDIR_ENV = "IOWALL_AB_MODDIR"
@@ -109,6 +110,10 @@ def main(argv: list[str]) -> int:
     # /var, …): iowall's data, state and cache directories go to the guest's own /tmp.
     for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         os.environ[var] = f"/tmp/iowall-guest/{var.lower()}"
+    # every run measured is written to the host's disk as it is measured, and kept there: a
+    # guest killed mid-run (its store is in its memory) leaves its runs for the host
+    os.environ[spooldir.ROOT_ENV] = os.path.join(shared, SPOOL)
+    os.environ[spooldir.KEEP_ENV] = "1"
     rc = 0
     with open(os.path.join(shared, LOG), "ab") as log:
         try:
@@ -125,7 +130,7 @@ def main(argv: list[str]) -> int:
             doc["steps"].append({"argv": step, "rc": rc, "wall_s": time.monotonic() - t0})
             if rc != 0:
                 break
-        if rc == 0 and steps:  # iowall has exited: its WAL is checkpointed into the file
+        if steps:  # iowall has exited (a point failed or not): its WAL is checkpointed into the file
             for suffix in ("", "-wal"):
                 if os.path.exists(db_file + suffix):
                     shutil.copyfile(db_file + suffix, os.path.join(shared, STORE + suffix))

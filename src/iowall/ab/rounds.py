@@ -4,6 +4,7 @@ and record a boot that failed or a guest that died as a failed run, with its con
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -14,11 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..bundle.files import read_bundle
 from ..model import Point, Run
 from ..store import RunFilter, Store
 from ..store.ingest import import_runs
-from ..vocab.errors import UserError
-from ..vocab.units import parse_size
+from ..vocab.errors import IowallError, UserError
+from ..vocab.units import parse_size, plural
 from . import guest, vm
 from .kernels import Kernel, is_bzimage
 
@@ -254,10 +256,10 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
             doc = json.load(f)
     facts = doc.get("facts", {})
     ab = _ab_env(cfg, side, rnd, facts, b)
-    guest_db = os.path.join(shared, guest.STORE)
-    if doc.get("rc") == 0 and os.path.exists(guest_db):
-        runs = list(Store(f"sqlite:///{guest_db}").iter_runs(with_series=True, with_artifacts=True))
-        ids = _imported(cfg, store, runs, label, ab)
+    # every run the guest measured, whatever became of the guest: nothing measured is lost
+    runs = guest_runs(shared)
+    ids = _imported(cfg, store, runs, label, ab) if runs else ()
+    if _ran(doc):
         return BootRecord(
             rnd, SIDES[side], label, True, True, b.wall_s, facts.get("boot_s"), ids, facts=facts
         )
@@ -290,6 +292,8 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
         with open(os.path.join(shared, guest.LOG), errors="replace") as f:
             tail = tuple(line.rstrip("\n") for line in f.readlines()[-vm.TAIL :])
         b = replace(b, tail=tail)
+    if runs:
+        error += f" ({plural(len(runs), 'run')} it measured before kept)"
     rid = store.add_run(_failed_run(cfg, label, ab, started, error, b.tail))
     return BootRecord(
         rnd,
@@ -299,13 +303,41 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
         reached,
         b.wall_s,
         facts.get("boot_s"),
-        (rid,),
+        (*ids, rid),
         error,
         b.tail,
         facts,
         attempt,
         booted=init_said is not None,
     )
+
+
+def _ran(doc: dict[str, Any]) -> bool:
+    """Whether the guest's command ran to its end: every step exited 0, or `iowall run` exited
+    1 (a point failed or was interrupted: its runs say which) after the modules loaded."""
+    steps = doc.get("steps") or []
+    if doc.get("rc") == 0 and steps:
+        return True
+    return doc.get("rc") == 1 and len(steps) == 2 and steps[0].get("rc") == 0 and steps[1].get("rc") == 1
+
+
+def guest_runs(shared: str) -> list[Run]:
+    """The runs a guest measured, oldest first, once each by uuid: those its store held when
+    its command ended (copied out to ``shared``) and those its spool wrote to ``shared`` as it
+    measured them (a guest killed mid-run leaves only those). A spool file is whole or absent
+    (written by rename); one that cannot be read is skipped."""
+    by: dict[str, Run] = {}
+    for path in sorted(glob.glob(os.path.join(shared, guest.SPOOL, "*", "*.json"))):
+        try:
+            for r in read_bundle(path):
+                by.setdefault(r.uuid or f"{path}:{r.started_at}", r)
+        except IowallError:
+            continue
+    db = os.path.join(shared, guest.STORE)
+    if os.path.exists(db):
+        for r in Store(f"sqlite:///{db}").iter_runs(with_series=True, with_artifacts=True):
+            by[r.uuid or f"{db}:{r.id}"] = r
+    return sorted(by.values(), key=lambda r: r.started_at)
 
 
 def boot_again(cfg: AbConfig, rec: BootRecord) -> bool:

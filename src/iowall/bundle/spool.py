@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..machine.dirs import redact_url
-from ..machine.spooldir import root, store_dir
+from ..machine.spooldir import keeps_all, root, store_dir
 from ..model import Run, run_uuid
 from ..vocab.errors import UserError
 from .files import write_bundle
@@ -96,7 +96,10 @@ class Spool:
         return run
 
     def stored(self, run: Run) -> None:
-        """The store has committed ``run``: drop it from the spool."""
+        """The store has committed ``run``: drop it from the spool (unless the spool keeps
+        every run: ``spooldir.keeps_all``)."""
+        if keeps_all():
+            return
         self.pending = [r for r in self.pending if r.uuid != run.uuid]
         self._write()
 

@@ -6,6 +6,7 @@ imports it."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,22 @@ from .dirs import data_dir
 HOOKS: list[Callable[[Any], None]] = []
 
 
+#: Where the spool lives instead of ``<data dir>/spool`` (ab's guests: in the boot's shared
+#: directory, on the host's disk, so a guest killed mid-run leaves its runs there).
+ROOT_ENV = "IOWALL_SPOOL_DIR"
+#: Set to ``1``: the spool keeps every run, stored or not (ab's guests: their store is in
+#: the guest's memory and dies with it; the host imports the spool, once by uuid).
+KEEP_ENV = "IOWALL_SPOOL_KEEP"
+
+
 def root() -> Path:
-    """``<data dir>/spool``: one directory per store."""
-    return data_dir() / "spool"
+    """``<data dir>/spool`` (or ``$IOWALL_SPOOL_DIR``): one directory per store."""
+    return Path(os.environ[ROOT_ENV]) if os.environ.get(ROOT_ENV) else data_dir() / "spool"
+
+
+def keeps_all() -> bool:
+    """Whether the spool keeps runs once stored (``$IOWALL_SPOOL_KEEP=1``)."""
+    return os.environ.get(KEEP_ENV) == "1"
 
 
 def store_dir(url: str) -> Path:
