@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 #: numbers with units (``Value``); version 1 (text cells only) is still read.
 REPORT_VERSION = 2
 
-Kind = Literal["limits", "recipe", "plan", "history", "gate", "ab"]
+Kind = Literal["limits", "recipe", "plan", "history", "gate", "ab", "bisect"]
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ def test_ab_tells_its_guests_only_when_told_not_to_hold(
     monkeypatch.setattr(ab, "vng_path", lambda: "vng")
     monkeypatch.setattr(ab, "_recipe_of", lambda target: target)
     monkeypatch.setattr(ab, "cache_dir", lambda: str(tmp_path))
-    monkeypatch.setattr(ab, "resolve", lambda k, cache: SimpleNamespace(release=k, image=k))
+    monkeypatch.setattr(ab, "resolve", lambda k, cache: SimpleNamespace(release=k, image=k, name=k))
     monkeypatch.setattr(ab, "_kvm", lambda pair, allow: (True, "works"))
     monkeypatch.setattr(ab, "Store", lambda db: None)
     monkeypatch.setattr(ab, "run_rounds", rounds)

@@ -11,20 +11,38 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..vocab.errors import UserError
 
 
 @dataclass(frozen=True)
 class Kernel:
-    """A bootable image and where its modules are (None: the image carries none we know of)."""
+    """A bootable image and where its modules are (None: the image carries none we know of),
+    and what is appended to the guest kernel's command line (``vng --append``)."""
 
     spec: str
     image: str
     release: str
     moddir: str | None
     source: str  # "path", "boot" or "deb"
+    append: str = ""
+
+    @property
+    def name(self) -> str:
+        """The release, and the appended options when there are any (``R+init_on_alloc=1``):
+        the same image booted with and without them is two kernels, two labels."""
+        return f"{self.release}+{'+'.join(self.append.split())}" if self.append else self.release
+
+
+def split_spec(text: str) -> tuple[str, str]:
+    """A kernel as ``ab --kernel`` and ``bisect`` take it, ``SPEC [OPTION...]``: the image
+    path, release or Debian package, then (after white space) options appended to the guest
+    kernel's command line. A UserError when there is no SPEC."""
+    parts = text.split(None, 1)
+    if not parts:
+        raise UserError("an empty kernel: give IMAGE|RELEASE|DEB [KERNEL-OPTION...]")
+    return parts[0], " ".join(parts[1].split()) if len(parts) > 1 else ""
 
 
 def cache_dir() -> str:
@@ -130,9 +148,15 @@ def _fetched(spec: str, cache: str) -> Kernel:
     return Kernel(spec, image, release, moddir, "deb")
 
 
-def resolve(spec: str, cache: str) -> Kernel:
-    """A kernel from ``spec``: an image file (its modules next to it, as virtme-ng finds
-    them), ``/boot/vmlinuz-SPEC``, or a Debian package name fetched into ``cache``."""
+def resolve(text: str, cache: str) -> Kernel:
+    """A kernel from ``text``, ``SPEC [OPTION...]`` (``split_spec``): SPEC an image file (its
+    modules next to it, as virtme-ng finds them), ``/boot/vmlinuz-SPEC``, or a Debian package
+    name fetched into ``cache``; the options are appended to its command line."""
+    spec, append = split_spec(text)
+    return replace(_resolve(spec, cache), append=append)
+
+
+def _resolve(spec: str, cache: str) -> Kernel:
     if os.path.isfile(spec):
         image = os.path.abspath(spec)
         release = _release_of(image)

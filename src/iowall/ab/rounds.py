@@ -11,7 +11,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,6 +46,18 @@ class AbConfig:
     timeout_s: float = 3600.0
     boot_timeout_s: float = 120.0
     boot_attempts: int = 2
+    #: the number of the first round (`bisect` adds rounds to a step one at a time)
+    first_round: int = 1
+    #: keys added to the env of each side's runs (`bisect`: ``bisect`` and ``commit``)
+    side_env: tuple[Mapping[str, Any], Mapping[str, Any]] = ({}, {})
+
+
+class DoesNotBoot(UserError):
+    """A kernel whose first boot never reached the guest command: ``side`` 0 (A) or 1 (B)."""
+
+    def __init__(self, message: str, side: int) -> None:
+        super().__init__(message)
+        self.side = side
 
 
 @dataclass(frozen=True)
@@ -175,6 +187,7 @@ def _ab_env(cfg: AbConfig, side: int, rnd: int, facts: dict[str, Any], b: vm.Boo
         "round": rnd,
         "batch": cfg.batch,
         "kernel_spec": k.spec,
+        "append": k.append,
         "image": k.image,
         "release": facts.get("release", k.release),
         "build_id": facts.get("build_id", ""),
@@ -189,18 +202,19 @@ def _ab_env(cfg: AbConfig, side: int, rnd: int, facts: dict[str, Any], b: vm.Boo
 
 
 def _imported(
-    cfg: AbConfig, store: Store, runs: Sequence[Run], label: str, ab: dict[str, Any]
+    cfg: AbConfig, store: Store, runs: Sequence[Run], side: int, ab: dict[str, Any]
 ) -> tuple[int, ...]:
     """Store the guest's runs under ``label``, marked emulated unless the guest saw KVM. The
     host shape is the VM's configured memory (each kernel reserves differently, so its
     MemTotal would keep the two sides' points from pairing); the guest's MemTotal is kept
     in ``env.ab``."""
     emulated = not ab.get("guest_kvm")
+    label = cfg.labels[side]
     out = []
     for r in runs:
         host = dict(r.env.get("host", {}))
         host["mem_total_bytes"] = parse_size(cfg.memory)
-        env = {**r.env, "host": host, "emulated": emulated, "ab": ab}
+        env = {**r.env, **cfg.side_env[side], "host": host, "emulated": emulated, "ab": ab}
         if "cmdline" in env:  # the same on every boot of a kernel, so compare can show it
             env["cmdline"] = own_options(str(env["cmdline"]))
         out.append(replace(r, label=label, batch=cfg.batch, env=env))
@@ -210,15 +224,15 @@ def _imported(
 
 
 def _failed_run(
-    cfg: AbConfig, label: str, ab: dict[str, Any], started: float, error: str, tail: Sequence[str]
+    cfg: AbConfig, side: int, ab: dict[str, Any], started: float, error: str, tail: Sequence[str]
 ) -> Run:
     return Run(
         point=Point(cfg.recipe, {}),
-        label=label,
+        label=cfg.labels[side],
         status="failed",
         started_at=started,
         finished_at=time.time(),
-        env={"emulated": not cfg.kvm, "ab": ab},
+        env={**cfg.side_env[side], "emulated": not cfg.kvm, "ab": ab},
         batch=cfg.batch,
         error=error,
         notes=tuple(tail),
@@ -258,12 +272,41 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
     ab = _ab_env(cfg, side, rnd, facts, b)
     # every run the guest measured, whatever became of the guest: nothing measured is lost
     runs = guest_runs(shared)
-    ids = _imported(cfg, store, runs, label, ab) if runs else ()
+    ids = _imported(cfg, store, runs, side, ab) if runs else ()
     if _ran(doc):
         return BootRecord(
             rnd, SIDES[side], label, True, True, b.wall_s, facts.get("boot_s"), ids, facts=facts
         )
     reached = os.path.exists(os.path.join(shared, guest.STARTED))
+    init_said, error, b = _boot_failure(cfg, side, shared, console, doc, b, reached)
+    if runs:
+        error += f" ({plural(len(runs), 'run')} it measured before kept)"
+    rid = store.add_run(_failed_run(cfg, side, ab, started, error, b.tail))
+    return BootRecord(
+        rnd,
+        SIDES[side],
+        label,
+        False,
+        reached,
+        b.wall_s,
+        facts.get("boot_s"),
+        (*ids, rid),
+        error,
+        b.tail,
+        facts,
+        attempt,
+        booted=init_said is not None,
+    )
+
+
+def _boot_failure(
+    cfg: AbConfig, side: int, shared: str, console: str, doc: dict[str, Any], b: vm.Boot, reached: bool
+) -> tuple[str | None, str, vm.Boot]:
+    """Why a boot failed, in one line: the init could not start the command (what it said),
+    the guest never finished it (no command within the boot timeout, vng's exit, the death
+    line of the console), or a step of the command exited non-zero (its log's tail kept in
+    the Boot returned); and what the init said, when that was the cause."""
+    label = cfg.labels[side]
     death = death_line(console)
     init_said = None if reached or death else init_failure(console)
     if init_said is not None:
@@ -292,24 +335,7 @@ def one_boot(cfg: AbConfig, store: Store, rnd: int, side: int, attempt: int = 1)
         with open(os.path.join(shared, guest.LOG), errors="replace") as f:
             tail = tuple(line.rstrip("\n") for line in f.readlines()[-vm.TAIL :])
         b = replace(b, tail=tail)
-    if runs:
-        error += f" ({plural(len(runs), 'run')} it measured before kept)"
-    rid = store.add_run(_failed_run(cfg, label, ab, started, error, b.tail))
-    return BootRecord(
-        rnd,
-        SIDES[side],
-        label,
-        False,
-        reached,
-        b.wall_s,
-        facts.get("boot_s"),
-        (*ids, rid),
-        error,
-        b.tail,
-        facts,
-        attempt,
-        booted=init_said is not None,
-    )
+    return init_said, error, b
 
 
 def _ran(doc: dict[str, Any]) -> bool:
@@ -368,28 +394,26 @@ def run_rounds(
     booted: set[int] = set()
     mode = "KVM" if cfg.kvm else "emulated"
     seed_store(cfg.workdir)
-    for rnd in range(1, cfg.rounds + 1):
+    last = cfg.first_round + cfg.rounds - 1
+    for rnd in range(cfg.first_round, last + 1):
         for side in (0, 1) if rnd % 2 else (1, 0):
             k = cfg.kernels[side]
             attempt = 1
             while True:
                 again = f" again (attempt {attempt}/{cfg.boot_attempts})" if attempt > 1 else ""
                 say(
-                    f"ab: round {rnd}/{cfg.rounds}: booting {SIDES[side]} {k.release}{again} "
+                    f"ab: round {rnd}/{last}: booting {SIDES[side]} {k.name}{again} "
                     f"({mode}, {cfg.cpus} vCPUs, {cfg.memory})"
                 )
                 rec = boot(cfg, store, rnd, side, attempt)
                 if rec.ok:
                     took = "?" if rec.boot_s is None else f"{rec.boot_s:.1f} s"
                     say(
-                        f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} done in {rec.wall_s:.1f} "
+                        f"ab: round {rnd}/{last}: {SIDES[side]} done in {rec.wall_s:.1f} "
                         f"s (boot to command {took}), runs {', '.join(map(str, rec.run_ids))}"
                     )
                     break
-                say(
-                    f"ab: round {rnd}/{cfg.rounds}: {SIDES[side]} FAILED after "
-                    f"{rec.wall_s:.1f} s: {rec.error}"
-                )
+                say(f"ab: round {rnd}/{last}: {SIDES[side]} FAILED after {rec.wall_s:.1f} s: {rec.error}")
                 say(
                     "\n".join(f"    | {line}" for line in rec.tail)
                     or "    | (the console is empty: not even firmware or kernel output)"
@@ -401,7 +425,7 @@ def run_rounds(
             if rec.booted:  # the same for every kernel: nothing the rounds can measure
                 raise UserError(rec.error)
             if not rec.ok and not rec.reached and side not in booted:
-                raise UserError(f"kernel {k.spec!r} does not boot: {rec.error}")
+                raise DoesNotBoot(f"kernel {k.spec!r} does not boot: {rec.error}", side)
             booted.add(side)
             out.append(rec)
     return out

@@ -68,8 +68,10 @@ def _kernel_lines(cfg: AbConfig, records: Sequence[BootRecord]) -> list[str]:
     for i, k in enumerate(cfg.kernels):
         f = next((r.facts for r in records if r.side == SIDES[i] and r.facts), {})
         out.append(
-            f"{SIDES[i]} = {cfg.labels[i]}: {k.spec} ({k.source}, {k.image}); build id "
-            f"{f.get('build_id') or 'not measured (no boot)'}; kernel options "
+            f"{SIDES[i]} = {cfg.labels[i]}: {k.spec} ({k.source}, {k.image}"
+            + (f", appended: {k.append}" if k.append else "")
+            + "); build id "
+            + f"{f.get('build_id') or 'not measured (no boot)'}; kernel options "
             f"{own_options(f.get('cmdline', '')) or '-'}"
         )
         mine = [r for r in records if r.side == SIDES[i]]

@@ -101,6 +101,8 @@ def vng_argv(
     ]
     for d in rodirs:
         argv += ["--rodir", d]
+    if kernel.append:  # the kernel's own options, after virtme-ng's
+        argv += ["--append", kernel.append]
     return argv + ["--exec", command] + ([] if kvm else ["--disable-kvm"])
 
 

@@ -36,7 +36,7 @@ def _recipe_of(target: str) -> str:
 
 
 def _labels(kernels: tuple[Kernel, Kernel]) -> tuple[str, str]:
-    a, b = kernels[0].release, kernels[1].release
+    a, b = kernels[0].name, kernels[1].name
     return (f"{a}@A", f"{b}@B") if a == b else (a, b)
 
 

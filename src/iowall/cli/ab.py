@@ -27,7 +27,9 @@ def ab(
             "--kernel",
             metavar="IMAGE|RELEASE|DEB",
             help="twice: A (base) then B (new); a "
-            "bzImage/vmlinuz path, a release under /boot, or a Debian package name",
+            "bzImage/vmlinuz path, a release under /boot, or a Debian package name, then "
+            "(in the same argument) options appended to its kernel command line, e.g. "
+            "'6.1.0-50-amd64 init_on_alloc=1' (labelled 6.1.0-50-amd64+init_on_alloc=1)",
         ),
     ],
     rounds: Annotated[

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "locks": "locks:locks",
     "compare": "compare:compare_cmd",
     "ab": "ab:ab",
+    "bisect": "bisect:bisect",
     "scaling": "scaling:scaling",
     "history": "history:history",
     "gate": "gate:gate",

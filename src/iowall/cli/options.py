@@ -45,6 +45,15 @@ class ScalingFormat(str, Enum):
     json = "json"
 
 
+class MailFormat(str, Enum):
+    """Reports that also go to a kernel list as a mail (bisect)."""
+
+    text = "text"
+    md = "md"
+    json = "json"
+    mail = "mail"
+
+
 class TableFormat(str, Enum):
     """Analyses with a table (compare, scaling, locks)."""
 

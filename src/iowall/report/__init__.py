@@ -4,6 +4,7 @@ yet), so a light command does not import the heavy ones' numpy and scipy."""
 
 #: The modules holding renderers; ``emit`` imports them all the first time it misses one.
 RENDERER_MODULES = (
+    "bisect",
     "compare",
     "doctor",
     "explanation",

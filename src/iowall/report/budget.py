@@ -19,7 +19,8 @@ _TITLES = {
 }
 
 
-def _title(category: str) -> str:
+def state_title(category: str) -> str:
+    """A budget state as a reader names it (``blocked: writeback throttling``)."""
     if category in _TITLES:
         return _TITLES[category]
     if category.startswith("blocked:"):
@@ -51,7 +52,7 @@ def budget_lines(b: Budget, helpers: Mapping[str, float]) -> list[str]:
             b.top_functions.get(cat.split(":", 1)[1], ("", "")) if cat.startswith("blocked:") else ("", "")
         )
         where = fn + (f" < {caller}" if caller and caller != fn else "")
-        rows.append([_title(cat), f"{s:.2f}", f"{100 * s / wall:.1f}%", where])
+        rows.append([state_title(cat), f"{s:.2f}", f"{100 * s / wall:.1f}%", where])
     w0, w1 = b.window
     head = (
         f"  where the workload's wall-clock time went (I/O window {w0:.2f}-{w1:.2f} s "

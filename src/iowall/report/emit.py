@@ -30,6 +30,7 @@ class Format(str, Enum):
     json = "json"
     csv = "csv"
     html = "html"
+    mail = "mail"  # a report in the shape of an LKP regression mail (bisect)
 
 
 Renderer = Callable[[Any], str]
