@@ -393,3 +393,46 @@ def test_git_inputs_are_checked_before_anything_is_built(host: Path, db_url: str
         _git_bisect(db_url, repo, shas, _fake_boot(_image_speed, []))
     assert (repo / ".git" / "BISECT_START").exists()  # the user's own bisection is left alone
     assert not (repo / "bzImage-out").exists()
+
+
+def _boot_runs(label: str, bws: list[float], boot: str) -> list[Run]:
+    return [
+        Run(
+            Point("plan:bisect", {"rw": "write"}),
+            label,
+            "ok",
+            float(i),
+            float(i) + 1,
+            metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"),),
+            env={"host": {"cpu_count": 2}, "ab": {"round": 1, "side": boot}},
+            batch="b",
+            id=hash((label, i)) % 10_000,
+        )
+        for i, bw in enumerate(bws)
+    ]
+
+
+def test_a_pass_is_not_good_unless_shown_from_both_ends() -> None:
+    """One emulated boot a side (a real one: 51, 38 and 14 MB/s against 11, 14 and 10, a
+    71% fall its interval could not show): the gate passes it, and before, the bisection took
+    its bad end for good ("no regression between good and bad"). Now the bad end is good only
+    when its interval rules out a regression beyond the floor, and a candidate between only
+    when it is shown better than the bad end."""
+    from iowall.actions.bisect_step import judge
+    from iowall.analysis.regress.bisect import mark_of, step_mark
+
+    good = _boot_runs("good", [50.8e6, 38.2e6, 13.9e6], "A")
+    bad = _boot_runs("bad", [10.7e6, 14.5e6, 10.1e6], "B")
+    res = judge(good, bad, ("good", "bad"), Rule())
+    assert res is not None and mark_of(res) == "good"  # the gate alone: nothing shown, a pass
+    assert step_mark(res, None, bad_end=True)[0] == "undecided"
+    # a candidate between that passes against the good kernel but is not shown better than
+    # the bad end: undecided; shown better: good
+    tight = _boot_runs("good", [50e6, 50.1e6, 49.9e6, 50.05e6], "A")
+    mid = _boot_runs("mid", [49.8e6, 50.2e6, 50e6, 49.95e6], "B")
+    low = _boot_runs("bad", [40e6, 40.1e6, 39.9e6, 40.05e6], "B")
+    vs_good = judge(tight, mid, ("good", "mid"), Rule())
+    assert vs_good is not None and mark_of(vs_good) == "good"
+    assert step_mark(vs_good, judge(low, mid, ("bad", "mid"), Rule()), bad_end=False)[0] == "good"
+    assert step_mark(vs_good, judge(mid, mid, ("bad", "mid"), Rule()), bad_end=False)[0] == "undecided"
+    assert step_mark(vs_good, None, bad_end=True)[0] == "good"  # within the floor: shown

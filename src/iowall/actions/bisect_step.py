@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from ..ab.kernels import Kernel
 from ..ab.rounds import AbConfig, BootRecord, DoesNotBoot, one_boot, run_rounds
-from ..analysis.regress.bisect import Candidate, Mark, Step, headline, mark_of
+from ..analysis.regress.bisect import Candidate, Mark, Step, headline, step_mark
 from ..analysis.regress.compare import Side, compare
 from ..analysis.regress.gate import GateResult, decide
 from ..model import Run
@@ -80,6 +80,9 @@ class Bisection:
     good_commit: str = ""
     boot: Boot = one_boot
     good_runs: list[int] = field(default_factory=list)
+    #: the bad end's runs (step 1, once it regressed): a candidate between is good only when
+    #: shown better than they are (``analysis.regress.bisect.step_mark``)
+    bad_runs: list[int] = field(default_factory=list)
 
 
 def step_batch(bisection_id: str, step: int, what: str) -> str:
@@ -186,7 +189,7 @@ def measure(
     done = stored_step(b, batch)
     if done is not None:
         b.say(f"bisect: step {step}: {cand.label} {done.mark} (measured before: {done.why})")
-        return done
+        return _bad_end(b, done)
     base = Step(step, index, cand.label, cand.spec, cand.commit, 0, "skip", "")
     k = kernel()
     if isinstance(k, str):
@@ -211,7 +214,15 @@ def measure(
         boot_attempts=b.guests.boot_attempts,
         side_env=(_env(b, step, 0, b.good_commit), _env(b, step, index, cand.commit)),
     )
-    return keep(b, batch, _rounds(b, cfg, base))
+    return _bad_end(b, keep(b, batch, _rounds(b, cfg, base)))
+
+
+def _bad_end(b: Bisection, s: Step) -> Step:
+    """``s``, its runs kept as the bad end's when it is step 1 and regressed: the second
+    end every later candidate is judged against."""
+    if s.step == 1 and s.mark == "bad":
+        b.bad_runs = list(s.candidate_runs)
+    return s
 
 
 def _env(b: Bisection, step: int, index: int, commit: str) -> dict[str, object]:
@@ -234,15 +245,23 @@ def _rounds(b: Bisection, cfg: AbConfig, base: Step) -> Step:
             return replace(base, rounds=done, why=f"does not boot ({str(e)[:160]})", good_runs=good)
         done += todo
         good_ids, cand_ids = _ids(records, "A"), _ids(records, "B")
-        res = judge(_load(b.store, [*b.good_runs, *good_ids]), _load(b.store, cand_ids), cfg.labels, b.rule)
-        said = mark_of(res) if res is not None else "undecided"
+        cand = _load(b.store, cand_ids)
+        res = judge(_load(b.store, [*b.good_runs, *good_ids]), cand, cfg.labels, b.rule)
+        vs_bad = (
+            judge(_load(b.store, b.bad_runs), cand, ("the bad end", cfg.labels[1]), b.rule)
+            if b.bad_runs
+            else None
+        )
+        said, reason = step_mark(res, vs_bad, bad_end=base.step == 1)
         if said != "undecided" or done >= b.rule.max_rounds:
             break
         b.say(f"bisect: step {base.step}: {base.label} undecided after {done} rounds: one more round")
         todo = 1
-    mark: Mark = "skip" if said == "undecided" else said
+    mark: Mark = "skip" if said == "undecided" else said  # type: ignore[assignment]
     b.good_runs += good_ids
     ev = _evidence(res, mark, done)
+    if reason and mark == "skip":
+        ev["why"] = f"undecided after {done} rounds: {reason}"
     return replace(base, rounds=done, mark=mark, good_runs=good_ids, candidate_runs=cand_ids, **ev)  # type: ignore[arg-type]
 
 

@@ -97,6 +97,49 @@ def mark_of(res: GateResult) -> Literal["good", "bad", "undecided"]:
     return "good" if code == EXIT_PASS else "bad" if code == EXIT_REGRESSION else "undecided"
 
 
+def shown_within_floor(res: GateResult) -> bool:
+    """Whether no gating row can be a regression beyond the floor: each one's interval has
+    its worse end inside it (new/base at least 1 - floor where higher is better, at most
+    1 + floor where lower is): an equivalence test at the compare's confidence. A pass alone
+    is not that: with few and noisy runs, a 71% fall whose interval spans 0.05-1.53 passes
+    (nothing shown), and a bisection would take its bad end for good."""
+    rows = [v for v in res.verdicts if v.gating]
+    if not rows:
+        return False
+    for v in rows:
+        c, fl = v.row.cmp, res.compare.floor
+        worse = c.ci_low if c.direction == "higher" else c.ci_high
+        if worse != worse or (worse < 1 - fl if c.direction == "higher" else worse > 1 + fl):
+            return False
+    return True
+
+
+def shown_better(res: GateResult) -> bool:
+    """Whether the candidate is shown better than the bad end (``res``: the candidate against
+    the bad end's runs): a gating improvement and no regression."""
+    return bool(res.of("improvement")) and not res.of("regression")
+
+
+def step_mark(vs_good: GateResult | None, vs_bad: GateResult | None, bad_end: bool) -> tuple[str, str]:
+    """A step's mark and why, from both ends: bad when the candidate regresses against the
+    good kernel; good when it passes against it and, for the bad end itself, is shown within
+    the floor of it (``shown_within_floor``: else "no regression" would be said of a fall
+    noise hid), for a candidate between, is shown better than the bad end (``shown_better``);
+    undecided otherwise (more rounds, then a skip)."""
+    if vs_good is None:
+        return "undecided", "no point and metric measured on both sides"
+    said = mark_of(vs_good)
+    if said != "good":
+        return said, ""
+    if bad_end:
+        if shown_within_floor(vs_good):
+            return "good", ""
+        return "undecided", "no regression shown, nor one beyond the floor ruled out"
+    if vs_bad is not None and shown_better(vs_bad):
+        return "good", ""
+    return "undecided", "no regression against the good kernel shown, nor better than the bad end"
+
+
 def headline(res: GateResult) -> Verdict | None:
     """The row a step's evidence shows: the worst regression, else the worst inconclusive
     row, else the gating row that moved most (throughput first, as the gate's mail)."""
