@@ -260,3 +260,79 @@ def test_fleet_two_hosts_one_down_then_rerun(
     # A second label across the fleet would measure both hosts again (about 50 s): that
     # compare pairs each host's runs with its own is compare's, on runs of two host shapes
     # (tests/unit/test_compare.py); here, that the hosts' runs carry their own shapes (above).
+
+
+def _attempt_uuids(h: Host) -> set[str]:
+    """The uuids of the runs in the host's attempt store(s), read as a file (no iowall)."""
+    import sqlite3
+
+    out: set[str] = set()
+    for db in (h.home / "iowall" / "runs").glob("*/runs.db"):
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            out |= {u for (u,) in con.execute("select uuid from runs")}
+        except sqlite3.Error:
+            pass
+        finally:
+            con.close()
+    return out
+
+
+def _kill_iowall_run(h: Host) -> bool:
+    """SIGKILL the `iowall run` of the host (in its namespace): a host lost mid-run."""
+    pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True, text=True).stdout.split()
+    killed = False
+    for pid in pids:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(c.endswith(b"/iowall") for c in cmd) and b"run" in cmd:
+            os.kill(int(pid), signal.SIGKILL)
+            killed = True
+    return killed
+
+
+def test_a_host_killed_mid_run_loses_nothing(
+    fleet: tuple[list[Host], Path],
+    tmp_path: Path,
+    iowall_env: dict[str, str],
+    db_url: str,
+    no_leftovers: None,
+) -> None:
+    """The host's `iowall run` killed once it had stored a run: the fleet fails the host; the
+    rerun carries the killed attempt's runs into the new attempt's store (they used to be
+    deleted with its directory) and the controller gets every run measured, once."""
+    hosts, key = fleet
+    a = hosts[0]
+    inv = inventory([a], key, tmp_path / "inventory.yml")
+    plan = tmp_path / "six.toml"
+    plan.write_text(PLAN.replace("repeat = 1", "repeat = 6"))
+    env = dict(
+        iowall_env,
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"),
+        ANSIBLE_SSH_ARGS="-o ControlMaster=no",
+    )
+    args = ("fleet", "run", str(inv), str(plan), "--label", "fleet-k", "--db", db_url)
+    a.start()
+    exe = os.path.join(os.path.dirname(sys.executable), "iowall")
+    first = subprocess.Popen([exe, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed, deadline = False, time.monotonic() + 600
+    while first.poll() is None and time.monotonic() < deadline and not killed:
+        if _attempt_uuids(a):
+            killed = _kill_iowall_run(a)
+        time.sleep(0.2)
+    _, err = first.communicate(timeout=600)
+    print(err)
+    assert killed, "the host's run ended before it could be killed"
+    assert first.returncode == 1, err
+    before = _attempt_uuids(a)
+    assert 1 <= len(before) < 6
+    second = iowall(*args, env=env)
+    print(second.stderr)
+    assert second.returncode == 0, second.stderr
+    runs = Store(db_url).runs(RunFilter())
+    uuids = [r.uuid for r in runs]
+    assert before <= set(uuids), "a run measured before the kill was lost"
+    assert len(uuids) == len(set(uuids)) == len(before) + 6
