@@ -230,6 +230,8 @@ def test_a_candidate_that_does_not_boot_is_skipped(host: Path, db_url: str) -> N
     assert marks[4] == "skip" and "does not boot" in next(s.why for s in rep.steps if s.index == 4)  # type: ignore[attr-defined]
     assert rep.outcome.kind == "range" and rep.outcome.candidates == (4, 5) and rep.exit_code == 3  # type: ignore[attr-defined]
     assert "may be the first bad: c5" in render(rep, "text")
+    step = next(s.step for s in rep.steps if s.index == 4)  # type: ignore[attr-defined]
+    assert [label for label, st in calls if st == step] == ["c4"]  # found out before c0 booted
 
 
 def test_a_good_kernel_that_does_not_boot_ends_the_bisection(host: Path, db_url: str) -> None:

@@ -50,6 +50,9 @@ class AbConfig:
     first_round: int = 1
     #: keys added to the env of each side's runs (`bisect`: ``bisect`` and ``commit``)
     side_env: tuple[Mapping[str, Any], Mapping[str, Any]] = ({}, {})
+    #: B boots first in odd rounds (`bisect`: a candidate that does not boot costs no boot of
+    #: the good kernel before it is found out)
+    b_first: bool = False
 
 
 class DoesNotBoot(UserError):
@@ -396,7 +399,7 @@ def run_rounds(
     seed_store(cfg.workdir)
     last = cfg.first_round + cfg.rounds - 1
     for rnd in range(cfg.first_round, last + 1):
-        for side in (0, 1) if rnd % 2 else (1, 0):
+        for side in (0, 1) if (rnd % 2 == 1) != cfg.b_first else (1, 0):
             k = cfg.kernels[side]
             attempt = 1
             while True:

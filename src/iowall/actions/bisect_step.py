@@ -213,6 +213,7 @@ def measure(
         boot_timeout_s=b.guests.boot_timeout,
         boot_attempts=b.guests.boot_attempts,
         side_env=(_env(b, step, 0, b.good_commit), _env(b, step, index, cand.commit)),
+        b_first=True,  # a candidate that does not boot is found out before the good kernel boots
     )
     return _bad_end(b, keep(b, batch, _rounds(b, cfg, base)))
 
