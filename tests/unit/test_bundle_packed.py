@@ -251,13 +251,13 @@ def test_one_large_file_is_shared_by_slices(tmp_path: Path, monkeypatch: pytest.
 
 _WATCH_SUBMIT = """
 import json, sys
-from iowall.bundle import pool as bundle_pool
+from iowall.bundle import workers as bundle_workers
 seen = []
-submit = bundle_pool.ProcessPoolExecutor.submit
+submit = bundle_workers.ProcessPoolExecutor.submit
 def watched(self, *a, **k):
     seen.append("sqlalchemy" in sys.modules)
     return submit(self, *a, **k)
-bundle_pool.ProcessPoolExecutor.submit = watched
+bundle_workers.ProcessPoolExecutor.submit = watched
 from iowall.cli.main import main
 rc = main(["import", "--db", sys.argv[1], *sys.argv[2:]])
 print(json.dumps([rc, seen, "sqlalchemy" in sys.modules]))

@@ -10,7 +10,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing
 
 from ..bundle.files import as_run, read_models, write_bundle
-from ..bundle.pool import Present, file_bytes, packed_parts, plan_import, stored_uuids
+from ..bundle.packed import Present
+from ..bundle.pool import file_bytes, packed_parts, plan_import
 from ..machine.atomic import write_text
 from ..model import MEASURED_STATUSES, Run
 from ..report.bundle import Exported, Imported, ImportPlan, kernel_of
@@ -19,6 +20,7 @@ from ..store import RunFilter, Store
 from ..store.db import none_left_if_failed
 from ..store.gcpause import gc_paused
 from ..store.packing import Packed
+from ..store.rows import stored_uuids
 from ..vocab.errors import UserError
 from ..vocab.progress import Progress
 from .selection import collect_runs, parse_selection

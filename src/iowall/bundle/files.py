@@ -25,10 +25,12 @@ from ..machine.atomic import open_atomic
 from ..machine.dirs import redact_url
 from ..model import Artifact, Metric, Point, Run, Series, fingerprint, run_uuid
 from ..store.gcpause import gc_paused
-from ..store.packing import Packed, pack_parts
+from ..store.packing import Packed
+from ..store.rows import stored_uuids
 from ..vocab.errors import UserError
 from .models import BundleV1, BundleV2, BundleV3, RunV1, RunV2, StrictModel
-from .packed import Carried, Writer, carried_runs, common_doc, run_of
+from .packed import Carried, Opened, carried_runs, plain_rows, read_refs, run_of
+from .writer import Writer, common_doc
 
 #: The value of the top-level ``format`` key of every bundle.
 FORMAT = "iowall-bundle"
@@ -249,8 +251,9 @@ _VERSION = re.compile(r'"schema_version"\s*:\s*(\d+)')
 
 @gc_paused()
 def read_models(path: str) -> list[Item]:
-    """The runs of a bundle file as the models it was validated into (what ``import`` packs
-    straight into rows: ``pack_item``). A packed one's runs are checked (``carried_runs``)."""
+    """The runs of a bundle file as the models it was validated into, packed straight into
+    rows by ``pack_item`` (``iowall import`` reads a file by ``opened``, then its runs by
+    ``packed.rows_of``). A packed one's runs are checked (``carried_runs``)."""
     return items_of(*read_model(path))
 
 
@@ -293,25 +296,25 @@ def pack_item(item: Item, checked: set[tuple[str, ...]] | None = None) -> Packed
 
 
 def pack_model(r: RunV2, checked: set[tuple[str, ...]] | None = None) -> Packed:
-    """A bundle's run as the store's rows, the rows ``pack_run(to_run(r))`` gives without
-    building the ``Run`` (tests/unit/test_bundle.py checks they are the same)."""
-    return pack_parts(
-        r.uuid,
-        Point(r.recipe, r.point),
-        r.label,
-        r.status,
-        r.batch,
-        r.repeat_index,
-        (float(r.started_at), float(r.finished_at)),
-        r.env,
-        r.bed,
-        r.error,
-        r.notes,
-        r.metrics,
-        r.artifacts,
-        r.series,
-        checked,
-    )
+    """A plain bundle's run as the store's rows, the rows ``pack_run(to_run(r))`` gives
+    without building the ``Run`` (``packed.plain_rows``)."""
+    return plain_rows(r, checked)
+
+
+def opened(path: str, url: str | None = None) -> Opened:
+    """Bundle file ``path`` opened for import (``Opened``): read and validated, checked as a
+    whole (a plain one's uuids and names unique; what a packed one's runs carry for later
+    ones, ``read_refs``), and which of a plain one's runs the store at ``url`` has (not
+    packed again: importing again costs the reading only). Then any slice of its runs can
+    be made rows by itself (``packed.rows_of``)."""
+    model, name = read_model(path)
+    if not isinstance(model, BundleV3):
+        dup = _duplicates(model)
+        if dup:
+            raise UserError(f"{name}: {dup}")
+        uuids = [r.uuid for r in model.runs]
+        return Opened(model, name, have=frozenset(stored_uuids(url, uuids) if url and uuids else ()))
+    return Opened(model, name, read_refs(model, name))
 
 
 def parse_json(text: str, path: str) -> Any:

@@ -1,4 +1,5 @@
-"""Packed bundles (schema_version 3): the runs of a bundle as the store keeps them.
+"""A bundle's runs read into the store's rows: a packed bundle's (schema_version 3) as they
+came, checked, and a plain one's packed, both in one order.
 
 A packed run carries v2's fields, but its environment and bed as compressed documents named
 by ref (an environment as a delta against an earlier one of its host), its metrics as one
@@ -6,38 +7,46 @@ row of kind ids and float64 values, its series and artifacts compressed: the row
 ``store.ingest`` writes, so that an import checks them and writes them as they are instead
 of validating every number of a plain bundle and compressing it all again (1.8x the rate
 of a call of 2,000 runs, docs/benchmarks.md "Import rate"). A run carries only the
-documents and metric kinds that no run before it in the bundle carried. Everything read is
-checked as a plain bundle is: each document's ref is that of its text, every blob reads
-back, names fit the store's columns.
+documents and metric kinds that no run before it in the bundle carried (bundle/writer.py
+writes them). Everything read is checked as a plain bundle is: each document's ref is that
+of its text, every blob reads back, names fit the store's columns.
+
+A file is opened first (``files.opened``: validated, and what a packed one's runs carry read
+in order, ``read_refs``); then any slice of its runs is made rows by itself (``rows_of``), so
+one large file is shared among processes (bundle/pool.py). Every run goes down the same way
+whatever its kind (``_run_rows``): its parts taken from the bundle, its blobs read back or
+compressed (store/codec), its row made (store/packing), its parts checked last
+(store/row_checks).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import itertools
 import json
 import math
 import operator
 import struct
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from ..model import Artifact, Metric, Point, Run, Series, run_uuid
+from ..model import Artifact, Metric, Point, Run, Series
 from ..store import codec
-from ..store.packing import KeptMetrics, Kind, Packed, pack_run, run_row
-from ..store.row_checks import ARTIFACTS, METRICS, check_row, check_series
+from ..store.packing import KeptMetrics, Kind, Packed, run_row
+from ..store.row_checks import check_parts
 from ..vocab.errors import UserError
-from .models import BundleV3, RunBase, RunV3
+from .models import BundleV2, BundleV3, RunBase, RunV2, RunV3
 
-Doc = dict[str, Any]
+#: Three names of a part a run's rows are checked by: an artifact's name, content type and
+#: body; a series' probe, name and unit.
+_Triples = Iterable[tuple[str, str, str]]
 #: The most one blob of a packed run may inflate to: a plain bundle's memory is bounded by
 #: its size, a packed one's by this (a few kilobytes is what runs hold; fio's JSON of a
 #: long run with many jobs a few megabytes).
@@ -104,105 +113,22 @@ def run_of(
 
 
 # ------------------------------------------------------------------------------------------
-# Writing
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def common_doc(run: Run, uuid: str, fingerprint: str) -> Doc:
-    """The fields a run has in plain and packed bundles alike (``RunBase``)."""
-    return {
-        "uuid": uuid,
-        "source_id": run.id,
-        "label": run.label,
-        "recipe": run.point.recipe,
-        "point": dict(run.point.params),
-        "status": run.status,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "batch": run.batch,
-        "repeat_index": run.repeat_index,
-        "error": run.error,
-        "notes": list(run.notes),
-        "fingerprint": fingerprint,
-    }
-
-
-class Writer:
-    """Runs as a packed bundle's runs, one at a time (a bundle is written as a stream), each
-    carrying the documents and metric kinds no run before it carried."""
-
-    def __init__(self) -> None:
-        self._docs: set[str] = set()
-        self._bases: dict[str, tuple[str, str]] = {}  # host → (ref, text) of a whole document
-        self._ids: dict[Kind, int] = {}
-
-    def run_doc(self, run: Run) -> Doc:
-        """``run`` as a packed bundle's run (its uuid ``run_uuid``'s, as a plain bundle's)."""
-        uuid = run_uuid(run)
-        p = pack_run(run if run.uuid == uuid else dataclasses.replace(run, uuid=uuid))
-        row = p.row
-        docs: dict[str, list[str]] = {}
-        env = self._doc(row["env_json"], row["host"], docs)
-        bed = self._doc(row["bed_json"], None, docs)
-        kinds: dict[str, list[str]] = {}
-        ids = []
-        for kind, _ in p.metrics:
-            i = self._ids.get(kind)
-            if i is None:
-                i = self._ids[kind] = len(self._ids) + 1
-                kinds[str(i)] = list(kind)
-            ids.append(i)
-        metrics = None
-        if p.metrics:
-            enc, data = codec.pack_metrics(ids, [v for _, v in p.metrics])
-            metrics = [enc, _b64(data)]
-        return {
-            **common_doc(run, uuid, row["fingerprint"]),
-            "env": env,
-            "bed": bed,
-            "docs": docs,
-            "kinds": kinds,
-            "metrics": metrics,
-            "series": [[s["encoding"], _b64(s["data"])] for s in p.series],
-            "artifacts": [
-                [
-                    a["name"],
-                    a["content_type"],
-                    a["encoding"],
-                    a["body"],
-                    None if a["data"] is None else _b64(a["data"]),
-                ]
-                for a in p.artifacts
-            ],
-        }
-
-    def _doc(self, text: str, host: str | None, docs: dict[str, list[str]]) -> str:
-        """The ref of a document, packed into ``docs`` unless an earlier run carried it; an
-        environment as a delta against its host's last whole one when that is smaller."""
-        ref = codec.doc_ref(text)
-        if ref in self._docs:
-            return ref
-        base = self._bases.get(host) if host is not None else None
-        delta = codec.pack_delta(text, *base) if base is not None else None
-        _, enc, data = delta or codec.pack_doc(text)
-        if delta is None and host is not None:
-            self._bases[host] = (ref, text)
-        docs[ref] = [enc, _b64(data)]
-        self._docs.add(ref)
-        return ref
-
-
-# ------------------------------------------------------------------------------------------
 # Reading
+
+
+@dataclass(frozen=True)
+class Present:
+    """A run of a plain bundle that the store had when its file was opened (``Opened.have``):
+    not packed (the store skips it by its uuid; runs are never removed from a store)."""
+
+    uuid: str
 
 
 @dataclass
 class _Reading:
     """What the runs read so far carried: documents (encoding, data, text) and parsed, metric
-    kinds by id, names checked, uuids."""
+    kinds by id, names checked, uuids; and the first run whose refs could not be read, with
+    why (``read_refs``)."""
 
     docs: dict[str, tuple[str, bytes, str]] = field(default_factory=dict)
     parsed: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -210,41 +136,84 @@ class _Reading:
     doc_from: dict[str, int] = field(default_factory=dict)  # the run each document came with
     kind_from: dict[int, int] = field(default_factory=dict)  # the run each kind came with
     checked: set[tuple[str, ...]] = field(default_factory=set)
-    series: set[tuple[str, str, str]] = field(default_factory=set)
     uuids: dict[str, int] = field(default_factory=dict)
+    failed: tuple[int, UserError] | None = None
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A bundle file opened for import (``files.opened``): its runs validated, its name for
+    messages, and what the rows of any of its runs need besides: what a packed bundle's runs
+    carry (``read_refs``), which of a plain one's runs the store has (``have``). Any slice of
+    its runs is then made rows by itself (``rows_of``): a large file is shared by processes."""
+
+    model: BundleV2 | BundleV3
+    name: str
+    carried: _Reading | None = None
+    have: frozenset[str] = frozenset()
+
+    @property
+    def runs(self) -> int:
+        """How many of its runs are read: all, or up to the first whose refs could not be
+        read (which fails when it is reached: ``rows_of``)."""
+        failed = self.carried.failed if self.carried is not None else None
+        return len(self.model.runs) if failed is None else failed[0] + 1
 
 
 def carried_runs(model: BundleV3, name: str) -> list[Carried]:
     """The runs of a validated packed bundle, each checked (UserError naming ``name``, the
-    run and what is wrong): what each carries for later runs first, then the rest of it."""
-    st = _Reading()
-    out = []
-    for i, r in enumerate(model.runs):
-        with _naming(name, i):
-            _carry_refs(r, st, i)
-            out.append(_carry(r, st, i))
-    return out
+    run and what is wrong): what they carry for later runs first (``read_refs``), then each
+    whole (``rows_of``)."""
+    st = read_refs(model, name)
+    rows = rows_of(Opened(model, name, st))
+    return [
+        Carried(r, p, st.parsed[r.env], st.parsed[r.bed])
+        for r, p in zip(model.runs, rows, strict=True)
+        if isinstance(p, Packed)  # always: a packed bundle's runs are never Present
+    ]
 
 
 def read_refs(model: BundleV3, name: str) -> _Reading:
     """What the runs of a packed bundle carry for later ones (documents, metric kinds, the
-    uuids), checked in order and kept with the run each came with: after it, any run can be
-    checked by itself (``carried_slice``), so a large file is shared among processes."""
+    uuids), checked in order and kept with the run each came with, up to the first run whose
+    refs cannot be read: kept as ``failed``, raised when that run is reached (``rows_of``),
+    so that a run before it that fails is named first, as reading one run at a time names
+    it. After it, any run can be checked by itself."""
     st = _Reading()
     for i, r in enumerate(model.runs):
-        with _naming(name, i):
-            _carry_refs(r, st, i)
+        try:
+            with _naming(name, i):
+                _carry_refs(r, st, i)
+        except UserError as e:
+            st.failed = (i, e)
+            break
     return st
 
 
-def carried_slice(model: BundleV3, name: str, st: _Reading, lo: int, hi: int) -> list[Carried]:
-    """Runs ``lo``..``hi``-1 of a packed bundle checked, ``read_refs`` having read what
-    all of them carry: each run sees only what it or a run before it carried."""
-    out = []
-    for i in range(lo, hi):
-        with _naming(name, i):
-            out.append(_carry(model.runs[i], st, i))
+def rows_of(f: Opened, lo: int = 0, hi: int | None = None) -> list[Packed | Present]:
+    """Runs ``lo``..``hi``-1 of an opened bundle (to its last read: ``hi`` None) as the
+    store's rows, in order, each in one pass down (``_run_rows``); a plain run the store has
+    is ``Present``. A packed run's error names the bundle and the run (``runs[i].``), a
+    plain one's the run (``run <uuid>``), as they always did."""
+    st = f.carried if f.carried is not None else _Reading()
+    out: list[Packed | Present] = []
+    for i in range(lo, f.runs if hi is None else hi):
+        if st.failed is not None and st.failed[0] == i:
+            raise st.failed[1]
+        r = f.model.runs[i]
+        if r.uuid in f.have:
+            out.append(Present(r.uuid))
+            continue
+        with _naming(f.name, i) if isinstance(r, RunV3) else nullcontext():
+            out.append(_run_rows(r, st, i))
     return out
+
+
+def plain_rows(r: RunV2, checked: set[tuple[str, ...]] | None = None) -> Packed:
+    """A plain bundle's run as the store's rows: the rows ``pack_run(to_run(r))`` gives,
+    without building the ``Run`` (tests/unit/test_bundle.py checks they are the same).
+    ``checked``: as ``pack_run``'s."""
+    return _run_rows(r, _Reading(checked=set() if checked is None else checked), 0)
 
 
 @contextmanager
@@ -268,7 +237,7 @@ def _bytes(b64: str, where: str) -> bytes:
 def _carry_refs(r: RunV3, st: _Reading, i: int) -> None:
     """What run ``i`` carries for itself and later runs: its uuid, metric kinds and documents
     (the documents read back last, in store/codec: a later run's delta may need their text;
-    the kinds' names are checked with the rest of the run, ``_carry``)."""
+    the kinds' names are checked with the rest of the run, ``_run_rows``)."""
     if r.uuid in st.uuids:
         raise ValueError(f"uuid: {r.uuid} repeats runs[{st.uuids[r.uuid]}]")
     st.uuids[r.uuid] = i
@@ -286,14 +255,36 @@ def _carry_refs(r: RunV3, st: _Reading, i: int) -> None:
         st.doc_from[ref] = i
 
 
-def _carry(r: RunV3, st: _Reading, i: int) -> Carried:
-    """Run ``i`` decoded whole, in one pass down: its documents parsed and its blobs' bytes
-    taken (here), every blob read back at once (``_decoded``: store/codec), then its rows
-    made and checked (store/packing, store/row_checks), nothing called back."""
-    env, bed = _parsed(r.env, "env", st, i), _parsed(r.bed, "bed", st, i)
-    blobs = _blobs(r)
-    d = _decoded(r, st, i, blobs)
-    metrics = d.metrics if d.kept is None else KeptMetrics(st.kinds, d.kept)
+def _run_rows(r: RunV2 | RunV3, st: _Reading, i: int) -> Packed:
+    """Run ``i`` as the store's rows, in one pass down and in one order whatever its kind,
+    nothing called back: its parts taken from the bundle (a packed run's documents parsed and
+    its blobs' bytes taken, here), its blobs read back (``_decoded``) or compressed, in one
+    stay in store/codec; its row made (store/packing); its parts checked last
+    (store/row_checks), once the blobs tell them all (a packed run's series names)."""
+    names: Sequence[str] = ()  # a packed run's metrics' names: looked at as they were read back
+    kinds: Iterable[Kind]
+    named: _Triples  # the series' probe, name and unit
+    kept: tuple[tuple[int, ...], str, bytes] | None = None
+    docs: dict[str, tuple[str, bytes]] | None = None
+    if isinstance(r, RunV3):
+        env, bed = _parsed(r.env, "env", st, i), _parsed(r.bed, "bed", st, i)
+        blobs = _blobs(r)
+        d = _decoded(r, st, i, blobs)
+        artifacts, series, pairs, kept = d.artifacts, d.series, d.metrics, d.kept
+        texts = ("", "")  # the documents kept by ref
+        docs = {ref: st.docs[ref][:2] for ref in d.refs}
+        kinds, named = r.kinds.values(), d.names  # the kinds it carries: checked by the run that brings them
+        bodies = [(a["name"], a["content_type"], a["body"]) for a in d.artifacts]
+    else:
+        env, bed = r.env, r.bed
+        artifacts, series = codec.pack_blobs(r.artifacts, r.series)
+        # + 0.0: -0.0 becomes 0.0, as a Run's rows keep it (store.packing.pack_run)
+        pairs = [((m.name, m.unit, m.direction), float(m.value) + 0.0) for m in r.metrics]
+        texts = (json.dumps(env, sort_keys=True, default=str), json.dumps(bed, sort_keys=True, default=str))
+        names, kinds = [m.name for m in r.metrics], [k for k, _ in pairs]
+        named = [(s.probe, s.name, s.unit) for s in r.series]
+        bodies = [(a.name, a.content_type, a.body) for a in r.artifacts]
+    metrics = pairs if kept is None else KeptMetrics(st.kinds, kept)
     row = run_row(
         r.uuid,
         Point(r.recipe, r.point),
@@ -303,25 +294,12 @@ def _carry(r: RunV3, st: _Reading, i: int) -> Carried:
         env,
         bed,
         r.notes,
-        ("", ""),
+        texts,
     )
-    row["env_ref"], row["bed_ref"] = r.env, r.bed
-    what = f"run {r.uuid}"
-    for kind in r.kinds.values():
-        if ("metric", *kind) not in st.checked:
-            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), what)
-            st.checked.add(("metric", *kind))
-    for a in d.artifacts:
-        if ("artifact", a["name"], a["content_type"]) not in st.checked:  # names once a bundle
-            check_row(ARTIFACTS, {"name": a["name"], "content_type": a["content_type"]}, what)
-            st.checked.add(("artifact", a["name"], a["content_type"]))
-        if a["body"]:  # the body each time
-            check_row(ARTIFACTS, {"body": a["body"]}, what)
-    for probe, name, unit in d.names - st.series:
-        check_series(probe, name, unit, what)
-        st.series.add((probe, name, unit))
-    packed = Packed(row, metrics, d.artifacts, d.series, {ref: st.docs[ref][:2] for ref in d.refs}, d.kept)
-    return Carried(r, packed, env, bed)
+    check_parts(f"run {r.uuid}", names, kinds, bodies, named, st.checked)
+    if docs is not None:
+        row["env_ref"], row["bed_ref"] = r.env, r.bed
+    return Packed(row, metrics, artifacts, series, docs, kept)
 
 
 @dataclass(frozen=True)

@@ -1,212 +1,69 @@
-"""Bundle files read, checked and packed into the store's rows on every CPU: a file a worker
-process (reading and packing hold the GIL; zlib alone would not fill a second CPU), the
-rows sent back, a file at a time in order, to the one process that writes them while the
-next files are read (``iowall import``: in one transaction, committed once every file
-was read and found valid). A plain bundle's runs the store has already are not packed
-(``Present``): importing again costs the reading only."""
+"""The plan of an import's reading: which bundle files are read where, in which parts. Each
+file is read, checked and packed into the store's rows on a worker process, one a CPU
+(reading and packing hold the GIL; zlib alone would not fill a second CPU); one large file
+is parsed here and its runs shared among the workers by slices. The rows come back, a part
+at a time in order, to the one process that writes them while the next parts are read
+(``iowall import``: in one transaction, committed once every file was read and found valid).
+A plain bundle's runs the store has already are not packed (``Present``): importing again
+costs the reading only. The processes are ``bundle/workers.py``'s, started once."""
 
 from __future__ import annotations
 
-import functools
-import multiprocessing
 import os
-import signal
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from ..machine.dirs import redact_url
 from ..model import Run
 from ..store.gcpause import gc_paused
 from ..store.packing import Packed
-from ..store.reader import Reader, connect_pg, connect_sqlite, sqlite_file
-from ..store.rows import uuids_in
-from ..vocab.errors import UserError
-from .files import Item, items_of, pack_item, read_model, read_models
-from .models import BundleV3
-from .packed import Carried, carried_runs, carried_slice, read_refs
+from .files import opened
+from .packed import Opened, Present, rows_of
+from .workers import Parts, started
 
-#: One file of at least this many bytes is parsed here and shared among the workers by slices
-#: (``_one_file_shared``); a smaller one is read whole by one worker.
+#: One file of at least this many bytes is parsed here (a packed one's runs then shared among
+#: the workers by slices); a smaller one is read whole by one worker.
 PARALLEL_MIN_BYTES = 8 << 20
-
-#: What ``packed_parts`` gives: each file's (or slice's) bytes and its runs as rows.
-Part = tuple[float, list["Packed | Present"]]
-
-
-@dataclass(frozen=True)
-class Present:
-    """A run of a plain bundle that the store had when its file was read: not packed (the
-    store skips it by its uuid; runs are never removed from a store)."""
-
-    uuid: str
-
-
-@dataclass
-class Parts:
-    """The parts being read (``packed_parts``): an iterator whose ``close`` stops the workers
-    (``pool``) and drops what is not read yet, also when no part was asked for. Plain data
-    with its fields (no ``__init__`` of its own): made where the parts are, it calls nothing."""
-
-    _parts: Iterator[Part]
-    _pool: ProcessPoolExecutor | None = None
-
-    def __iter__(self) -> Parts:
-        return self
-
-    def __next__(self) -> Part:
-        return next(self._parts)
-
-    def close(self) -> None:
-        try:
-            close = getattr(self._parts, "close", None)
-            if close is not None:
-                close()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
+#: The runs a worker checks at a time when one large packed file is shared among the CPUs.
+SLICE = 500
 
 
 def packed_parts(paths: Sequence[str], workers: int | None = None, url: str | None = None) -> Parts:
-    """The runs of the bundle files ``paths``, in order, as rows to write (``pack_item``), a
+    """The runs of the bundle files ``paths``, in order, as rows to write (``rows_of``), a
     list a file (a slice of one, below), each with the bytes of file it stands for (what a
-    progress bar counts). With two CPUs or more the reading starts now, on ``workers``
-    processes (by default one a CPU this process may run on, no more than there are files),
+    progress bar counts). The plan is made first, and the reading started once
+    (``workers.started``): with two CPUs or more the reading starts now, on ``workers``
+    processes (by default one a CPU this process may run on, no more than there are parts),
     so that the caller can do its own start meanwhile (``iowall import`` imports its writer
-    and opens the store): one large file is parsed here and its slices shared
-    (``_one_file_shared``). Stdin (``-``), or one CPU: read here as asked. A plain run the
-    store at ``url`` has is ``Present``. A file that fails raises its UserError where its
-    list would come; ``close`` cancels what is not read yet."""
+    and opens the store). One large file is opened here first (``files.opened``: parsed,
+    what its runs carry read): a packed one of 2 x SLICE runs or more is shared by slices of
+    SLICE runs, any other read here in one pass (a plain file's parse is most of its cost:
+    sharing its slices gained nothing). Stdin (``-``), or one CPU: read here as asked. A
+    plain run the store at ``url`` has is ``Present``. A file that fails raises its
+    UserError where its list would come (a run of the shared file: the first in order, as
+    one process reading it names it); ``close`` cancels what is not read yet."""
     n = workers or len(os.sched_getaffinity(0))  # the CPUs this process may run on
     sizes = [file_bytes(p) for p in paths]
-    read = functools.partial(_packed, url=url)
-    if n < 2 or "-" in paths:
-        return Parts((size, read(path)) for size, path in zip(sizes, paths, strict=True))
-    if len(paths) == 1 and sizes[0] >= PARALLEL_MIN_BYTES:
-        return _one_file_shared(paths[0], sizes[0], n, url)
-    return _started(min(n, len(paths)), read, [(path,) for path in paths], sizes)
+    here = n < 2 or "-" in paths
+    one = opened(paths[0], url) if not here and len(paths) == 1 and sizes[0] >= PARALLEL_MIN_BYTES else None
+    calls: list[tuple[str, int, int | None, str | None]] = [(path, 0, None, url) for path in paths]
+    parts: list[float] = [*sizes]
+    if one is not None and one.carried is not None and one.runs >= 2 * SLICE:  # by slices
+        bounds = [(lo, min(lo + SLICE, one.runs)) for lo in range(0, one.runs, SLICE)]
+        calls = [(paths[0], lo, hi, url) for lo, hi in bounds]
+        parts = [sizes[0] * (hi - lo) / one.runs for lo, hi in bounds]
+    elif one is not None:  # plain, or too few runs to share: read here, one pass anyway
+        here = True
+    return started(0 if here else min(n, len(calls)), _part, calls, parts, one)
 
 
-def _started(
-    workers: int,
-    fn: Callable[..., list[Packed | Present]],
-    calls: Sequence[tuple[Any, ...]],
-    sizes: Sequence[float],
-) -> Parts:
-    """``fn`` of each of ``calls`` submitted to ``workers`` forked processes (the modules
-    imported once, in this process), their results the parts, each with its bytes of
-    ``sizes``. Ctrl-C is held while they are forked (at the first submit; the pool's threads,
-    started then, keep it held, so it comes to this thread) and raised after: arriving during
-    a fork, it was lost in the at-fork hooks ("Exception ignored in: _releaseLock") and the
-    import went on to the end."""
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_sigint
-    )
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        futures = [pool.submit(_interruptible, fn, *c) for c in calls]
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held meanwhile is raised here
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    return Parts(((size, f.result()) for size, f in zip(sizes, futures, strict=True)), pool)
-
-
-def _ignore_sigint() -> None:
-    """A worker leaves Ctrl-C (SIGINT, which a terminal sends to every process of the
-    command) to the process that reads its results, but for while it reads a file: an idle
-    worker interrupted printed a traceback before ``iowall: interrupted``, and one interrupted
-    while it sent a result could leave the rest of it unsent, the reader waiting for it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held while it was forked
-
-
-def _interruptible(fn: Callable[..., list[Packed | Present]], *args: Any) -> list[Packed | Present]:
-    """``fn(*args)`` on a worker, Ctrl-C ending it (its future's KeyboardInterrupt, sent back
-    quietly) as it would end this process: a worker blocked on a pipe that is not written
-    is let go too."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return fn(*args)
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _packed(path: str, url: str | None = None) -> list[Packed | Present]:
+def _part(
+    shared: Opened | None, path: str, lo: int, hi: int | None, url: str | None
+) -> list[Packed | Present]:
+    """Runs ``lo``..``hi``-1 of bundle file ``path`` (all: ``hi`` None) as rows, on a worker or
+    here: the file opened already (``shared``: the one large file of ``packed_parts``), or
+    opened now."""
     with gc_paused():
-        return _rows(read_models(path), url)
-
-
-def _rows(items: list[Item], url: str | None) -> list[Packed | Present]:
-    checked: set[tuple[str, ...]] = set()
-    plain = [x.uuid for x in items if not isinstance(x, Carried)]
-    have = stored_uuids(url, plain) if url and plain else set()
-    return [
-        Present(x.uuid) if not isinstance(x, Carried) and x.uuid in have else pack_item(x, checked)
-        for x in items
-    ]
-
-
-#: The runs a worker checks at a time when one large packed file is shared among the CPUs.
-SLICE = 500
-#: The file being shared (its model, name and what its runs carry), set before the workers
-#: are forked: they find it here, copied with the process, not sent to each of them.
-_SHARED: tuple[BundleV3, str, Any] | None = None
-
-
-def _one_file_shared(path: str, size: int, workers: int, url: str | None) -> Parts:
-    """One large bundle file: parsed here, and what its runs carry for later ones read in
-    order (``read_refs``); then its runs checked in slices on ``workers`` processes. A
-    failing run is named as one process reading the file would name it: the first in order."""
-    global _SHARED
-    model, name = read_model(path)
-    if not isinstance(model, BundleV3) or len(model.runs) < 2 * SLICE:
-        items = items_of(model, name)  # a plain file: one pass anyway
-        return Parts(iter([(size, _rows(items, url))]))
-    try:
-        carried = read_refs(model, name)
-    except UserError:
-        carried_runs(model, name)  # a run before the one that failed may fail first
-        raise
-    runs = len(model.runs)
-    slices = [(lo, min(lo + SLICE, runs)) for lo in range(0, runs, SLICE)]
-    _SHARED = (model, name, carried)
-    try:
-        return _started(
-            min(workers, len(slices)), _slice, slices, [size * (hi - lo) / runs for lo, hi in slices]
-        )
-    finally:
-        _SHARED = None  # the workers have it: forked when the first slice was submitted
-
-
-def _slice(lo: int, hi: int) -> list[Packed | Present]:
-    assert _SHARED is not None, "a worker forked before the file was shared"
-    with gc_paused():
-        return [c.packed for c in carried_slice(*_SHARED, lo, hi)]
-
-
-def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set[str]:
-    """Which of ``uuids`` the store at ``url`` holds, read on a connection of this process's
-    own; none when there is no store there yet (this creates nothing). A store that cannot be
-    read gives none too (a worker's shortcut: the import that follows says why), or with
-    ``strict`` a UserError saying why."""
-    path = sqlite_file(url)
-    if path is not None and not os.path.exists(path):
-        return set()
-    con: Any = None
-    try:
-        con = connect_sqlite(path) if path is not None else connect_pg(url)
-        return uuids_in(Reader(con, "sqlite" if path is not None else "postgresql"), uuids)
-    except Exception as e:  # noqa: BLE001 - the driver's errors, whichever the driver
-        new = getattr(e, "sqlstate", None) == "42P01" or "no such table" in str(e)  # no tables yet
-        if strict and not new:
-            raise UserError(f"cannot read {redact_url(url)}: {str(e).strip().splitlines()[0]}") from None
-        return set()
-    finally:
-        if con is not None:
-            con.close()
+        f = shared if shared is not None else opened(path, url)
+        return rows_of(f, lo, hi)
 
 
 def plan_import(stored: set[str], runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:

@@ -11,7 +11,7 @@ import json
 import struct
 import zlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..model import Series
 
@@ -123,6 +123,17 @@ def metrics_columns(
     return got[:n], got[n:]
 
 
+class ArtifactLike(Protocol):
+    """An artifact as ``Artifact`` holds it, or as a bundle's model does."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
 class SeriesLike(Protocol):
     """A series as ``Series`` holds it, or as a bundle's model does (samples as lists)."""
 
@@ -140,6 +151,32 @@ def pack_series(series: Sequence[SeriesLike]) -> tuple[str, bytes]:
     """(encoding, data) holding every series of a run."""
     doc = [[s.probe, s.name, s.unit, [list(p) for p in s.samples]] for s in series]
     return JSON_ZLIB, zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 9)
+
+
+def pack_blobs(
+    artifacts: Sequence[ArtifactLike], series: Sequence[SeriesLike]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A run's artifacts and series as the rows that keep them (their run_id set on insert):
+    each body compressed unless that gains nothing (``pack_body``), every series in one row
+    (``pack_series``)."""
+    arts = []
+    for a in artifacts:
+        enc, body, data = pack_body(a.body)
+        arts.append(
+            {
+                "run_id": 0,
+                "name": a.name,
+                "content_type": a.content_type,
+                "body": body,
+                "encoding": enc,
+                "data": data,
+            }
+        )
+    rows = []
+    if series:
+        enc, data = pack_series(series)
+        rows.append({"run_id": 0, "encoding": enc, "data": data})
+    return arts, rows
 
 
 def unpack_series(encoding: str, data: bytes) -> tuple[Series, ...]:

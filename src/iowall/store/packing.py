@@ -1,4 +1,4 @@
-"""A run as the rows the store keeps, checked and compressed without a database: what a
+"""A run as the rows the store keeps, compressed and checked without a database: what a
 single insert (``Store.add_runs``) and a batched one (``store.ingest``) share. The parts that
 depend on what is stored already (the environment's delta base, metric kind ids) are left to
 the caller, inside its transaction."""
@@ -10,12 +10,11 @@ import operator
 import uuid as uuidlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ..model import Point, Run, fingerprint
-from ..vocab.errors import UserError
 from . import codec
-from .row_checks import ARTIFACTS, METRICS, RUNS, check_row, check_series
+from .row_checks import RUNS, check_parts, check_row
 
 #: A metric kind: (name, unit, direction).
 Kind = tuple[str, str, str]
@@ -87,105 +86,35 @@ class Packed:
         return str(self.row["uuid"])
 
 
-class _Metric(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def value(self) -> float: ...
-    @property
-    def unit(self) -> str: ...
-    @property
-    def direction(self) -> str: ...
-
-
-class _Artifact(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def content_type(self) -> str: ...
-    @property
-    def body(self) -> str: ...
-
-
 def pack_run(run: Run, checked: set[tuple[str, ...]] | None = None) -> Packed:
-    """``run`` as rows, every value checked against what every backend holds (UserError
-    naming the run otherwise). ``checked``: metric kinds and series names known to fit,
-    skipped and added to (a batch of runs shares a few hundred: each checked once)."""
-    return pack_parts(
-        run.uuid,
+    """``run`` as rows, in the order every run is packed in (a bundle's run too, in
+    bundle/packed.py): its blobs compressed (store/codec), its ``runs`` row made and checked
+    (``run_row``), then its parts checked against what every backend holds (``check_parts``);
+    UserError naming the run. ``checked``: metric kinds, artifact and series names known to
+    fit, skipped and added to (a batch of runs shares a few hundred: each checked once)."""
+    artifacts, series = codec.pack_blobs(run.artifacts, run.series)
+    row = run_row(
+        run.uuid or str(uuidlib.uuid4()),
         run.point,
-        run.label,
-        run.status,
-        run.batch,
+        (run.label, run.status, run.batch, run.error),
         run.repeat_index,
         (run.started_at, run.finished_at),
         run.env,
         run.bed,
-        run.error,
         run.notes,
-        run.metrics,
-        run.artifacts,
-        run.series,
-        checked,
+        (json.dumps(run.env, sort_keys=True, default=str), json.dumps(run.bed, sort_keys=True, default=str)),
     )
-
-
-def pack_parts(
-    uuid: str,
-    point: Point,
-    label: str,
-    status: str,
-    batch: str,
-    repeat_index: int,
-    times: tuple[float, float],
-    env: Mapping[str, Any],
-    bed: Mapping[str, Any],
-    error: str,
-    notes: Sequence[str],
-    metrics: Sequence[_Metric],
-    artifacts: Sequence[_Artifact],
-    series: Sequence[codec.SeriesLike],
-    checked: set[tuple[str, ...]] | None = None,
-) -> Packed:
-    """A run's parts as rows (``pack_run``): from a ``Run``, or straight from the models a
-    bundle was validated into (bundle/files.py: no ``Run`` built on the way, the same rows)."""
-    row = run_row(
-        uuid or str(uuidlib.uuid4()),
-        point,
-        (label, status, batch, error),
-        repeat_index,
-        times,
-        env,
-        bed,
-        notes,
-        (json.dumps(env, sort_keys=True, default=str), json.dumps(bed, sort_keys=True, default=str)),
-    )
-    what = f"run {row['uuid']}"
-    names = [m.name for m in metrics]
-    if len(set(names)) != len(names):
-        dup = next(n for i, n in enumerate(names) if n in names[:i])
-        raise UserError(f"{what}: metric {dup!r} appears twice")
-    seen = checked if checked is not None else set()
     # + 0.0: -0.0 becomes 0.0, as 0003's rows kept it (SQLite's REAL dropped the sign)
-    mets: list[tuple[Kind, float]] = [((m.name, m.unit, m.direction), float(m.value) + 0.0) for m in metrics]
-    for kind, _ in mets:
-        if ("metric", *kind) not in seen:
-            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), what)
-            seen.add(("metric", *kind))
-    arts = [{"run_id": 0, "name": a.name, "content_type": a.content_type, "body": a.body} for a in artifacts]
-    for a in arts:
-        check_row(ARTIFACTS, a, what)
-    for s in series:
-        if ("series", s.probe, s.name, s.unit) not in seen:
-            check_series(s.probe, s.name, s.unit, what)
-            seen.add(("series", s.probe, s.name, s.unit))
-    for a, art in zip(arts, artifacts, strict=True):  # kept compressed (codec)
-        a["encoding"], a["body"], a["data"] = codec.pack_body(art.body)
-    sers = []
-    if series:
-        enc, data = codec.pack_series(series)
-        sers.append({"run_id": 0, "encoding": enc, "data": data})
-    return Packed(row, mets, arts, sers)
+    metrics = [((m.name, m.unit, m.direction), float(m.value) + 0.0) for m in run.metrics]
+    check_parts(
+        f"run {row['uuid']}",
+        [m.name for m in run.metrics],
+        [kind for kind, _ in metrics],
+        [(a.name, a.content_type, a.body) for a in run.artifacts],
+        [(s.probe, s.name, s.unit) for s in run.series],
+        checked if checked is not None else set(),
+    )
+    return Packed(row, metrics, artifacts, series)
 
 
 def run_row(

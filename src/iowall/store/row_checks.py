@@ -4,7 +4,7 @@ VARCHAR, a NUL character, an integer past 32 bits) is refused the same way on bo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,3 +102,37 @@ def _refuse(where: str, value: str, length: int | None) -> None:
 def check_series(probe: str, name: str, unit: str, what: str) -> None:
     """UserError when a series' probe, name or unit does not fit (check_row's rules)."""
     check_row(SERIES, {"probe": probe, "name": name, "unit": unit}, what)
+
+
+def check_parts(
+    what: str,
+    names: Sequence[str],
+    kinds: Iterable[tuple[str, str, str]],
+    artifacts: Iterable[tuple[str, str, str]],
+    series: Iterable[tuple[str, str, str]],
+    seen: set[tuple[str, ...]],
+) -> None:
+    """UserError naming ``what`` when a run's parts cannot be stored, the last step of packing
+    any run (its ``runs`` row was checked as it was made, ``store.packing.run_row``): its
+    metric ``names`` repeat (a packed run's were looked at as its metrics were read back:
+    none given), or a metric kind (name, unit, direction), an artifact (name, content type,
+    body) or a series' names (probe, name, unit) do not fit (``check_row``). A kind, an
+    artifact's names and a series' names are checked once for all the runs that share
+    ``seen`` (a batch shares a few hundred), an artifact's body every time."""
+    if len(set(names)) != len(names):
+        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        raise UserError(f"{what}: metric {dup!r} appears twice")
+    for kind in kinds:
+        if ("metric", *kind) not in seen:
+            check_row(METRICS, dict(zip(("name", "unit", "direction"), kind, strict=True)), what)
+            seen.add(("metric", *kind))
+    for name, content_type, body in artifacts:
+        if ("artifact", name, content_type) not in seen:
+            check_row(ARTIFACTS, {"name": name, "content_type": content_type}, what)
+            seen.add(("artifact", name, content_type))
+        if body:
+            check_row(ARTIFACTS, {"body": body}, what)
+    for probe, name, unit in series:
+        if ("series", probe, name, unit) not in seen:
+            check_series(probe, name, unit, what)
+            seen.add(("series", probe, name, unit))

@@ -6,16 +6,18 @@ the store."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from ..machine.dirs import redact_url
 from ..model import Artifact, Metric, Point, Run, Series
 from ..vocab.errors import UserError
 from . import codec
 from .gcpause import gc_paused
-from .reader import Reader, in_list
+from .reader import Reader, connect_pg, connect_sqlite, in_list, sqlite_file
 
 #: What may follow a kernel selector in a release it matches: ``6.18`` matches ``6.18.44``,
 #: ``6.18-rc1`` and ``6.18+``, never ``6.180``.
@@ -159,6 +161,29 @@ def uuids_in(db: Reader, uuids: Sequence[str]) -> set[str]:
         of = db.where_in("uuid", "u", uuids[i : i + CHUNK], p)
         found.update(u for (u,) in db.all("SELECT uuid FROM runs WHERE " + of, p))
     return found
+
+
+def stored_uuids(url: str, uuids: Sequence[str], *, strict: bool = False) -> set[str]:
+    """Which of ``uuids`` the store at ``url`` holds, read on a connection of this process's
+    own (an import's worker asks before it packs a plain bundle's runs); none when there is
+    no store there yet (this creates nothing). A store that cannot be read gives none too (a
+    worker's shortcut: the import that follows says why), or with ``strict`` a UserError
+    saying why."""
+    path = sqlite_file(url)
+    if path is not None and not os.path.exists(path):
+        return set()
+    con: Any = None
+    try:
+        con = connect_sqlite(path) if path is not None else connect_pg(url)
+        return uuids_in(Reader(con, "sqlite" if path is not None else "postgresql"), uuids)
+    except Exception as e:  # noqa: BLE001 - the driver's errors, whichever the driver
+        new = getattr(e, "sqlstate", None) == "42P01" or "no such table" in str(e)  # no tables yet
+        if strict and not new:
+            raise UserError(f"cannot read {redact_url(url)}: {str(e).strip().splitlines()[0]}") from None
+        return set()
+    finally:
+        if con is not None:
+            con.close()
 
 
 def chunks(xs: list[int], n: int = CHUNK) -> Iterable[list[int]]:
