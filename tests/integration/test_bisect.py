@@ -22,7 +22,21 @@ from tests.conftest import iowall, needs_root
 
 from .test_ab import KERNELS, OLD, no_guest_left  # noqa: F401  (a fixture)
 
-pytestmark = [needs_root, pytest.mark.slow]
+#: Opt-in: the case boots four to six emulated guests (150-200 s each beside the suite's
+#: other work): 10 to 20 minutes, past pytest's 600 s and the suite's 25-minute budget
+#: (measured in make test, 2026-11-29: timed out at 600 s in phase 1). Run it with
+#: IOWALL_TEST_BISECT_GUESTS=1 (docs/testing.md); the benchmark in docs/bisect.md is its
+#: eight-candidate form.
+OPT_IN = "IOWALL_TEST_BISECT_GUESTS"
+
+pytestmark = [
+    needs_root,
+    pytest.mark.slow,
+    pytest.mark.timeout(3600),
+    pytest.mark.skipif(
+        os.environ.get(OPT_IN) != "1", reason=f"boots 4-6 emulated guests (10-20 min): set {OPT_IN}=1"
+    ),
+]
 
 PLAN = """label = "bisect-tiny"
 repeat = 3
