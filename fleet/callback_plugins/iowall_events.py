@@ -10,6 +10,7 @@ failures, ``msg``: the most telling line of what went wrong (``stdout`` for succ
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 from ansible.plugins.callback import CallbackBase
@@ -29,12 +30,27 @@ def _lines(value):
     return [s.strip() for s in str(value or "").splitlines() if s.strip()]
 
 
+def _said(lines):
+    """The lines a command said, without iowall's progress lines ("… — 50% done, 2 s in"):
+    the last line of a killed run is its progress, which says nothing of what went wrong."""
+    return [s for s in lines if "% done" not in s]
+
+
 def _msg(result):
-    """What went wrong, in one line: the command's last stderr line, else Ansible's msg."""
+    """What went wrong, in one line: a signal that killed the command (with its last line),
+    else the command's last stderr line, else Ansible's msg."""
     r = result._result
+    rc = r.get("rc")
+    if isinstance(rc, int) and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        last = _said(_lines(r.get("stderr")))
+        return f"killed by {name}" + (f"; its last line: {last[-1]}" if last else "")
     for key in ("stderr", "module_stderr", "stdout"):
-        lines = _lines(r.get(key))
-        if lines and (key != "stdout" or r.get("rc")):
+        lines = _said(_lines(r.get(key)))
+        if lines and (key != "stdout" or rc):
             return lines[-1]
     for item in r.get("results", []) or []:
         if isinstance(item, dict) and item.get("failed"):

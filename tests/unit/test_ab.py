@@ -23,7 +23,7 @@ from iowall.ab.rounds import (
     run_rounds,
     side_runs,
 )
-from iowall.ab.summary import _kernel_lines, flame_pair
+from iowall.ab.summary import _kernel_lines, ab_report, flame_pair
 from iowall.actions.ab import _labels
 from iowall.analysis.regress.compare import Side, compare
 from iowall.model import PROFILE_ARTIFACT, Artifact, Metric, Point, Run
@@ -219,6 +219,25 @@ def test_a_boot_that_dies_before_the_command_is_booted_again(tmp_path: Path) -> 
     head = "\n".join(_kernel_lines(_cfg(tmp_path), recs))
     assert "B did not reach the guest command in 1 of 3 boots: round 2 (booted again)" in head
     assert "A did not" not in head
+
+
+def test_a_boot_booted_again_is_no_failure_but_a_guest_that_died_is() -> None:
+    """`ab`'s outcome (its exit code): the failed run of a boot that was booted again (an
+    early panic under emulation) does not make it exit 1; a boot that died after its
+    command started does."""
+    from iowall.ab.summary import _outcome
+
+    def run(i: int, status: str) -> Run:
+        return dataclasses.replace(Run(Point("r", {}), "a", status, 1.0, 2.0), id=i)  # type: ignore[arg-type]
+
+    def rec(ok: bool, ids: tuple[int, ...], retried: bool = False) -> BootRecord:
+        return BootRecord(1, "A", "a", ok, not retried, 3.0, None, ids, "" if ok else "died", retried=retried)
+
+    again = [rec(False, (7,), retried=True), rec(True, (8,))]
+    assert _outcome(again, [run(7, "failed"), run(8, "ok")]).exit_code == 0
+    died = [rec(False, (8, 9))]
+    o = _outcome(died, [run(8, "ok"), run(9, "failed")])
+    assert (o.measured, o.failed, o.exit_code) == (1, 1, 1)
 
 
 def test_what_is_not_booted_again(tmp_path: Path) -> None:
@@ -433,6 +452,11 @@ def test_a_guest_killed_mid_run_leaves_its_measured_runs_to_the_host(
     assert sorted(r.status for r in kept) == ["failed", "ok", "ok"]
     assert {r.metric("x") for r in kept if r.status == "ok"} == {1.0, 2.0}
     assert len({r.uuid for r in kept}) == 3
+    # and `ab` says so to CI: a guest that died mid-run is a failed run, exit 1
+    report = ab_report(cfg, records, side_runs(store, records, cfg.labels), emulated=True)
+    o = report.data["outcome"]
+    assert o["failed"] >= 1 and o["measured"] >= 2 and o["exit_code"] == 1, o
+    assert any("did not measure" in line for line in report.tail), report.tail
 
 
 def test_a_guest_whose_run_exits_1_ran_to_its_end() -> None:

@@ -10,7 +10,7 @@ from ..analysis.explain.run import explain_points
 from ..analysis.regress.compare import CompareResult, Side, compare
 from ..model import MEASURED_STATUSES, Run, primary_metric
 from ..probes.profile import ARTIFACT
-from ..results import Report, Section, Table
+from ..results import Outcome, Report, Section, Table
 from .rounds import SIDES, AbConfig, BootRecord, own_options
 
 EMULATED = (
@@ -123,6 +123,8 @@ def ab_report(
     else:
         notes.append("no compare: a side has no completed run")
     ids = tuple(r.id for r in (*a, *b) if r.id is not None)
+    o = _outcome(records, (*a, *b))
+    said = o.sentence()
     return Report(
         kind="ab",
         name="ab",
@@ -139,4 +141,20 @@ def ab_report(
             for lab, rs in zip(cfg.labels, (a, b), strict=True)
         ),
         compare=cmp,
+        data={"outcome": o.to_json()},
+        tail=(said,) if said else (),
+    )
+
+
+def _outcome(records: Sequence[BootRecord], runs: Sequence[Run]) -> Outcome:
+    """The runs' outcome (``results.Outcome``): a boot that failed is a failed run (stored as
+    one), unless it was booted again (a panic in early boot under emulation, said in the
+    notes and the boots' table), so that `ab` exits 1 when a guest died mid-run or a point
+    of its plan failed."""
+    again = {i for r in records if r.retried for i in r.run_ids}
+    kept = [r for r in runs if r.id not in again]
+    return Outcome(
+        sum(r.status in MEASURED_STATUSES for r in kept),
+        sum(r.status == "failed" for r in kept),
+        sum(r.status == "interrupted" for r in kept),
     )

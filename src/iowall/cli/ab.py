@@ -10,7 +10,7 @@ import typer
 
 from ..actions.ab import run_ab
 from ..report.emit import emit
-from .options import DbOpt, HoldMemoryOpt, OutputOpt, ReportFormat, ReportFormatOpt
+from .options import DbOpt, HoldMemoryOpt, OutputOpt, ReportFormat, ReportFormatOpt, failed_exit
 
 
 def _say(text: str) -> None:
@@ -93,3 +93,4 @@ def ab(
     emit(report, fmt, output)
     if report.compare is None:
         raise typer.Exit(1)  # a side has no completed run: nothing was compared
+    failed_exit(report)  # a guest died mid-run, or a point of its plan failed
