@@ -8,7 +8,11 @@ Faults: the store's filesystem filling (a 9 MiB tmpfs, dd'd full), the suite's o
 PostgreSQL stopped and started again (down 1-5 s), SIGKILL of iowall's whole process group,
 the bed's filesystem filling (fio's own ENOSPC), and with ``--faults guest`` a guest of
 `iowall ab` killed mid-run (its qemu SIGKILLed within 8 s of its first measured run; one
-kernel against itself, emulated, one round: about 4 minutes a trial). Each `run` trial: a
+kernel against itself, emulated, one round: about 4 minutes a trial) and with ``--faults
+fleet`` a fleet host killed mid-run (one host, a network namespace reached by ansible-core
+over SSH as in the suite, tests/fleet_hosts.py; its `iowall run` SIGKILLed within 6 s of its
+first measured run, then the fleet run again: 2-3 minutes a trial, the host's install
+included). Each `run` trial: a
 plan of two points, three rounds; the fault at a uniform moment within 6 s of the job's
 store being opened; then `iowall recover` (a killed job's bed) and `iowall runs` (imports
 what the spool holds).
@@ -17,9 +21,9 @@ Counting: *measured* is every uuid seen in the spool (polled every 10 ms: a run 
 the moment it is measured, before the store is asked; a guest's spool is in its boot's
 shared directory), in the store or imported; a run spooled and stored within one poll is
 counted from the store. *lost* = measured, not in the store at the end. *dup* = rows beyond
-one per uuid. Not injected here: a fleet host killed mid-run (Ansible over SSH into network
-namespaces: tests/integration/test_fleet.py kills a host's `iowall run` and checks that the
-rerun imports every run it measured).
+one per uuid. For the fleet, *measured* also counts the host's attempt stores (polled every
+50 ms), and *from the spool* counts the runs of the killed attempt that the rerun carried
+into the controller's store.
 """
 
 from __future__ import annotations
@@ -39,9 +43,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from tests.fleet_hosts import PLAN as HOST_PLAN  # noqa: E402
+from tests.fleet_hosts import attempt_uuids, hosts, inventory, kill_iowall_run  # noqa: E402
+from tests.guests import KERNELS as GUEST_KERNELS  # noqa: E402
+from tests.guests import OLD, bundle_uuids, qemus_naming  # noqa: E402
+from tests.guests import PLAN as GUEST_TINY  # noqa: E402
 from tests.pg import Cluster  # noqa: E402  (the suite's throw-away PostgreSQL)
 
-from iowall.bundle.files import read_bundle  # noqa: E402
 from iowall.store import Store  # noqa: E402
 
 EXE = str(Path(sys.executable).with_name("iowall"))
@@ -85,11 +93,7 @@ class Trial:
 def _watch(spool: Path, seen: set[str], stop: threading.Event) -> None:
     """Every uuid that appears in a spool file, polled every 10 ms."""
     while not stop.is_set():
-        for f in spool.glob("*/*.json"):
-            try:
-                seen.update(r.uuid for r in read_bundle(str(f)))
-            except Exception:  # renamed away between glob and read: the next poll
-                pass
+        seen.update(bundle_uuids(spool.glob("*/*.json")))
         time.sleep(0.01)
 
 
@@ -194,38 +198,10 @@ def trial(fault: str, rng: random.Random, work: Path, cluster: Cluster | None) -
     return t
 
 
-#: ab's kernels, fetched once and kept between runs (the suite's cache: tests/integration/test_ab.py)
-KERNELS = Path.home() / ".cache" / "iowall-ab-test"
-KERNEL = KERNELS / "linux-image-6.1.0-50-amd64-unsigned" / "boot" / "vmlinuz-6.1.0-50-amd64"
-
-GUEST_PLAN = """label = "ab-faults"
-repeat = 3
-[workload]
-kind = "fio"
-rw = "write"
-bs = "1M"
-size = "32M"
-direct = 0
-[bed]
-kind = "ram"
-fs = "xfs"
-size = "320M"
-"""
-
-
-def _qemus_of(shared_part: str) -> list[int]:
-    """The qemu processes whose command line names ``shared_part`` (the boot's directory)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "qemu-system" in cmd and shared_part in cmd:
-            out.append(int(d.name))
-    return out
+#: ab's kernels, fetched once and kept between runs (the suite's cache: tests/guests.py)
+KERNELS = Path(GUEST_KERNELS)
+KERNEL = KERNELS / OLD / "boot" / "vmlinuz-6.1.0-50-amd64"
+GUEST_PLAN = GUEST_TINY.replace("repeat = 1", "repeat = 3")
 
 
 def guest_trial(rng: random.Random, work: Path) -> Trial:
@@ -260,15 +236,11 @@ def guest_trial(rng: random.Random, work: Path) -> Trial:
     while child.poll() is None and time.monotonic() < deadline:
         new = [d for d in runs_dir.iterdir() if d not in before] if runs_dir.is_dir() else []
         spooled = [f for d in new for f in d.glob("r1-A/spool/*/*.json")]
-        for f in spooled:
-            try:
-                t.seen.update(r.uuid for r in read_bundle(str(f)))
-            except Exception:  # being renamed into place: the next poll
-                pass
+        t.seen |= bundle_uuids(spooled)
         if spooled and first is None:
             first = time.monotonic()
         if first is not None and time.monotonic() - first >= t.at_s:
-            pids = [p for d in new for p in _qemus_of(str(d / "r1-A"))]
+            pids = [p for d in new for p in qemus_naming(str(d / "r1-A"))]
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
             if not pids:
@@ -279,8 +251,7 @@ def guest_trial(rng: random.Random, work: Path) -> Trial:
     t.rc = child.returncode
     for d in runs_dir.iterdir() if runs_dir.is_dir() else ():
         if d not in before:
-            for f in d.glob("r1-A/spool/*/*.json"):
-                t.seen.update(r.uuid for r in read_bundle(str(f)))
+            t.seen |= bundle_uuids(d.glob("r1-A/spool/*/*.json"))
             shutil.rmtree(d, ignore_errors=True)
     stored = [r for r in Store(url).runs() if r.label.endswith("@A")]
     uuids = [r.uuid for r in stored if r.status == "ok"]
@@ -296,11 +267,79 @@ def guest_trial(rng: random.Random, work: Path) -> Trial:
     return t
 
 
+FLEET_PLAN = HOST_PLAN.replace("repeat = 1", "repeat = 20")
+
+
+def _host_spool(h_home: Path) -> set[str]:
+    """The uuids in a fleet host's spool (its XDG_DATA_HOME is under its home)."""
+    return bundle_uuids((h_home / "data" / "iowall" / "spool").glob("*/*.json"))
+
+
+def fleet_trial(rng: random.Random, work: Path) -> Trial:
+    """`iowall fleet run` of twenty runs on one host (about half a second each); the host's
+    `iowall run` SIGKILLed at a uniform moment within 6 s of its first measured run (seen in
+    its spool or attempt store); then the same fleet run again, which must carry the killed
+    attempt's runs over."""
+    tmp = Path(tempfile.mkdtemp(dir=work))
+    url = f"sqlite:///{tmp / 's.db'}"
+    t = Trial("fleet", round(rng.uniform(0.0, 6.0), 2))
+    with hosts(tmp, (("fleet-a", "0,1"),)) as (made, key):
+        h = made[0]
+        inv = inventory(made, key, tmp / "inventory.yml")
+        plan = tmp / "twenty.toml"
+        plan.write_text(FLEET_PLAN)
+        env = dict(
+            os.environ,
+            IOWALL_DB=url,
+            XDG_DATA_HOME=str(tmp / "data"),
+            XDG_STATE_HOME=str(tmp / "state"),
+            ANSIBLE_HOME=str(tmp / "ansible-home"),
+            ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"),
+            ANSIBLE_SSH_ARGS="-o ControlMaster=no",
+        )
+        args = ["fleet", "run", str(inv), str(plan), "--label", "faults-fleet", "--db", url]
+        h.start()
+        child = subprocess.Popen(
+            [EXE, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        first, killed, deadline = None, False, time.monotonic() + 900
+        while child.poll() is None and time.monotonic() < deadline and not killed:
+            t.seen |= _host_spool(h.home) | attempt_uuids(h)
+            if t.seen and first is None:
+                first = time.monotonic()
+            if first is not None and time.monotonic() - first >= t.at_s:
+                killed = kill_iowall_run(h)
+            time.sleep(0.05)
+        _, err = child.communicate(timeout=900)
+        t.rc = child.returncode
+        t.seen |= attempt_uuids(h)
+        before = set(t.seen)
+        again = _run(args, env)
+        errs = [err, again.stderr]
+        stored = [r.uuid for r in Store(url).runs()]
+    t.stored = len(set(stored))
+    t.dup = len(stored) - len(set(stored))
+    t.measured = len(t.seen | set(stored))
+    t.lost = len(t.seen - set(stored))
+    t.imported = len(before & set(stored)) if killed else 0
+    t.tracebacks = sum("Traceback" in e for e in errs)
+    lines = [ln for ln in err.splitlines() if "] fleet-a: " in ln]
+    t.said = (
+        "(the host's run ended before the fault)"
+        if not killed
+        else (lines[-1].split("] ", 1)[1][:120] if lines else "(no line for the host)")
+    )
+    if again.returncode != 0:
+        t.said += f"; the rerun exited {again.returncode}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    return t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=5, help="jobs per fault")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--faults", default="fill,pg,kill,bedfill", help="of fill,pg,kill,bedfill,guest")
+    ap.add_argument("--faults", default="fill,pg,kill,bedfill", help="of fill,pg,kill,bedfill,guest,fleet")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("faults.py: needs root (beds, tmpfs mounts)")
@@ -315,7 +354,13 @@ def main() -> None:
             cluster.start()
         for i in range(a.trials):
             for f in faults:
-                t = guest_trial(rng, work) if f == "guest" else trial(f, rng, work, cluster)
+                t = (
+                    guest_trial(rng, work)
+                    if f == "guest"
+                    else fleet_trial(rng, work)
+                    if f == "fleet"
+                    else trial(f, rng, work, cluster)
+                )
                 rows.append(t)
                 print(
                     f"{f:8s} #{i + 1} at {t.at_s:5.2f} s: exit {t.rc:3d}, measured {t.measured}, "
@@ -340,7 +385,8 @@ def main() -> None:
         )
     if "guest" not in faults:
         print("| guest killed mid-ab | not in this run (--faults guest) | | | | | | | |")
-    print("| fleet host killed | not injected here: tests/integration/test_fleet.py | | | | | | | |")
+    if "fleet" not in faults:
+        print("| fleet host killed mid-run | not in this run (--faults fleet) | | | | | | | |")
     bad = sum(t.lost + t.dup + t.tracebacks for t in rows)
     print(f"\ngoal: 0 lost, 0 stored twice, 0 tracebacks: {'met' if not bad else 'NOT met'}")
 

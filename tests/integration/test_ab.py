@@ -24,29 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from iowall.store import RunFilter, Store
 from tests.conftest import iowall, needs_root
+from tests.guests import KERNELS, NEW, OLD, PLAN, bundle_uuids, qemus_naming
 
 pytestmark = [needs_root, pytest.mark.slow]
-
-OLD = "linux-image-6.1.0-50-amd64-unsigned"
-NEW = "linux-image-6.12.111+deb12-amd64-unsigned"
-#: Unpacked kernels, kept between runs (about 400 MiB each; nothing is installed). Not
-#: under /tmp or /var/tmp: the guest has its own, and must see the modules.
-KERNELS = os.path.expanduser("~/.cache/iowall-ab-test")
-
-PLAN = """label = "ab-tiny"
-repeat = 1
-[workload]
-kind = "fio"
-rw = "write"
-bs = "1M"
-size = "32M"
-direct = 0
-[bed]
-kind = "ram"
-fs = "xfs"
-size = "320M"
-"""
 
 
 @pytest.fixture
@@ -187,6 +169,58 @@ def _qemus() -> set[int]:
         except OSError:
             pass
     return out
+
+
+@pytest.mark.guests
+def test_a_guest_killed_mid_run_keeps_its_runs(
+    ab_env: dict[str, str], tmp_path: Path, no_guest_left: None
+) -> None:
+    """Issue 38's guest fault: A's qemu SIGKILLed once its guest has measured a run. The runs
+    it measured reach the host's store with the boot's failure (its spool is in the shared
+    directory), B boots and measures, and `ab` exits 1 (a guest died: a failed run)."""
+    plan = tmp_path / "three.toml"
+    plan.write_text(PLAN.replace("repeat = 1", "repeat = 3"))
+    earlier = set(Path(KERNELS).glob("runs/*"))
+    runs = Path(KERNELS) / "runs"
+    exe = os.path.join(os.path.dirname(sys.executable), "iowall")
+    p = subprocess.Popen(
+        [exe, "ab", "--kernel", OLD, "--kernel", OLD, "--rounds", "1", "--allow-emulated",
+         "--memory", "2G", "--cpus", "1", "--probes", "cpu,vmstat", "--timeout", "900",
+         "--format", "json", str(plan)],
+        env=ab_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def spooled() -> set[str]:  # what A's guest measured, in its own run directory
+        mine = [d / "r1-A" for d in runs.glob("*") if d not in earlier]
+        return bundle_uuids(f for d in mine for f in d.glob("spool/*/*.json"))
+
+    try:
+        deadline = time.monotonic() + 400
+        while not spooled() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.1)
+        measured = spooled()
+        assert measured, f"A's guest spooled no run within 400 s ({p.poll()=})"
+        own = [d for d in runs.glob("*/r1-A") if d.parent not in earlier]
+        killed = [pid for d in own for pid in qemus_naming(str(d))]
+        assert killed, "A's guest ended before it could be killed"
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        out, err = p.communicate(timeout=1200)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        for d in set(runs.glob("*")) - earlier:
+            shutil.rmtree(d, ignore_errors=True)
+    print(err)
+    assert p.returncode == 1, err
+    assert "the guest never finished its command" in err and "measured before kept" in err, err
+    doc = json.loads(out)
+    assert doc["outcome"]["failed"] == 1 and doc["outcome"]["exit_code"] == 1, doc["outcome"]
+    stored = Store(ab_env["IOWALL_DB"]).runs(RunFilter())
+    a_ok = {r.uuid for r in stored if r.label.endswith("@A") and r.status == "ok"}
+    assert measured <= a_ok, "a run A's guest measured was lost"
+    assert any(r.label.endswith("@B") and r.status == "ok" for r in stored)
 
 
 def test_a_killed_ab_leaves_no_guest(ab_env: dict[str, str], tmp_path: Path) -> None:
