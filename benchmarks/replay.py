@@ -24,33 +24,51 @@ no-change series of the calibration corpus (another seed) are at most ``FA_BATCH
 defaults. iowall's early level is the loosest ``--fdr`` on a grid whose replayed false alarms
 on the calibration corpus are at most ``FA_REPLAY`` per 100 gated results.
 
-Run:  nice -n 19 .venv/bin/python benchmarks/replay.py [--per-cell 8] [--seed 24]
-Needs the ``bench`` extra (apache-otava with --no-deps, ruptures).
+Two corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24) and ``benchmarks/corpus2.py``
+(``--corpus 2``, seed 77: two modes taking turns or switching often, t with 2 df, Cauchy
+contamination, repeats sharing a run effect, Laplace noise at CV 1-30%, spikes, drift).
+``--calibrate-on A --report-on B`` calibrates the levels on corpus A (its seed + 1000) and
+reports on corpus B (its seed): with A ≠ B, on data the thresholds were not tuned on.
+Beside the table, false alarms per family.
+
+Run:  cd benchmarks && nice -n 19 ../.venv/bin/python replay.py [--per-cell 12]
+      [--calibrate-on 1 --report-on 2] [--skip-peers]
+Needs the ``bench`` extra (apache-otava with --no-deps, ruptures) for the peers and for
+corpus 1 (whose noise comes from benchmarks/changepoints.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
+import os
+import pickle
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import ruptures
-from corpus import Series, build
-from otava.analysis import compute_change_points
+from corpus import Series
 
+from iowall.analysis.regress import early as early_mod
 from iowall.analysis.regress.changepoints import ALPHA, analyse
-from iowall.analysis.regress.series_gate import FDR_SERIES, gate_newest
+from iowall.analysis.regress.series_gate import FDR_SERIES, SeriesResults, gate_series
 
 START = 12
 WITHIN = (3, 10)
 FA_REPLAY = 0.77
 FA_BATCH = 5.0
-FDRS = (0.005, 0.01, 0.015, 0.02, 0.03)
+FDRS = (0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03)
 PELT_CS = (4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
+#: corpus number: (module, evaluation seed; calibration on seed + 1000)
+CORPORA = {1: ("corpus", 24), 2: ("corpus2", 77)}
 Detector = Callable[[Sequence[float]], list[int]]
+Alarms = Callable[[Series], list[int]]
+
+
+def build(which: int, seed: int, per_cell: int) -> list[Series]:
+    return list(importlib.import_module(CORPORA[which][0]).build(seed, per_cell))
 
 
 def iowall_batch(alpha: float = ALPHA) -> Detector:
@@ -58,11 +76,15 @@ def iowall_batch(alpha: float = ALPHA) -> Detector:
 
 
 def otava(v: Sequence[float]) -> list[int]:
+    from otava.analysis import compute_change_points
+
     cps, _ = compute_change_points(list(v), window_len=50, max_pvalue=0.001, min_magnitude=0.0)
     return [int(c.index) for c in cps]
 
 
 def pelt(c: float) -> Detector:
+    import ruptures
+
     def run(v: Sequence[float]) -> list[int]:
         y = np.log(np.asarray(v))
         d = np.diff(y)
@@ -100,14 +122,15 @@ class Replay:
                 for w in WITHIN:
                     self.caught[w] += any(at <= t < at + w for t in alarms)
 
+    @property
+    def fa(self) -> float:
+        return 100.0 * self.false / max(self.gated, 1)
+
     def cells(self) -> str:
-        return (
-            " ".join(f"{self.caught[w] / max(self.big, 1):6.1%}" for w in WITHIN)
-            + f" {100.0 * self.false / max(self.gated, 1):6.2f}"
-        )
+        return " ".join(f"{self.caught[w] / max(self.big, 1):6.1%}" for w in WITHIN) + f" {self.fa:6.2f}"
 
 
-def replay_batch(det: Detector) -> Callable[[Series], list[int]]:
+def replay_batch(det: Detector) -> Alarms:
     """Alarm times of a batch detector replayed: a new downward change in the last 10."""
 
     def run(s: Series) -> list[int]:
@@ -129,24 +152,65 @@ def replay_batch(det: Detector) -> Callable[[Series], list[int]]:
     return run
 
 
-def replay_early(fdr: float) -> Callable[[Series], list[int]]:
-    """Alarm times of the series gate: the newest result fails at ``fdr``."""
+#: The history's change points at every prefix, by series values (the same for every level).
+_CHANGES: dict[tuple[float, ...], list[int]] = {}
+
+
+def _changes(v: Sequence[float]) -> list[int]:
+    key = tuple(v)
+    if key not in _CHANGES:
+        _CHANGES[key] = [c.index for c in analyse(v).points]
+    return _CHANGES[key]
+
+
+def _memo_windows() -> None:
+    """Each window's test memoised (the same numbers at every level: only the verdict's
+    level changes between calibration levels)."""
+    plain = early_mod.check_window
+    seen: dict[tuple[object, ...], early_mod.Window] = {}
+
+    def check(base_logs, new_logs, **kw):  # type: ignore[no-untyped-def]
+        parts = (base_logs, new_logs, kw.get("noise"))
+        key = (
+            *(None if v is None else np.asarray(v).tobytes() for v in parts),
+            kw.get("base_from"),
+            kw.get("split"),
+            kw.get("interval", True),
+        )
+        if key not in seen:
+            seen[key] = plain(base_logs, new_logs, **kw)
+        return seen[key]
+
+    early_mod.check_window = check
+
+
+def replay_early(fdr: float) -> Alarms:
+    """Alarm times of the series gate (``series_gate.gate_newest``'s decision, the history's
+    change points computed once per prefix): the newest result fails at ``fdr``."""
 
     def run(s: Series) -> list[int]:
-        return [
-            t
-            for t in range(START, len(s.values))
-            if getattr(gate_newest(s.values[: t + 1], fdr=fdr), "status", "") == "regression"
-        ]
+        out = []
+        for t in range(START, len(s.values)):
+            v = s.values[: t + 1]
+            one = SeriesResults(
+                "series", "value", "", "higher", tuple(map(str, range(t + 1))), v, (), tuple(_changes(v))
+            )
+            res, _ = gate_series([one], fdr=fdr)
+            if res.verdicts and res.verdicts[0].status == "regression":
+                out.append(t)
+        return out
 
     return run
 
 
-def replay(method: Callable[[Series], list[int]], corpus: Sequence[Series]) -> Replay:
-    r = Replay()
+def replay(method: Alarms, corpus: Sequence[Series]) -> tuple[Replay, dict[str, Replay]]:
+    """The pooled replay, and one per family."""
+    r, by = Replay(), {}
     for s in corpus:
-        r.add(s, method(s))
-    return r
+        a = method(s)
+        r.add(s, a)
+        by.setdefault(s.family, Replay()).add(s, a)
+    return r, by
 
 
 @dataclass
@@ -187,64 +251,93 @@ class Batch:
         )
 
 
-def batch(det: Detector, corpus: Sequence[Series]) -> Batch:
-    b = Batch()
+def batch(det: Detector, corpus: Sequence[Series]) -> tuple[Batch, dict[str, Batch]]:
+    b, by = Batch(), {}
     for s in corpus:
-        b.add(s, det(s.values))
-    return b
+        d = det(s.values)
+        b.add(s, d)
+        by.setdefault(s.family, Batch()).add(s, d)
+    return b, by
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-cell", type=int, default=8, help="series per family and step")
-    ap.add_argument("--seed", type=int, default=24)
-    ap.add_argument("--skip-peers-replay", action="store_true")
-    a = ap.parse_args()
-    t0 = time.time()
-    cal, ev = build(a.seed + 1000, a.per_cell), build(a.seed, a.per_cell)
-    print(f"corpus: {len(ev)} series ({len(cal)} for calibration), {len(ev[0].values)} results")
+def calibrate(cal: Sequence[Series], peers: bool, early: bool = True) -> tuple[float, float]:
+    """PELT's ``c`` (FA_BATCH) and the early test's level (FA_REPLAY) on the calibration corpus."""
     c_pelt = PELT_CS[-1]
-    for c in PELT_CS:
-        fa = batch(pelt(c), cal)
-        print(f"  calibration pelt c={c:g}: {fa.cells()}")
+    for c in PELT_CS if peers else ():
+        fa, _ = batch(pelt(c), cal)
+        print(f"  calibration pelt c={c:g}: {fa.cells()}", flush=True)
         if 100.0 * fa.null_fa / fa.null <= FA_BATCH:
             c_pelt = c
             break
     level = FDRS[0]
-    for q in FDRS:
-        r = replay(replay_early(q), cal)
-        print(f"  calibration iowall early fdr={q:g}: {r.cells()}")
-        if 100.0 * r.false / r.gated <= FA_REPLAY:
-            level = q
+    for q in FDRS if early else ():
+        r, _ = replay(replay_early(q), cal)
+        print(f"  calibration iowall early fdr={q:g}: {r.cells()}", flush=True)
+        if r.fa > FA_REPLAY:
+            break
+        level = q
+    return c_pelt, level
+
+
+def families(by: dict[str, Replay]) -> None:
+    for fam, r in by.items():
+        print(f"    {fam:12} {r.cells()}  falls>=5%: {r.big}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--per-cell", type=int, default=12, help="series per family and step")
+    ap.add_argument("--corpus", type=int, choices=(1, 2), default=1, help="calibrate and report on it")
+    ap.add_argument("--calibrate-on", type=int, choices=(1, 2))
+    ap.add_argument("--report-on", type=int, choices=(1, 2))
+    ap.add_argument("--seed", type=int, help="the report corpus's seed (default: its own)")
+    ap.add_argument("--skip-peers", action="store_true", help="no Otava or PELT")
+    ap.add_argument("--skip-peers-replay", action="store_true")
+    ap.add_argument("--batch-only", action="store_true", help="no replay: the batch table only (minutes)")
+    ap.add_argument("--cache", help="pickle of the change points by prefix, read and written (a speed-up)")
+    a = ap.parse_args()
+    _memo_windows()
+    if a.cache and os.path.exists(a.cache):
+        with open(a.cache, "rb") as fh:
+            _CHANGES.update(pickle.load(fh))
+    t0 = time.time()
+    on, rep = a.calibrate_on or a.corpus, a.report_on or a.corpus
+    seed = a.seed if a.seed is not None else CORPORA[rep][1]
+    cal_seed = (seed if on == rep else CORPORA[on][1]) + 1000
+    cal, ev = build(on, cal_seed, a.per_cell), build(rep, seed, a.per_cell)
+    peers = not a.skip_peers
+    print(f"report: corpus {rep} seed {seed}, {len(ev)} series; calibration: corpus {on} seed {cal_seed}")
+    c_pelt, level = calibrate(cal, peers, not a.batch_only)
     print(f"chosen: pelt c={c_pelt:g}, iowall early fdr={level:g} (default {FDR_SERIES:g})")
     print(
-        f"\nreplay from result {START}: caught within {WITHIN} results (falls >= 5%), "
-        "false alarms/100 gated results"
+        f"\nreplay from result {START}: caught within {WITHIN} results (falls >= 5%), false alarms/100 gated"
     )
-    methods: dict[str, Callable[[Series], list[int]]] = {
-        f"iowall early fdr={level:g}": replay_early(level),
-        f"iowall early fdr={FDR_SERIES:g} (default)": replay_early(FDR_SERIES),
-    }
-    if not a.skip_peers_replay:
+    methods: dict[str, Alarms] = {f"iowall early fdr={level:g}": replay_early(level)}
+    methods[f"iowall early fdr={FDR_SERIES:g} (default)"] = replay_early(FDR_SERIES)
+    if peers and not a.skip_peers_replay:
         methods |= {
-            f"iowall batch a={ALPHA:g}": replay_batch(iowall_batch()),
+            f"iowall batch a={ALPHA:g}": replay_batch(_changes),
             "otava defaults": replay_batch(otava),
             f"pelt c={c_pelt:g}": replay_batch(pelt(c_pelt)),
         }
-    for name, m in methods.items():
+    for name, m in methods.items() if not a.batch_only else ():
         t1 = time.time()
-        print(f"  {name:32} {replay(m, ev).cells()}   ({time.time() - t1:.0f} s)", flush=True)
-    print(
-        "\nbatch: F1, precision, recall (±3), false alarms/100 no-change series, "
-        "excursions with both changes found"
-    )
-    for name, det in {
-        f"iowall a={ALPHA:g}": iowall_batch(),
-        "otava defaults": otava,
-        f"pelt c={c_pelt:g}": pelt(c_pelt),
-    }.items():
-        print(f"  {name:32} {batch(det, ev).cells()}", flush=True)
-    print(f"\n{time.time() - t0:.0f} s; seed {a.seed} (calibration {a.seed + 1000})")
+        r, by = replay(m, ev)
+        print(f"  {name:32} {r.cells()}   ({time.time() - t1:.0f} s)", flush=True)
+        families(by)
+    print("\nbatch: F1, precision, recall (±3), false alarms/100 no-change series, excursions both found")
+    dets: dict[str, Detector] = {f"iowall a={ALPHA:g}": _changes}
+    if peers:
+        dets |= {"otava defaults": otava, f"pelt c={c_pelt:g}": pelt(c_pelt)}
+    for name, det in dets.items():
+        b, bf = batch(det, ev)
+        print(f"  {name:32} {b.cells()}", flush=True)
+        for fam, x in bf.items():
+            print(f"    {fam:12} {x.cells()}")
+    if a.cache:
+        with open(a.cache, "wb") as fh:
+            pickle.dump(_CHANGES, fh)
+    print(f"\n{time.time() - t0:.0f} s")
 
 
 if __name__ == "__main__":

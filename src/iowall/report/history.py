@@ -209,7 +209,7 @@ def history_report(histories: Sequence[History], source: str) -> Report:
 
 _EARLY = (
     f"the newest 1-3 results against the history since its last change (order-statistic "
-    f"t prediction test, Shamos scale), suspect at p <= {FDR_SERIES:g} and beyond 2%"
+    f"prediction test, t with df from the data), suspect at p <= {FDR_SERIES:g} and beyond 2%"
 )
 
 

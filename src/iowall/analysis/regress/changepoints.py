@@ -9,7 +9,10 @@ circular binary segmentation statistic (Olshen et al. 2004): every interior arc 
 against outside, tested the same way, so that a short excursion and back, which no single cut
 shows, is found; the stronger significant one splits the segment, and the parts are searched
 again. A final pass re-tests each change point between its neighbours and drops the weakest
-until all hold (Otava's merge step).
+until all hold (Otava's merge step). The series' serial structure is read first
+(``serial.py``): runs sharing a run effect are shuffled in blocks (a moving-block
+permutation), and a change point a drift explains (not significant once Sen's slope from the
+pairs on either side is taken out) is dropped.
 Ranks make one slow run (a neighbour's burst) or heavy tails count no more than any other
 run; the permutation test assumes only that runs are exchangeable when nothing changed, or
 with ``unit="group"`` that whole kernels are (each boot may land a little differently).
@@ -30,6 +33,7 @@ import numpy.typing as npt
 
 from ...vocab.units import plural
 from .repeat_rule import median_ci
+from .serial import block_length, drift_slope
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -132,9 +136,12 @@ def analyse(
     if reason:
         return Detection((), int(x.size), dropped, reason, method)
     b = permutations if permutations is not None else max(999, math.ceil(20.0 / alpha))
-    blocks_at = cuts if unit == "group" else np.arange(1, x.size, dtype=np.int64)
+    step = block_length(x) if unit == "run" and groups is None else 1
+    blocks_at = cuts if unit == "group" else np.arange(step, x.size, step, dtype=np.int64)
     search = _Search(x, cuts, blocks_at, min_size, b, seed)
     found = search.prune(search.segment(alpha), alpha)
+    while len(kept := search.not_drift(found, alpha)) < len(found):  # until a drift explains none
+        found = search.prune([c for c, _ in kept], alpha)
     points = tuple(
         replace(_describe(x, keep, labels, found, i), p_floor=1.0 / (1.0 + b)) for i in range(len(found))
     )
@@ -272,6 +279,24 @@ class _Search:
                 return list(zip(pts, ps, strict=True))
             del pts[worst]
         return []
+
+    def not_drift(self, found: list[tuple[int, float]], alpha: float) -> list[tuple[int, float]]:
+        """The change points a drift does not explain: each cut re-tested between its
+        neighbours after taking out the drift slope (``serial.drift_slope``)."""
+        out = []
+        y = np.log(self.x) if np.all(self.x > 0) else self.x
+        for i, (cut, p) in enumerate(found):
+            lo = found[i - 1][0] if i > 0 else 0
+            hi = found[i + 1][0] if i + 1 < len(found) else self.x.size
+            slope = drift_slope(y[lo:hi], cut - lo)
+            if slope != 0.0:
+                flat = self.x.copy()
+                flat[lo:hi] = y[lo:hi] - slope * np.arange(hi - lo)
+                res = replace(self, x=flat).scan(lo, hi, at=cut)
+                if res is None or res[1] > alpha:
+                    continue
+            out.append((cut, p))
+        return out
 
 
 def _cumsum(r: Ranks) -> Ranks:

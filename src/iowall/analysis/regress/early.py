@@ -3,15 +3,18 @@ history before them, so that a regression can be alarmed at its second bad resul
 
 Method (chosen by measurement, benchmarks/replay.py, docs/statistics.md): an order-statistic
 prediction test on log values. The baseline is the results since the last change point before
-the window (at most ``MAX_BASE`` of them), its location the median and its scale Shamos'
-estimator (1.0483 × the median of pairwise distances: robust to outlier results, and not
-fooled by bimodal noise as the MAD is). A window of the newest k results is summarised by the
-order statistic that one stray result cannot move, always with the newest result among the
-moved: for a fall, the better of the newest two; of the newest three, the better of the newest
-and the median (the newest and one of the two before it are low). Under no change each result
-is a draw from the baseline's predictive distribution, Student's t with the baseline's scale ×
-√(1+1/n) and n - 1 degrees of freedom, so that statistic's tail is exact: with F = P(one result
-≤ q), P(better of 2 ≤ q) = F², P(newest and one of two before ≤ q) = 2F² - F³. The windows'
+the window (at most ``MAX_BASE`` of them), its location the median; the noise's shape is read
+from the whole history before the window, each result about its own segment's median
+(``noise_of``), and makes the predictive distribution of one more result
+(``predictive.predictive``: Student-t with df averaged over their likelihood, beside a
+two-mode mixture when the noise has two modes, the effective sample size from the serial
+dependence). A window of the newest k results is summarised by the order statistic that one
+stray result cannot move, always with the newest result among the moved: for a fall, the
+better of the newest two; of the newest three, the better of the newest and the median (the
+newest and one of the two before it are low). Under no change each result is a draw from the
+predictive distribution, so that statistic's tail is exact under it: with F = P(one result
+≤ q), P(better of 2 ≤ q) = F², P(newest and one of two before ≤ q) = 2F² - F³, a share of
+neighbours moving together counted as one result (``predictive.window_tail``). The windows'
 p-values are Bonferroni-combined; the interval of the shift inverts the same test. A
 one-result window can only say "suspect": one result far out is a regression or an outlier,
 and the next result decides.
@@ -22,12 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ...vocab.units import plural
-from .tdist import t_quantile, upper_tail
+from .predictive import predictive
 
 #: Windows tested: the newest 1, 2 and 3 results.
 WINDOWS = (1, 2, 3)
@@ -38,6 +42,10 @@ MAX_BASE = 40
 #: within this (the level it is judged at), even if the newest result alone is further out
 #: (which can only be suspected).
 PREFER_SEVERAL = 0.01
+#: The noise's shape is read from the newest this many results before the window, each
+#: about its own segment's median (segments of at least ``MIN_SEGMENT``).
+MAX_NOISE = 120
+MIN_SEGMENT = 6
 #: Confidence of each window's interval (before the Bonferroni split over windows).
 CONFIDENCE = 0.95
 
@@ -83,29 +91,6 @@ def shamos(logs: Sequence[float] | np.ndarray) -> float:
     return 1.0483 * float(np.median(np.abs(a[i] - a[j]))) if i.size else 0.0
 
 
-def _h(k: int, f: float) -> float:
-    """P(statistic <= q) for a window of k given F = P(one result <= q): one result, both of
-    two, the newest and at least one of the two before it."""
-    if k == 1:
-        return f
-    if k == 2:
-        return f * f
-    return 2.0 * f * f - f**3
-
-
-def _h_inverse(k: int, p: float) -> float:
-    """The F with ``_h(k, F) = p`` (monotone in F: bisection for k = 3)."""
-    if k == 1:
-        return p
-    if k == 2:
-        return math.sqrt(p)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if _h(3, mid) < p else (lo, mid)
-    return (lo + hi) / 2.0
-
-
 def _moved(y: np.ndarray, fall: bool) -> float:
     """The window's statistic, in time order: the value a fall (or a rise) must have moved."""
     pick = max if fall else min
@@ -116,10 +101,6 @@ def _moved(y: np.ndarray, fall: bool) -> float:
     return float(pick(y[-1], np.median(y)))
 
 
-def _cdf(z: float, df: float) -> float:
-    return upper_tail(-z, df) if z < 0 else 1.0 - upper_tail(z, df)
-
-
 def check_window(
     base_logs: Sequence[float] | npt.NDArray[np.float64],
     new_logs: Sequence[float] | npt.NDArray[np.float64],
@@ -127,27 +108,42 @@ def check_window(
     base_from: int = 0,
     split: int = 1,
     confidence: float = CONFIDENCE,
+    noise: Sequence[float] | npt.NDArray[np.float64] | None = None,
+    interval: bool = True,
 ) -> Window:
-    """The order-statistic prediction test of one window (module docstring); ``split`` is the
-    number of windows the level is shared by (Bonferroni) for the interval."""
+    """The order-statistic prediction test of one window (module docstring) against the
+    baseline's predictive distribution (``predictive.predictive``); ``split`` is the number
+    of windows the level is shared by (Bonferroni) for the interval."""
     b = np.asarray(base_logs, dtype=np.float64)
     y = np.asarray(new_logs, dtype=np.float64)
     k, n = y.size, b.size
     m = float(np.median(b))
-    s = shamos(b) * math.sqrt(1.0 + 1.0 / n)
-    df = float(n - 1)
     down, up = _moved(y, True), _moved(y, False)
     med = float(np.median(y))
-    if s <= 0.0:
+    if shamos(b) <= 0.0:
         p = 1.0 if down == m == up else 0.0
         return Window(k, base_from, n, m, med, med - m, med - m, med - m, p)
-    p_down = _h(k, _cdf((down - m) / s, df))
-    p_up = _h(k, 1.0 - _cdf((up - m) / s, df))
+    pred = predictive(b, None if noise is None else np.asarray(noise, dtype=np.float64))
+    p_down, p_up = pred.tail(down, k), pred.tail(up, k, upper=True)
     tail = (1.0 - confidence) / 2.0 / split
-    c = -t_quantile(df, _h_inverse(k, tail))
-    return Window(
-        k, base_from, n, m, med, med - m, up - m - c * s, down - m + c * s, min(1.0, 2.0 * min(p_down, p_up))
-    )
+    low, high = -math.inf, math.inf
+    if interval:
+        low, high = up - pred.quantile(tail, k, upper=True), down - pred.quantile(tail, k)
+    return Window(k, base_from, n, m, med, med - m, low, high, min(1.0, 2.0 * min(p_down, p_up)))
+
+
+def noise_of(logs: npt.NDArray[np.float64], changes: Sequence[int], end: int) -> npt.NDArray[np.float64]:
+    """The history's noise before ``end``: each result's deviation from its own segment's
+    median (segments between ``changes`` of at least ``MIN_SEGMENT`` results), in time order,
+    the newest ``MAX_NOISE`` of them. The level is the segment's; the noise's shape (its
+    scale, tails, modes, dependence) is taken to be the series'."""
+    bounds = sorted({0, end, *(c for c in changes if 0 < c < end)})
+    parts = [
+        logs[a:z] - np.median(logs[a:z])
+        for a, z in zip(bounds, bounds[1:], strict=False)
+        if z - a >= MIN_SEGMENT
+    ]
+    return np.concatenate(parts)[-MAX_NOISE:] if parts else np.zeros(0)
 
 
 def _baseline(end: int, changes: Sequence[int], min_base: int) -> tuple[int, int] | None:
@@ -183,13 +179,17 @@ def early(
     logs = np.log(x) if x.size else x
     n = int(logs.size)
     done: list[Window] = []
+    todo: list[tuple[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]], dict[str, Any]]] = []
     eligible = [k for k in windows if n - k >= min_base]
     for k in eligible:
         seg = _baseline(n - k, changes, min_base)
         if seg is None:
             continue
         lo, hi = max(seg[0], seg[1] - max_base), seg[1]
-        done.append(check_window(logs[lo:hi], logs[n - k :], base_from=lo, split=len(eligible)))
+        args = (logs[lo:hi], logs[n - k :])
+        kw = {"base_from": lo, "split": len(eligible), "noise": noise_of(logs, changes, n - k)}
+        done.append(check_window(*args, **kw, interval=False))
+        todo.append((args, kw))
     if not done:
         return Early(
             None,
@@ -205,4 +205,7 @@ def early(
         multi = min(several, key=lambda w: (w.p_value, -w.k))
         if multi.p_value * len(done) <= prefer or multi.p_value <= best.p_value:
             best = multi
+    i = done.index(best)
+    args, kw = todo[i]
+    done[i] = best = check_window(*args, **kw)  # the interval, for the window decided on only
     return Early(best, min(1.0, best.p_value * len(done)), tuple(done))

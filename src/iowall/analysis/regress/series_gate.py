@@ -30,7 +30,8 @@ from .stats import Comparison
 FDR_SERIES = 0.01
 METHOD = (
     "p-values from the early test: the newest 1-3 results against the history since its "
-    "last change point (order-statistic t prediction test, Shamos scale)"
+    "last change point (order-statistic prediction test, t with df from the data, "
+    "two-mode mixture, serial dependence)"
 )
 
 
