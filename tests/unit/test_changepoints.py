@@ -3,6 +3,7 @@ one outlier run, groups never split, non-finite values dropped with a count."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -130,12 +131,14 @@ def test_integer_rank_nulls_are_the_float_ones_exactly() -> None:
     n, b, seed = 40, 300, 7
     rel = tuple(range(3, n - 2))
     floats = np.arange(1.0, n + 1.0)
-    ref = np.sort(cp._zstats(cp._shuffled(floats, (1,) * n, rel, b, seed), rel).max(axis=1))
+    ref = np.sort(
+        cp._zstats(np.concatenate(list(cp._shuffled(floats, (1,) * n, rel, b, seed))), rel).max(axis=1)
+    )
     assert cp._scan_null.__wrapped__(n, rel, b, seed).full().tolist() == ref.tolist()
     a = np.asarray([3, 5, 9], dtype=np.int64)
     e = np.asarray([20, 30, 37], dtype=np.int64)
     key = (tuple(int(v) for v in a), tuple(int(v) for v in e))
-    rs = cp._shuffled(floats, (1,) * n, (0, *key[0], 1, *key[1]), b, seed)
+    rs = np.concatenate(list(cp._shuffled(floats, (1,) * n, (0, *key[0], 1, *key[1]), b, seed)))
     assert (
         cp._arc_nulls.__wrapped__(n, key, b, seed).full().tolist()
         == np.sort(cp._arc_z(rs, a, e).max(axis=1)).tolist()
@@ -151,7 +154,10 @@ def test_nulls_drawn_a_chunk_at_a_time_are_those_drawn_at_once() -> None:
 
     n, b, seed = 30, 2 * cp._Null.CHUNK + 345, 3
     rel = tuple(range(3, n - 2))
-    ref = np.sort(cp._zstats(cp._shuffled(np.arange(1.0, n + 1.0), (1,) * n, rel, b, seed), rel).max(axis=1))
+    whole = np.random.default_rng([seed, *((1,) * n), 0, *rel]).permuted(
+        np.broadcast_to(np.arange(1.0, n + 1.0), (b, n)), axis=1
+    )  # all b at once
+    ref = np.sort(cp._zstats(whole, rel).max(axis=1))
     null = cp._scan_null.__wrapped__(n, rel, b, seed)
     z = float(np.median(ref))
     most = cp._most(0.001, b)
@@ -160,6 +166,33 @@ def test_nulls_drawn_a_chunk_at_a_time_are_those_drawn_at_once() -> None:
     assert got > most and null._drawn == cp._Null.CHUNK
     assert null.exceed(z) == cp._at_least(ref, z)  # counted to the end: exact
     assert null.full().tolist() == ref.tolist()
+
+
+def test_block_shuffles_drawn_a_chunk_at_a_time_are_those_drawn_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tied or blocked segments shuffle their own ranks (no shared null): a chunk at a time,
+    they are the rows one draw of all b gives, so a count that runs to the end is exact."""
+    import numpy as np
+
+    from iowall.analysis.regress import changepoints as cp
+
+    r = np.asarray([1.0, 2.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.5, 9.5, 11.0, 12.0])
+    b = 2 * cp._Null.CHUNK + 7
+    for blocks in ((3, 3, 3, 3), (1,) * 12):
+        chunked = np.concatenate(list(cp._shuffled(r, blocks, (4, 8), b, 5)))
+        monkeypatch.setattr(cp._Null, "CHUNK", b)
+        whole = np.concatenate(list(cp._shuffled(r, blocks, (4, 8), b, 5)))
+        monkeypatch.undo()
+        assert chunked.shape == (b, 12) and np.array_equal(chunked, whole)
+        if blocks[0] == 3:  # whole blocks move: each row is the blocks in some order
+            assert all(
+                sorted(map(tuple, row.reshape(4, 3))) == sorted(map(tuple, r.reshape(4, 3)))
+                for row in whole[:50]
+            )
+    stat = functools.partial(cp._scan_max, rel=(4, 8))
+    z = float(np.median(stat(whole)))
+    assert cp._exceed(r, (1,) * 12, (4, 8), b, 5, stat, z, None) == cp._at_least(np.sort(stat(whole)), z)
 
 
 def test_sequential_nulls_find_what_whole_nulls_find(monkeypatch: pytest.MonkeyPatch) -> None:

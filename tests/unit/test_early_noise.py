@@ -43,16 +43,18 @@ def _replayed(make, seeds: range) -> int:  # type: ignore[no-untyped-def]
     fails = 0
     for seed in seeds:
         x = 100.0 * np.exp(make(np.random.default_rng(seed), 60))
-        fails += sum(_status(x[: t + 1]) == "regression" for t in range(12, 60))
+        fails += sum(_status(x[: t + 1]) == "regression" for t in range(12, 60, 2))
     return fails
 
 
 @pytest.mark.parametrize(
-    ("make", "most"), [(_alt, 0), (_switch, 2), (_t2, 3), (_runfx, 3)], ids=["alt", "switch", "t2", "runfx"]
+    ("make", "most"), [(_alt, 0), (_switch, 1), (_t2, 2), (_runfx, 2)], ids=["alt", "switch", "t2", "runfx"]
 )
 def test_noise_of_other_shapes_does_not_alarm(make, most: int) -> None:  # type: ignore[no-untyped-def]
-    """12 series of 60 replayed (576 gated results): at most ``most`` regressions called."""
-    assert _replayed(make, range(500, 512)) <= most
+    """6 series of 60 replayed, every other result gated (144 gated results): at most
+    ``most`` regressions called. The early test before issue 39 called 4 (switch) and 11
+    (runfx) on these, 0 and 0 now, in 19 s (12 series, every result: 113 s)."""
+    assert _replayed(make, range(500, 506)) <= most
 
 
 @pytest.mark.parametrize("make", [_alt, _switch, _t2, _runfx], ids=["alt", "switch", "t2", "runfx"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -208,8 +208,8 @@ class _Search:
         if len(blocks) == n and np.unique(seg).size == n:  # single runs, no ties: one null per shape
             exceed = _scan_null(n, rel, self.b, self.seed).exceed(float(z[best]), _most(alpha, self.b))
         else:
-            null = np.sort(_zstats(_shuffled(r, blocks, rel, self.b, self.seed), rel).max(axis=1))
-            exceed = _at_least(null, float(z[best]))
+            stat = functools.partial(_scan_max, rel=rel)
+            exceed = _exceed(r, blocks, rel, self.b, self.seed, stat, float(z[best]), _most(alpha, self.b))
         return int(cut_at[best]), (1.0 + exceed) / (1.0 + self.b), float(z[best])
 
     def arc(self, lo: int, hi: int, alpha: float | None = None) -> tuple[int, int, float, float] | None:
@@ -237,8 +237,9 @@ class _Search:
         if len(blocks) == n and np.unique(seg).size == n:
             exceed = _arc_nulls(n, key, self.b, self.seed).exceed(float(z[best]), _most(alpha, self.b))
         else:
-            rs = _shuffled(r, blocks, (0, *key[0], 1, *key[1]), self.b, self.seed)
-            exceed = _at_least(np.sort(_arc_max(rs, a, b)), float(z[best]))
+            stat = functools.partial(_arc_max, a=a, b=b)
+            shape = (0, *key[0], 1, *key[1])
+            exceed = _exceed(r, blocks, shape, self.b, self.seed, stat, float(z[best]), _most(alpha, self.b))
         return (int(a[best]) + lo, int(b[best]) + lo, (1.0 + exceed) / (1.0 + self.b), float(z[best]))
 
     def segment(self, alpha: float) -> list[int]:
@@ -292,7 +293,7 @@ class _Search:
             if slope != 0.0:
                 flat = self.x.copy()
                 flat[lo:hi] = y[lo:hi] - slope * np.arange(hi - lo)
-                res = replace(self, x=flat).scan(lo, hi, at=cut)
+                res = replace(self, x=flat).scan(lo, hi, at=cut, alpha=alpha)
                 if res is None or res[1] > alpha:
                     continue
             out.append((cut, p))
@@ -317,22 +318,53 @@ def _zstats(r: Ranks, rel: tuple[int, ...]) -> FloatArray:
     return np.asarray(np.abs(_cumsum(r)[:, np.asarray(rel) - 1] - mean) / sd)
 
 
-def _shuffled(r: Ranks, blocks: tuple[int, ...], rel: tuple[int, ...], b: int, seed: int) -> Ranks:
-    """``b`` permutations of the ranks that move whole blocks, from a generator seeded by
-    the segment's shape only (a result does not depend on what was tested before it)."""
+def _shuffled(r: Ranks, blocks: tuple[int, ...], rel: tuple[int, ...], b: int, seed: int) -> Iterator[Ranks]:
+    """``b`` permutations of the ranks that move whole blocks, ``_Null.CHUNK`` rows at a time,
+    from a generator seeded by the segment's shape only (a result does not depend on what was
+    tested before it). Each chunk continues the generator's stream, so the rows are those one
+    draw of all ``b`` gives, in the same order."""
     rng = np.random.default_rng([seed, *blocks, 0, *rel])
-    if all(s == 1 for s in blocks):
-        return np.asarray(rng.permuted(np.broadcast_to(r, (b, r.size)), axis=1))
     sizes = np.asarray(blocks, dtype=np.int64)
     of = np.repeat(np.arange(sizes.size), sizes)  # block of each run
     within = np.arange(r.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    order = np.argsort(rng.random((b, sizes.size)), axis=1)  # blocks in their new order
-    placed = np.cumsum(sizes[order], axis=1) - sizes[order]  # where each slot starts
-    start = np.empty_like(placed)
-    np.put_along_axis(start, order, placed, axis=1)  # where each block now starts
-    out = np.empty((b, r.size))
-    np.put_along_axis(out, start[:, of] + within, np.broadcast_to(r, (b, r.size)), axis=1)
-    return out
+    for done in range(0, b, _Null.CHUNK):
+        k = min(_Null.CHUNK, b - done)
+        if all(s == 1 for s in blocks):
+            yield np.asarray(rng.permuted(np.broadcast_to(r, (k, r.size)), axis=1))
+            continue
+        order = np.argsort(rng.random((k, sizes.size)), axis=1)  # blocks in their new order
+        placed = np.cumsum(sizes[order], axis=1) - sizes[order]  # where each slot starts
+        start = np.empty_like(placed)
+        np.put_along_axis(start, order, placed, axis=1)  # where each block now starts
+        out = np.empty((k, r.size))
+        np.put_along_axis(out, start[:, of] + within, np.broadcast_to(r, (k, r.size)), axis=1)
+        yield out
+
+
+def _exceed(
+    r: Ranks,
+    blocks: tuple[int, ...],
+    shape: tuple[int, ...],
+    b: int,
+    seed: int,
+    stat: Callable[[Ranks], FloatArray],
+    z: float,
+    most: int | None,
+) -> int:
+    """How many of ``_shuffled``'s permutations reach ``z`` by ``stat``: exact, or, past
+    ``most``, a count above it (a sequential Monte Carlo p-value, as ``_Null`` draws: a cut
+    far from significant is decided by its first chunk instead of all ``b``)."""
+    count = 0
+    for rs in _shuffled(r, blocks, shape, b, seed):
+        count += _at_least(np.sort(stat(rs)), z)
+        if most is not None and count > most:
+            break
+    return count
+
+
+def _scan_max(rs: Ranks, rel: tuple[int, ...]) -> FloatArray:
+    """The maximum single-cut statistic of each row of ranks."""
+    return np.asarray(_zstats(rs, rel).max(axis=1))
 
 
 def _arc_z(r: Ranks, a: IntArray, b: IntArray) -> FloatArray:

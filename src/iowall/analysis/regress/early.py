@@ -22,10 +22,10 @@ and the next result decides.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -179,17 +179,23 @@ def early(
     logs = np.log(x) if x.size else x
     n = int(logs.size)
     done: list[Window] = []
-    todo: list[tuple[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]], dict[str, Any]]] = []
+    todo: list[Callable[..., Window]] = []  # each window's test, to be run again with its interval
     eligible = [k for k in windows if n - k >= min_base]
     for k in eligible:
         seg = _baseline(n - k, changes, min_base)
         if seg is None:
             continue
         lo, hi = max(seg[0], seg[1] - max_base), seg[1]
-        args = (logs[lo:hi], logs[n - k :])
-        kw = {"base_from": lo, "split": len(eligible), "noise": noise_of(logs, changes, n - k)}
-        done.append(check_window(*args, **kw, interval=False))
-        todo.append((args, kw))
+        test = functools.partial(
+            check_window,
+            logs[lo:hi],
+            logs[n - k :],
+            base_from=lo,
+            split=len(eligible),
+            noise=noise_of(logs, changes, n - k),
+        )
+        done.append(test(interval=False))
+        todo.append(test)
     if not done:
         return Early(
             None,
@@ -206,6 +212,5 @@ def early(
         if multi.p_value * len(done) <= prefer or multi.p_value <= best.p_value:
             best = multi
     i = done.index(best)
-    args, kw = todo[i]
-    done[i] = best = check_window(*args, **kw)  # the interval, for the window decided on only
+    done[i] = best = todo[i]()  # the interval, for the window decided on only
     return Early(best, min(1.0, best.p_value * len(done)), tuple(done))
