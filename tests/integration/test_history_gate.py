@@ -140,7 +140,11 @@ def test_aa_gate_passes(history: tuple[dict[str, str], Path]) -> None:
 
 def test_gate_runs_the_plan_and_confirms(history: tuple[dict[str, str], Path]) -> None:
     """TARGET a plan: the gate runs it, and re-runs it while the regression is suspected
-    before it fails."""
+    before it fails. Up to three confirmations, not the default two: this test failed in CI
+    (2026-11-29), and run here it measured the first of three invocations at host-fault speed
+    (285 and 625 MiB/s, then 822-1130, against 1988-2670 over k1-k4): Welch's t on three
+    invocation means could not show the fall (p 0.057) and the row passed as "same". It is
+    inconclusive now (every new invocation worse than every base one), until a fourth shows it."""
     env, tmp = history
     base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
     with KnobSession() as ks:
@@ -153,6 +157,8 @@ def test_gate_runs_the_plan_and_confirms(history: tuple[dict[str, str], Path]) -
             "k9",
             "--repeat",
             "2",
+            "--confirm",
+            "3",
             "--commit",
             "c009",
             "--format",
@@ -164,5 +170,6 @@ def test_gate_runs_the_plan_and_confirms(history: tuple[dict[str, str], Path]) -
     assert doc["verdict"] == "regression" and doc["new"] == "label=k9"
     assert any("confirmation" in n for n in doc["notes"])
     regs = [r for r in doc["rows"] if r["status"] == "regression"]
-    assert any(r["metric"] == "write_bw_bytes_per_s" for r in regs)
+    rows = json.dumps([r for r in doc["rows"] if r["metric"] == "write_bw_bytes_per_s"])
+    assert any(r["metric"] == "write_bw_bytes_per_s" for r in regs), (rows, regs)
     assert all(r["n_new"] >= 4 for r in regs)  # 2 runs, then at least one confirmation round

@@ -198,25 +198,25 @@ def test_invocation_p_by_hand() -> None:
     )
 
 
+def _batched(label: str, batch: str, bw: float, *more: Metric) -> Run:
+    """One run of invocation ``batch`` with bandwidth ``bw`` (and ``more`` metrics)."""
+    _ID[0] += 1
+    return Run(
+        point=Point("plan:g", {"rw": "write"}),
+        label=label,
+        status="ok",
+        started_at=float(_ID[0]),
+        finished_at=_ID[0] + 1.0,
+        id=_ID[0],
+        batch=batch,
+        metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"), *more),
+    )
+
+
 def _invocation(rng: random.Random, label: str, level: float) -> list[Run]:
     """Three runs of one invocation (its own batch) around the invocation's level, CV 3%."""
-    out = []
-    for _ in range(3):
-        _ID[0] += 1
-        bw = level * rng.lognormvariate(0, 0.03)
-        out.append(
-            Run(
-                point=Point("plan:g", {"rw": "write"}),
-                label=label,
-                status="ok",
-                started_at=float(_ID[0]),
-                finished_at=_ID[0] + 1.0,
-                id=_ID[0],
-                batch=label,
-                metrics=(Metric("write_bw_bytes_per_s", bw, "B/s"), Metric("write_iops", bw / 1000, "IOPS")),
-            )
-        )
-    return out
+    bws = [level * rng.lognormvariate(0, 0.03) for _ in range(3)]
+    return [_batched(label, label, bw, Metric("write_iops", bw / 1000, "IOPS")) for bw in bws]
 
 
 def test_invocations_that_differ_do_not_fail_an_a_a() -> None:
@@ -301,3 +301,41 @@ def test_inconclusive_subject_names_the_suspect() -> None:
     assert subject(GateReport(g, "b", "n")) == (
         "[iowall gate] inconclusive: plan:g: write_bw_bytes_per_s -20.8% suspected, not shown"
     )
+
+
+def _runs_of(label: str, values: list[float], per: int) -> list[Run]:
+    """Runs of ``values``, ``per`` to an invocation (batch ``label<i>``)."""
+    return [_batched(label, f"{label}{i // per}", v) for i, v in enumerate(values)]
+
+
+def test_a_fall_in_every_invocation_is_not_a_pass() -> None:
+    """A real gate (the suite's, 2026-11-29): 4 base invocations of 3 runs at 1988-2670 MiB/s,
+    3 new of 2 runs at 285-1130 MiB/s, -61%: Welch on the invocation means gave p = 0.057 and
+    the row was "same", so the gate passed a 61% fall. Every new invocation worse than every
+    base one, beyond the floor and shown by the runs' interval: inconclusive (exit 3)."""
+    mib = 1 << 20
+    base = _runs_of(
+        "k", [x * mib for x in (1988, 2393, 2535, 2221, 2376, 2467, 2281, 2286, 2479, 2142, 2479, 2547)], 3
+    )
+    new = _runs_of("n", [x * mib for x in (285, 625, 822, 991, 1025, 1130)], 2)
+    g = _gate(base, new)
+    (v,) = g.verdicts
+    assert v.status == "inconclusive" and g.exit_code == EXIT_INCONCLUSIVE, v
+    assert v.q_value > 0.05 and "every invocation (3 new, each worse than all 4 base)" in v.reason
+    # one new invocation in among the base ones: no order, so the same numbers pass
+    mixed = _runs_of("n", [x * mib for x in (285, 625, 2300, 2400, 1025, 1130)], 2)
+    assert "in every invocation" not in _gate(base, mixed).verdicts[0].reason
+
+
+def test_invocation_order_rarely_makes_an_a_a_inconclusive() -> None:
+    """300 A/As of 3 new invocations against 4 stored, whole invocations differing by 4%: every
+    new invocation worse than every base one has a 1-in-35 chance under no change (6 of 300
+    here), and the rule needs the runs' interval beyond the floor too: 0, 1, 6 and 1 of 300
+    A/As made inconclusive by it with seeds 23, 1, 2 and 3."""
+    rng = random.Random(23)
+    by_order = 0
+    for _ in range(300):
+        base = [r for i in range(4) for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
+        new = [r for i in range(3) for r in _invocation(rng, f"n{i}", 1000 * rng.lognormvariate(0, 0.04))]
+        by_order += any("in every invocation" in v.reason for v in _gate(base, new).verdicts)
+    assert by_order <= 6, by_order
