@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from .model import MEASURED_STATUSES, Run
 from .vocab.units import json_number
 
 if TYPE_CHECKING:
@@ -122,6 +123,15 @@ class Outcome:
     measured: int
     failed: int
     interrupted: int
+
+    @classmethod
+    def of(cls, runs: Sequence[Run]) -> Outcome:
+        """The runs' statuses counted: measured (``MEASURED_STATUSES``), failed, interrupted."""
+        return cls(
+            sum(r.status in MEASURED_STATUSES for r in runs),
+            sum(r.status == "failed" for r in runs),
+            sum(r.status == "interrupted" for r in runs),
+        )
 
     @property
     def exit_code(self) -> int:

@@ -130,21 +130,14 @@ def test_replay_false_failures_and_power() -> None:
 def _aa_run(label: str, rng: random.Random) -> Run:
     """A run of a short buffered write: bandwidth and IOPS one figure (CV 3%), p99 latency
     noisier (CV 15%), and probe metrics that cannot fail the gate."""
-    _ID[0] += 1
     bw = 1000 * rng.lognormvariate(0, 0.03)
-    return Run(
-        point=Point("plan:g", {"rw": "write"}),
-        label=label,
-        status="ok",
-        started_at=float(_ID[0]),
-        finished_at=_ID[0] + 1.0,
-        id=_ID[0],
-        metrics=(
-            Metric("write_bw_bytes_per_s", bw, "B/s"),
-            Metric("write_iops", bw / 1000, "IOPS"),
-            Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.15), "s", "lower"),
-            *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.1), "1") for k in range(10)),
-        ),
+    return _batched(
+        label,
+        "",
+        bw,
+        Metric("write_iops", bw / 1000, "IOPS"),
+        Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.15), "s", "lower"),
+        *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.1), "1") for k in range(10)),
     )
 
 

@@ -152,9 +152,4 @@ def _outcome(records: Sequence[BootRecord], runs: Sequence[Run]) -> Outcome:
     notes and the boots' table), so that `ab` exits 1 when a guest died mid-run or a point
     of its plan failed."""
     again = {i for r in records if r.retried for i in r.run_ids}
-    kept = [r for r in runs if r.id not in again]
-    return Outcome(
-        sum(r.status in MEASURED_STATUSES for r in kept),
-        sum(r.status == "failed" for r in kept),
-        sum(r.status == "interrupted" for r in kept),
-    )
+    return Outcome.of([r for r in runs if r.id not in again])

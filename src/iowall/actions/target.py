@@ -16,7 +16,6 @@ from ..machine.machine_lock import exclusive
 from ..machine.signals import interruptible
 from ..measure.repeat import RepeatPolicy
 from ..measure.session import hold_memory_step, memory_note
-from ..model import MEASURED_STATUSES
 from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get
@@ -161,11 +160,7 @@ def with_outcome(report: Report, store: Store) -> Report:
     """The report with its runs' outcome (``results.Outcome``: measured, failed, interrupted,
     the exit code) in its data and, when any run did not measure, a line of its tail."""
     runs = store.runs(RunFilter(ids=report.run_ids), metrics=lambda _: False) if report.run_ids else []
-    o = Outcome(
-        sum(r.status in MEASURED_STATUSES for r in runs),
-        sum(r.status == "failed" for r in runs),
-        sum(r.status == "interrupted" for r in runs),
-    )
+    o = Outcome.of(runs)
     said = o.sentence()
     return replace(
         report,

@@ -20,6 +20,7 @@ lag-1 one the share of neighbouring pairs the early test counts as one result (`
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,10 @@ MODES_APART = 3.0
 FloatArray = npt.NDArray[np.float64]
 
 
-def shamos(a: FloatArray) -> float:
-    """Shamos' scale: 1.0483 × the median of pairwise distances."""
+def shamos(logs: Sequence[float] | FloatArray) -> float:
+    """Shamos' scale: 1.0483 × the median of |x_i - x_j| over pairs (consistent for the normal
+    standard deviation, 86% efficient, breakdown 29%)."""
+    a = np.asarray(logs, dtype=np.float64)
     i, j = np.triu_indices(a.size, 1)
     return 1.0483 * float(np.median(np.abs(a[i] - a[j]))) if i.size else 0.0
 
