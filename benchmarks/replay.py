@@ -24,11 +24,14 @@ no-change series of the calibration corpus (another seed) are at most ``FA_BATCH
 defaults. iowall's early level is the loosest ``--fdr`` on a grid whose replayed false alarms
 on the calibration corpus are at most ``FA_REPLAY`` per 100 gated results.
 
-Two corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24) and ``benchmarks/corpus2.py``
+Three corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
 (``--corpus 2``, seed 77: two modes taking turns or switching often, t with 2 df, Cauchy
-contamination, repeats sharing a run effect, Laplace noise at CV 1-30%, spikes, drift).
-``--calibrate-on A --report-on B`` calibrates the levels on corpus A (its seed + 1000) and
-reports on corpus B (its seed): with A ≠ B, on data the thresholds were not tuned on.
+contamination, repeats sharing a run effect, Laplace noise at CV 1-30%, spikes, drift) and
+``benchmarks/corpus3.py`` (``--corpus 3``, seed 131, the held-out one: serial correlation,
+persistent modes, a spread that changes, skew, quantised values, cycles, bursts, a scale
+mixture; changes reached in ramps). ``--calibrate-on A --report-on B`` calibrates the levels
+on corpus A (its seed + 1000; ``1,2`` pools two) and reports on corpus B (its seed): with B
+not among A, on data the thresholds were not tuned on.
 Beside the table, false alarms per family.
 
 Run:  cd benchmarks && nice -n 19 ../.venv/bin/python replay.py [--per-cell 12]
@@ -62,7 +65,7 @@ FA_BATCH = 5.0
 FDRS = (0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03)
 PELT_CS = (4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
 #: corpus number: (module, evaluation seed; calibration on seed + 1000)
-CORPORA = {1: ("corpus", 24), 2: ("corpus2", 77)}
+CORPORA = {1: ("corpus", 24), 2: ("corpus2", 77), 3: ("corpus3", 131)}
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]
 
@@ -284,12 +287,22 @@ def families(by: dict[str, Replay]) -> None:
         print(f"    {fam:12} {r.cells()}  falls>=5%: {r.big}")
 
 
+def _corpora(text: str) -> tuple[int, ...]:
+    """``--calibrate-on``: one corpus number or several, comma-separated (pooled)."""
+    out = tuple(int(x) for x in text.split(","))
+    if not out or any(c not in CORPORA for c in out):
+        raise argparse.ArgumentTypeError(f"corpora are {sorted(CORPORA)}: {text}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-cell", type=int, default=12, help="series per family and step")
-    ap.add_argument("--corpus", type=int, choices=(1, 2), default=1, help="calibrate and report on it")
-    ap.add_argument("--calibrate-on", type=int, choices=(1, 2))
-    ap.add_argument("--report-on", type=int, choices=(1, 2))
+    ap.add_argument(
+        "--corpus", type=int, choices=tuple(CORPORA), default=1, help="calibrate and report on it"
+    )
+    ap.add_argument("--calibrate-on", type=_corpora, help="a corpus, or several pooled: 1,2")
+    ap.add_argument("--report-on", type=int, choices=tuple(CORPORA))
     ap.add_argument("--seed", type=int, help="the report corpus's seed (default: its own)")
     ap.add_argument("--skip-peers", action="store_true", help="no Otava or PELT")
     ap.add_argument("--skip-peers-replay", action="store_true")
@@ -301,12 +314,14 @@ def main() -> None:
         with open(a.cache, "rb") as fh:
             _CHANGES.update(pickle.load(fh))
     t0 = time.time()
-    on, rep = a.calibrate_on or a.corpus, a.report_on or a.corpus
+    on, rep = a.calibrate_on or (a.corpus,), a.report_on or a.corpus
     seed = a.seed if a.seed is not None else CORPORA[rep][1]
-    cal_seed = (seed if on == rep else CORPORA[on][1]) + 1000
-    cal, ev = build(on, cal_seed, a.per_cell), build(rep, seed, a.per_cell)
+    cal_seeds = [(seed if c == rep else CORPORA[c][1]) + 1000 for c in on]
+    cal = [s for c, cs in zip(on, cal_seeds, strict=True) for s in build(c, cs, a.per_cell)]
+    ev = build(rep, seed, a.per_cell)
     peers = not a.skip_peers
-    print(f"report: corpus {rep} seed {seed}, {len(ev)} series; calibration: corpus {on} seed {cal_seed}")
+    said = " + ".join(f"corpus {c} seed {cs}" for c, cs in zip(on, cal_seeds, strict=True))
+    print(f"report: corpus {rep} seed {seed}, {len(ev)} series; calibration: {said}")
     c_pelt, level = calibrate(cal, peers, not a.batch_only)
     print(f"chosen: pelt c={c_pelt:g}, iowall early fdr={level:g} (default {FDR_SERIES:g})")
     print(
