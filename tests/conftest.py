@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -24,7 +25,8 @@ needs_root = pytest.mark.skipif(not ROOT, reason="needs root (loop devices, mkfs
 
 
 def leftovers() -> dict[str, set[str]]:
-    """Loop devices backed by iowall images, mounts under /run/iowall, images in /dev/shm."""
+    """Loop devices backed by iowall images, mounts under /run/iowall, images in /dev/shm,
+    and the scratch directories of fio and the engine in $TMPDIR."""
     loops = set()
     for p in Path("/sys/block").glob("loop*/loop/backing_file"):
         try:
@@ -36,7 +38,9 @@ def leftovers() -> dict[str, set[str]]:
     with open("/proc/self/mounts") as f:
         mounts = {line.split()[1] for line in f if "/run/iowall" in line.split()[1]}
     images = {str(p) for p in Path("/dev/shm").glob("iowall-*")}
-    return {"loops": loops, "mounts": mounts, "images": images}
+    tmp = Path(tempfile.gettempdir())
+    scratch = {str(p) for pat in ("iowall-fio-*", "iowall-stream-*") for p in tmp.glob(pat)}
+    return {"loops": loops, "mounts": mounts, "images": images, "scratch": scratch}
 
 
 @contextmanager

@@ -1,8 +1,9 @@
 """Crash trials: SIGKILL `iowall run` and `iowall limits` at chosen and random moments (bed
 set-up, knob application, probe start, a point, the store write) and check that the next
 `iowall recover` (or the next `iowall run`) leaves nothing behind: no mount, loop device,
-image, ftrace instance or perf/fio process, every knob at its old value, and the store passing
-SQLite's integrity_check with every run completed before still there."""
+image, fio scratch directory, ftrace instance or perf/fio process, every knob at its old
+value, and the store passing SQLite's integrity_check with every run completed before still
+there."""
 
 from __future__ import annotations
 
@@ -113,18 +114,27 @@ class World:
     procs: set[str] = field(default_factory=set)
     traces: set[str] = field(default_factory=set)
     knobs: dict[str, str] = field(default_factory=dict)
+    scratch: set[str] = field(default_factory=set)
 
     @staticmethod
     def now(data: Path) -> World:
         lo = leftovers()
         disk = {str(p) for p in (data / "iowall" / "beds").glob("iowall-*")}
-        return World(lo["mounts"], lo["loops"], lo["images"] | disk, children(), instances(), knob_values())
+        return World(
+            lo["mounts"],
+            lo["loops"],
+            lo["images"] | disk,
+            children(),
+            instances(),
+            knob_values(),
+            lo["scratch"],
+        )
 
     def minus(self, before: World) -> dict[str, object]:
         """What is here now and was not before (knobs: those that differ)."""
         d: dict[str, object] = {
             k: sorted(getattr(self, k) - getattr(before, k))
-            for k in ("mounts", "loops", "images", "procs", "traces")
+            for k in ("mounts", "loops", "images", "procs", "traces", "scratch")
         }
         d["knobs"] = {f: v for f, v in self.knobs.items() if before.knobs.get(f) != v}
         return {k: v for k, v in d.items() if v}

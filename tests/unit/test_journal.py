@@ -5,8 +5,10 @@ only files removed."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -143,3 +145,31 @@ def test_a_loop_journaled_before_losetup_named_it_is_detached(state: Path, tmp_p
     finally:
         for dev in (ours, other):
             subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@needs_root
+def test_a_scratch_directory_of_a_killed_process_is_removed(state: Path, tmp_path: Path) -> None:
+    """fio's scratch directory (job file, JSON, logs) was a TemporaryDirectory: every SIGKILL
+    mid-run left one in /tmp (105 of them here after two days of crash trials). Journaled
+    before it exists, the next recover (which finds another state directory's journal
+    through the machine-wide index, as root) removes it; one used to its end leaves nothing."""
+    code = (
+        "import sys, time\n"
+        "from iowall.machine.journal import scratch_dir\n"
+        "with scratch_dir('iowall-fio-') as d:\n"
+        "    open(d + '/job.fio', 'w').write('x')\n"
+        "    print(d, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "theirs")}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    path = Path(child.stdout.readline().strip())
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert (path / "job.fio").exists() and path.name.startswith("iowall-fio-")
+    journal.recover()
+    assert not path.exists()
+    with journal.scratch_dir("iowall-fio-") as d:
+        Path(d, "out.json").write_text("{}")
+    assert not Path(d).exists() and not list(state.glob("*.json"))

@@ -14,10 +14,14 @@ import hashlib
 import itertools
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +80,26 @@ def done(token: Path) -> None:
         token.unlink()
     except FileNotFoundError:
         pass
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[str]:
+    """A private temporary directory (``$TMPDIR/<prefix><random>``, mode 0700), journaled
+    before it exists and removed on the way out: a process killed while using it (fio's job
+    file, JSON and logs) leaves nothing the next ``recover`` does not remove, where a plain
+    ``TemporaryDirectory`` was left behind by every SIGKILL."""
+    path = os.path.join(tempfile.gettempdir(), f"{prefix}{secrets.token_hex(6)}")
+    token = add({"undo": "rmtree", "path": path})
+    try:
+        os.mkdir(path, 0o700)
+    except OSError:
+        done(token)
+        raise
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        done(token)
 
 
 #: The environment variable that marks a child (and everything it forks) as iowall's.

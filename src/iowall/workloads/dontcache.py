@@ -16,6 +16,7 @@ import time
 
 from ..machine.atomic import write_text
 from ..machine.dirs import state_dir
+from ..machine.journal import scratch_dir
 from ..machine.proc import dies_with_us, need, run
 from ..probes import tracefs
 
@@ -138,7 +139,7 @@ def _observe(version: str) -> tuple[int | None, str]:
     except Exception as e:  # noqa: BLE001 - any failure means: cannot observe
         return None, f"cannot observe {version}'s uncached=1: {e}"
     try:
-        with tempfile.TemporaryDirectory(prefix="iowall-fio-flag-") as tmp:
+        with scratch_dir("iowall-fio-flag-") as tmp:
             data = os.path.join(tmp, "perf.data")
             rec = run(
                 dies_with_us(

@@ -8,12 +8,12 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..machine.journal import scratch_dir
 from ..machine.proc import run, run_child
 from ..model import Artifact, Metric, Series
 from ..vocab.errors import UserError, WorkloadError
@@ -145,7 +145,7 @@ def run_fio(
     fio's and the probes' series share one axis), or from fio's launch.
     """
     text = with_bw_logs(job, bw_log_ms)
-    with tempfile.TemporaryDirectory(prefix="iowall-fio-") as tmp:
+    with scratch_dir("iowall-fio-") as tmp:
         jf = os.path.join(tmp, "job.fio")
         out = os.path.join(tmp, "out.json")
         with open(jf, "w") as f:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..machine.journal import scratch_dir
 from ..model import Artifact, Metric, Series
 from ..vocab.errors import UserError
 from .engine import run_engine
@@ -110,7 +110,7 @@ def run_stream(
     included: its record has status filled and the partial counts). Series times count from
     ``origin_s`` (wall clock: the probes' common start, as fio's do), else from launch."""
     text = spec.files_list()
-    with tempfile.TemporaryDirectory(prefix="iowall-stream-") as tmp:
+    with scratch_dir("iowall-stream-") as tmp:
         lst = os.path.join(tmp, "files.list")
         with open(lst, "w") as f:
             f.write(text)
