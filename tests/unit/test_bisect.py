@@ -366,6 +366,8 @@ def test_what_moved_shows_both_budgets_and_names_the_state_that_grew() -> None:
         ),
         "blocked:writeback",
         "differential flame graph of runs 14 -> 10: /x/flame-diff.svg",
+        costs=(("cpu_us_per_call", 111.054, 240.972), ("cpu_ms_per_mib", 24.6144, 59.7775)),
+        short="the last good's I/O lasted 1.52 s: under 2 s, start-up and the ends weigh in these figures",
     )
     cands = tuple(Candidate(f"c{i}", f"c{i}") for i in range(3))
     step = Step(
@@ -379,6 +381,12 @@ def test_what_moved_shows_both_budgets_and_names_the_state_that_grew() -> None:
     assert "grew most: blocked: " in text and "10.0% -> 30.0% of the wall-clock time" in text
     assert "/x/flame-diff.svg" in text and "/x/flame-diff.svg" in render(rep, "md")
     assert json.loads(render(rep, "json"))["moved"]["grew"] == "blocked:writeback"
+    # the cost of each call beside the shares (page-table isolation moves it, not the shares),
+    # from the real bisection's runs 29 and 49 (docs/bisect.md)
+    call = next(x for x in text.splitlines() if "per read/write call" in x)
+    assert call.split()[-5:] == ["111.05", "us", "240.97", "us", "x2.17"], call
+    assert "on a CPU: kernel" in text and "lasted 1.52 s: under 2 s" in " ".join(text.split())
+    assert json.loads(render(rep, "json"))["moved"]["costs"][0] == ["cpu_us_per_call", 111.054, 240.972]
 
 
 def test_git_inputs_are_checked_before_anything_is_built(host: Path, db_url: str) -> None:

@@ -191,6 +191,20 @@ def test_idle_helper_threads_are_left_out() -> None:
     assert b.left_out == ("fio (2)",)
 
 
+def test_a_helper_on_a_cpu_beside_visible_io_is_left_out() -> None:
+    """fio's helper in an emulated guest: on a CPU 7.5% of its time (each look at /proc
+    emulated) but waiting 90%, and none of the bytes, beside a writer that moved them: a
+    helper (it was counted, and the budget named no mechanism). When no thread's I/O shows
+    in bytes (io_uring, libaio), time on a CPU still makes a worker."""
+    worker = _thread(1, wall_s=4.0, cpu=3.0, delay=0.0, user=0.5, blocked={0: 100})
+    helper = _thread(2, wall_s=4.0, cpu=0.3, delay=0.0, user=0.1, blocked={1: 360}, syscw=5)
+    b = budget.compute(_doc([worker, helper], [IO, SELECT]), (0.0, 4.0), "test")
+    assert b is not None and [t.tid for t in b.threads] == [1] and b.left_out == ("fio (2)",)
+    quiet = _thread(1, wall_s=4.0, cpu=3.0, delay=0.0, user=0.5, blocked={0: 100}, syscw=5)
+    b = budget.compute(_doc([quiet, helper], [IO, SELECT]), (0.0, 4.0), "test")
+    assert b is not None and [t.tid for t in b.threads] == [1, 2]
+
+
 def test_window_cuts_the_threads_counters() -> None:
     th = _thread(1, wall_s=10.0, cpu=5.0, delay=0.0, user=1.0, blocked={})
     b = budget.compute(_doc([th], []), (2.0, 6.0), "test")

@@ -21,7 +21,9 @@ from ..ab.kernels import Kernel, cache_dir, resolve
 from ..ab.rounds import one_boot
 from ..ab.summary import flame_pair
 from ..ab.vm import vng_path
+from ..analysis.explain.budget import MIN_WINDOW_S
 from ..analysis.explain.context import representative
+from ..analysis.explain.facts import Cost
 from ..analysis.explain.run import explain
 from ..analysis.regress.bisect import (
     BisectReport,
@@ -309,15 +311,40 @@ def what_moved(store: Store, good_ids: Sequence[int], bad_ids: Sequence[int], fl
         write_svg(flame_svg(store, [str(pair[0]), str(pair[1])]), flame)
         wrote(flame)
         drawn = f"differential flame graph of runs {pair[0]} -> {pair[1]}: {flame}"
-    bg, bb = explain(rg, g).budget, explain(rb, x).budget
+    eg, eb = explain(rg, g), explain(rb, x)
+    costs = _costs(eg.cost, eb.cost)
+    bg, bb = eg.budget, eb.budget
     if bg is None or bb is None:
         why = "no wall-clock budget on a side (it needs the threadstate probe)"
-        return Moved(rg.id, rb.id, flame=drawn, why_not=why)
+        return Moved(rg.id, rb.id, flame=drawn, why_not=why, costs=costs)
     cats = sorted(set(bg.totals) | set(bb.totals), key=lambda c: -bb.share(c))
     states = tuple((c, bg.totals.get(c, 0.0), bg.share(c), bb.totals.get(c, 0.0), bb.share(c)) for c in cats)
     grown = max(states, key=lambda s: s[4] - s[2], default=None)
     grew = grown[0] if grown is not None and grown[4] > grown[2] else ""
-    return Moved(rg.id, rb.id, states, grew, drawn)
+    short = [
+        f"the {side}'s I/O lasted {b.window[1] - b.window[0]:.2f} s"
+        for side, b in (("last good", bg), ("first bad", bb))
+        if b.window[1] - b.window[0] < MIN_WINDOW_S
+    ]
+    said = (
+        " and ".join(short) + f": under {MIN_WINDOW_S:g} s, start-up and the ends weigh in these figures "
+        "(a larger size or a runtime explains it)"
+        if short
+        else ""
+    )
+    return Moved(rg.id, rb.id, states, grew, drawn, costs=costs, short=said)
+
+
+#: The ``Cost`` fields "what moved" sets side by side, in report order.
+COST_FIELDS = ("cpu_us_per_call", "cpu_ms_per_mib", "cpu_us_per_io")
+
+
+def _costs(good: Cost | None, bad: Cost | None) -> tuple[tuple[str, float, float], ...]:
+    """The cost of each I/O on both sides, the fields both measured."""
+    if good is None or bad is None:
+        return ()
+    pairs = ((f, getattr(good, f), getattr(bad, f)) for f in COST_FIELDS)
+    return tuple((f, a, b) for f, a, b in pairs if a is not None and b is not None)
 
 
 def bisect(

@@ -95,7 +95,26 @@ def _moved_lines(r: BisectReport, m: Moved, *, md: bool) -> list[str]:
             g = next(s for s in m.states if s[0] == m.grew)
             out.append(f"grew most: {state_title(m.grew)}, {g[2]:.1%} -> {g[4]:.1%} of the wall-clock time")
             out.append("")
-    return out + _prose([x for x in (m.why_not, m.flame) if x], md=md) + [""]
+    if m.costs:
+        rows = [
+            [COST_TITLES[f][0], f"{a:.2f} {COST_TITLES[f][1]}", f"{b:.2f} {COST_TITLES[f][1]}", _times(a, b)]
+            for f, a, b in m.costs
+        ]
+        headers = ["cost of each I/O (the workload's CPU)", "good", "bad", "bad/good"]
+        out += [md_table(headers, rows) if md else text_table(headers, rows), ""]
+    return out + _prose([x for x in (m.short, m.why_not, m.flame) if x], md=md) + [""]
+
+
+#: The cost fields' titles and units, as `iowall explain` says them.
+COST_TITLES = {
+    "cpu_us_per_call": ("per read/write call", "us"),
+    "cpu_ms_per_mib": ("per MiB", "ms"),
+    "cpu_us_per_io": ("per I/O (fio's count)", "us"),
+}
+
+
+def _times(good: float, bad: float) -> str:
+    return f"x{bad / good:.2f}" if good > 0 else "-"
 
 
 def _prose(lines: list[str], *, md: bool) -> list[str]:

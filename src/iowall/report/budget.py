@@ -12,6 +12,7 @@ from .table import text_table
 
 _TITLES = {
     "user": "on a CPU: user space",
+    "kernel": "on a CPU: kernel",
     "runnable:quota": "runnable: cgroup CPU quota",
     "runnable:own": "runnable: behind its own threads and the bed's workers",
     "runnable:others": "runnable: other processes",

@@ -45,6 +45,11 @@ WORKER_IO_SHARE = 0.01
 WORKER_MIN_BYTES = 1 << 20
 WORKER_CPU_SHARE = 0.05
 WORKER_BLOCKED_SHARE = 0.10
+#: ... but when the point's I/O shows in read/write bytes, a thread that moved none of them
+#: and slept or waited on other threads this share of its samples is a helper whatever its
+#: CPU: fio's main and helper threads in an emulated guest were on a CPU 6% and 9% of their
+#: time (each look at /proc emulated), asleep or waiting 90% and 87%, beside one writer
+WORKER_IDLE_SHARE = 0.5
 #: a cgroup that used this share of its CPU quota over the window, and was throttled, is
 #: held by it: all its threads' run delay is the quota's
 QUOTA_BINDING = 0.9
@@ -272,16 +277,23 @@ def _tally(
 
 def _workers(measured: Sequence[_Measured]) -> tuple[list[_Measured], list[str]]:
     """The threads that did the point's work by the ``WORKER_*`` thresholds (bytes against the busiest
-    thread's, time on a CPU, samples blocked for work), and the others' names (``comm (tid)``)."""
+    thread's, time on a CPU unless idle beside visible I/O, samples blocked for work), and the
+    others' names (``comm (tid)``)."""
     max_bytes = max((m[1]["rchar"] + m[1]["wchar"] for m in measured), default=0.0)
     workers: list[_Measured] = []
     left: list[str] = []
     for th, d, wall, reasons in measured:
         by = d["rchar"] + d["wchar"]
-        working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
+        looks = d["samples"] or 1.0
+        working = sum(n for r, n in reasons.items() if r not in IDLE) / looks
+        moved = by >= max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
+        helper = (
+            max_bytes >= WORKER_MIN_BYTES
+            and sum(reasons.get(r, 0) for r in IDLE) / looks >= WORKER_IDLE_SHARE
+        )
         if (
-            by >= max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
-            or d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall
+            moved
+            or (d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall and not helper)
             or working >= WORKER_BLOCKED_SHARE
         ):
             workers.append((th, d, wall, reasons))

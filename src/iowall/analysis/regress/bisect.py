@@ -202,8 +202,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Moved:
     """What moved between the last good and the first bad: the wall-clock budget of each
-    one's median run, per state (seconds and share), the state whose share grew most, and
-    the differential flame graph (a path, or why there is none)."""
+    one's median run, per state (seconds and share), the state whose share grew most, the
+    cost of each I/O, and the differential flame graph (a path, or why there is none)."""
 
     good_run: int | None
     bad_run: int | None
@@ -211,6 +211,12 @@ class Moved:
     grew: str = ""
     flame: str = ""
     why_not: str = ""  # no budget on a side: why
+    #: the cost of each I/O on each side (``Cost`` field, good, bad): CPU per read/write
+    #: call, per MiB, per I/O, where both sides measured it (a kernel that makes every system
+    #: call dearer moves these, not the shares)
+    costs: tuple[tuple[str, float, float], ...] = ()
+    #: the sides whose I/O lasted under the 2 s an explanation needs, said as such
+    short: str = ""
 
 
 @dataclass(frozen=True)
