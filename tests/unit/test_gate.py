@@ -314,7 +314,10 @@ def test_a_fall_in_every_invocation_is_not_a_pass() -> None:
     g = _gate(base, new)
     (v,) = g.verdicts
     assert v.status == "inconclusive" and g.exit_code == EXIT_INCONCLUSIVE, v
-    assert v.q_value > 0.05 and "every invocation (3 new, each worse than all 4 base)" in v.reason
+    assert (
+        v.q_value > 0.05
+        and "every invocation (3 new, each worse than all 4 base by more than 2%)" in v.reason
+    )
     # one new invocation in among the base ones: no order, so the same numbers pass
     mixed = _runs_of("n", [x * mib for x in (285, 625, 2300, 2400, 1025, 1130)], 2)
     assert "in every invocation" not in _gate(base, mixed).verdicts[0].reason
@@ -323,12 +326,13 @@ def test_a_fall_in_every_invocation_is_not_a_pass() -> None:
 def test_invocation_order_rarely_makes_an_a_a_inconclusive() -> None:
     """300 A/As of 3 new invocations against 4 stored, whole invocations differing by 4%: every
     new invocation worse than every base one has a 1-in-35 chance under no change (6 of 300
-    here), and the rule needs the runs' interval beyond the floor too: 0, 1, 6 and 1 of 300
-    A/As made inconclusive by it with seeds 23, 1, 2 and 3."""
+    here); the rule asks for it beyond the floor (2%) and for the runs' interval too: 0, 0, 1
+    and 0 of 300 A/As made inconclusive by it with seeds 23, 1, 2 and 3 (0, 1, 6 and 1 with
+    the order alone)."""
     rng = random.Random(23)
     by_order = 0
     for _ in range(300):
         base = [r for i in range(4) for r in _invocation(rng, f"k{i}", 1000 * rng.lognormvariate(0, 0.04))]
         new = [r for i in range(3) for r in _invocation(rng, f"n{i}", 1000 * rng.lognormvariate(0, 0.04))]
         by_order += any("in every invocation" in v.reason for v in _gate(base, new).verdicts)
-    assert by_order <= 6, by_order
+    assert by_order <= 3, by_order

@@ -335,24 +335,32 @@ def _status(
             "worse beyond the floor but not shown: "
             + ("one run on a side" if one else f"q = {q:.2g}, but the interval includes no change")
         )
-    if gate and c.significant and _worse(r) and abs(c.ratio - 1.0) > res.floor and (k := _separated(r)):
+    if (
+        gate
+        and c.significant
+        and _worse(r)
+        and abs(c.ratio - 1.0) > res.floor
+        and (k := _separated(r, res.floor))
+    ):
         return "inconclusive", (
             f"worse beyond the floor in every invocation ({k[1]} new, each worse than all {k[0]} "
-            f"base), but q = {q:.2g} from so few: run more"
+            f"base by more than {res.floor:.0%}), but q = {q:.2g} from so few: run more"
         )
     return "same", ""
 
 
-def _separated(r: Row) -> tuple[int, int] | None:
+def _separated(r: Row, floor: float) -> tuple[int, int] | None:
     """(base, new) invocation counts when the sides hold two or more invocations each and every
-    new invocation's mean is worse than every base invocation's: the order a rank test would
-    need (1 in C(kb + kn, kn) under no change), which Welch's t-test on so few means with
-    unequal spreads may not show (a 61% fall over 4 and 3 invocations gave p = 0.057)."""
+    new invocation's mean is worse than every base invocation's by more than ``floor``: the
+    order a rank test would need (1 in C(kb + kn, kn) under no change, rarer still beyond the
+    floor), which Welch's t-test on so few means with unequal spreads may not show (a 61% fall
+    over 4 and 3 invocations gave p = 0.057)."""
     gb = invocation_means(r.base_samples, r.base_batches)
     gn = invocation_means(r.new_samples, r.new_batches)
     if gb.size < 2 or gn.size < 2:
         return None
-    worse = gn.max() < gb.min() if r.direction == "higher" else gn.min() > gb.max()
+    gap = math.log1p(floor)
+    worse = gn.max() + gap < gb.min() if r.direction == "higher" else gn.min() - gap > gb.max()
     return (int(gb.size), int(gn.size)) if worse else None
 
 
