@@ -261,21 +261,14 @@ def test_fdr_counts_only_the_rows_that_can_fail_the_gate() -> None:
     rng = random.Random(24)
 
     def run(label: str, bw: float, cv: float) -> Run:
-        _ID[0] += 1
         v = bw * rng.lognormvariate(0, cv)
-        return Run(
-            point=Point("plan:g", {"rw": "write"}),
-            label=label,
-            status="ok",
-            started_at=float(_ID[0]),
-            finished_at=_ID[0] + 1.0,
-            id=_ID[0],
-            metrics=(
-                Metric("write_bw_bytes_per_s", v * 2**20, "B/s"),
-                Metric("write_iops", v, "IOPS"),
-                Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.2), "s", "lower"),
-                *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.3), "1") for k in range(120)),
-            ),
+        return _batched(
+            label,
+            "",
+            v * 2**20,
+            Metric("write_iops", v, "IOPS"),
+            Metric("write_clat_p99_s", 1e-3 * rng.lognormvariate(0, 0.2), "s", "lower"),
+            *(Metric(f"vm_x{k}", rng.lognormvariate(0, 0.3), "1") for k in range(120)),
         )
 
     g = _gate([run("base", 8127, 0.03) for _ in range(3)], [run("new", 232, 0.5) for _ in range(3)])
