@@ -22,14 +22,20 @@ from the MAD of first differences, ``c`` the smallest on a grid whose false alar
 no-change series of the calibration corpus (another seed) are at most ``FA_BATCH``. Otava:
 ``compute_change_points(values, window_len=50, max_pvalue=0.001, min_magnitude=0)``, its
 defaults. iowall's early level is the loosest ``--fdr`` on a grid whose replayed false alarms
-on the calibration corpus are at most ``FA_REPLAY`` per 100 gated results.
+on the calibration corpus are at most ``FA_REPLAY`` per 100 gated results: the corpora pooled
+(``--rule pooled``), or each calibration corpus alone (``--rule each``: the level must hold
+in every world seen, not on their average: held out, corpora 2 and 3 ran 1.3 and 2.3 times
+the false alarms of the calibration at the level it chose).
 
-Three corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
+Four corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
 (``--corpus 2``, seed 77: two modes taking turns or switching often, t with 2 df, Cauchy
 contamination, repeats sharing a run effect, Laplace noise at CV 1-30%, spikes, drift) and
 ``benchmarks/corpus3.py`` (``--corpus 3``, seed 131, the held-out one: serial correlation,
 persistent modes, a spread that changes, skew, quantised values, cycles, bursts, a scale
-mixture; changes reached in ramps). ``--calibrate-on A --report-on B`` calibrates the levels
+mixture; changes reached in ramps) and ``benchmarks/corpus4.py`` (``--corpus 4``, seed 173,
+written by another hand that never read the detector: a wandering level, a ceiling, warm-up
+results, slow episodes, volatility clusters, three modes, fast outliers, moves between
+machines). ``--calibrate-on A --report-on B`` calibrates the levels
 on corpus A (its seed + 1000; ``1,2`` pools two) and reports on corpus B (its seed): with B
 not among A, on data the thresholds were not tuned on.
 Beside the table, false alarms per family.
@@ -65,7 +71,7 @@ FA_BATCH = 5.0
 FDRS = (0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03)
 PELT_CS = (4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
 #: corpus number: (module, evaluation seed; calibration on seed + 1000)
-CORPORA = {1: ("corpus", 24), 2: ("corpus2", 77), 3: ("corpus3", 131)}
+CORPORA = {1: ("corpus", 24), 2: ("corpus2", 77), 3: ("corpus3", 131), 4: ("corpus4", 173)}
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]
 
@@ -263,8 +269,11 @@ def batch(det: Detector, corpus: Sequence[Series]) -> tuple[Batch, dict[str, Bat
     return b, by
 
 
-def calibrate(cal: Sequence[Series], peers: bool, early: bool = True) -> tuple[float, float]:
-    """PELT's ``c`` (FA_BATCH) and the early test's level (FA_REPLAY) on the calibration corpus."""
+def calibrate(
+    cal: Sequence[Series], peers: bool, early: bool = True, parts: dict[int, list[Series]] | None = None
+) -> tuple[float, float]:
+    """PELT's ``c`` (FA_BATCH) and the early test's level (FA_REPLAY) on the calibration corpus;
+    with ``parts`` (the corpora apart), the level must hold on each of them too."""
     c_pelt = PELT_CS[-1]
     for c in PELT_CS if peers else ():
         fa, _ = batch(pelt(c), cal)
@@ -275,8 +284,10 @@ def calibrate(cal: Sequence[Series], peers: bool, early: bool = True) -> tuple[f
     level = FDRS[0]
     for q in FDRS if early else ():
         r, _ = replay(replay_early(q), cal)
-        print(f"  calibration iowall early fdr={q:g}: {r.cells()}", flush=True)
-        if r.fa > FA_REPLAY:
+        each = {c: replay(replay_early(q), p)[0] for c, p in (parts or {}).items()}
+        apart = "".join(f"  corpus {c}: {x.fa:.2f}" for c, x in each.items())
+        print(f"  calibration iowall early fdr={q:g}: {r.cells()}{apart}", flush=True)
+        if max([r.fa, *(x.fa for x in each.values())]) > FA_REPLAY:
             break
         level = q
     return c_pelt, level
@@ -303,6 +314,12 @@ def main() -> None:
     )
     ap.add_argument("--calibrate-on", type=_corpora, help="a corpus, or several pooled: 1,2")
     ap.add_argument("--report-on", type=int, choices=tuple(CORPORA))
+    ap.add_argument(
+        "--rule",
+        choices=("pooled", "each"),
+        default="pooled",
+        help="the early level's false alarms within the goal pooled, or on each calibration corpus",
+    )
     ap.add_argument("--seed", type=int, help="the report corpus's seed (default: its own)")
     ap.add_argument("--skip-peers", action="store_true", help="no Otava or PELT")
     ap.add_argument("--skip-peers-replay", action="store_true")
@@ -317,12 +334,13 @@ def main() -> None:
     on, rep = a.calibrate_on or (a.corpus,), a.report_on or a.corpus
     seed = a.seed if a.seed is not None else CORPORA[rep][1]
     cal_seeds = [(seed if c == rep else CORPORA[c][1]) + 1000 for c in on]
-    cal = [s for c, cs in zip(on, cal_seeds, strict=True) for s in build(c, cs, a.per_cell)]
+    parts = {c: build(c, cs, a.per_cell) for c, cs in zip(on, cal_seeds, strict=True)}
+    cal = [s for p in parts.values() for s in p]
     ev = build(rep, seed, a.per_cell)
     peers = not a.skip_peers
     said = " + ".join(f"corpus {c} seed {cs}" for c, cs in zip(on, cal_seeds, strict=True))
-    print(f"report: corpus {rep} seed {seed}, {len(ev)} series; calibration: {said}")
-    c_pelt, level = calibrate(cal, peers, not a.batch_only)
+    print(f"report: corpus {rep} seed {seed}, {len(ev)} series; calibration: {said}, rule {a.rule}")
+    c_pelt, level = calibrate(cal, peers, not a.batch_only, parts if a.rule == "each" else None)
     print(f"chosen: pelt c={c_pelt:g}, iowall early fdr={level:g} (default {FDR_SERIES:g})")
     print(
         f"\nreplay from result {START}: caught within {WITHIN} results (falls >= 5%), false alarms/100 gated"
