@@ -14,7 +14,9 @@ is not far out). Repeats that share a run effect make neighbouring results corre
 residuals' lag 1-3 correlations (Gnanadesikan-Kettenring with Shamos' scale, less their
 sampling allowance) set the effective number of independent results n / (1 + 2 Σ ρ_k),
 which sets the estimate's share of the predictive spread and the normal model's df, and the
-lag-1 one the share of neighbouring pairs the early test counts as one result (``joint``).
+lag-1 one the share of neighbouring pairs the early test counts as one result (``joint``),
+or, when larger, the share of far-out results followed by another on the same side beyond
+chance (``clustered``: slow results that come in bursts).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ MIN_MODE = 0.15
 #: Two modes are taken when their medians are this many within-mode scales apart (an equal
 #: two-normal mixture is bimodal from 2; a unimodal sample split in two gives 2-3).
 MODES_APART = 3.0
+#: A result is far out when it lies this many Shamos scales from the noise's median (a
+#: normal's 0.27%): the results whose clustering ``clustered`` reads.
+FAR_OUT = 3.0
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -131,6 +136,32 @@ def dependence(r: FloatArray) -> tuple[float, float]:
     return rho[0], r.size / (1.0 + 2.0 * sum(rho))
 
 
+def clustered(r: FloatArray) -> float:
+    """How far results far out (``FAR_OUT``) come in runs: of the far-out results on one side
+    that have a successor, the share whose successor is far out on the same side, beyond the
+    chance share p of that side, as (share - p) / (1 - p), less its one-sided 95% binomial
+    allowance; the larger side's, at least 0. A neighbour slowing two or three results in a
+    row shows here while a lag correlation, read from the whole body of the noise, stays
+    within chance; it is the share of neighbouring pairs that move together in the tail, where
+    the early test's windows look."""
+    if r.size < 4:
+        return 0.0
+    scale = shamos(r)
+    if scale <= 0.0:
+        return 0.0
+    d = (r - float(np.median(r))) / scale
+    best = 0.0
+    for far in (d <= -FAR_OUT, d >= FAR_OUT):
+        first = int(far[:-1].sum())
+        if first < 2:
+            continue
+        p = float(far.mean())
+        both = int((far[:-1] & far[1:]).sum())
+        excess = (both / first - p) / (1.0 - p) - 1.645 * math.sqrt(p * (1.0 - p) / first) / (1.0 - p)
+        best = max(best, excess)
+    return min(best, 1.0)
+
+
 def _two_modes(b: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """The two modes of ``b`` (sorted log values) when it has them (module docstring)."""
     n = b.size
@@ -214,6 +245,7 @@ def _model(centres: list[float], shares: list[float], resid: FloatArray, n_base:
     """A mixture of t's at ``centres`` fitted to ``resid`` (deviations from each one's centre,
     in time order): df averaged over ``DFS``, effective sizes from the dependence."""
     shared, n_eff = dependence(resid)
+    shared = max(shared, clustered(resid))
     vif = resid.size / n_eff
     scales, post = _fit_t(resid)
     out = []
