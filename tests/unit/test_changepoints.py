@@ -269,3 +269,21 @@ def test_no_change_is_found_in_white_or_tied_noise_more_often_than_its_level_all
             x = np.round(x / 10.0) * 10.0  # 1% steps: many ties
         false += len(analyse(x.tolist()).points)
     assert false <= 3
+
+
+def test_long_segments_are_judged_by_the_normal_tail_and_still_find_a_step() -> None:
+    # past 30 runs on the short side the table holds the normal tail; past 200 runs the
+    # normal tail throughout: both paths give one evidence for one rank sum
+    from iowall.analysis.regress import changepoints as cp
+
+    k = np.asarray([80], dtype=np.int64)
+    sums = np.asarray([[80 * 161 / 2.0 - 700.0]], dtype=np.float64)
+    flat, start = cp._tail_table(160)
+    z = 700.0 / math.sqrt(80 * 80 * 161 / 12.0)
+    want = -math.log(math.erfc(z / math.sqrt(2.0)))
+    assert flat[start[80] + int(sums[0, 0])] == pytest.approx(want, rel=1e-9)
+    assert cp._evidence(160, k, sums)[0, 0] == pytest.approx(want, rel=1e-9)
+    x = lognormal(np.random.default_rng(5), 0.03, 260)
+    x[170:] *= 0.95
+    (got,) = analyse(x.tolist()).points
+    assert abs(got.index - 170) <= 3
