@@ -6,12 +6,8 @@ segmentation on ranks. In a segment, every allowed cut (a boundary between group
 -log of its two-sided p-value, from the rank sum's exact null where the smaller side is short
 (a subset-sum count) and from the normal tail beyond; the largest is tested against its
 permutation distribution (the same maximum over the same cuts, runs shuffled), so the
-p-value pays for searching every position. Why exact: the standardised statistic's normal
-tail is too heavy for a short side (of 60 runs, its p at the exact 1e-4 is 2.4 times too
-large with 12 runs on the short side, 36 times with 3), so a short segment, however far
-out, could never beat the permutation maximum, which the long cuts set: an excursion of six
-results all below the rest was invisible. With each cut judged by its own exact tail, no
-length is favoured (docs/statistics.md). Beside it, the
+p-value pays for searching every position (why the exact tail: ``ranksum.py``: with the
+normal tail a short segment, however far out, could never be significant). Beside it, the
 circular binary segmentation statistic (Olshen et al. 2004): every interior arc [a, b), inside
 against outside, tested the same way, so that a short excursion and back, which no single cut
 shows, is found; the stronger significant one splits the segment, and the parts are searched
@@ -39,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...vocab.units import plural
+from .ranksum import evidence, max_evidence
 from .repeat_rule import median_ci
 from .serial import block_length, drift_slope
 
@@ -57,12 +54,6 @@ MIN_SIZE = 3
 #: (200 runs: 5 s for the first search on this machine's 2 CPUs); a longer one is searched by
 #: single cuts until its parts are this short.
 ARC_MAX_RUNS = 200
-#: The smaller side, in runs, up to which a cut or arc is judged by its rank sum's exact tail
-#: (beyond it, by the normal tail: within a factor 1.6 of the exact p at 1e-4 at 30 runs).
-EXACT_SIDE = 30
-#: Longest segment with exact tails (its table grows as the length times ``EXACT_SIDE``²:
-#: 30 ms to count at 200 runs); a longer one is judged by the normal tail throughout.
-EXACT_MAX_RUNS = ARC_MAX_RUNS
 #: Confidence of the order-statistic interval of each side's median.
 CONFIDENCE = 0.95
 
@@ -322,74 +313,15 @@ def _cumsum(r: Ranks) -> Ranks:
     return np.cumsum(r, axis=1, dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=64)
-def _exact_tails(n: int) -> FloatArray:
-    """-log of the two-sided exact p of the rank sum of k of n untied runs, row k (0 to
-    ``EXACT_SIDE`` or n // 2), column the sum: Mann-Whitney's null, counted by the subset-sum
-    recursion (how many k-subsets of 1..n have each sum). Sums no subset has are infinite and
-    never looked up."""
-    kmax = min(EXACT_SIDE, n // 2)
-    top = kmax * n
-    count = np.zeros((kmax + 1, top + 1))
-    count[0, 0] = 1.0
-    for i in range(1, n + 1):
-        for j in range(min(i, kmax), 0, -1):
-            count[j, i:] += count[j - 1, : top + 1 - i]
-    dist = count / count.sum(axis=1, keepdims=True)
-    below = np.cumsum(dist, axis=1)
-    above = np.cumsum(dist[:, ::-1], axis=1)[:, ::-1]
-    with np.errstate(divide="ignore"):
-        return np.asarray(-np.log(np.minimum(1.0, 2.0 * np.minimum(below, above))))
-
-
-@functools.lru_cache(maxsize=32)
-def _tail_table(n: int) -> tuple[FloatArray, IntArray]:
-    """The evidence of every rank sum of every left side of k runs (1 to n - 1) of n untied
-    runs, flat, and where row k starts less its least sum (sum s of k runs is at
-    ``start[k] + s``): exact where the smaller side has at most ``EXACT_SIDE`` runs
-    (``_exact_tails``), else the normal tail of the standardised statistic. One lookup a
-    rank sum: the permutation nulls read millions of them."""
-    exact = _exact_tails(n)
-    total = n * (n + 1) // 2
-    least = np.asarray([k * (k + 1) // 2 for k in range(n + 1)], dtype=np.int64)
-    size = np.asarray([k * (n - k) + 1 for k in range(n + 1)], dtype=np.int64)
-    begin = np.concatenate(([0], np.cumsum(size)[:-1]))
-    flat = np.zeros(int(size.sum()))
-    for k in range(1, n):
-        sums = np.arange(least[k], least[k] + size[k])
-        small = min(k, n - k)
-        if small <= EXACT_SIDE:
-            vals = exact[small, sums if k <= n - k else total - sums]
-        else:
-            from scipy.special import log_ndtr  # here: 0.5 s to import, and only long segments need it
-
-            z = np.abs(sums - k * (n + 1) / 2.0) / math.sqrt(k * (n - k) * (n + 1) / 12.0)
-            vals = np.maximum(0.0, -(math.log(2.0) + log_ndtr(-z)))
-        flat[begin[k] : begin[k] + size[k]] = vals
-    return flat, begin - least
-
-
-def _evidence(n: int, k: IntArray, sums: Ranks) -> FloatArray:
-    """-log of the two-sided p-value of each rank sum (rows) of the ``k`` runs left of a cut
-    or inside an arc (columns) of n (``_tail_table``; past ``EXACT_MAX_RUNS`` runs, the normal
-    tail throughout). A tied segment's mid-rank sum is rounded toward the mean first, so ties
-    never add evidence."""
-    mean = k * (n + 1) / 2.0
-    if sums.dtype.kind != "i":
-        sums = np.where(sums < mean, np.ceil(sums - 1e-6), np.floor(sums + 1e-6))
-    if n <= EXACT_MAX_RUNS:
-        flat, start = _tail_table(n)
-        return np.asarray(flat[start[k] + sums.astype(np.int64)])
-    from scipy.special import log_ndtr
-
-    z = np.abs(sums - mean) / np.sqrt(k * (n - k) * (n + 1) / 12.0)
-    return np.asarray(np.maximum(0.0, -(math.log(2.0) + log_ndtr(-z))))
+def _cut_sums(r: Ranks, rel: tuple[int, ...]) -> tuple[IntArray, Ranks]:
+    """Runs left of each cut and their rank sums, each row of ranks."""
+    k = np.asarray(rel, dtype=np.int64)
+    return k, _cumsum(r)[:, k - 1]
 
 
 def _cut_evidence(r: Ranks, rel: tuple[int, ...]) -> FloatArray:
-    """The evidence (``_evidence``) of each row of ranks at each cut (runs before the cut)."""
-    k = np.asarray(rel, dtype=np.int64)
-    return _evidence(r.shape[1], k, _cumsum(r)[:, k - 1])
+    """The evidence (``ranksum.evidence``) of each row of ranks at each cut (runs before the cut)."""
+    return evidence(r.shape[1], *_cut_sums(r, rel))
 
 
 def _shuffled(r: Ranks, blocks: tuple[int, ...], rel: tuple[int, ...], b: int, seed: int) -> Iterator[Ranks]:
@@ -438,15 +370,20 @@ def _exceed(
 
 def _scan_max(rs: Ranks, rel: tuple[int, ...]) -> FloatArray:
     """The maximum single-cut statistic of each row of ranks."""
-    return np.asarray(_cut_evidence(rs, rel).max(axis=1))
+    return max_evidence(rs.shape[1], *_cut_sums(rs, rel))
+
+
+def _arc_sums(r: Ranks, a: IntArray, b: IntArray) -> tuple[IntArray, Ranks]:
+    """Runs inside each arc [a, b) and their rank sums, each row of ranks."""
+    sums = _cumsum(r)
+    c = np.concatenate((np.zeros((r.shape[0], 1), dtype=sums.dtype), sums), axis=1)
+    return b - a, c[:, b] - c[:, a]
 
 
 def _arc_evidence(r: Ranks, a: IntArray, b: IntArray) -> FloatArray:
-    """The evidence (``_evidence``) of the rank sum inside [a, b) against outside, each row
+    """The evidence (``ranksum.evidence``) of the rank sum inside [a, b) against outside, each row
     of ranks."""
-    sums = _cumsum(r)
-    c = np.concatenate((np.zeros((r.shape[0], 1), dtype=sums.dtype), sums), axis=1)
-    return _evidence(r.shape[1], b - a, c[:, b] - c[:, a])
+    return evidence(r.shape[1], *_arc_sums(r, a, b))
 
 
 def _whole_ranks(n: int) -> npt.NDArray[np.int32]:
@@ -457,8 +394,10 @@ def _whole_ranks(n: int) -> npt.NDArray[np.int32]:
 
 def _arc_max(rs: Ranks, a: IntArray, b: IntArray) -> FloatArray:
     """The maximum arc statistic of each row of ranks, 500 rows at a time (memory)."""
-    parts = [_arc_evidence(rs[i : i + 500], a, b).max(axis=1) for i in range(0, rs.shape[0], 500)]
-    return np.concatenate(parts)
+    n = rs.shape[1]
+    return np.concatenate(
+        [max_evidence(n, *_arc_sums(rs[i : i + 500], a, b)) for i in range(0, rs.shape[0], 500)]
+    )
 
 
 def _at_least(null: FloatArray, z: float) -> int:
@@ -521,7 +460,7 @@ class _Null:
 @functools.lru_cache(maxsize=256)
 def _scan_null(n: int, rel: tuple[int, ...], b: int, seed: int) -> _Null:
     """The null of the maximum single-cut statistic for n untied single runs."""
-    return _Null(n, rel, b, seed, lambda rs: _cut_evidence(rs, rel).max(axis=1))
+    return _Null(n, rel, b, seed, lambda rs: _scan_max(rs, rel))
 
 
 @functools.lru_cache(maxsize=128)
