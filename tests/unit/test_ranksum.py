@@ -43,3 +43,17 @@ def test_past_the_short_side_the_evidence_is_the_normal_tail() -> None:
     far = ranksum.evidence(400, k, np.asarray([[80 * 401 / 2.0 - 700.0]]))[0, 0]  # past EXACT_MAX_RUNS
     z = 700.0 / math.sqrt(80 * 320 * 401 / 12.0)
     assert far == pytest.approx(-math.log(math.erfc(z / math.sqrt(2.0))), rel=1e-9)
+
+
+def test_a_segment_past_the_exact_tables_builds_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a segment of more than EXACT_MAX_RUNS runs is judged by the normal tail alone: building
+    # its exact table (seconds and megabytes at 1,000 runs) would be spent for nothing
+    def no_table(n: int) -> None:
+        raise AssertionError(f"an exact table of {n} runs was built")
+
+    monkeypatch.setattr(ranksum, "tail_table", no_table)
+    n = ranksum.EXACT_MAX_RUNS + 1
+    k = np.asarray([3, 50, n - 3], dtype=np.int64)
+    sums = np.asarray([[6, 50 * 51 // 2, (n - 3) * (n - 2) // 2 + 3 * n]], dtype=np.int64)
+    assert ranksum.evidence(n, k, sums).shape == (1, 3)
+    assert ranksum.max_evidence(n, k, sums).shape == (1,)

@@ -109,7 +109,8 @@ def evidence(n: int, k: IntArray, sums: Sums) -> FloatArray:
     if exact.all():
         return _exact(n, k, sums)
     out = np.empty(sums.shape)
-    out[:, exact] = _exact(n, k[exact], sums[:, exact])
+    if exact.any():
+        out[:, exact] = _exact(n, k[exact], sums[:, exact])
     out[:, ~exact] = _of_z(_normal_z(n, k[~exact], sums[:, ~exact]))
     return out
 
