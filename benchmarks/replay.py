@@ -37,9 +37,11 @@ written by another hand that never read the detector: a wandering level, a ceili
 results, slow episodes, volatility clusters, three modes, fast outliers, moves between
 machines), ``benchmarks/corpus5.py`` (``--corpus 5``, seed 211, by another hand again: a
 random-walk level, a cycle, a sawtooth reset by reformats, a growing spread, dropouts, stalls,
-a noisy tenant, shocks). ``--calibrate-on A --report-on B`` calibrates the levels
-on corpus A (its seed + 1000; ``1,2`` pools two) and reports on corpus B (its seed): with B
-not among A, on data the thresholds were not tuned on.
+a noisy tenant, shocks), ``benchmarks/corpus6.py`` (``--corpus 6``, seed 307, by another hand:
+a smooth random curve, a slow sigmoid, thermal sag, long memory, a page-cache blend, the best
+of repeats, spread regimes, anticorrelated writeback debt). ``--calibrate-on A --report-on B``
+calibrates the levels on corpus A (its seed + 1000; ``1,2`` pools two) and reports on corpus B
+(its seed): with B not among A, on data the thresholds were not tuned on.
 Beside the table, false alarms per family.
 
 Run:  cd benchmarks && nice -n 19 ../.venv/bin/python replay.py [--per-cell 12]
@@ -79,6 +81,7 @@ CORPORA = {
     3: ("corpus3", 131),
     4: ("corpus4", 173),
     5: ("corpus5", 211),
+    6: ("corpus6", 307),
 }
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]
