@@ -154,3 +154,18 @@ def test_bisect_exit_codes_are_git_bisect_runs(tmp_path: Path, capsys: pytest.Ca
     ok = _write(tmp_path / "ok.csv", flat)
     assert [main(["gate", "--series", f, "--bisect"]) for f in (bad, ok, one)] == [1, 0, 125]
     capsys.readouterr()
+
+
+def _tested(values: np.ndarray) -> int:
+    s = SeriesResults("s", "bw", "", "higher", tuple(map(str, range(values.size))), tuple(values))
+    _, (t,) = gate_series([s])
+    return t.n_base
+
+
+def test_a_wandering_level_is_read_from_the_newest_results_only() -> None:
+    # a flat history gives the test its longest baseline; a level that random-walks, only the
+    # newest results (the level now), not the 40 before them whose median is behind it
+    assert _tested(_noise(3, 60)) == 40
+    rng = np.random.default_rng(4)
+    walk = 100.0 * np.exp(np.cumsum(rng.normal(0.0, 0.01, 60)) + rng.normal(0.0, 0.01, 60))
+    assert 8 <= _tested(walk) < 20

@@ -2,7 +2,8 @@
 
 Each series becomes one gate row: the newest results (the window ``early.early`` chose, 1-3
 results) against the results before them since the history's last change point
-(``changepoints.analyse``), with the early test's p-value, its interval of the shift and the
+(``changepoints.analyse``; only the newest of them when the level wanders beyond chance,
+``level.recent_window``), with the early test's p-value, its interval of the shift and the
 floor standing for compare's call. ``gate.decide`` then decides as for stored runs:
 Benjamini-Hochberg over the series (every series can fail the gate), a regression when the
 interval excludes no change, the estimate is worse beyond the floor and the q-value is within
@@ -20,8 +21,9 @@ import numpy as np
 
 from .changepoints import analyse
 from .compare import CompareResult, Row
-from .early import Early, early
+from .early import MAX_BASE, MIN_BASE, WINDOWS, Early, early
 from .gate import Accept, GateResult, Verdict, decide
+from .level import recent_window
 from .stats import Comparison
 
 #: The FDR ``iowall gate --series`` uses unless told: the loosest level on the grid whose
@@ -112,11 +114,20 @@ def newest_of(s: SeriesResults, level: float = FDR_SERIES) -> Tested:
         bad = next(a for a, v in zip(s.at, s.values, strict=True) if not (math.isfinite(v) and v > 0))
         return Tested(s.name, Early(None, 1.0, (), f"result {bad} is not a positive number"), (), "", 0)
     changes = list(s.changes) if s.changes is not None else [c.index for c in analyse(vals).points]
-    e = early(vals, changes, prefer=level)
+    e = early(vals, changes, prefer=level, max_base=_max_base(vals, changes))
     if e.window is None:
         return Tested(s.name, e, (), "", 0)
     n = len(vals)
     return Tested(s.name, e, s.at[n - e.window.k :], s.at[e.window.base_from], e.window.n_base)
+
+
+def _max_base(vals: Sequence[float], changes: Sequence[int]) -> int:
+    """The most baseline results: the early test's own, or, when the history before the
+    newest ``max(WINDOWS)`` results has a level that wanders beyond chance, the span the
+    level of now can be read from (``level.recent_window``), at least ``MIN_BASE``."""
+    end = len(vals) - max(WINDOWS)
+    span = recent_window(vals[:end], [c for c in changes if c < end]) if end > 0 else None
+    return MAX_BASE if span is None else min(MAX_BASE, max(MIN_BASE, span))
 
 
 def gate_series(
