@@ -39,7 +39,9 @@ machines), ``benchmarks/corpus5.py`` (``--corpus 5``, seed 211, by another hand 
 random-walk level, a cycle, a sawtooth reset by reformats, a growing spread, dropouts, stalls,
 a noisy tenant, shocks), ``benchmarks/corpus6.py`` (``--corpus 6``, seed 307, by another hand:
 a smooth random curve, a slow sigmoid, thermal sag, long memory, a page-cache blend, the best
-of repeats, spread regimes, anticorrelated writeback debt). ``--calibrate-on A --report-on B``
+of repeats, spread regimes, anticorrelated writeback debt), ``benchmarks/corpus7.py``
+(``--corpus 7``, seed 401, held out: ramps, an overshoot that rings, a staircase, harmonic means,
+a fast path, counts, stale repeats, a weekly window). ``--calibrate-on A --report-on B``
 calibrates the levels on corpus A (its seed + 1000; ``1,2`` pools two) and reports on corpus B
 (its seed): with B not among A, on data the thresholds were not tuned on.
 Beside the table, false alarms per family.
@@ -82,6 +84,7 @@ CORPORA = {
     4: ("corpus4", 173),
     5: ("corpus5", 211),
     6: ("corpus6", 307),
+    7: ("corpus7", 401),
 }
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]
