@@ -14,9 +14,9 @@ shows, is found; the stronger significant one splits the segment, and the parts 
 again. A final pass re-tests each change point between its neighbours and drops the weakest
 until all hold (Otava's merge step). The series' serial structure is read first
 (``serial.py``): runs sharing a run effect are shuffled in blocks (a moving-block
-permutation), and a change point a drift explains (not significant once Sen's slope from the
-pairs on either side is taken out) is dropped, and so is one a moving level explains
-(``level.beyond_wander``: a level that wanders, as a random walk or AR(1), is not steps).
+permutation); a change point a drift explains (not significant once Sen's slope from the
+pairs on either side is taken out) is dropped, as is one a moving level (``level.py``: a
+random walk or AR(1)) or a move settling in over 10-25 results (``settling.py``) explains.
 Ranks make one slow run (a neighbour's burst) or heavy tails count no more than any other
 run; the permutation test assumes only that runs are exchangeable when nothing changed, or
 with ``unit="group"`` that whole kernels are (each boot may land a little differently).
@@ -40,6 +40,7 @@ from .level import beyond_wander
 from .ranksum import evidence, max_evidence
 from .repeat_rule import median_ci
 from .serial import block_length, drift_slope
+from .settling import sudden
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -128,7 +129,7 @@ def analyse(
     method = (
         f"binary segmentation, max Mann-Whitney evidence (exact tail) over cuts (then over arcs, "
         f"for an excursion and back), permutation (shuffling {unit}s) p <= {alpha:g}, "
-        f">= {min_size} runs a side, then each against a moving level (AR(1) or random walk)"
+        f">= {min_size} runs a side, then each against a moving level (AR(1), random walk) or a settling move"
     )
     dropped = int(raw.size - keep.size)
     cuts = _group_cuts(labels, x.size)
@@ -148,8 +149,8 @@ def analyse(
     found = search.prune(search.segment(alpha), alpha)
     while len(kept := search.not_drift(found, alpha)) < len(found):  # until a drift explains none
         found = search.prune([c for c, _ in kept], alpha)
-    while len(cut := beyond_wander(x, [c for c, _ in found], min_size)) < len(found):  # nor a moving level
-        found = search.prune(cut, alpha)
+    while len(cut := sudden(x, beyond_wander(x, [c for c, _ in found], min_size))) < len(found):
+        found = search.prune(cut, alpha)  # until neither a moving level nor a settling move explains one
     points = tuple(
         replace(_describe(x, keep, labels, found, i), p_floor=1.0 / (1.0 + b)) for i in range(len(found))
     )
