@@ -4,8 +4,8 @@ case per kind, real `iowall run` of a 4 s plan inside the induced condition.
 Each case asserts (a) that the ground truth held — the kernel's own counters show the wall
 was really induced (cpu.stat throttling, blkio service bytes at the limit, memory.failcnt,
 fio's fsync count, where the fio job threads slept) — and (b) that explain's ``wall.kind``
-is the expected kind. A case whose ground truth fails says nothing about explain: it fails
-on (a) with what the counters said instead.
+is the expected kind. A case whose ground truth fails says nothing about explain: it is
+induced once more (``INDUCE_RETRIES``), then fails on (a) with what the counters said.
 
 Root only (v1 cgroups, loop devices, mounts, sysctls); each induction is torn down by its
 own context manager and the module checks nothing of its own is left behind. About 10 s per
@@ -36,17 +36,30 @@ pytestmark = [
 ]
 
 
+#: an induction whose ground truth did not hold is run once more before the case fails: the
+#: condition is physical, and on a busy CI host another thread state can crowd it just under
+#: its threshold (lock-cpu once held its lock in 29.x% of looks against 30%). Explain is only
+#: ever scored on a try whose ground truth held, so a retry cannot hide a wrong verdict.
+INDUCE_RETRIES = 1
+
+
 @pytest.mark.parametrize("name", WALL_KINDS)
 def test_explain_names_the_induced_wall(name: str, tmp_path: Path, db_url: str) -> None:
     kind = KINDS[name]
-    before = clean()
-    case = run_case(kind, db_url, tmp_path / "plans")
-    assert clean() == before, "the induction left something behind"
-    assert case.run_id is not None and not case.error, case.error
+    missed: list[str] = []
+    for attempt in range(1 + INDUCE_RETRIES):
+        before = clean()
+        case = run_case(kind, db_url, tmp_path / f"plans{attempt}")
+        assert clean() == before, "the induction left something behind"
+        assert case.run_id is not None and not case.error, case.error
+        if case.truth.held:
+            break
+        missed.append(case.truth.detail)
     if not case.truth.held and kind.host_dependent:
         pytest.skip(f"{name}: this host's hardware did not make the wall: {case.truth.detail}")
     assert case.truth.held, (
-        f"{name}: the wall was not induced: {case.truth.detail}; job threads: {case.threads}"
+        f"{name}: the wall was not induced in {len(missed)} tries: {'; then: '.join(missed)}; "
+        f"job threads: {case.threads}"
     )
     got = (case.wall or {}).get("kind")
     assert got == kind.expected, (

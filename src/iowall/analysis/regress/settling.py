@@ -7,9 +7,9 @@ point placed on it would send a bisection to an arbitrary one. Each change point
 on the results within ``REACH`` of it, between its neighbours (or the ends), by the Gaussian
 log-likelihood ratio n log(RSS_step / RSS_move) on log values: the best single step within
 ``SLACK`` results of it (at any run: with groups, a change point can only lie on a
-boundary, but the question is how fast the level moved, not where) against the best logistic move whose
-10%-90% span is 10-25 results (``SPANS``), centred within half a span of it, each with an
-intercept, by least squares. The change point with the largest ratio above ``RATIO`` is
+boundary, but the question is how fast the level moved, not where) against the best
+logistic move whose 10%-90% span is 10-25 results (``SPANS``), centred within half a span
+of it, each with an intercept, by least squares. The change point with the largest ratio above ``RATIO`` is
 dropped and the rest are judged again.
 
 Measured (docs/benchmarks.md, ``benchmarks/settling_limit.py``): a logistic move beats a
