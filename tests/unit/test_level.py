@@ -88,3 +88,22 @@ def test_the_model_does_not_apply_to_short_long_or_non_positive_series() -> None
     assert level.wanders(x) is None
     assert level.beyond_wander(x, [20], 3) == [20]
     assert math.isclose(level._mixture_p(0.0), 1.0)
+
+
+def test_the_eigendecompositions_kept_stay_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache drops the least recently used beyond ``EIG_BYTES`` and what it returns is
+    the decomposition of the covariance it was asked for."""
+    monkeypatch.setattr(level, "EIG_BYTES", 200_000)
+    level._EIGS.clear()
+    level._HELD[0] = 0
+    for m in range(40, 121, 10):
+        for phi in (0.5, 1.0):
+            lam, vec = level._eig(m, phi)
+            i = np.arange(1, m + 1, dtype=np.float64)
+            cov = np.minimum.outer(i, i) if phi >= 1.0 else phi ** np.abs(np.subtract.outer(i, i)) / 0.75
+            assert np.allclose(vec @ np.diag(lam) @ vec.T, cov)
+            assert level._HELD[0] == sum(a.nbytes + b.nbytes for a, b in level._EIGS.values())
+            assert level._HELD[0] <= 200_000 or len(level._EIGS) == 1
+    assert (120, 1.0) in level._EIGS and (40, 0.5) not in level._EIGS
+    level._EIGS.clear()
+    level._HELD[0] = 0

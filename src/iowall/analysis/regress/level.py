@@ -25,8 +25,8 @@ otherwise read it as one.
 
 from __future__ import annotations
 
-import functools
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,15 +62,33 @@ class Level:
     p_value: float
 
 
-@functools.lru_cache(maxsize=64)
+#: Bytes of eigendecompositions kept (least recently used dropped first). By bytes, not
+#: entries: a replay walks every prefix length of many short series, each length with every
+#: phi (60 runs: 29 KB an entry), where 64 entries held under three lengths and the
+#: eigendecomposition was 43% of its time; one entry of 600 runs is 2.9 MB.
+EIG_BYTES = 64 << 20
+_EIGS: OrderedDict[tuple[int, float], tuple[FloatArray, FloatArray]] = OrderedDict()
+_HELD = [0]  # bytes in _EIGS
+
+
 def _eig(m: int, phi: float) -> tuple[FloatArray, FloatArray]:
     """Eigenvalues and vectors of the level's covariance (innovation variance 1) over m runs."""
+    key = (m, phi)
+    got = _EIGS.get(key)
+    if got is not None:
+        _EIGS.move_to_end(key)
+        return got
     i = np.arange(1, m + 1, dtype=np.float64)
     if phi >= 1.0:
         cov = np.minimum.outer(i, i)
     else:
         cov = phi ** np.abs(np.subtract.outer(i, i)) / (1.0 - phi * phi)
     lam, vec = np.linalg.eigh(cov)
+    _EIGS[key] = (lam, vec)
+    _HELD[0] += lam.nbytes + vec.nbytes
+    while _HELD[0] > EIG_BYTES and len(_EIGS) > 1:
+        a, b = _EIGS.popitem(last=False)[1]
+        _HELD[0] -= a.nbytes + b.nbytes
     return lam, vec
 
 
