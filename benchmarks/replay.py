@@ -90,6 +90,7 @@ CORPORA = {
     6: ("corpus6", 307),
     7: ("corpus7", 401),
     8: ("corpus8", 503),
+    9: ("corpus9", 601),
 }
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]
