@@ -26,6 +26,7 @@ otherwise read it as one.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,26 +70,30 @@ class Level:
 EIG_BYTES = 64 << 20
 _EIGS: OrderedDict[tuple[int, float], tuple[FloatArray, FloatArray]] = OrderedDict()
 _HELD = [0]  # bytes in _EIGS
+_EIG_LOCK = threading.Lock()
 
 
 def _eig(m: int, phi: float) -> tuple[FloatArray, FloatArray]:
     """Eigenvalues and vectors of the level's covariance (innovation variance 1) over m runs."""
     key = (m, phi)
-    got = _EIGS.get(key)
-    if got is not None:
-        _EIGS.move_to_end(key)
-        return got
+    with _EIG_LOCK:  # the dashboard's pages run in threads
+        got = _EIGS.get(key)
+        if got is not None:
+            _EIGS.move_to_end(key)
+            return got
     i = np.arange(1, m + 1, dtype=np.float64)
     if phi >= 1.0:
         cov = np.minimum.outer(i, i)
     else:
         cov = phi ** np.abs(np.subtract.outer(i, i)) / (1.0 - phi * phi)
     lam, vec = np.linalg.eigh(cov)
-    _EIGS[key] = (lam, vec)
-    _HELD[0] += lam.nbytes + vec.nbytes
-    while _HELD[0] > EIG_BYTES and len(_EIGS) > 1:
-        a, b = _EIGS.popitem(last=False)[1]
-        _HELD[0] -= a.nbytes + b.nbytes
+    with _EIG_LOCK:
+        if key not in _EIGS:
+            _EIGS[key] = (lam, vec)
+            _HELD[0] += lam.nbytes + vec.nbytes
+        while _HELD[0] > EIG_BYTES and len(_EIGS) > 1:
+            a, b = _EIGS.popitem(last=False)[1]
+            _HELD[0] -= a.nbytes + b.nbytes
     return lam, vec
 
 
