@@ -5,7 +5,8 @@ Each case asserts (a) that the ground truth held — the kernel's own counters s
 was really induced (cpu.stat throttling, blkio service bytes at the limit, memory.failcnt,
 fio's fsync count, where the fio job threads slept) — and (b) that explain's ``wall.kind``
 is the expected kind. A case whose ground truth fails says nothing about explain: it is
-induced once more (``INDUCE_RETRIES``), then fails on (a) with what the counters said.
+induced once more (``INDUCE_RETRIES`` in tests/wall_corpus.py), then fails on (a) with what
+the counters said.
 
 Root only (v1 cgroups, loop devices, mounts, sysctls); each induction is torn down by its
 own context manager and the module checks nothing of its own is left behind. About 10 s per
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.wall_corpus import CG, KINDS, WALL_KINDS, clean, run_case
+from tests.wall_corpus import CG, KINDS, WALL_KINDS, clean, run_until_held
 
 pytestmark = [
     pytest.mark.root,
@@ -36,25 +37,15 @@ pytestmark = [
 ]
 
 
-#: an induction whose ground truth did not hold is run once more before the case fails: the
-#: condition is physical, and on a busy CI host another thread state can crowd it just under
-#: its threshold (lock-cpu once held its lock in 29.x% of looks against 30%). Explain is only
-#: ever scored on a try whose ground truth held, so a retry cannot hide a wrong verdict.
-INDUCE_RETRIES = 1
+def _changed(before: dict[str, list[str]], after: dict[str, list[str]]) -> dict[str, object]:
+    """What differs between two ``clean()``s: empty when nothing was left behind."""
+    return {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
 
 
 @pytest.mark.parametrize("name", WALL_KINDS)
 def test_explain_names_the_induced_wall(name: str, tmp_path: Path, db_url: str) -> None:
     kind = KINDS[name]
-    missed: list[str] = []
-    for attempt in range(1 + INDUCE_RETRIES):
-        before = clean()
-        case = run_case(kind, db_url, tmp_path / f"plans{attempt}")
-        assert clean() == before, "the induction left something behind"
-        assert case.run_id is not None and not case.error, case.error
-        if case.truth.held:
-            break
-        missed.append(case.truth.detail)
+    case, missed = run_until_held(kind, db_url, tmp_path, clean, _changed)
     if not case.truth.held and kind.host_dependent:
         pytest.skip(f"{name}: this host's hardware did not make the wall: {case.truth.detail}")
     assert case.truth.held, (

@@ -9,8 +9,8 @@ log-likelihood ratio n log(RSS_step / RSS_move) on log values: the best single s
 ``SLACK`` results of it (at any run: with groups, a change point can only lie on a
 boundary, but the question is how fast the level moved, not where) against the best
 logistic move whose 10%-90% span is 10-25 results (``SPANS``), centred within half a span
-of it, each with an intercept, by least squares. The change point with the largest ratio above ``RATIO`` is
-dropped and the rest are judged again.
+of it, each with an intercept, by least squares. The change point with the largest ratio
+above ``RATIO`` is dropped and the rest are judged again.
 
 Measured (docs/benchmarks.md, ``benchmarks/settling_limit.py``): a logistic move beats a
 true step of 2-10% under white noise of CV 1-2% by more than 4 in 0-2.2% of steps, and
