@@ -541,6 +541,29 @@ def test_a_lock_on_full_cpus_is_a_wait_for_a_cpu() -> None:
     assert bare is not None and wall.lock_turns(bare, ctx) == 0.0
 
 
+def test_a_lock_that_leaves_cpus_unused_is_the_wall() -> None:
+    # one thread-state budget, eight threads like eight writers of one XFS file (each 4 s:
+    # on a CPU 0.6 s, runnable 1.05 s, asleep on the lock 2.35 s), on two machines: with the
+    # point's work filling 1.95 of 2 CPUs, removing the lock could raise its throughput by 3%
+    # at most (spare 0.05 / useful 1.95): the lock only chose who waited, the CPUs are the
+    # wall; with 1.7 of 2, by up to 18%: the lock kept work off the CPUs and is the wall (the
+    # writers of one file used 1.6-1.8 with their spinning, 1.2-1.3 without, and wrote at
+    # 0.58-0.73x a file each)
+    ths = [_thread(i, wall_s=4.0, cpu=0.6, delay=1.05, user=0.05, blocked={0: 400}) for i in range(1, 9)]
+    ctx = {"jobs": 8, "cpus": 2}
+    full = budget.compute(_doc(ths, [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 1.95))
+    assert full is not None and wall.lock_turns(full, ctx) > 10.0
+    d = wall.decide(full, device_wall.Device(), ctx)
+    assert d.wall is not None and d.wall.kind == "cpu-kernel", d
+    part = budget.compute(_doc(ths, [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 1.7))
+    assert part is not None and wall.lock_turns(part, ctx) == 0.0
+    d = wall.decide(part, device_wall.Device(), ctx)
+    assert d.wall is not None and d.wall.kind == "lock", d
+    # the wall says the bound it rests on: the CPUs its work left unused
+    assert "Its work used 1.70 of 2 CPUs: without the lock it could use them all, at most 1.2x" in d.wall.sentence
+    assert d.wall.evidence["gain_bound"] == pytest.approx(2 / 1.7, abs=1e-3)
+
+
 def test_serial_io_beside_a_lock_is_the_locks() -> None:
     # 4 threads: asleep on the lock 60%, waiting for I/O 28%, the device at 0.9 in flight
     ths = [

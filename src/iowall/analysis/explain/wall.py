@@ -9,8 +9,8 @@ named with its mechanism and the numbers that show it:
   processes (their CPU time);
 - blocked: on I/O completion, named by the device side (``analysis.explain.device``); fsync
   and the log; dirty throttling; reclaim (the memory cgroup's limit when it was hit); locks
-  (the part of a lock wait the CPUs could have served: ``lock_turns``); voluntary sleeps;
-  faults (``analysis.explain.blocked``).
+  (but on CPUs full of the point's own work a lock only chooses who waits: ``lock_turns``);
+  voluntary sleeps; faults (``analysis.explain.blocked``).
 
 No verdict (silence) when the window is too short, when no state holds at least
 ``MIN_SHARE`` of the time, or when the unaccounted time is the largest part: a confident
@@ -34,37 +34,74 @@ from .verdict import TURNS, Wall
 MIN_SHARE = 0.40
 #: a second state holding at least this share is named beside the wall
 ALSO_SHARE = 0.25
+#: a lock wait stands in for a wait for a CPU only while removing the lock could raise the
+#: point's throughput by less than this share (``lock_turns``)
+LOCK_GAIN = 0.10
 
 
 def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
     """Seconds of the workload's sleep on kernel locks that stood in for a wait for a CPU.
 
-    A lock wait costs throughput only when it keeps the waiter from a CPU it could have used:
-    the critical section runs anyway, so removing the lock adds parallelism, not work. Freed,
-    a lock-wait second would be spent like the threads' other time: on a CPU the share ``c``
-    their time outside the lock was (user and kernel, lock spinning left out), blocked
-    otherwise. It needs ``c`` CPU-seconds, and only the CPU-seconds the point's threads left
-    to others or idle (``cpus`` less their mean CPUs, over the window) can serve it: of the
-    lock wait ``L``, ``L - spare / c`` (when positive) would have waited runnable. Eight 4k
-    buffered writers of one XFS file on 2 CPUs slept 36% of their time on its i_rwsem and
-    wrote as fast as eight writers of eight files (1325 and 1141 MiB/s against 1150 and
-    1089); four 512-byte direct writers of one file slept 59% on it, the CPUs two-thirds idle,
-    and wrote at 5 MiB/s against 8 (docs/explain.md). 0 without the tasks probe's CPUs or the
-    machine's CPU count."""
-    lock, cpus = b.totals.get("blocked:lock", 0.0), ctx.get("cpus")
-    if not lock or not cpus or b.cpus is None:
+    A lock wait costs throughput only when it keeps the waiter from a CPU it could have used.
+    Removed, a lock can at most let the point's work use the CPU it left unused (idle, to
+    others, or spinning in the lock's slow path) at its own CPU cost per byte: a throughput
+    gain of at most spare / useful. Under ``LOCK_GAIN`` the CPUs were full of the point's
+    work and the lock only chose which thread waited: freed, a lock-wait second would be
+    spent like the threads' other time, on a CPU the share ``c`` their time outside the lock
+    was, and of the lock wait ``L`` the part ``L - spare / c`` (when positive) would have
+    waited runnable. Otherwise none of it: the lock kept work off CPUs. Eight 4k buffered
+    writers of one XFS file on 2 CPUs, asleep on its i_rwsem half their time, used 1.2-1.3
+    CPUs for their work and spun 0.4-0.6 more, and wrote at 0.58-0.73x eight writers of eight
+    files (1729-2149 against 2927-3006 MiB/s; docs/explain.md): spare / useful 0.5-0.7, the
+    lock is the wall. 0 without the tasks probe's CPUs or the machine's CPU count."""
+    lock = b.totals.get("blocked:lock", 0.0)
+    split = lock_cpus(b, ctx)
+    if not lock or split is None:
         return 0.0
+    useful, _, spare = split
     spin = b.kernel_paths.get("lock", 0.0)
     oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0) - spin
     rest = b.wall_s - lock - spin
-    if oncpu <= 0 or rest <= 0:
+    if oncpu <= 0 or rest <= 0 or spare >= LOCK_GAIN * useful:
         return 0.0
+    return max(0.0, lock - spare * b.window_s / min(1.0, oncpu / rest))
+
+
+def lock_cpus(b: Budget, ctx: Mapping[str, float]) -> tuple[float, float, float] | None:
+    """The machine's CPUs over the window as the point's useful work, its spinning in lock
+    slow paths, and the rest (idle or others'): None without the tasks probe's CPUs, the
+    machine's CPU count or any work."""
+    cpus = ctx.get("cpus")
+    if not cpus or b.cpus is None or not b.window_s:
+        return None
+    spin = b.kernel_paths.get("lock", 0.0) / b.window_s
+    oncpu = (b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)) / b.window_s
     # the tasks probe's per-class CPUs come from tick counts; the threads' own schedstat
     # time is exact, and more than it in 2 of 8 runs of eight writers on 2 CPUs (1.54 CPUs
     # against 1.31, while a quarter of their time went runnable behind each other)
-    working = max(b.cpus[1], (oncpu + spin) / b.window_s) if b.window_s else b.cpus[1]
-    spare = max(0.0, cpus - working) * b.window_s
-    return max(0.0, lock - spare / min(1.0, oncpu / rest))
+    useful = max(b.cpus[1], oncpu) - spin
+    if useful <= 0:
+        return None
+    return useful, spin, max(0.0, cpus - useful - spin)
+
+
+def _lock_bound(w: Wall, b: Budget, ctx: Mapping[str, float]) -> Wall:
+    """A lock wall with the CPUs it left unused: the most its removal could give."""
+    split = lock_cpus(b, ctx)
+    if split is None:
+        return w
+    useful, spin, rest = split
+    spun = f", {spin:.2f} more spinning on the lock" if spin >= 0.05 else ""
+    bound = (useful + spin + rest) / useful
+    return Wall(
+        w.kind,
+        w.sentence + f" Its work used {useful:.2f} of {ctx.get('cpus', 0):.0f} CPUs{spun}: without "
+        f"the lock it could use them all, at most {bound:.1f}x the throughput at its CPU cost per byte.",
+        w.share,
+        w.evidence
+        | {"useful_cpus": round(useful, 3), "lock_spin_cpus": round(spin, 3), "gain_bound": round(bound, 3)},
+        w.mechanism,
+    )
 
 
 def _states(b: Budget, ctx: Mapping[str, float]) -> dict[str, float]:
@@ -251,7 +288,8 @@ def _name(
     reason = top.split(":", 1)[1]
     if reason == "io":
         return io_wall(share, b, dev, who, devnos, tags, behind_lock)
-    return blocked_wall(reason, share, b, dev, who, helpers or {})
+    w = blocked_wall(reason, share, b, dev, who, helpers or {})
+    return _lock_bound(w, b, ctx) if reason == "lock" else w
 
 
 def _contention(share: float, who: str, neighbours: Sequence[tuple[str, float]]) -> Wall:
