@@ -559,9 +559,11 @@ def test_a_lock_that_leaves_cpus_unused_is_the_wall() -> None:
     assert part is not None and wall.lock_turns(part, ctx) == 0.0
     d = wall.decide(part, device_wall.Device(), ctx)
     assert d.wall is not None and d.wall.kind == "lock", d
-    # the wall says the bound it rests on: the CPUs its work left unused
-    assert "Its work used 1.70 of 2 CPUs: without the lock it could use them all, at most 1.2x" in d.wall.sentence
-    assert d.wall.evidence["gain_bound"] == pytest.approx(2 / 1.7, abs=1e-3)
+    # the wall says the CPUs its work left unused, and what its CPU cost per byte would carry
+    assert "Its work used 1.70 of 2 CPUs: at its present CPU cost per byte, all of them would carry 1.2x" in (
+        d.wall.sentence
+    )
+    assert d.wall.evidence["cpu_headroom"] == pytest.approx(2 / 1.7, abs=1e-3)
 
 
 def test_serial_io_beside_a_lock_is_the_locks() -> None:

@@ -86,20 +86,22 @@ def lock_cpus(b: Budget, ctx: Mapping[str, float]) -> tuple[float, float, float]
 
 
 def _lock_bound(w: Wall, b: Budget, ctx: Mapping[str, float]) -> Wall:
-    """A lock wall with the CPUs it left unused: the most its removal could give."""
+    """A lock wall with the CPUs it left unused and the throughput its work's present CPU
+    cost per byte would reach on all of them: an estimate, not a bound (the lock's hand-offs
+    cost CPU too, and another wall may come next)."""
     split = lock_cpus(b, ctx)
     if split is None:
         return w
     useful, spin, rest = split
     spun = f", {spin:.2f} more spinning on the lock" if spin >= 0.05 else ""
-    bound = (useful + spin + rest) / useful
+    room = (useful + spin + rest) / useful
     return Wall(
         w.kind,
-        w.sentence + f" Its work used {useful:.2f} of {ctx.get('cpus', 0):.0f} CPUs{spun}: without "
-        f"the lock it could use them all, at most {bound:.1f}x the throughput at its CPU cost per byte.",
+        w.sentence + f" Its work used {useful:.2f} of {ctx.get('cpus', 0):.0f} CPUs{spun}: at its present "
+        f"CPU cost per byte, all of them would carry {room:.1f}x the throughput.",
         w.share,
         w.evidence
-        | {"useful_cpus": round(useful, 3), "lock_spin_cpus": round(spin, 3), "gain_bound": round(bound, 3)},
+        | {"useful_cpus": round(useful, 3), "lock_spin_cpus": round(spin, 3), "cpu_headroom": round(room, 3)},
         w.mechanism,
     )
 
