@@ -34,8 +34,8 @@ from .verdict import TURNS, Wall
 MIN_SHARE = 0.40
 #: a second state holding at least this share is named beside the wall
 ALSO_SHARE = 0.25
-#: a lock wait stands in for a wait for a CPU only while removing the lock could raise the
-#: point's throughput by less than this share (``lock_turns``)
+#: a lock wait stands in for a wait for a CPU only while the CPUs the point's work left
+#: unused would raise its throughput by less than this share (``lock_turns``)
 LOCK_GAIN = 0.10
 
 
@@ -43,17 +43,17 @@ def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
     """Seconds of the workload's sleep on kernel locks that stood in for a wait for a CPU.
 
     A lock wait costs throughput only when it keeps the waiter from a CPU it could have used.
-    Removed, a lock can at most let the point's work use the CPU it left unused (idle, to
-    others, or spinning in the lock's slow path) at its own CPU cost per byte: a throughput
-    gain of at most spare / useful. Under ``LOCK_GAIN`` the CPUs were full of the point's
-    work and the lock only chose which thread waited: freed, a lock-wait second would be
-    spent like the threads' other time, on a CPU the share ``c`` their time outside the lock
-    was, and of the lock wait ``L`` the part ``L - spare / c`` (when positive) would have
-    waited runnable. Otherwise none of it: the lock kept work off CPUs. Eight 4k buffered
-    writers of one XFS file on 2 CPUs, asleep on its i_rwsem half their time, used 1.2-1.3
-    CPUs for their work and spun 0.4-0.6 more, and wrote at 0.58-0.73x eight writers of eight
-    files (1729-2149 against 2927-3006 MiB/s; docs/explain.md): spare / useful 0.5-0.7, the
-    lock is the wall. 0 without the tasks probe's CPUs or the machine's CPU count."""
+    Removed, a lock lets the point's work use the CPU it left unused (idle, to others, or
+    spinning in the lock's slow path) at its CPU cost per byte (or less: hand-offs cost CPU
+    too): a throughput gain of about spare / useful. Under ``LOCK_GAIN`` the CPUs were full
+    of the point's work and the lock only chose which thread waited: freed, a lock-wait
+    second would be spent like the threads' other time, on a CPU the share ``c`` their time
+    outside the lock was, and of the lock wait ``L`` the part ``L - spare / c`` (when
+    positive) would have waited runnable. Otherwise none of it: the lock kept work off CPUs.
+    Eight 4k buffered writers of one XFS file on 2 CPUs, asleep on its i_rwsem half their
+    time, used 1.2-1.4 CPUs for their work and spun 0.4-0.6 more, and wrote at 0.56-0.73x
+    eight writers of eight files (docs/explain.md): spare / useful 0.5-0.7, the lock is the
+    wall. 0 without the tasks probe's CPUs or the machine's CPU count."""
     lock = b.totals.get("blocked:lock", 0.0)
     split = lock_cpus(b, ctx)
     if not lock or split is None:
