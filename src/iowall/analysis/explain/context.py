@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import MEASURED_STATUSES, Run
 from .phases import write_phases
+from .verdict import FIO
 
 
 def explain_context(
@@ -25,6 +26,8 @@ def explain_context(
     jobs = int(p.get("jobs") or p.get("numjobs") or p.get("threads") or 0)
     if jobs:
         ctx["jobs"] = float(jobs)
+    if p.get("kind") == "fio":
+        ctx[FIO] = 1.0
     physical = 1.0 if physical_device(str(run.bed.get("device") or "")) else 0.0
     if tp:
         d, v = tp

@@ -7,6 +7,8 @@ from typing import Any
 
 #: ``decide``'s context key for ``wall.lock_turns`` as a share of the workload's time
 TURNS = "lock_turn_share"
+#: ``decide``'s context key: 1.0 when the point's workload is fio (its own habits can be named)
+FIO = "workload_fio"
 
 
 @dataclass(frozen=True)

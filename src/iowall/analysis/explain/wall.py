@@ -28,7 +28,7 @@ from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
 from .device import Device
 from .io_wall import io_wall
-from .verdict import TURNS, Wall
+from .verdict import FIO, TURNS, Wall
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
@@ -291,7 +291,27 @@ def _name(
     if reason == "io":
         return io_wall(share, b, dev, who, devnos, tags, behind_lock)
     w = blocked_wall(reason, share, b, dev, who, helpers or {})
-    return _lock_bound(w, b, ctx) if reason == "lock" else w
+    if reason == "lock":
+        return _lock_bound(w, b, ctx)
+    if reason == "fsync" and w.evidence.get("syscall") == "fadvise64" and ctx.get(FIO):
+        return _fio_invalidate(w)
+    return w
+
+
+def _fio_invalidate(w: Wall) -> Wall:
+    """A writer's own writeback in fadvise, under fio: its ``invalidate`` (on by default)
+    drops a file's pages with fadvise(DONTNEED) before each pass over it, so a time-based
+    write job writes the file back itself at every pass (eight 4k random writers, a file
+    each, ram bed: 1221-1384 MiB/s, 53% of their time there; with invalidate = 0 2927-3006)."""
+    return Wall(
+        w.kind,
+        w.sentence + " fio does this before each pass over a file: its invalidate (on by default) "
+        "drops the file's pages with fadvise(DONTNEED), and the writer writes them back first; with "
+        "invalidate = 0 the point measures its writes alone.",
+        w.share,
+        w.evidence | {"fio_invalidate": True},
+        w.mechanism,
+    )
 
 
 def _contention(share: float, who: str, neighbours: Sequence[tuple[str, float]]) -> Wall:
