@@ -134,8 +134,8 @@ def test_aa_gate_passes(history: tuple[dict[str, str], Path]) -> None:
     At ``--fdr 0.001``: at the default 0.05 an A/A fails about one run in twenty by design
     (a make test here, 2026-11-29: bandwidth -5.9%, q 0.01 from the means of 4 base and 3
     new invocations), so a failure at 0.05 is the gate's stated false alarm rate, not a
-    fault. At 0.001 it is one in a thousand; the unit (invocation means,
-    not runs) is asserted from the gate's own method line."""
+    fault. At 0.001 it is one in a thousand; the unit (invocation means, not runs) is
+    asserted from the gate's own method line."""
     env, _ = history
     base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
     cp = iowall("gate", "label=aa", *base, "--fdr", "0.001", env=env)
