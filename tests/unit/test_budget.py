@@ -564,6 +564,18 @@ def test_a_lock_that_leaves_cpus_unused_is_the_wall() -> None:
     assert part is not None and wall.lock_turns(part, ctx) == 0.0
     d = wall.decide(part, device_wall.Device(), ctx)
     assert d.wall is not None and d.wall.kind == "lock", d
+    # CPUs busy spinning on the lock are the lock's, not the work's: the same 1.95 of 2 CPUs,
+    # half the kernel time spinning in the rwsem's slow path (0.55 CPUs), leave the work 1.40
+    spinning = {
+        "fio;entry_SYSCALL_64_[k];ksys_write_[k];xfs_file_buffered_write_[k];xfs_ilock_[k];"
+        "down_write_[k];rwsem_down_write_slowpath_[k];rwsem_spin_on_owner_[k]": 50,
+        "fio;entry_SYSCALL_64_[k];vfs_write_[k];copy_page_from_iter_[k];rep_movs_alternative_[k]": 50,
+    }
+    spun = budget.compute(_doc(ths, [LOCK]), (0.0, 4.0), "test", spinning, cpus=(0.05, 1.95))
+    assert spun is not None and wall.lock_turns(spun, ctx) == 0.0
+    d_spun = wall.decide(spun, device_wall.Device(), ctx)
+    assert d_spun.wall is not None and d_spun.wall.kind == "lock", d_spun
+    assert "0.55 more spinning on the lock" in d_spun.wall.sentence
     # the wall says the CPUs its work left unused, and what its CPU cost per byte would carry
     assert "Its work used 1.70 of 2 CPUs: at its present CPU cost per byte, all of them would carry 1.2x" in (
         d.wall.sentence

@@ -95,15 +95,14 @@ def test_the_eigendecompositions_kept_stay_within_their_bytes(monkeypatch: pytes
     the decomposition of the covariance it was asked for."""
     monkeypatch.setattr(level, "EIG_BYTES", 200_000)
     level._EIGS.clear()
-    level._HELD[0] = 0
     for m in range(40, 121, 10):
         for phi in (0.5, 1.0):
             lam, vec = level._eig(m, phi)
             i = np.arange(1, m + 1, dtype=np.float64)
             cov = np.minimum.outer(i, i) if phi >= 1.0 else phi ** np.abs(np.subtract.outer(i, i)) / 0.75
             assert np.allclose(vec @ np.diag(lam) @ vec.T, cov)
-            assert level._HELD[0] == sum(a.nbytes + b.nbytes for a, b in level._EIGS.values())
-            assert level._HELD[0] <= 200_000 or len(level._EIGS) == 1
-    assert (120, 1.0) in level._EIGS and (40, 0.5) not in level._EIGS
+            held = level._EIGS.entries
+            assert level._EIGS.held == sum(a.nbytes + b.nbytes for a, b in held.values())
+            assert level._EIGS.held <= 200_000 or len(held) == 1
+    assert (120, 1.0) in level._EIGS.entries and (40, 0.5) not in level._EIGS.entries
     level._EIGS.clear()
-    level._HELD[0] = 0

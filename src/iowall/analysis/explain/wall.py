@@ -58,7 +58,8 @@ def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
     split = lock_cpus(b, ctx)
     if not lock or split is None:
         return 0.0
-    useful, _, spare = split
+    useful, spinning, rest = split
+    spare = spinning + rest
     spin = b.kernel_paths.get("lock", 0.0)
     oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0) - spin
     rest = b.wall_s - lock - spin
@@ -85,7 +86,7 @@ def lock_cpus(b: Budget, ctx: Mapping[str, float]) -> tuple[float, float, float]
     return useful, spin, max(0.0, cpus - useful - spin)
 
 
-def _lock_bound(w: Wall, b: Budget, ctx: Mapping[str, float]) -> Wall:
+def _lock_headroom(w: Wall, b: Budget, ctx: Mapping[str, float]) -> Wall:
     """A lock wall with the CPUs it left unused and the throughput its work's present CPU
     cost per byte would reach on all of them: an estimate, not a bound (the lock's hand-offs
     cost CPU too, and another wall may come next)."""
@@ -292,7 +293,7 @@ def _name(
         return io_wall(share, b, dev, who, devnos, tags, behind_lock)
     w = blocked_wall(reason, share, b, dev, who, helpers or {})
     if reason == "lock":
-        return _lock_bound(w, b, ctx)
+        return _lock_headroom(w, b, ctx)
     if reason == "fsync" and w.evidence.get("syscall") == "fadvise64" and ctx.get(FIO):
         return _fio_invalidate(w)
     return w

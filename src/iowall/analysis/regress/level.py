@@ -68,32 +68,55 @@ class Level:
 #: phi (60 runs: 29 KB an entry), where 64 entries held under three lengths and the
 #: eigendecomposition was 43% of its time; one entry of 600 runs is 2.9 MB.
 EIG_BYTES = 64 << 20
-_EIGS: OrderedDict[tuple[int, float], tuple[FloatArray, FloatArray]] = OrderedDict()
-_HELD = [0]  # bytes in _EIGS
-_EIG_LOCK = threading.Lock()
+
+
+class _EigCache:
+    """Eigendecompositions by (runs, phi), the least recently used dropped beyond
+    ``EIG_BYTES``; under a lock, as the dashboard's pages run in threads (an entry computed
+    twice at once is kept once: the lock is never held across an eigh)."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[int, float], tuple[FloatArray, FloatArray]] = OrderedDict()
+        self.held = 0  # bytes in entries
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[int, float]) -> tuple[FloatArray, FloatArray] | None:
+        with self.lock:
+            got = self.entries.get(key)
+            if got is not None:
+                self.entries.move_to_end(key)
+            return got
+
+    def put(self, key: tuple[int, float], value: tuple[FloatArray, FloatArray]) -> None:
+        with self.lock:
+            if key not in self.entries:
+                self.entries[key] = value
+                self.held += value[0].nbytes + value[1].nbytes
+            while self.held > EIG_BYTES and len(self.entries) > 1:
+                a, b = self.entries.popitem(last=False)[1]
+                self.held -= a.nbytes + b.nbytes
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.held = 0
+
+
+_EIGS = _EigCache()
 
 
 def _eig(m: int, phi: float) -> tuple[FloatArray, FloatArray]:
     """Eigenvalues and vectors of the level's covariance (innovation variance 1) over m runs."""
-    key = (m, phi)
-    with _EIG_LOCK:  # the dashboard's pages run in threads
-        got = _EIGS.get(key)
-        if got is not None:
-            _EIGS.move_to_end(key)
-            return got
+    got = _EIGS.get((m, phi))
+    if got is not None:
+        return got
     i = np.arange(1, m + 1, dtype=np.float64)
     if phi >= 1.0:
         cov = np.minimum.outer(i, i)
     else:
         cov = phi ** np.abs(np.subtract.outer(i, i)) / (1.0 - phi * phi)
     lam, vec = np.linalg.eigh(cov)
-    with _EIG_LOCK:
-        if key not in _EIGS:
-            _EIGS[key] = (lam, vec)
-            _HELD[0] += lam.nbytes + vec.nbytes
-        while _HELD[0] > EIG_BYTES and len(_EIGS) > 1:
-            a, b = _EIGS.popitem(last=False)[1]
-            _HELD[0] -= a.nbytes + b.nbytes
+    _EIGS.put((m, phi), (lam, vec))
     return lam, vec
 
 
