@@ -75,6 +75,7 @@ from tests.wall_corpus import (
     loop_xfs,
     nothing,
     queue_settings,
+    versus,
 )
 
 if sys.version_info >= (3, 11):
@@ -248,26 +249,6 @@ def shared_device(size: int) -> Induce:
 
 # --------------------------------------------------------------------------------------
 # the ground truths: each checks exactly what the toml's ``truth`` says, and says every number
-
-
-def _mib(b: float) -> str:
-    return f"{b / MIB:.0f} MiB/s"
-
-
-def versus(e: Evidence, most: float) -> tuple[bool, str]:
-    """The condition's throughput at most ``most`` times the control's (fio's bandwidth,
-    reads and writes together)."""
-    got = e.throughput()
-    if e.control is None:
-        return False, f"fio {_mib(got)}; no control run"
-    base = e.control.throughput()
-    if not base:
-        return False, f"fio {_mib(got)}; the control run (run {e.control.run_id}) moved nothing"
-    r = got / base
-    return r <= most, (
-        f"fio {_mib(got)} against the control's {_mib(base)} (run {e.control.run_id}): "
-        f"{r:.3f}x (needs <= {most}x)"
-    )
 
 
 def requests(e: Evidence, rw: str) -> tuple[int, int, int]:

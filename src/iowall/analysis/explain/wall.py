@@ -62,10 +62,10 @@ def lock_turns(b: Budget, ctx: Mapping[str, float]) -> float:
     spare = spinning + rest
     spin = b.kernel_paths.get("lock", 0.0)
     oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0) - spin
-    rest = b.wall_s - lock - spin
-    if oncpu <= 0 or rest <= 0 or spare >= LOCK_GAIN * useful:
+    outside = b.wall_s - lock - spin
+    if oncpu <= 0 or outside <= 0 or spare >= LOCK_GAIN * useful:
         return 0.0
-    return max(0.0, lock - spare * b.window_s / min(1.0, oncpu / rest))
+    return max(0.0, lock - spare * b.window_s / min(1.0, oncpu / outside))
 
 
 def lock_cpus(b: Budget, ctx: Mapping[str, float]) -> tuple[float, float, float] | None:
