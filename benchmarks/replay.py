@@ -76,6 +76,7 @@ import numpy as np
 from corpus import Series
 
 from iowall.analysis.regress import early as early_mod
+from iowall.analysis.regress import series_gate as series_gate_mod
 from iowall.analysis.regress.changepoints import ALPHA, analyse
 from iowall.analysis.regress.series_gate import FDR_SERIES, SeriesResults, gate_series
 
@@ -196,6 +197,22 @@ def _changes(v: Sequence[float]) -> list[int]:
     if key not in _CHANGES:
         _CHANGES[key] = [c.index for c in analyse(v).points]
     return _CHANGES[key]
+
+
+@dataclass(frozen=True)
+class _Found:
+    index: int
+
+
+@dataclass(frozen=True)
+class _Searched:
+    points: tuple[_Found, ...]
+
+
+def _memo_search() -> None:
+    """The gate's own searches (on the history without its newest results) read from the
+    change points by prefix too: the same points, computed once."""
+    series_gate_mod.analyse = lambda v: _Searched(tuple(_Found(i) for i in _changes(v)))  # type: ignore[assignment,misc]
 
 
 def _memo_windows() -> None:
@@ -367,6 +384,7 @@ def main() -> None:
     ap.add_argument("--cache", help="pickle of the change points by prefix, read and written (a speed-up)")
     a = ap.parse_args()
     _memo_windows()
+    _memo_search()
     if a.cache and os.path.exists(a.cache):
         with open(a.cache, "rb") as fh:
             _CHANGES.update(pickle.load(fh))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from iowall.analysis.regress.changepoints import analyse
 from iowall.analysis.regress.early import check_window, early
 from iowall.analysis.regress.gate import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, Verdict
 from iowall.analysis.regress.series_gate import SeriesResults, gate_newest, gate_series
@@ -169,3 +170,16 @@ def test_a_wandering_level_is_read_from_the_newest_results_only() -> None:
     rng = np.random.default_rng(4)
     walk = 100.0 * np.exp(np.cumsum(rng.normal(0.0, 0.01, 60)) + rng.normal(0.0, 0.01, 60))
     assert 8 <= _tested(walk) < 20
+
+
+@pytest.mark.parametrize("seed", [0, 1, 6, 9])
+def test_the_fall_back_from_a_shift_up_is_tested_against_the_shifted_level(seed: int) -> None:
+    # 40 results, 12 results 10% higher, then 3 back at the old level. Seen with the 3 newest,
+    # the search finds no change (these seeds; the excursion is still open or reads as noise),
+    # so the baseline would be all 55 with the old level's median; without them, it finds the
+    # shift up, and the fall back is a fall from the 12 shifted results
+    x = _noise(seed, 55, 0.03)
+    x[40:52] *= 1.10
+    assert not analyse(list(x)).points
+    assert [c.index for c in analyse(list(x[:52])).points] in ([39], [40], [41])
+    assert _status(x) == "regression"

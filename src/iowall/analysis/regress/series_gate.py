@@ -2,13 +2,15 @@
 
 Each series becomes one gate row: the newest results (the window ``early.early`` chose, 1-3
 results) against the results before them since the history's last change point
-(``changepoints.analyse``; only the newest of them when the level wanders beyond chance,
-``level.recent_window``), with the early test's p-value, its interval of the shift and the
-floor standing for compare's call. ``gate.decide`` then decides as for stored runs:
-Benjamini-Hochberg over the series (every series can fail the gate), a regression when the
-interval excludes no change, the estimate is worse beyond the floor and the q-value is within
-the FDR; worse within the FDR from one result only is inconclusive. A result with repeats
-(several rows with one index) counts as one result, the median of its repeats.
+(``changepoints.analyse``, searched with the newest results and again without the newest 3,
+so that a fall back from a recent shift up cannot hide that shift; only the newest of them
+when the level wanders beyond chance, ``level.recent_window``), with the early test's
+p-value, its interval of the shift and the floor standing for compare's call.
+``gate.decide`` then decides as for stored runs: Benjamini-Hochberg over the series (every
+series can fail the gate), a regression when the interval excludes no change, the estimate is
+worse beyond the floor and the q-value is within the FDR; worse within the FDR from one
+result only is inconclusive. A result with repeats (several rows with one index) counts as
+one result, the median of its repeats.
 """
 
 from __future__ import annotations
@@ -113,12 +115,25 @@ def newest_of(s: SeriesResults, level: float = FDR_SERIES) -> Tested:
     if len(vals) != len(s.values):
         bad = next(a for a, v in zip(s.at, s.values, strict=True) if not (math.isfinite(v) and v > 0))
         return Tested(s.name, Early(None, 1.0, (), f"result {bad} is not a positive number"), (), "", 0)
-    changes = list(s.changes) if s.changes is not None else [c.index for c in analyse(vals).points]
+    changes = _changes(vals, s.changes)
     e = early(vals, changes, prefer=level, max_base=_max_base(vals, changes))
     if e.window is None:
         return Tested(s.name, e, (), "", 0)
     n = len(vals)
     return Tested(s.name, e, s.at[n - e.window.k :], s.at[e.window.base_from], e.window.n_base)
+
+
+def _changes(vals: Sequence[float], given: Sequence[int] | None) -> list[int]:
+    """The history's change points: those found with the newest results (``given``, or the
+    search's on ``vals``), and those the search finds without the newest ``max(WINDOWS)``.
+    Why both: a fall in the newest results can hide the change before it from a search that
+    sees them (the fall back from a shift up reads as one excursion, or as noise), and then the
+    baseline holds the level before the shift, the level the fall returns to."""
+    found = list(given) if given is not None else [c.index for c in analyse(vals).points]
+    end = len(vals) - max(WINDOWS)
+    if end <= 0:
+        return found
+    return sorted({*found, *(c.index for c in analyse(vals[:end]).points if c.index < end)})
 
 
 def _max_base(vals: Sequence[float], changes: Sequence[int]) -> int:
