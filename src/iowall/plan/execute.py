@@ -28,6 +28,7 @@ from ..workloads.dontcache import dontcache_support, fio_dontcache_ok
 from ..workloads.fio import FioFailure, FioResult, run_fio
 from ..workloads.jobfile import point_bytes
 from ..workloads.stream import StreamResult
+from .caveats import fio_caveats
 from .model import BedShape, Plan, PlanPoint, Workload
 from .stream import check_engine_point, run_engine_point, uses_engine
 
@@ -257,7 +258,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
         finally:
             beds.bed = None
             stack.close()
-    notes = list(session.notes)
+    notes = [*session.notes, *fio_caveats(points, plan.workload)]
     if len(facts) > 1:
         notes.append(f"{len(facts)} bed shapes: each was provisioned afresh once per round")
     notes.append(

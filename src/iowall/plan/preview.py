@@ -8,6 +8,7 @@ from typing import Any
 
 from ..results import Report, Section, Table
 from ..vocab.units import fmt_bytes
+from .caveats import fio_caveats
 from .execute import auto_bed_size, check_points
 from .model import BedShape, Plan
 
@@ -44,6 +45,7 @@ def preview(plan: Plan) -> Report:
         for i, pp in enumerate(points, 1)
     ]
     notes = ["dry run: nothing was run, no store opened, no bed made, no knob set"]
+    notes.extend(fio_caveats(points, plan.workload))
     if any(pp.fio.get("mode") == "uncached" for pp in points):
         notes.append(
             "not checked: whether fio or iowall-engine generates the mode=uncached "

@@ -13,7 +13,7 @@ from ..analysis.fiogroups import fio_groups
 from ..measure.repeat import replay, to_json
 from ..model import Run
 from ..results import Cell, Report, Section, Table, Value
-from ..vocab.units import fmt_bytes
+from ..vocab.units import fmt_bytes, id_ranges
 from .execute import PlanResult
 from .model import PlanPoint
 
@@ -52,20 +52,6 @@ def summarise(points: Sequence[PlanPoint], runs: Sequence[Run]) -> list[Row]:
         rng = {k: (max(v) - min(v)) / med[k] if med[k] else 0.0 for k, v in vals.items() if len(v) > 1}
         rows.append(Row(pp, mine, med, units, rng))
     return rows
-
-
-def id_ranges(ids: Sequence[int]) -> str:
-    """``[1, 2, 3, 7]`` → ``1-3, 7``."""
-    out: list[str] = []
-    xs = sorted(set(ids))
-    i = 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
-        i = j + 1
-    return ", ".join(out)
 
 
 def _lines(r: Row) -> list[tuple[str, str, Mapping[str, float], Mapping[str, float]]]:

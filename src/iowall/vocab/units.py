@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from .errors import UserError
 
@@ -153,3 +154,17 @@ def fmt_value(value: float, unit: str) -> str:
 def plural(n: int, word: str) -> str:
     """``1 run``, ``2 runs``: a count with its noun (an English plural in -s)."""
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def id_ranges(ids: Sequence[int]) -> str:
+    """``[1, 2, 3, 7]`` → ``1-3, 7``."""
+    out: list[str] = []
+    xs = sorted(set(ids))
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ", ".join(out)
