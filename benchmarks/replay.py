@@ -289,7 +289,7 @@ class Batch:
         if not s.changes:
             self.null += 1
             self.null_fa += len(left)
-        if s.family == "excursion":
+        if s.family.startswith("excursion"):
             self.exc += 1
             self.exc_both += found == 2
 
