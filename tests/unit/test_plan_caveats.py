@@ -31,6 +31,7 @@ def test_what_turns_the_caveat_off() -> None:
     assert _caveats({**WRITE, "invalidate": 0}) == ()
     assert _caveats({**WRITE, "options": {"invalidate": 0}}) == ()
     assert _caveats({**WRITE, "direct": 1}) == ()
+    assert _caveats({**WRITE, "options": {"buffered": 0}}) == ()
     assert _caveats({**WRITE, "mode": "uncached"}) == ()
     assert _caveats({**WRITE, "rw": "randread"}) == ()
     assert _caveats({k: v for k, v in WRITE.items() if k != "time_based"}) == ()

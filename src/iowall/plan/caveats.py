@@ -1,9 +1,9 @@
 """Pure: what a plan's fio points will measure beside what they name, said before they run.
 
-One caveat so far, measured (docs/explain.md, "fio's invalidate"): a time-based buffered
+One caveat so far, measured (docs/explain.md, "lock-one-file"): a time-based buffered
 write point with fio's ``invalidate`` on (its default) begins every pass over a file with
 ``fadvise(DONTNEED)``, so its writers write the file back themselves; on a one-file
-workload that writeback took 20-25% of the writers' looks and hid a lock that cost 27-44%.
+workload that writeback took 16-25% of the writers' time and hid a lock that cost 27-44%.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ def _fadvise_writeback(fio: Mapping[str, Any], options: Mapping[str, Any]) -> bo
     """A point whose writers write back in fio's ``fadvise(DONTNEED)`` at each pass: buffered
     time-based writes with ``invalidate`` not turned off (in the plan or in its options)."""
     both = {**options, **fio}
-    buffered = both.get("mode", "buffered") == "buffered" and not _on(both.get("direct", 0))
+    buffered = (
+        both.get("mode", "buffered") == "buffered"
+        and not _on(both.get("direct", 0))
+        and _on(both.get("buffered", 1))
+    )
     return (
         str(both.get("rw", "read")) in WRITES
         and _on(both.get("time_based", 0))
