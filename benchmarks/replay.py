@@ -45,10 +45,13 @@ a fast path, counts, stale repeats, a weekly window), ``benchmarks/corpus8.py`` 
 seed 503, held out: power-law aging, a filling device, a fleet rollout (a change), run lengths
 that vary, p99 on histogram bins, three significant figures, zoned bit recording, retries),
 ``benchmarks/corpus9.py`` (``--corpus 9``, seed 601, held out: the issue's own description of
-noise, CV to 30%, run effects that dominate, two modes, drift) and ``benchmarks/corpus10.py``
-(``--corpus 10``, seed 719, held out and not yet run: nightly CI histories, an SSD's free-block
-pool, neighbours, boot layouts, farm load, killed runs, misparsed figures, writeback timing,
-units; excursions of either sign inside four of them).
+noise, CV to 30%, run effects that dominate, two modes, drift), ``benchmarks/corpus10.py``
+(``--corpus 10``, seed 719, held out: nightly CI histories, an SSD's free-block pool,
+neighbours, boot layouts, farm load, killed runs, misparsed figures, writeback timing, units;
+excursions of either sign inside four of them) and ``benchmarks/corpus11.py`` (``--corpus
+11``, seed 823, held out and not yet run: per-commit lab histories, huge pages, turbo and
+heat, a drive's patrol scan, an unstable TSC, untrimmed writes, journal commits, rechecked
+means, SMT placement).
 ``--calibrate-on A --report-on B`` calibrates the levels on corpus A (its seed + 1000; ``1,2``
 pools two) and reports on corpus B (its seed): with B not among A, on data the thresholds were
 not tuned on.
@@ -98,6 +101,7 @@ CORPORA = {
     8: ("corpus8", 503),
     9: ("corpus9", 601),
     10: ("corpus10", 719),
+    11: ("corpus11", 823),
 }
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]

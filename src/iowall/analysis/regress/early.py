@@ -1,23 +1,23 @@
-"""Pure: early detection, the newest one to three results of a series tested against the
-history before them, so that a regression can be alarmed at its second bad result.
+"""Pure: early detection, the newest one to three results of a series tested against the history
+before them, so that a regression can be alarmed at its second bad result.
 
 Method (chosen by measurement, benchmarks/replay.py, docs/statistics.md): an order-statistic
 prediction test on log values. The baseline is the results since the last change point before
 the window (at most ``MAX_BASE`` of them), its location the median; the noise's shape is read
 from the whole history before the window, each result about its own segment's median
 (``noise_of``), and makes the predictive distribution of one more result
-(``predictive.predictive``: Student-t with df averaged over their likelihood, beside a
-two-mode mixture when the noise has two modes, the effective sample size from the serial
-dependence). A window of the newest k results is summarised by the order statistic that one
-stray result cannot move, always with the newest result among the moved: for a fall, the
-better of the newest two; of the newest three, the better of the newest and the median (the
-newest and one of the two before it are low). Under no change each result is a draw from the
-predictive distribution, so that statistic's tail is exact under it: with F = P(one result
-≤ q), P(better of 2 ≤ q) = F², P(newest and one of two before ≤ q) = 2F² - F³, a share of
-neighbours moving together counted as one result (``predictive.window_tail``). The windows'
-p-values are Bonferroni-combined; the interval of the shift inverts the same test. A
-one-result window can only say "suspect": one result far out is a regression or an outlier,
-and the next result decides.
+(``predictive.predictive``: Student-t with df averaged over their likelihood, beside a two-mode
+mixture when the noise has two modes and a model of counts when the baseline piles on a grain,
+the effective sample size from the serial dependence). A window of the newest k results is
+summarised by the order statistic that one stray result cannot move, always with the newest
+result among the moved: for a fall, the better of the newest two; of the newest three, the
+better of the newest and the median (the newest and one of the two before it are low). Under no
+change each result is a draw from the predictive distribution, so that statistic's tail is
+exact under it: with F = P(one result ≤ q), P(better of 2 ≤ q) = F², P(newest and one of two
+before ≤ q) = 2F² - F³, a share of neighbours moving together counted as one result
+(``predictive.window_tail``). The windows' p-values are Bonferroni-combined; the interval of
+the shift inverts the same test. A one-result window can only say "suspect": one result far out
+is a regression or an outlier, and the next result decides.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...vocab.units import plural
-from .predictive import predictive, shamos
+from .predictive import predictive
 
 #: Windows tested: the newest 1, 2 and 3 results.
 WINDOWS = (1, 2, 3)
@@ -112,9 +112,6 @@ def check_window(
     m = float(np.median(b))
     down, up = _moved(y, True), _moved(y, False)
     med = float(np.median(y))
-    if shamos(b) <= 0.0:
-        p = 1.0 if down == m == up else 0.0
-        return Window(k, base_from, n, m, med, med - m, med - m, med - m, p)
     pred = predictive(b, None if noise is None else np.asarray(noise, dtype=np.float64))
     p_down, p_up = pred.tail(down, k), pred.tail(up, k, upper=True)
     tail = (1.0 - confidence) / 2.0 / split

@@ -177,9 +177,10 @@ def _mixture_p(lr: float) -> float:
 
 def wanders(values: Sequence[float] | FloatArray, cuts: Sequence[int] = ()) -> Level | None:
     """The moving level fitted with steps at ``cuts`` (module docstring), or None when the
-    series is too short or too long for the model, or not all positive."""
+    series is too short or too long for the model, not all positive, or one value throughout
+    (no noise to fit a level to: every likelihood is degenerate)."""
     y = _logs(values)
-    if y is None:
+    if y is None or float(np.ptp(y)) == 0.0:
         return None
     ll, phi, r, flat = _fit(y, sorted(cuts))
     return Level(phi, r, _mixture_p(2.0 * (ll - flat)))

@@ -16,7 +16,10 @@ sampling allowance) set the effective number of independent results n / (1 + 2 �
 which sets the estimate's share of the predictive spread and the normal model's df, and the
 lag-1 one the share of neighbouring pairs the early test counts as one result (``joint``),
 or, when larger, the share of far-out results followed by another on the same side beyond
-chance (``clustered``: slow results that come in bursts).
+chance (``clustered``: slow results that come in bursts). A baseline whose values lie on a
+grain as coarse as their spread (a harness that stores 1.1 GiB/s, whole microseconds, counts)
+adds a model of counts (``Counts``): a result at a grain's step is then not far out because
+the continuous models have no mass between the steps.
 """
 
 from __future__ import annotations
@@ -204,6 +207,59 @@ class Model:
     def sf(self, d: float) -> float:
         return sum(w * _t_cdf((c - d) / s, df) for w, c, s, df in self.comps)
 
+    def tail(self, d: float, k: int, upper: bool) -> float:
+        return window_tail(k, self.sf(d) if upper else self.cdf(d), self.shared)
+
+    @property
+    def spread(self) -> float:
+        return max(s for _, _, s, _ in self.comps)
+
+
+#: Two log values closer than this are one value on a grain (the same stored figure).
+SAME = 1e-12
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The predictive of a result on a grain, from counts: with c of the n baseline results
+    at or below a value, P(one result <= it) is Beta(c + 1/2, n - c + 1/2) after Jeffreys'
+    prior, and a window's tail the posterior mean of its order statistic's (F, F², 2F² - F³:
+    the beta-binomial predictive), so a value the baseline never showed is unusual by how
+    many results did not show it, not by a scale the grain hides."""
+
+    devs: tuple[float, ...]
+    grain: float
+
+    def tail(self, d: float, k: int, upper: bool) -> float:
+        n = len(self.devs)
+        c = sum((v >= d - SAME) if upper else (v <= d + SAME) for v in self.devs)
+        a, t = c + 0.5, n + 1.0
+        f1, f2 = a / t, a * (a + 1.0) / (t * (t + 1.0))
+        if k == 1:
+            return f1
+        return f2 if k == 2 else 2.0 * f2 - f2 * (a + 2.0) / (t + 2.0)
+
+    @property
+    def spread(self) -> float:
+        return self.grain
+
+
+#: A value repeated exactly by this share of the baseline (and at least 3 results) is a pile
+#: no continuous noise makes, even rounded to a grain as wide as its standard deviation (38%):
+#: a figure stored on a grain coarser than its noise, or clipped at a bound.
+PILE = 0.4
+
+
+def on_grain(b: FloatArray) -> float:
+    """The grain of baseline ``b`` (log values) when its values are stored too coarsely for a
+    continuous model: one value holds ``PILE`` of them. The smallest step between distinct
+    values (1 when all are one value), or 0 for none. Exact repeats alone (a stale result
+    stored again) are not a grain; a fine grain piles nowhere."""
+    u, n = np.unique(b, return_counts=True)
+    if int(n.max(initial=0)) < max(3, PILE * b.size):
+        return 0.0
+    return float(np.min(np.diff(u))) if u.size > 1 else 1.0
+
 
 @dataclass(frozen=True)
 class Predictive:
@@ -211,21 +267,22 @@ class Predictive:
     the deviation from it; a window's tail is the largest over the models'."""
 
     centre: float
-    models: tuple[Model, ...]
+    models: tuple[Model | Counts, ...]
 
     def tail(self, q: float, k: int, upper: bool = False) -> float:
         """P(the window's statistic <= q), or >= q with ``upper``: the largest over the models."""
         d = q - self.centre
-        return max(window_tail(k, m.sf(d) if upper else m.cdf(d), m.shared) for m in self.models)
+        return max(m.tail(d, k, upper) for m in self.models)
 
     def quantile(self, p: float, k: int, upper: bool = False) -> float:
-        """The q with ``tail(q, k, upper) = p``, by bisection."""
+        """The q with ``tail(q, k, upper) = p``, by bisection; unbounded (infinite) when no q
+        has a tail that small (counts of a short baseline on a grain)."""
 
         def g(q: float) -> float:  # increasing in q
             return -self.tail(q, k, True) if upper else self.tail(q, k)
 
         t, c = (-p if upper else p), self.centre
-        step = max(s for m in self.models for _, _, s, _ in m.comps)
+        step = max(m.spread for m in self.models)
         lo, hi = c - step, c + step
         for _ in range(60):
             if g(lo) < t:
@@ -235,6 +292,8 @@ class Predictive:
             if g(hi) >= t:
                 break
             hi = c + 2.0 * (hi - c)
+        if g(lo) >= t or g(hi) < t:
+            return -math.inf if g(lo) >= t else math.inf
         for _ in range(24):
             mid = (lo + hi) / 2.0
             lo, hi = (mid, hi) if g(mid) < t else (lo, mid)
@@ -269,11 +328,14 @@ def predictive(base: FloatArray, noise: FloatArray | None = None) -> Predictive:
     m = float(np.median(b))
     r = np.asarray(noise, dtype=np.float64) if noise is not None and len(noise) >= b.size else b - m
     r = r - float(np.median(r))
-    models = [_model([0.0], [1.0], r, b.size)]
+    models: list[Model | Counts] = [_model([0.0], [1.0], r, b.size)]
     modes = _two_modes(np.sort(r))
     if modes is not None:
         cut, (c0, c1) = modes[1][0], (float(np.median(modes[0])), float(np.median(modes[1])))
         resid = np.where(r < cut, r - c0, r - c1)
         w0 = modes[0].size / r.size
         models.append(_model([c0, c1], [w0, 1.0 - w0], resid, b.size))
+    grain = on_grain(b)
+    if grain > 0.0:
+        models.append(Counts(tuple((b - m).tolist()), grain))
     return Predictive(m, tuple(models))

@@ -3,9 +3,9 @@
 Each series becomes one gate row: the newest results (the window ``early.early`` chose, 1-3
 results) against the results before them since the history's last change point
 (``changepoints.analyse``, searched with the newest results and again without the newest 3,
-so that a fall back from a recent shift up cannot hide that shift; only the newest of them
-when the level wanders beyond chance, ``level.recent_window``), with the early test's
-p-value, its interval of the shift and the floor standing for compare's call.
+on the 120 before them, so that a fall back from a recent shift up cannot hide that shift;
+only the newest of them when the level wanders beyond chance, ``level.recent_window``), with
+the early test's p-value, its interval of the shift and the floor standing for compare's call.
 ``gate.decide`` then decides as for stored runs: Benjamini-Hochberg over the series (every
 series can fail the gate), a regression when the interval excludes no change, the estimate is
 worse beyond the floor and the q-value is within the FDR; worse within the FDR from one
@@ -23,7 +23,7 @@ import numpy as np
 
 from .changepoints import analyse
 from .compare import CompareResult, Row
-from .early import MAX_BASE, MIN_BASE, WINDOWS, Early, early
+from .early import MAX_BASE, MAX_NOISE, MIN_BASE, WINDOWS, Early, early
 from .gate import Accept, GateResult, Verdict, decide
 from .level import recent_window
 from .stats import Comparison
@@ -36,7 +36,7 @@ FDR_SERIES = 0.0075
 METHOD = (
     "p-values from the early test: the newest 1-3 results against the history since its "
     "last change point (order-statistic prediction test, t with df from the data, "
-    "two-mode mixture, serial dependence)"
+    "two-mode mixture, counts on a coarse grain, serial dependence)"
 )
 
 
@@ -125,7 +125,10 @@ def newest_of(s: SeriesResults, level: float = FDR_SERIES) -> Tested:
 
 def _changes(vals: Sequence[float], given: Sequence[int] | None) -> list[int]:
     """The history's change points: those found with the newest results (``given``, or the
-    search's on ``vals``), and those the search finds without the newest ``max(WINDOWS)``.
+    search's on ``vals``), and those the search finds without the newest ``max(WINDOWS)``, on
+    the newest ``MAX_NOISE`` results before them (the early test's baseline is at most
+    ``MAX_BASE`` of them, its noise those), so that a long history pays one search of its
+    length, not two.
     Why both: a fall in the newest results can hide the change before it from a search that
     sees them (the fall back from a shift up reads as one excursion, or as noise), and then the
     baseline holds the level before the shift, the level the fall returns to."""
@@ -133,7 +136,8 @@ def _changes(vals: Sequence[float], given: Sequence[int] | None) -> list[int]:
     end = len(vals) - max(WINDOWS)
     if end <= 0:
         return found
-    return sorted({*found, *(c.index for c in analyse(vals[:end]).points if c.index < end)})
+    lo = max(0, end - MAX_NOISE)
+    return sorted({*found, *(lo + c.index for c in analyse(vals[lo:end]).points if lo + c.index < end)})
 
 
 def _max_base(vals: Sequence[float], changes: Sequence[int]) -> int:
