@@ -200,13 +200,22 @@ def test_a_helper_on_a_cpu_beside_visible_io_is_left_out() -> None:
     """fio's helper in an emulated guest: on a CPU 7.5% of its time (each look at /proc
     emulated) but waiting 90%, and none of the bytes, beside a writer that moved them: a
     helper (it was counted, and the budget named no mechanism). When no thread's I/O shows
-    in bytes (io_uring, libaio), time on a CPU still makes a worker."""
+    in bytes (io_uring, libaio), time on a CPU still makes a worker of a thread whose process
+    works; a process whose threads all only wait while another works is a helper (fio's
+    parent beside its forked job: run 64 of the explain corpus, its main thread on a CPU 9%
+    of its time and in pselect the rest, made the wall 'waiting on other threads')."""
     worker = _thread(1, wall_s=4.0, cpu=3.0, delay=0.0, user=0.5, blocked={0: 100})
     helper = _thread(2, wall_s=4.0, cpu=0.3, delay=0.0, user=0.1, blocked={1: 360}, syscw=5)
     b = budget.compute(_doc([worker, helper], [IO, SELECT]), (0.0, 4.0), "test")
     assert b is not None and [t.tid for t in b.threads] == [1] and b.left_out == ("fio (2)",)
     quiet = _thread(1, wall_s=4.0, cpu=3.0, delay=0.0, user=0.5, blocked={0: 100}, syscw=5)
+    b = budget.compute(_doc([quiet, {**helper, "pid": 1}], [IO, SELECT]), (0.0, 4.0), "test")
+    assert b is not None and [t.tid for t in b.threads] == [1, 2]
     b = budget.compute(_doc([quiet, helper], [IO, SELECT]), (0.0, 4.0), "test")
+    assert b is not None and [t.tid for t in b.threads] == [1] and b.left_out == ("fio (2)",)
+    # nobody works: a point that sleeps (fio's rate) keeps its threads on a CPU
+    sleeper = _thread(1, wall_s=4.0, cpu=0.3, delay=0.0, user=0.1, blocked={1: 360}, syscw=5)
+    b = budget.compute(_doc([sleeper, helper], [IO, SELECT]), (0.0, 4.0), "test")
     assert b is not None and [t.tid for t in b.threads] == [1, 2]
 
 

@@ -29,27 +29,14 @@ from typing import Any
 
 from .budget_profile import ProfileSplit, split_kernel_time
 from .kernel_knowledge import mechanism_of
-from .offcpu import IDLE, ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
+from .offcpu import ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
+from .workers import Measured as _Measured
+from .workers import workers as _workers
 
 #: Categories of the budget, in report order (``blocked:<reason>`` for each off-CPU reason).
 ON_CPU = ("user", "kernel")
 RUNNABLE = ("runnable:quota", "runnable:own", "runnable:others")
 CATEGORIES: tuple[str, ...] = (*ON_CPU, *RUNNABLE, *(f"blocked:{r}" for r in ORDER), "unaccounted")
-#: a thread is the point's worker when it moved at least this share of the busiest thread's
-#: bytes through read/write calls, or was on a CPU this share of its time, or was blocked
-#: for work (not sleeping or waiting on other threads) this share of its samples. Bytes, not
-#: syscalls: fio's helper thread reads /proc and /sys files as often as a throttled job writes
-WORKER_IO_SHARE = 0.01
-#: ... and at least this many bytes (libaio and io_uring submit without counting any: fio's
-#: helper thread, reading a few /proc files a second, must not become the busiest "worker")
-WORKER_MIN_BYTES = 1 << 20
-WORKER_CPU_SHARE = 0.05
-WORKER_BLOCKED_SHARE = 0.10
-#: ... but when the point's I/O shows in read/write bytes, a thread that moved none of them
-#: and slept or waited on other threads this share of its samples is a helper whatever its
-#: CPU: fio's main and helper threads in an emulated guest were on a CPU 6% and 9% of their
-#: time (each look at /proc emulated), asleep or waiting 90% and 87%, beside one writer
-WORKER_IDLE_SHARE = 0.5
 #: a cgroup that used this share of its CPU quota over the window, and was throttled, is
 #: held by it: all its threads' run delay is the quota's
 QUOTA_BINDING = 0.9
@@ -199,8 +186,6 @@ def compute(
     )
 
 
-#: One thread over its part of the window: its document, counters' change, wall time, samples by reason
-_Measured = tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]
 #: One sampled blocked stack: its reason, the function ``offcpu.classify`` named, the stack, its count
 _Blocked = tuple[str, str, str, int]
 #: Per blocked reason, sample counts by key.
@@ -273,33 +258,6 @@ def _tally(
         mech = mechanism_of(stack)
         mc[mech] = mc.get(mech, 0) + n
     return blocked_fn, blocked_sys, blocked_leaf, blocked_mech
-
-
-def _workers(measured: Sequence[_Measured]) -> tuple[list[_Measured], list[str]]:
-    """The threads that did the point's work by the ``WORKER_*`` thresholds (bytes against the busiest
-    thread's, time on a CPU unless idle beside visible I/O, samples blocked for work), and the
-    others' names (``comm (tid)``)."""
-    max_bytes = max((m[1]["rchar"] + m[1]["wchar"] for m in measured), default=0.0)
-    workers: list[_Measured] = []
-    left: list[str] = []
-    for th, d, wall, reasons in measured:
-        by = d["rchar"] + d["wchar"]
-        looks = d["samples"] or 1.0
-        working = sum(n for r, n in reasons.items() if r not in IDLE) / looks
-        moved = by >= max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
-        helper = (
-            max_bytes >= WORKER_MIN_BYTES
-            and sum(reasons.get(r, 0) for r in IDLE) / looks >= WORKER_IDLE_SHARE
-        )
-        if (
-            moved
-            or (d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall and not helper)
-            or working >= WORKER_BLOCKED_SHARE
-        ):
-            workers.append((th, d, wall, reasons))
-        else:
-            left.append(f"{th.get('comm')} ({th.get('tid')})")
-    return workers, left
 
 
 def _group_delays(workers: Sequence[_Measured]) -> dict[int, float]:
