@@ -4,7 +4,7 @@ A thread is a worker when it moved its share of the bytes, was on a CPU, or was 
 work (not sleeping or waiting on other threads); a helper, left out, when it moved none of
 the bytes and slept or waited most of its looks while the work went on elsewhere: beside
 I/O that shows in read/write bytes, or in a process of its own whose threads all only wait
-while another process's work (fio's parent, its jobs forked: libaio and io_uring submit
+while another process works (fio's parent, its jobs forked: libaio and io_uring submit
 without counting bytes, and its main thread, on a CPU 9% of its time and waiting in pselect
 the rest, was counted beside the one job and made the wall "waiting on other threads").
 """

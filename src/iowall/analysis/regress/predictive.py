@@ -16,10 +16,11 @@ sampling allowance) set the effective number of independent results n / (1 + 2 Î
 which sets the estimate's share of the predictive spread and the normal model's df, and the
 lag-1 one the share of neighbouring pairs the early test counts as one result (``joint``),
 or, when larger, the share of far-out results followed by another on the same side beyond
-chance (``clustered``: slow results that come in bursts). A baseline whose values lie on a
-grain as coarse as their spread (a harness that stores 1.1 GiB/s, whole microseconds, counts)
-adds a model of counts (``Counts``): a result at a grain's step is then not far out because
-the continuous models have no mass between the steps.
+chance (``clustered``: slow results that come in bursts). A baseline where one stored value
+piles up (``on_grain``: a harness that stores 1.1 GiB/s, whole microseconds or a histogram's
+bin, on a grain coarser than the noise) adds a model of counts (``Counts``): a result one
+step away is then not far out merely because the continuous models have no mass between the
+steps.
 """
 
 from __future__ import annotations
