@@ -51,7 +51,9 @@ neighbours, boot layouts, farm load, killed runs, misparsed figures, writeback t
 excursions of either sign inside four of them) and ``benchmarks/corpus11.py`` (``--corpus
 11``, seed 823, held out and not yet run: per-commit lab histories, huge pages, turbo and
 heat, a drive's patrol scan, an unstable TSC, untrimmed writes, journal commits, rechecked
-means, SMT placement).
+means, SMT placement) and ``benchmarks/corpus12.py`` (``--corpus 12``, seed 947, held out and
+not yet run: cloud and CI virtual machines, burstable volumes, live migration, neighbours,
+instance types, lazily restored volumes, steal time, ballooning, snapshots).
 ``--calibrate-on A --report-on B`` calibrates the levels on corpus A (its seed + 1000; ``1,2``
 pools two) and reports on corpus B (its seed): with B not among A, on data the thresholds were
 not tuned on.
@@ -102,6 +104,7 @@ CORPORA = {
     9: ("corpus9", 601),
     10: ("corpus10", 719),
     11: ("corpus11", 823),
+    12: ("corpus12", 947),
 }
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]
