@@ -47,18 +47,18 @@ def workers(measured: Sequence[Measured]) -> tuple[list[Measured], list[str]]:
     others' names (``comm (tid)``)."""
     max_bytes = max((m[1]["rchar"] + m[1]["wchar"] for m in measured), default=0.0)
     floor = max(WORKER_MIN_BYTES, WORKER_IO_SHARE * max_bytes)
+    looks = [(_idle(d, r), d["rchar"] + d["wchar"] >= floor) for _, d, _, r in measured]
     busy = {
-        int(th.get("pid", -1))
-        for th, d, _, r in measured
-        if not _idle(d, r) or d["rchar"] + d["wchar"] >= floor
+        int(m[0].get("pid", -1))
+        for m, (idle, moved) in zip(measured, looks, strict=True)
+        if moved or not idle
     }
     out: list[Measured] = []
     left: list[str] = []
-    for th, d, wall, reasons in measured:
-        moved = d["rchar"] + d["wchar"] >= floor
+    for (th, d, wall, reasons), (idle, moved) in zip(measured, looks, strict=True):
         working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
         alone = int(th.get("pid", -1)) not in busy and bool(busy)  # its process only waits
-        helper = _idle(d, reasons) and (max_bytes >= WORKER_MIN_BYTES or alone)
+        helper = idle and (max_bytes >= WORKER_MIN_BYTES or alone)
         if (
             moved
             or (d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall and not helper)
