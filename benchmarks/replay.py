@@ -229,7 +229,7 @@ def _memo_windows() -> None:
     seen: dict[tuple[object, ...], early_mod.Window] = {}
 
     def check(base_logs, new_logs, **kw):  # type: ignore[no-untyped-def]
-        parts = (base_logs, new_logs, kw.get("noise"))
+        parts = (base_logs, new_logs, kw.get("noise"), kw.get("episodes"))
         key = (
             *(None if v is None else np.asarray(v).tobytes() for v in parts),
             kw.get("base_from"),

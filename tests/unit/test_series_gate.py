@@ -123,7 +123,9 @@ def test_cli_exit_codes_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[
     # one bad result only: suspected, not shown (exit 3)
     g = _write(tmp_path / "one.csv", flat[:-1] + [("lat", "1290", flat[-1][2] * 0.6)])
     assert main(["gate", "--series", g]) == EXIT_INCONCLUSIVE
-    assert "inconclusive: lat: value -39.8% suspected, not shown" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "inconclusive: lat: value -39.8% suspected, not shown" in out
+    assert "inconclusive: lat value: q = " in out and "from one result" in out  # and why
     assert main(["gate", "--series", _write(tmp_path / "ok.csv", flat)]) == EXIT_PASS
     capsys.readouterr()
     for args, msg in (

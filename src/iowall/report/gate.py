@@ -109,6 +109,12 @@ def _lines(g: GateReport, *, md: bool) -> list[str]:
     rows = _rows(g, SHOWN if md else GATING)
     if rows:
         out += [md_table(headers, rows, left=3) if md else text_table(headers, rows, left=3), ""]
+    unsure = sorted(res.of("inconclusive"), key=rank)
+    for v in unsure:  # what it would take to decide is in the reason
+        out += textwrap.wrap(
+            f"inconclusive: {point_name(v)} {v.row.metric}: {v.reason}", 80, subsequent_indent="  "
+        )
+    out += [""] if unsure else []
     changed = sorted(res.of("changed"), key=lambda v: v.q_value)
     if changed and not md:
         top = ", ".join(f"{v.row.metric} {_change(v)}" for v in changed[:5])

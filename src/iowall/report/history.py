@@ -116,6 +116,11 @@ def newest_line(h: History, t: Tested, level: float = FDR_SERIES) -> str:
     )
     if e.p_value <= level and abs(change) > 0.02:
         one = " (one result: a regression or an outlier, the next decides)" if w.k == 1 else ""
+        if w.k > 1 and w.shown is not None and w.shown.count:
+            one = (
+                f" (the history moved this far for {w.k} results and came back "
+                f"{plural(w.shown.episodes, 'time')} before: that again, or a change)"
+            )
         return f"newest results SUSPECT, {word}{one}: {what}"
     return f"newest results: no change called: {what}"
 
@@ -227,6 +232,7 @@ def _newest_json(t: Tested | None) -> dict[str, Any] | None:
         "ratio": t.early.ratio,
         "low": math.exp(w.low) if w else None,
         "high": math.exp(w.high) if w else None,
+        "shown_before": w.shown.episodes if w and w.shown else 0,
     }
 
 

@@ -17,7 +17,9 @@ exact under it: with F = P(one result ≤ q), P(better of 2 ≤ q) = F², P(newe
 before ≤ q) = 2F² - F³, a share of neighbours moving together counted as one result
 (``predictive.window_tail``). The windows' p-values are Bonferroni-combined; the interval of
 the shift inverts the same test. A one-result window can only say "suspect": one result far out
-is a regression or an outlier, and the next result decides.
+is a regression or an outlier, and the next result decides. Each window also carries how often
+the history showed a move as far, for as many results, and came back (``episodes.shown``),
+for the gate to weigh.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...vocab.units import plural
+from .episodes import Shown, deviations, shown
 from .predictive import predictive
 
 #: Windows tested: the newest 1, 2 and 3 results.
@@ -65,6 +68,9 @@ class Window:
     low: float
     high: float
     p_value: float
+    #: how often the history showed a window as far out on the side it moved, and came back
+    #: (``episodes.shown``); None when not looked for
+    shown: Shown | None = None
 
 
 @dataclass(frozen=True)
@@ -102,10 +108,12 @@ def check_window(
     confidence: float = CONFIDENCE,
     noise: Sequence[float] | npt.NDArray[np.float64] | None = None,
     interval: bool = True,
+    episodes: Sequence[float] | npt.NDArray[np.float64] | None = None,
 ) -> Window:
     """The order-statistic prediction test of one window (module docstring) against the
     baseline's predictive distribution (``predictive.predictive``); ``split`` is the number
-    of windows the level is shared by (Bonferroni) for the interval."""
+    of windows the level is shared by (Bonferroni) for the interval; with ``episodes`` (the
+    history's deviations, ``episodes.deviations``) how often it showed the window's move."""
     b = np.asarray(base_logs, dtype=np.float64)
     y = np.asarray(new_logs, dtype=np.float64)
     k, n = y.size, b.size
@@ -118,7 +126,11 @@ def check_window(
     low, high = -math.inf, math.inf
     if interval:
         low, high = up - pred.quantile(tail, k, upper=True), down - pred.quantile(tail, k)
-    return Window(k, base_from, n, m, med, med - m, low, high, min(1.0, 2.0 * min(p_down, p_up)))
+    seen = None
+    if episodes is not None:
+        fall = med < m
+        seen = shown(np.asarray(episodes, dtype=np.float64), (down if fall else up) - m, k, fall)
+    return Window(k, base_from, n, m, med, med - m, low, high, min(1.0, 2.0 * min(p_down, p_up)), seen)
 
 
 def noise_of(logs: npt.NDArray[np.float64], changes: Sequence[int], end: int) -> npt.NDArray[np.float64]:
@@ -126,13 +138,7 @@ def noise_of(logs: npt.NDArray[np.float64], changes: Sequence[int], end: int) ->
     median (segments between ``changes`` of at least ``MIN_SEGMENT`` results), in time order,
     the newest ``MAX_NOISE`` of them. The level is the segment's; the noise's shape (its
     scale, tails, modes, dependence) is taken to be the series'."""
-    bounds = sorted({0, end, *(c for c in changes if 0 < c < end)})
-    parts = [
-        logs[a:z] - np.median(logs[a:z])
-        for a, z in zip(bounds, bounds[1:], strict=False)
-        if z - a >= MIN_SEGMENT
-    ]
-    return np.concatenate(parts)[-MAX_NOISE:] if parts else np.zeros(0)
+    return deviations(logs, changes, end, least=MIN_SEGMENT, most=MAX_NOISE, back=False)
 
 
 def _baseline(end: int, changes: Sequence[int], min_base: int) -> tuple[int, int] | None:
@@ -182,6 +188,7 @@ def early(
             base_from=lo,
             split=len(eligible),
             noise=noise_of(logs, changes, n - k),
+            episodes=deviations(logs, changes, n - k, least=MIN_SEGMENT, most=MAX_NOISE),
         )
         done.append(test(interval=False))
         todo.append(test)

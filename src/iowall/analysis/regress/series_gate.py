@@ -9,21 +9,24 @@ the early test's p-value, its interval of the shift and the floor standing for c
 ``gate.decide`` then decides as for stored runs: Benjamini-Hochberg over the series (every
 series can fail the gate), a regression when the interval excludes no change, the estimate is
 worse beyond the floor and the q-value is within the FDR; worse within the FDR from one
-result only is inconclusive. A result with repeats (several rows with one index) counts as
-one result, the median of its repeats.
+result only is inconclusive, and so is a regression whose move the history has shown before,
+for as many results, and come back from (``episodes``: that episode again, or a regression).
+A result with repeats (several rows with one index) counts as one result, the median of its
+repeats.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...vocab.units import plural
 from .changepoints import analyse
 from .compare import CompareResult, Row
-from .early import MAX_BASE, MAX_NOISE, MIN_BASE, WINDOWS, Early, early
+from .early import MAX_BASE, MAX_NOISE, MIN_BASE, WINDOWS, Early, Window, early
 from .gate import Accept, GateResult, Verdict, decide
 from .level import recent_window
 from .stats import Comparison
@@ -180,7 +183,29 @@ def gate_series(
         geomean={},
         floor=floor,
     )
-    return decide(res, fdr=fdr, accept=accept, today=today, fail_on=["*"], tests=tests, method=METHOD), tested
+    gated = decide(res, fdr=fdr, accept=accept, today=today, fail_on=["*"], tests=tests, method=METHOD)
+    return _seen_before(gated, [t.early.window for t in tested if t.early.window is not None]), tested
+
+
+def _seen_before(res: GateResult, windows: Sequence[Window]) -> GateResult:
+    """A regression whose move the history has shown before and come back from
+    (``episodes.shown``) is inconclusive: from the results alone it is that episode again or
+    a regression."""
+    out = []
+    for v, w in zip(res.verdicts, windows, strict=True):
+        seen = w.shown
+        if v.status == "regression" and seen is not None and seen.count:
+            v = replace(
+                v,
+                status="inconclusive",
+                reason=(
+                    f"q = {v.q_value:.2g}, but the history moved this far for {plural(seen.k, 'result')} "
+                    f"and came back {plural(seen.episodes, 'time')} before: an episode it has had, "
+                    "or a regression; more results or a rerun beside the last good one decide"
+                ),
+            )
+        out.append(v)
+    return replace(res, verdicts=tuple(out))
 
 
 def gate_newest(
