@@ -27,7 +27,7 @@ on the calibration corpus are at most ``FA_REPLAY`` per 100 gated results: the c
 in every world seen, not on their average: held out, corpora 2 and 3 ran 1.3 and 2.3 times
 the false alarms of the calibration at the level it chose).
 
-Ten corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
+Twelve corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
 (``--corpus 2``, seed 77: two modes taking turns or switching often, t with 2 df, Cauchy
 contamination, repeats sharing a run effect, Laplace noise at CV 1-30%, spikes, drift) and
 ``benchmarks/corpus3.py`` (``--corpus 3``, seed 131, the held-out one: serial correlation,
@@ -49,10 +49,10 @@ noise, CV to 30%, run effects that dominate, two modes, drift), ``benchmarks/cor
 (``--corpus 10``, seed 719, held out: nightly CI histories, an SSD's free-block pool,
 neighbours, boot layouts, farm load, killed runs, misparsed figures, writeback timing, units;
 excursions of either sign inside four of them) and ``benchmarks/corpus11.py`` (``--corpus
-11``, seed 823, held out and not yet run: per-commit lab histories, huge pages, turbo and
+11``, seed 823, held out, reported once: per-commit lab histories, huge pages, turbo and
 heat, a drive's patrol scan, an unstable TSC, untrimmed writes, journal commits, rechecked
-means, SMT placement) and ``benchmarks/corpus12.py`` (``--corpus 12``, seed 947, held out and
-not yet run: cloud and CI virtual machines, burstable volumes, live migration, neighbours,
+means, SMT placement) and ``benchmarks/corpus12.py`` (``--corpus 12``, seed 947, held out,
+reported once: cloud and CI virtual machines, burstable volumes, live migration, neighbours,
 instance types, lazily restored volumes, steal time, ballooning, snapshots).
 ``--calibrate-on A --report-on B`` calibrates the levels on corpus A (its seed + 1000; ``1,2``
 pools two) and reports on corpus B (its seed): with B not among A, on data the thresholds were
