@@ -235,6 +235,7 @@ def _memo_windows() -> None:
             kw.get("base_from"),
             kw.get("split"),
             kw.get("interval", True),
+            kw.get("grain", 0.0),
         )
         if key not in seen:
             seen[key] = plain(base_logs, new_logs, **kw)

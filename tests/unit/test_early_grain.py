@@ -1,7 +1,8 @@
 """The early test on results stored on a grain as coarse as their noise (a harness that keeps
 fio's human-readable 1.1 GiB/s, whole microseconds, counts): the baseline's model of counts
 (``predictive.Counts``, ``predictive.on_grain``). A value one grain away is not a fall by
-itself; a fall that moves every result a grain down still fails the gate."""
+itself; a fall of one grain under every result is shown but not its size (inconclusive), a
+fall of two grains fails the gate."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import numpy as np
 import pytest
 
 from iowall.analysis.regress.gate import Verdict
-from iowall.analysis.regress.predictive import Counts, on_grain, predictive
+from iowall.analysis.regress.history import SeriesRow, from_rows
+from iowall.analysis.regress.predictive import Counts, on_grain, predictive, step_of
 from iowall.analysis.regress.series_gate import gate_newest
+from iowall.report.history import newest_line
 
 
 def _status(values: np.ndarray | list[float]) -> str:
@@ -46,12 +49,21 @@ def test_noise_on_a_coarse_grain_does_not_alarm(make) -> None:  # type: ignore[n
     assert fails == 0
 
 
-def test_a_fall_of_one_grain_under_every_result_still_fails() -> None:
+def test_a_fall_of_one_grain_is_inconclusive_and_of_two_fails() -> None:
     """30 results all stored as 1.1 GiB/s, then 1.0 GiB/s: two results the baseline never
-    showed in 30 are a regression (Jeffreys: P(both <= 1.0) = 0.5 x 1.5 / (31 x 32))."""
+    showed in 30 (Jeffreys: P(both <= 1.0) = 0.5 x 1.5 / (31 x 32)), but each figure may sit
+    anywhere within half a step of 0.1 GiB/s, so the fall is of any size from nothing to
+    17.4%: inconclusive, saying so (a regression of -9.1% [-9.1%, -9.1%] before). Where the
+    history shows the step (1.0 now and then) a fall to 0.9 is two steps: a regression."""
     x = [1126.4] * 30 + [1024.0, 1024.0]
     assert _status(x[:31]) in ("same", "inconclusive")
-    assert _status(x) == "regression"
+    v = gate_newest(x)
+    assert isinstance(v, Verdict) and v.status == "inconclusive" and "grain" in v.reason
+    assert v.row.cmp.ci_low == pytest.approx((1024.0 - 51.2) / (1126.4 + 51.2), rel=0.01)
+    assert v.row.cmp.ci_high >= 1.0
+    shows = ([1126.4] * 4 + [1024.0]) * 6
+    assert _status([*shows, 921.6, 921.6]) == "regression"
+    assert _status([*shows, 1024.0, 1024.0]) == "same"
 
 
 def test_a_value_the_baseline_shows_is_not_a_fall() -> None:
@@ -89,3 +101,17 @@ def test_the_grain_is_read_only_where_it_is_coarse() -> None:
     assert on_grain(piled) > 0.0
     assert on_grain(np.zeros(9)) == 1.0
     assert len(predictive(np.zeros(9)).models) == 2
+    one, rest = np.log(np.full(9, 1126.4)), np.log(np.array([1126.4, 921.6, 1024.0, 1126.4]))
+    assert step_of(one, rest) == pytest.approx(math.log(1.1))  # the nearest other value's step
+    assert step_of(one, one) == 0.0
+    assert step_of(np.log(1000.0 * np.exp(rng.normal(0.0, 0.01, 40))), rest) == 0.0
+
+
+def test_history_says_a_one_step_fall_is_of_a_size_the_figures_do_not_hold() -> None:
+    """`iowall history --series`'s newest line on 30 results of 1.1 GiB/s and two of 1.0: the
+    interval a step either side, and why."""
+    rows = [SeriesRow("bw", str(i), v) for i, v in enumerate([1126.4] * 30 + [1024.0] * 2)]
+    (h,) = from_rows(rows)
+    assert h.newest is not None
+    line = newest_line(h, h.newest)
+    assert "grain of about 10% a step" in line and "[-17.4%, +0.0%]" in line

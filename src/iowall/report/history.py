@@ -116,7 +116,12 @@ def newest_line(h: History, t: Tested, level: float = FDR_SERIES) -> str:
     )
     if e.p_value <= level and abs(change) > 0.02:
         one = " (one result: a regression or an outlier, the next decides)" if w.k == 1 else ""
-        if w.k > 1 and w.shown is not None and w.shown.count:
+        if w.k > 1 and w.grain > 0.0 and w.low <= 0.0 <= w.high:
+            one = (
+                f" (stored on a grain of about {math.expm1(w.grain):.0%} a step: a move of one "
+                "step, of a size the figures do not hold)"
+            )
+        elif w.k > 1 and w.shown is not None and w.shown.count:
             one = (
                 f" (the history moved this far for {w.k} results and came back "
                 f"{plural(w.shown.episodes, 'time')} before: that again, or a change)"

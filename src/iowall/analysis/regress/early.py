@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from ...vocab.units import plural
 from .episodes import Shown, deviations, shown
-from .predictive import predictive
+from .predictive import predictive, step_of
 
 #: Windows tested: the newest 1, 2 and 3 results.
 WINDOWS = (1, 2, 3)
@@ -71,6 +71,9 @@ class Window:
     #: how often the history showed a window as far out on the side it moved, and came back
     #: (``episodes.shown``); None when not looked for
     shown: Shown | None = None
+    #: the step of the grain the values are stored on when the interval was widened to it
+    #: (a move of one step may be any size up to it); 0 when the interval is the test's own
+    grain: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -109,11 +112,15 @@ def check_window(
     noise: Sequence[float] | npt.NDArray[np.float64] | None = None,
     interval: bool = True,
     episodes: Sequence[float] | npt.NDArray[np.float64] | None = None,
+    grain: float = 0.0,
 ) -> Window:
     """The order-statistic prediction test of one window (module docstring) against the
     baseline's predictive distribution (``predictive.predictive``); ``split`` is the number
     of windows the level is shared by (Bonferroni) for the interval; with ``episodes`` (the
-    history's deviations, ``episodes.deviations``) how often it showed the window's move."""
+    history's deviations, ``episodes.deviations``) how often it showed the window's move.
+    With ``grain`` (the step of values stored on a grain, ``predictive.step_of``) the interval
+    is at least a step either side of the shift: each median may sit anywhere within half a
+    step of its stored figure, so the stored figures cannot show a move more exactly."""
     b = np.asarray(base_logs, dtype=np.float64)
     y = np.asarray(new_logs, dtype=np.float64)
     k, n = y.size, b.size
@@ -124,13 +131,18 @@ def check_window(
     p_down, p_up = pred.tail(down, k), pred.tail(up, k, upper=True)
     tail = (1.0 - confidence) / 2.0 / split
     low, high = -math.inf, math.inf
+    wide = 0.0
     if interval:
         low, high = up - pred.quantile(tail, k, upper=True), down - pred.quantile(tail, k)
+        step = grain * (1.0 + 1e-9)  # closed: a fall of one step reaches no change itself
+        if grain > 0.0 and (low > med - m - step or high < med - m + step):
+            low, high, wide = min(low, med - m - step), max(high, med - m + step), grain
     seen = None
     if episodes is not None:
         fall = med < m
         seen = shown(np.asarray(episodes, dtype=np.float64), (down if fall else up) - m, k, fall)
-    return Window(k, base_from, n, m, med, med - m, low, high, min(1.0, 2.0 * min(p_down, p_up)), seen)
+    p = min(1.0, 2.0 * min(p_down, p_up))
+    return Window(k, base_from, n, m, med, med - m, low, high, p, seen, wide)
 
 
 def noise_of(logs: npt.NDArray[np.float64], changes: Sequence[int], end: int) -> npt.NDArray[np.float64]:
@@ -174,7 +186,7 @@ def early(
     logs = np.log(x) if x.size else x
     n = int(logs.size)
     done: list[Window] = []
-    todo: list[Callable[..., Window]] = []  # each window's test, to be run again with its interval
+    todo: list[Callable[..., Window]] = []  # each window's test, run again for the chosen one
     eligible = [k for k in windows if n - k >= min_base]
     for k in eligible:
         seg = _baseline(n - k, changes, min_base)
@@ -188,7 +200,7 @@ def early(
             base_from=lo,
             split=len(eligible),
             noise=noise_of(logs, changes, n - k),
-            episodes=deviations(logs, changes, n - k, least=MIN_SEGMENT, most=MAX_NOISE),
+            grain=step_of(logs[lo:hi], logs),
         )
         done.append(test(interval=False))
         todo.append(test)
@@ -207,6 +219,7 @@ def early(
         multi = min(several, key=lambda w: (w.p_value, -w.k))
         if multi.p_value * len(done) <= prefer or multi.p_value <= best.p_value:
             best = multi
-    i = done.index(best)
-    done[i] = best = todo[i]()  # the interval, for the window decided on only
+    i = done.index(best)  # the interval and the episodes, for the window decided on only
+    seen = deviations(logs, changes, n - best.k, least=MIN_SEGMENT, most=MAX_NOISE)
+    done[i] = best = todo[i](episodes=seen)
     return Early(best, min(1.0, best.p_value * len(done)), tuple(done))

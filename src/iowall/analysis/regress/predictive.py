@@ -262,6 +262,18 @@ def on_grain(b: FloatArray) -> float:
     return float(np.min(np.diff(u))) if u.size > 1 else 1.0
 
 
+def step_of(b: FloatArray, around: FloatArray) -> float:
+    """The grain of baseline ``b`` (log values) when its values pile (``on_grain``): the
+    smallest step between them, or, when ``b`` is one value, the step to the nearest other
+    value of ``around`` (the history's, the window's included); 0 off a grain or for none."""
+    g = on_grain(b)
+    if g <= 0.0 or np.unique(b).size > 1:
+        return g
+    d = np.abs(np.asarray(around, dtype=np.float64) - float(b[0]))
+    d = d[d > SAME]
+    return float(d.min()) if d.size else 0.0
+
+
 @dataclass(frozen=True)
 class Predictive:
     """The predictive distribution of the next results: the baseline's median, and models of

@@ -190,10 +190,19 @@ def gate_series(
 def _seen_before(res: GateResult, windows: Sequence[Window]) -> GateResult:
     """A regression whose move the history has shown before and come back from
     (``episodes.shown``) is inconclusive: from the results alone it is that episode again or
-    a regression."""
+    a regression. A row inconclusive because its interval is a grain's step wide says so."""
     out = []
     for v, w in zip(res.verdicts, windows, strict=True):
         seen = w.shown
+        if v.status == "inconclusive" and w.grain > 0.0 and w.low <= 0.0 <= w.high:
+            v = replace(
+                v,
+                reason=(
+                    f"q = {v.q_value:.2g}, but the figures are stored on a grain "
+                    f"(about {math.expm1(w.grain):.0%} a step): a move of one step may be of any "
+                    "size up to a step; store exact figures (fio's JSON, not its rounded text)"
+                ),
+            )
         if v.status == "regression" and seen is not None and seen.count:
             v = replace(
                 v,
