@@ -3,11 +3,18 @@ kernel applied during buffered writes, the tracepoint's limit against it, and wh
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from iowall.analysis.explain.dirty import Span, applied_threshold, applied_threshold_note
 from iowall.analysis.regress.compare import Side, compare
-from iowall.analysis.regress.env_numbers import LOAD_FIELD, THRESHOLD_FIELD, numeric_differences
+from iowall.analysis.regress.env_numbers import (
+    LOAD_FIELD,
+    NEIGHBOURS_FIELD,
+    STEAL_FIELD,
+    THRESHOLD_FIELD,
+    numeric_differences,
+)
 from iowall.model import Metric, Point, Run, Series
 from iowall.vocab.units import GIB, MIB
 
@@ -137,6 +144,32 @@ def test_numeric_differences_margins() -> None:
     assert busy == {LOAD_FIELD: ("0.90–0.92", "1.10–1.12 (busy: 2 CPUs)")}
     # a side without the fact: nothing to say
     assert numeric_differences([side(3 * GIB, 0.2), [run()]]) == []
+
+
+def test_what_else_took_the_cpus_during_the_runs() -> None:
+    """Other processes' CPU (the tasks probe) and steal (the cpu probe) beyond their margins:
+    a neighbour spinning on 1.9 of 2 CPUs and 12% steal are listed; 0.1 CPUs and 1% are not;
+    runs without the probes say nothing."""
+
+    def side(neighbour_s: float, steal: float, n: int = 3) -> list[Run]:
+        out = []
+        for i in range(n):
+            r = run(rid=i)
+            ms = (
+                Metric("tasks_neighbours_cpu_s", neighbour_s + 0.01 * i, "s"),
+                Metric("tasks_window_s", 10.0, "s"),
+                Metric("cpu_steal_share", steal, "share"),
+            )
+            out.append(replace(r, metrics=r.metrics + ms))
+        return out
+
+    assert numeric_differences([side(0.1, 0.0), side(1.1, 0.01)]) == []
+    diff = dict(numeric_differences([side(0.1, 0.0), side(19.0, 0.12)]))
+    assert diff[NEIGHBOURS_FIELD] == ("0.01 CPUs", "1.90 CPUs")
+    wide = dict(numeric_differences([side(0.1, 0.0), side(19.0, 0.0, n=30)]))
+    assert wide[NEIGHBOURS_FIELD] == ("0.01 CPUs", "1.90–1.93 CPUs")
+    assert diff[STEAL_FIELD] == ("0.0%", "12.0%")
+    assert numeric_differences([side(0.1, 0.0), [run()]]) == []
 
 
 def test_compare_lists_them_among_what_else_differs() -> None:

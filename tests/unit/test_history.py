@@ -121,3 +121,50 @@ def test_stored_latency_reads_lower_as_better() -> None:
     ]
     (h,) = from_runs(up, by="label")
     assert "first better run 13, k5" in " ".join(render_text(history_report([h], "x")).split())
+
+
+def _env_runs(n: int, fall_from: int, env_at: dict[int, dict[str, object]]) -> list[Run]:
+    """``n`` runs of one kernel, 10% slower from run ``fall_from``; run i's env updated by
+    ``env_at`` from i on (each key the first run with that env)."""
+    rng = random.Random(5)
+    out, env = [], {"kernel": "6.18.0", "thp": "always [madvise] never", "loadavg_1m": 0.1}
+    for i in range(n):
+        env = {**env, **env_at.get(i, {})}
+        v = 1000.0 * (0.9 if i >= fall_from else 1.0) * rng.gauss(1.0, 0.01)
+        out.append(
+            Run(
+                point=Point("plan:p", {"rw": "write", "jobs": 2}),
+                label=f"nightly-{i}",
+                status="ok",
+                started_at=float(i),
+                finished_at=i + 0.5,
+                id=i + 1,
+                env={**env, "host": {"cpu_count": 2}},
+                metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),),
+            )
+        )
+    return out
+
+
+def test_what_the_runs_after_a_change_and_the_newest_runs_had_anew() -> None:
+    """One kernel throughout: THP set to always at the change point's run, and a neighbour
+    (load 2.1 on 2 CPUs) at the newest two: each said where it began, nothing where nothing
+    was new (a label per run is not news, nor a kernel per commit)."""
+    runs = _env_runs(40, 20, {20: {"thp": "[always] madvise never"}})
+    (h,) = from_runs(runs)
+    (w,) = h.windows
+    assert [(d.field, d.values) for d in w.differs] == [
+        ("thp", ("always [madvise] never", "[always] madvise never"))
+    ]
+    assert h.differs == ()
+    busy = _env_runs(40, 38, {38: {"loadavg_1m": 2.1}})
+    (b,) = from_runs(busy)
+    assert [d.field for d in b.differs] == ["load average at start (1 min)"]
+    assert "(busy: 2 CPUs)" in b.differs[0].values[1]
+    text = " ".join(render_text(history_report([b], "recipe=plan:p")).split())
+    said = "the newest results' runs, against their baseline's: load average at start (1 min) 0.10 → 2.10"
+    assert said in text
+    doc = report_json(history_report([h], "recipe=plan:p"))
+    assert doc["series"][0]["changes"][0]["differs"][0]["after"] == "[always] madvise never"
+    (k,) = from_runs(_runs(), by="label")
+    assert all(w.differs == () for w in k.windows) and k.differs == ()

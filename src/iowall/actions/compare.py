@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..analysis.regress.compare import FLOOR, CompareResult, Side, compare, selectable, shared_run
+from ..analysis.regress.env_numbers import with_metrics
 from ..store import Store
 from ..vocab.errors import UserError
 from ..vocab.units import parse_floor
@@ -49,7 +50,7 @@ def compare_selections(
     with no point measured on both sides is a UserError saying why."""
     if not files:
         texts = [store_only(t) for t in texts]
-    loaded = load_all(store, texts, metrics=selectable(metric))  # the metrics it may compare
+    loaded = load_all(store, texts, metrics=with_metrics(selectable(metric)))  # and the env's
     sides = [Side(sel.describe(), runs) for sel, runs in loaded]
     shared = shared_run(sides)
     if shared is not None:

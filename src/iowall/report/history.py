@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.regress.compare import Difference
 from ..analysis.regress.history import History, Observation, Window, summary, worse
 from ..analysis.regress.series_gate import FDR_SERIES, Tested
 from ..results import Cell, Report, Section, Table, Value
@@ -31,6 +32,21 @@ def _who(o: Observation) -> str:
     parts = [_at(o)]
     parts += [x for x in (o.label, o.kernel, o.commit and f"commit {o.commit}") if x]
     return ", ".join(dict.fromkeys(parts))
+
+
+def _few(text: str) -> str:
+    """One side of a fact: its values, or how many and the last when more than three."""
+    vals = text.split(" | ")
+    return text if len(vals) <= 3 else f"{len(vals)} values, last {vals[-1]}"
+
+
+def facts_text(ds: Sequence[Difference]) -> str:
+    """What differed, before → after, one fact after another."""
+    return "; ".join(f"{d.field} {_few(d.values[0])} → {_few(d.values[1])}" for d in ds)
+
+
+def _facts_json(ds: Sequence[Difference]) -> list[dict[str, str]]:
+    return [{"field": d.field, "before": d.values[0], "after": d.values[1]} for d in ds]
 
 
 def _window_rows(h: History) -> list[list[Cell]]:
@@ -81,6 +97,7 @@ def _window_json(h: History, w: Window) -> dict[str, Any]:
         "worse": worse(h, w),
         "last_good": obs(w.last_good),
         "first_bad": obs(w.first_bad),
+        "differs": _facts_json(w.differs),
     }
 
 
@@ -137,12 +154,15 @@ def history_report(histories: Sequence[History], source: str) -> Report:
     s = summary(histories)
     sections = []
     for h in histories:
-        newest = (newest_line(h, h.newest),) if h.newest is not None else ()
+        newest: tuple[str, ...] = (newest_line(h, h.newest),) if h.newest is not None else ()
+        if h.differs:
+            newest += (f"the newest results' runs, against their baseline's: {facts_text(h.differs)}",)
         if h.windows:
             bullets = (
                 tuple(
                     f"bisect window: last before {_who(w.last_good)}; first "
                     f"{'worse' if worse(h, w) else 'better'} {_who(w.first_bad)}"
+                    + (f"; what else changed there: {facts_text(w.differs)}" if w.differs else "")
                     for w in h.windows
                 )
                 + newest
@@ -197,6 +217,7 @@ def history_report(histories: Sequence[History], source: str) -> Report:
                 ],
                 "changes": [_window_json(h, w) for w in h.windows],
                 "newest": _newest_json(h.newest),
+                "newest_differs": _facts_json(h.differs),
             }
             for h in histories
         ],

@@ -1,10 +1,11 @@
 """Pure: numeric facts of a run's environment that differ between compare sides only beyond a
-margin, so they cannot be compared as text: the dirty threshold the kernel applied and the
-load average when each run started."""
+margin, so they cannot be compared as text: the dirty threshold the kernel applied, the load
+average when each run started, and what else took the CPUs while it ran: other processes
+(the ``tasks`` probe's neighbours) and the hypervisor (steal, the ``cpu`` probe)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import median
 
 from ...model import Run
@@ -15,8 +16,25 @@ LOAD_APART = 0.5
 #: A side is busy when a run started with the load above this share of its CPUs.
 BUSY_SHARE = 0.5
 
+#: Other processes' CPU during the run further apart than this (CPUs' worth) differ.
+NEIGHBOURS_APART = 0.25
+#: Steal (the share of all CPU time the hypervisor gave to others) further apart than this.
+STEAL_APART = 0.02
+
 THRESHOLD_FIELD = "dirty threshold (nr_dirty_threshold)"
 LOAD_FIELD = "load average at start (1 min)"
+NEIGHBOURS_FIELD = "other processes' CPU during the run"
+STEAL_FIELD = "CPU steal during the run"
+FIELDS = (THRESHOLD_FIELD, LOAD_FIELD, NEIGHBOURS_FIELD, STEAL_FIELD)
+#: The probe metrics these facts read, for loaders that read only some of a run's metrics.
+METRICS = frozenset(
+    {"vm_dirty_threshold_bytes", "tasks_neighbours_cpu_s", "tasks_window_s", "cpu_steal_share"}
+)
+
+
+def with_metrics(wanted: Callable[[str], bool] | None) -> Callable[[str], bool] | None:
+    """A loader's metric test that also reads ``METRICS`` (None: every metric already)."""
+    return None if wanted is None else (lambda n: n in METRICS or wanted(n))
 
 
 def threshold_of(run: Run) -> float | None:
@@ -32,6 +50,36 @@ def load_of(run: Run) -> float | None:
     """The 1-minute load average when the run started (env ``loadavg_1m``)."""
     v = run.env.get("loadavg_1m")
     return float(v) if isinstance(v, (int, float)) else None
+
+
+def neighbours_of(run: Run) -> float | None:
+    """Other user processes' CPU while the run's point ran, in CPUs (``tasks`` probe)."""
+    cpu, window = run.metric("tasks_neighbours_cpu_s"), run.metric("tasks_window_s")
+    return cpu / window if cpu is not None and window else None
+
+
+def steal_of(run: Run) -> float | None:
+    """The share of all CPU time the hypervisor gave to other guests during the run."""
+    return run.metric("cpu_steal_share")
+
+
+def _apart(
+    sides: Sequence[Sequence[Run]],
+    of: Callable[[Run], float | None],
+    apart: float,
+    text: Callable[[float], str],
+    unit: str,
+) -> tuple[str, ...] | None:
+    """Each side's range (``text`` of its least and most, then ``unit``) when the medians lie
+    further apart than ``apart``."""
+    vals = [[x for r in runs if (x := of(r)) is not None] for runs in sides]
+    if any(not v for v in vals):
+        return None
+    meds = [median(v) for v in vals]
+    if max(meds) - min(meds) <= apart:
+        return None
+    spans = [(text(min(v)), text(max(v))) for v in vals]
+    return tuple(f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}" for lo, hi in spans)
 
 
 def _cpus(runs: Sequence[Run]) -> int:
@@ -73,11 +121,17 @@ def load_difference(sides: Sequence[Sequence[Run]]) -> tuple[str, ...] | None:
 
 
 def numeric_differences(sides: Sequence[Sequence[Run]]) -> list[tuple[str, tuple[str, ...]]]:
-    """``(field, one text per side)`` for the dirty threshold and the load average, when they
-    differ beyond their margins."""
+    """``(field, one text per side)`` for the dirty threshold, the load average at start, the
+    other processes' CPU and the steal during the run, when they differ beyond their margins."""
     out = []
     for name, fn in ((THRESHOLD_FIELD, threshold_difference), (LOAD_FIELD, load_difference)):
         d = fn(sides)
         if d is not None:
+            out.append((name, d))
+    for name, of, apart, text, unit in (
+        (NEIGHBOURS_FIELD, neighbours_of, NEIGHBOURS_APART, lambda x: f"{x:.2f}", " CPUs"),
+        (STEAL_FIELD, steal_of, STEAL_APART, lambda x: f"{100 * x:.1f}", "%"),
+    ):
+        if (d := _apart(sides, of, apart, text, unit)) is not None:
             out.append((name, d))
     return out

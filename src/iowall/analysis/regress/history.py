@@ -10,13 +10,16 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from ...model import MEASURED_STATUSES, Metric, Run, could_be_primary, primary_metric
 from .changepoints import ALPHA, ChangePoint, Detection, analyse
+from .compare import Difference, Side, differences
+from .env_numbers import FIELDS as NUMERIC_FIELDS
+from .env_numbers import METRICS as ENV_METRICS
 from .series_gate import SeriesResults, Tested, newest_of
 
 #: How runs are ordered and grouped (repeats of one group are never split by a change).
@@ -47,6 +50,8 @@ class Window:
     change: ChangePoint
     last_good: Observation
     first_bad: Observation
+    #: what the runs after the change had that the runs before it did not (``new_facts``)
+    differs: tuple[Difference, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class History:
     windows: tuple[Window, ...]
     #: the early test of the newest results against the history before them
     newest: Tested | None = None
+    #: what the newest results' runs had that their baseline's did not (``new_facts``)
+    differs: tuple[Difference, ...] = ()
 
     @property
     def groups(self) -> int:
@@ -82,8 +89,10 @@ def _group(run: Run, by: str) -> str:
 
 def needed(metric: str | None) -> Callable[[str], bool]:
     """Which metrics ``from_runs(runs, metric=metric)`` reads, as a test on a name: the one
-    named, or those that could be a run's primary metric (for loading only those)."""
-    return (lambda n: n == metric) if metric else could_be_primary
+    named, or those that could be a run's primary metric (for loading only those), and those
+    that say what else took the CPUs (``env_numbers.METRICS``, for ``new_facts``)."""
+    wanted = (lambda n: n == metric) if metric else could_be_primary
+    return lambda n: n in ENV_METRICS or wanted(n)
 
 
 def _metric(run: Run, name: str | None) -> Metric | None:
@@ -104,11 +113,21 @@ def _ordered(runs: Sequence[Run], by: str) -> list[Run]:
     return sorted(runs, key=lambda r: (first[_group(r, by)], r.started_at, r.id or 0))
 
 
-def _windows(obs: Sequence[Observation], det: Detection) -> tuple[Window, ...]:
+def _windows(obs: Sequence[Observation], det: Detection, runs: Sequence[Run] = ()) -> tuple[Window, ...]:
+    """Each change point's bisect window, and with ``runs`` (one per observation) what the
+    runs after it had that the runs before it did not (``new_facts``: up to ``AROUND`` runs
+    either side, within the neighbouring change points; the kernel left out, which the
+    window names)."""
     out = []
+    cuts = sorted({0, *(cp.index for cp in det.points if 0 < cp.index < len(obs)), len(obs)})
     for cp in det.points:
         if 0 < cp.index < len(obs):
-            out.append(Window(cp, obs[cp.index - 1], obs[cp.index]))
+            differs: tuple[Difference, ...] = ()
+            if runs:
+                j = cuts.index(cp.index)
+                lo, hi = max(cuts[j - 1], cp.index - AROUND), min(cuts[j + 1], cp.index + AROUND)
+                differs = new_facts(runs[lo : cp.index], runs[cp.index : hi], skip=("kernel",))
+            out.append(Window(cp, obs[cp.index - 1], obs[cp.index], differs))
     return tuple(out)
 
 
@@ -142,14 +161,52 @@ def from_runs(
             )
             for i, (r, m) in enumerate(zip(rs, ms, strict=True))
         )
-        series.append((key, rs[0].point.describe(), first, obs))
-    dets = _detect_all([obs for *_, obs in series], by, alpha)
-    return [
-        _with_newest(
-            History(key, point, first.name, first.unit, first.direction, by, obs, det, _windows(obs, det))
+        series.append((key, rs[0].point.describe(), first, obs, rs))
+    dets = _detect_all([obs for *_, obs, _ in series], by, alpha)
+    out = []
+    for (key, point, first, obs, rs), det in zip(series, dets, strict=True):
+        h = _with_newest(
+            History(key, point, first.name, first.unit, first.direction, by, obs, det, _windows(obs, det, rs))
         )
-        for (key, point, first, obs), det in zip(series, dets, strict=True)
-    ]
+        out.append(replace(h, differs=_newest_facts(h, rs)))
+    return out
+
+
+#: Runs read either side of a change point for what differed (the nearest, within the segments).
+AROUND = 10
+
+
+def new_facts(
+    before: Sequence[Run], after: Sequence[Run], skip: Sequence[str] = ()
+) -> tuple[Difference, ...]:
+    """What the runs ``after`` had that the runs ``before`` did not: each fact of
+    ``compare.differences`` but the label (kernel, fio, THP, cmdline, sysctls, knobs, bed,
+    cgroup limits) that held one value in every run before and another in some run after,
+    and the dirty threshold and load average at start beyond their margins. A fact that
+    already varied before (a kernel per commit) is not news at a change."""
+    if not before or not after:
+        return ()
+    out = []
+    for d in differences([Side("before", before), Side("after", after)], skip=("label", *skip)):
+        was, now = d.values
+        if d.field in NUMERIC_FIELDS or (" | " not in was and now != was):
+            out.append(d)
+    return tuple(out)
+
+
+def _newest_facts(h: History, rs: Sequence[Run]) -> tuple[Difference, ...]:
+    """``new_facts`` of the newest results' runs against their baseline's (the results the
+    early test compared them with; a result is a group of runs)."""
+    w = h.newest.early.window if h.newest is not None else None
+    if w is None:
+        return ()
+    groups = list(dict.fromkeys(o.group for o in h.observations))
+    n = len(groups)
+    base, new = set(groups[w.base_from : n - w.k]), set(groups[n - w.k :])
+    return new_facts(
+        [r for r, o in zip(rs, h.observations, strict=True) if o.group in base],
+        [r for r, o in zip(rs, h.observations, strict=True) if o.group in new],
+    )
 
 
 def _detect_all(series: Sequence[Sequence[Observation]], by: str, alpha: float | None) -> list[Detection]:
