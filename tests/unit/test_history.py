@@ -27,19 +27,22 @@ def _runs(
         for _ in range(repeats):
             rid += 1
             v = 1000.0 * (1 - step if k >= bad_from else 1.0) * rng.gauss(1.0, cv)
-            out.append(
-                Run(
-                    point=Point("plan:p", {"rw": "write", "jobs": 2}),
-                    label=f"k{k}",
-                    status="ok",
-                    started_at=float(rid),
-                    finished_at=rid + 0.5,
-                    id=rid,
-                    env={"kernel": f"6.18.{k}", "commit": f"c{k:03d}"},
-                    metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),),
-                )
-            )
+            out.append(_run(rid, v, f"k{k}", {"kernel": f"6.18.{k}", "commit": f"c{k:03d}"}))
     return out
+
+
+def _run(rid: int, v: float, label: str, env: dict[str, object]) -> Run:
+    """Run ``rid`` of the plan's one point, started at second ``rid``, writing at ``v``."""
+    return Run(
+        point=Point("plan:p", {"rw": "write", "jobs": 2}),
+        label=label,
+        status="ok",
+        started_at=float(rid),
+        finished_at=rid + 0.5,
+        id=rid,
+        env=env,
+        metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),),
+    )
 
 
 def test_change_at_the_fifth_kernel_with_its_bisect_window() -> None:
@@ -131,18 +134,7 @@ def _env_runs(n: int, fall_from: int, env_at: dict[int, dict[str, object]]) -> l
     for i in range(n):
         env = {**env, **env_at.get(i, {})}
         v = 1000.0 * (0.9 if i >= fall_from else 1.0) * rng.gauss(1.0, 0.01)
-        out.append(
-            Run(
-                point=Point("plan:p", {"rw": "write", "jobs": 2}),
-                label=f"nightly-{i}",
-                status="ok",
-                started_at=float(i),
-                finished_at=i + 0.5,
-                id=i + 1,
-                env={**env, "host": {"cpu_count": 2}},
-                metrics=(Metric("write_bw_bytes_per_s", v, "B/s"),),
-            )
-        )
+        out.append(_run(i + 1, v, f"nightly-{i}", {**env, "host": {"cpu_count": 2}}))
     return out
 
 
