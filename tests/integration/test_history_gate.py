@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,11 +108,22 @@ def test_history_puts_the_change_at_the_fifth(history: tuple[dict[str, str], Pat
     assert (tmp / "h.png").stat().st_size > 1000
 
 
+def _skip_if_the_machine_was_busier(cp: subprocess.CompletedProcess[str]) -> None:
+    """Where this VM's host took CPU time (steal) or another process ran during the new runs
+    only, the gate's answer is inconclusive, saying so (``gate.machine_busier``, unit-tested):
+    the regression these tests plant cannot be told from the machine then. Skipped, visibly,
+    with the gate's own reason; any other inconclusive still fails."""
+    said = [ln for ln in cp.stdout.splitlines() if "during the new runs" in ln or "nothing else runs" in ln]
+    if cp.returncode == 3 and said:
+        pytest.skip("the machine was busier during the new runs: " + " ".join(said))
+
+
 def test_gate_fails_on_the_fifth_and_explains(history: tuple[dict[str, str], Path]) -> None:
     env, tmp = history
     junit = tmp / "gate.xml"
     base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
     cp = iowall("gate", "label=k5", *base, "--junit", str(junit), env=env)
+    _skip_if_the_machine_was_busier(cp)
     assert cp.returncode == 1, cp.stdout + cp.stderr
     assert cp.stdout.startswith("[iowall gate] ") and "regression" in cp.stdout.splitlines()[0]
     assert "throttl" in cp.stdout  # the Why of the new side names balance_dirty_pages
@@ -171,6 +183,7 @@ def test_gate_runs_the_plan_and_confirms(history: tuple[dict[str, str], Path]) -
             "json",
             env=env,
         )
+    _skip_if_the_machine_was_busier(cp)
     assert cp.returncode == 1, cp.stdout + cp.stderr
     doc = json.loads(cp.stdout)
     assert doc["verdict"] == "regression" and doc["new"] == "label=k9"

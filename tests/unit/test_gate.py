@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from iowall.analysis.regress.compare import Side, compare
+from iowall.analysis.regress.env_numbers import busier
 from iowall.analysis.regress.gate import (
     EXIT_INCONCLUSIVE,
     EXIT_PASS,
@@ -22,6 +23,7 @@ from iowall.analysis.regress.gate import (
     confirm,
     decide,
     invocation_p,
+    machine_busier,
     welch_p,
 )
 from iowall.analysis.regress.tdist import upper_tail
@@ -329,3 +331,35 @@ def test_invocation_order_rarely_makes_an_a_a_inconclusive() -> None:
         new = [r for i in range(3) for r in _invocation(rng, f"n{i}", 1000 * rng.lognormvariate(0, 0.04))]
         by_order += any("in every invocation" in v.reason for v in _gate(base, new).verdicts)
     assert by_order <= 3, by_order
+
+
+def _took(r: Run, neighbours_s: float = 0.0, steal: float = 0.0) -> Run:
+    """``r`` with the tasks and cpu probes' say of other processes' CPU (over 10 s) and steal."""
+    more = (
+        Metric("tasks_neighbours_cpu_s", neighbours_s, "s"),
+        Metric("tasks_window_s", 10.0, "s"),
+        Metric("cpu_steal_share", steal, "share"),
+    )
+    return dataclasses.replace(r, metrics=r.metrics + more)
+
+
+def test_a_regression_measured_while_the_machine_was_busier_is_inconclusive() -> None:
+    """The same 10% fall: a regression with the machine as quiet as during the base; with
+    the host stealing 20% of the CPU time, or another process on 1.3 CPUs, during the new runs
+    only, inconclusive and saying which. As busy on both sides: still a regression."""
+    rng = random.Random(3)
+    raw = [_run("b", 1000 * rng.gauss(1, 0.01)) for _ in range(8)]
+    new = [_run("n", 900 * rng.gauss(1, 0.01)) for _ in range(5)]
+    base = [_took(r) for r in raw]
+    quiet = [_took(r) for r in new]
+    assert machine_busier(_gate(base, quiet), busier(base, quiet)).exit_code == EXIT_REGRESSION
+    host = "the host took 20.0% of the CPU time (steal) during the new runs (0.0% during the base)"
+    others = "other processes took 1.30 CPUs during the new runs (0.00 CPUs during the base)"
+    for took, said in (({"steal": 0.2}, host), ({"neighbours_s": 13.0}, others)):
+        busy = [_took(r, **took) for r in new]
+        g = machine_busier(_gate(base, busy), busier(base, busy))
+        (v,) = g.of("inconclusive")
+        assert g.exit_code == EXIT_INCONCLUSIVE and said in v.reason and "nothing else runs" in v.reason
+    both = [_took(r, steal=0.2) for r in raw]
+    assert busier(both, [_took(r, steal=0.21) for r in new]) == ()
+    assert busier(base, new) == ()  # the new runs without the probes: nothing known, nothing said

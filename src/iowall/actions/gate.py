@@ -16,6 +16,7 @@ from typing import Any
 from ..analysis.explain.context import representative
 from ..analysis.explain.run import explain
 from ..analysis.regress.compare import Side, compare, shared_run
+from ..analysis.regress.env_numbers import busier
 from ..analysis.regress.gate import (
     Accept,
     Explanation,
@@ -23,6 +24,7 @@ from ..analysis.regress.gate import (
     GateResult,
     attribution_shift,
     decide,
+    machine_busier,
 )
 from ..analysis.regress.gate import (
     confirm as confirmed,
@@ -268,7 +270,8 @@ def _verdict(
     res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=floor, compared="label")
     if not res.rows:
         raise UserError("nothing to gate: no point and metric measured on both sides")
-    return decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
+    gated = decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
+    return machine_busier(gated, busier(sides[0].runs, [r for s in sides[1:] for r in s.runs]))
 
 
 def _confirmation_notes(used: int) -> list[str]:

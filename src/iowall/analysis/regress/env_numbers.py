@@ -135,3 +135,28 @@ def numeric_differences(sides: Sequence[Sequence[Run]]) -> list[tuple[str, tuple
         if (d := _apart(sides, of, apart, text, unit)) is not None:
             out.append((name, d))
     return out
+
+
+def busier(base: Sequence[Run], new: Sequence[Run]) -> tuple[str, ...]:
+    """What took more of the CPUs while the ``new`` runs ran than while the ``base`` ran,
+    beyond the margins, each as a phrase: other processes (``neighbours_of``) and the
+    hypervisor (``steal_of``). Neither bounds how much of a fall it made: steal of 10-26%
+    cut a read rate here by 44% (docs/history.md), latency chained on descheduled vCPUs."""
+    out = []
+    for of, apart, what, text in (
+        (neighbours_of, NEIGHBOURS_APART, "other processes took {} during the new runs", _cpus_text),
+        (steal_of, STEAL_APART, "the host took {} of the CPU time (steal) during the new runs", _share_text),
+    ):
+        vb = [x for r in base if (x := of(r)) is not None]
+        vn = [x for r in new if (x := of(r)) is not None]
+        if vb and vn and median(vn) - median(vb) > apart:
+            out.append(what.format(text(median(vn))) + f" ({text(median(vb))} during the base)")
+    return tuple(out)
+
+
+def _cpus_text(x: float) -> str:
+    return f"{x:.2f} CPUs"
+
+
+def _share_text(x: float) -> str:
+    return f"{x:.1%}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -285,6 +285,26 @@ def decide(
         status, why = _status(res, r, q, gate, fdr, accept, today, supplied=tests is not None)
         out.append(Verdict(r, p, q, status, why, gate, (kb, kn)))
     return GateResult(res, tuple(out), fdr, res.floor, method)
+
+
+def machine_busier(res: GateResult, taken: Sequence[str]) -> GateResult:
+    """Regressions measured while something else took more of the CPUs than during the base
+    (``taken``: ``env_numbers.busier``'s phrases) are inconclusive: from these runs the fall
+    is the machine's or the change's; a rerun with nothing else running decides."""
+    if not taken:
+        return res
+    out = [
+        replace(
+            v,
+            status="inconclusive",
+            reason=f"q = {v.q_value:.2g}, but {'; '.join(taken)}: the machine's, or a regression; "
+            "rerun where nothing else runs",
+        )
+        if v.status == "regression"
+        else v
+        for v in res.verdicts
+    ]
+    return replace(res, verdicts=tuple(out))
 
 
 def _family_q(ps: Sequence[float], gates: Sequence[bool]) -> list[float]:
