@@ -12,7 +12,7 @@ import pytest
 from iowall.analysis.explain import budget, kernel_knowledge, wall
 from iowall.analysis.explain import device as device_wall
 from iowall.analysis.explain.evidence import window_mean
-from iowall.analysis.explain.verdict import Wall
+from iowall.analysis.explain.verdict import STEAL, Wall
 from iowall.report.device_side import device_lines
 from tests.unit.test_budget import IO, _doc, _thread
 
@@ -313,3 +313,23 @@ def test_tags_in_front_of_a_full_device_are_the_devices() -> None:
     assert (full.kind, full.mechanism) == ("device", "loop-worker")
     shallow = _wall(b, _dev(util=0.96, queue_depth=2.9, queue={"nr_requests": "4"}))
     assert (shallow.kind, shallow.mechanism) == ("block-queue", "tags")
+
+
+def test_the_hosts_steal_is_the_wall_below_the_guest() -> None:
+    """The same budget (blocked on I/O most of the time): from 10% steal of all CPU time the
+    wall is the host's, the budget's wall beside it as the state the steal stretched; at 2-10%
+    the budget's wall with a note; under 2%, or unknown, nothing changes; a point too short
+    to explain stays silent whatever the steal."""
+    b = _budget([IO], {0: 300})
+    plain = wall.decide(b, device_wall.Device(), {})
+    assert plain.wall is not None and plain.wall.kind != "host-steal"
+    d = wall.decide(b, device_wall.Device(), {STEAL: 0.256})
+    assert d.wall is not None and (d.wall.kind, d.wall.mechanism) == ("host-steal", "hypervisor steal")
+    assert "26% of the CPU time" in d.wall.sentence and plain.wall.kind in d.wall.sentence
+    assert d.also[0] == plain.wall
+    noted = wall.decide(b, device_wall.Device(), {STEAL: 0.05})
+    assert noted.wall == plain.wall and any("5% of this VM's CPU time (steal)" in n for n in noted.notes)
+    assert wall.decide(b, device_wall.Device(), {STEAL: 0.01}) == plain
+    th = _thread(1, wall_s=0.2, cpu=0.1, delay=0.0, user=0.01, blocked={0: 10})
+    short = budget.compute(_doc([th], [IO]), (0.0, 0.2), "t", None)
+    assert short is not None and wall.decide(short, device_wall.Device(), {STEAL: 0.5}).wall is None

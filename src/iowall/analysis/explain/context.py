@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import MEASURED_STATUSES, Run
 from .phases import write_phases
-from .verdict import FIO
+from .verdict import FIO, STEAL
 
 
 def explain_context(
@@ -42,6 +42,8 @@ def explain_context(
         if wall > 0:
             ctx["wall_s"] = wall
     ctx["device_physical"] = physical
+    if (steal := metric.get(STEAL)) is not None:
+        ctx[STEAL] = steal
     return ctx
 
 

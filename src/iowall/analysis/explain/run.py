@@ -7,8 +7,9 @@ point of a batch (a report's Why; a `limits` run's is ``analysis.scaling.limits_
 walk down the wing, docs/architecture.md): the run read once (``evidence``: its context and
 the phases), its profile (``kernel_paths``), where the CPU time went and every derived
 quantity (``derived``), the workload's budget (``budget``, its profile split last), the device
-side (``device``), the wall (``wall``: then ``cpu``, ``io_wall`` or ``blocked``), the rules
-judged beside it (``rules``) and the cost of each I/O (``cost``)."""
+side (``device``), the wall (``wall``: then ``cpu``, ``io_wall`` or ``blocked``, and ``host``
+for the hypervisor's steal), the rules judged beside it (``rules``) and the cost of each I/O
+(``cost``)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ from typing import Any
 TURNS = "lock_turn_share"
 #: ``decide``'s context key: 1.0 when the point's workload is fio (its own habits can be named)
 FIO = "workload_fio"
+#: ``decide``'s context key: the share of all CPU time the hypervisor took (the cpu probe's)
+STEAL = "cpu_steal_share"
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@ from .blocked import blocked_wall
 from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
 from .device import Device
+from .host import steal_note, steal_wall
 from .io_wall import io_wall
-from .verdict import FIO, TURNS, Wall
+from .verdict import FIO, STEAL, TURNS, Wall
 
 #: the largest state must hold at least this share of the workload's time to be the wall
 MIN_SHARE = 0.40
@@ -167,7 +168,9 @@ def decide(
 
     Time spent runnable behind other processes stretches every other state alike: unless it
     is the largest state itself, the workload's own wall is chosen among the other states,
-    their shares taken of the time the neighbours left (the neighbours' share is noted)."""
+    their shares taken of the time the neighbours left (the neighbours' share is noted). The
+    host's steal (``ctx[STEAL]``) is below all of them (``_beside_host``); a point too short to
+    explain stays silent whatever it was."""
     notes: list[str] = []
     if b.window_s < MIN_WINDOW_S:
         return _too_short(b)
@@ -192,7 +195,7 @@ def decide(
             f"No single state holds most of the workload's time (largest: "
             f"{top} {fmt_share(share)}): no wall is named."
         )
-        return Decision(None, (), tuple(notes))
+        return _beside_host(Decision(None, (), tuple(notes)), ctx.get(STEAL))
     hp = dict(helpers or {})
     # the wall and the state beside it, named in one place: with the tag waits of a split
     # counted in a request-size wall, and the I/O beside a lock wall issued by its holder
@@ -213,7 +216,17 @@ def decide(
         if i == 0 or v >= ALSO_SHARE
     ]
     wall = named[0]
-    return Decision(wall, tuple(a for a in named[1:] if a.kind != wall.kind), tuple(notes))
+    d = Decision(wall, tuple(a for a in named[1:] if a.kind != wall.kind), tuple(notes))
+    return _beside_host(d, ctx.get(STEAL))
+
+
+def _beside_host(d: Decision, steal: float | None) -> Decision:
+    """``d`` unless the host took the VM's CPUs: its steal the wall (``host.steal_wall``), the
+    workload's walls beside it, or noted (``host.steal_note``)."""
+    if (host := steal_wall(steal, d.wall)) is not None:
+        return Decision(host, tuple(w for w in (d.wall, *d.also) if w is not None), d.notes)
+    note = steal_note(steal)
+    return d if note is None else Decision(d.wall, d.also, (*d.notes, note))
 
 
 def _too_short(b: Budget) -> Decision:

@@ -1,0 +1,52 @@
+"""Pure: a wall below the guest's kernel: the hypervisor running other work on this VM's CPUs
+(steal). The guest's threads, the bed's workers among them (a loop device's worker *is* the
+device), wait for their vCPUs beside whatever state the budget shows them in: their I/O waits
+and CPU times stretch alike, and the budget's wall is then the state the steal stretched, not
+the point's own wall. A kernel developer reads a point measured under that much steal as the
+host's, and measures again.
+
+Seen on this VM (docs/benchmarks.md, "The host's steal, observed rather than induced"): six
+runs of a small plan at 10.5-25.6% steal read 33-46 MiB/s where 28 runs under 2% read 59-108;
+a loop device's requests took 104 us against about 21-25."""
+
+from __future__ import annotations
+
+from ...vocab.units import fmt_share
+from .verdict import Wall
+
+#: Steal of at least this share of all CPU time is the wall (the budget's beside it).
+STEAL_WALL = 0.10
+#: Steal of at least this share, below ``STEAL_WALL``, is noted beside the wall.
+STEAL_NOTE = 0.02
+
+
+def steal_wall(steal: float | None, under: Wall | None) -> Wall | None:
+    """The host's wall when its steal (``cpu_steal_share``: the share of all CPU time the
+    hypervisor gave to other work) is at least ``STEAL_WALL``, saying which of the budget's
+    walls (``under``) it stretched; else None."""
+    if steal is None or steal < STEAL_WALL:
+        return None
+    stretched = ""
+    if under is not None:
+        stretched = f" ({under.kind}, {fmt_share(under.share)} of the time, is what it stretched)"
+    return Wall(
+        "host-steal",
+        f"The host's steal: the hypervisor ran other work on this VM's CPUs for "
+        f"{fmt_share(steal)} of the CPU time during the point, so the workload's threads and "
+        f"the workers that serve them (the bed's, the flushers) waited for their vCPUs in "
+        f"every state the budget shows{stretched}: the point measured the host as much as the "
+        "kernel; measure it again when the host is quiet.",
+        steal,
+        {"cpu_steal_share": round(steal, 4)},
+        "hypervisor steal",
+    )
+
+
+def steal_note(steal: float | None) -> str | None:
+    """A note of the host's steal from ``STEAL_NOTE`` up to ``STEAL_WALL``; else None."""
+    if steal is None or not STEAL_NOTE <= steal < STEAL_WALL:
+        return None
+    return (
+        f"The host took {fmt_share(steal)} of this VM's CPU time (steal) during the point: "
+        "every figure here carries it."
+    )
