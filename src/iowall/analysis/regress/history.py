@@ -182,8 +182,9 @@ def new_facts(
     """What the runs ``after`` had that the runs ``before`` did not: each fact of
     ``compare.differences`` but the label (kernel, fio, THP, cmdline, sysctls, knobs, bed,
     cgroup limits) that held one value in every run before and another in some run after,
-    and the dirty threshold and load average at start beyond their margins. A fact that
-    already varied before (a kernel per commit) is not news at a change."""
+    and the numeric facts of ``env_numbers`` (the dirty threshold, the load average at start,
+    other processes' CPU and steal during the run) beyond their margins. A fact that already
+    varied before (a kernel per commit) is not news at a change."""
     if not before or not after:
         return ()
     out = []
