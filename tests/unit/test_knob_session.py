@@ -239,3 +239,15 @@ def test_thp_absolute_sysfs(state: Path) -> None:
         ks.set(parse_knob(f"sysfs:{path}"), other)
         assert selected(read(path)) == other
     assert selected(read(path)) == old
+
+
+@needs_root
+def test_an_image_too_small_for_its_filesystem_is_refused_before_anything() -> None:
+    """mkfs.xfs refuses images under 300 MiB (xfsprogs 5.19 on): a 280 MiB XFS bed is a bad
+    input (exit 2, saying the least), not mkfs's own failure after the bed is half made."""
+    with pytest.raises(UserError, match=r"too small for an image of xfs \(at least 300\.0 MiB\)"):
+        with provision(BedSpec.parse("ram"), fs="xfs", size_bytes=280 << 20):
+            pass
+    with pytest.raises(UserError, match=r"too small for an image of ext4 \(at least 256\.0 MiB\)"):
+        with provision(BedSpec.parse("loop"), fs="ext4", size_bytes=200 << 20):
+            pass

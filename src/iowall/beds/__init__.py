@@ -33,6 +33,9 @@ __all__ = [
 
 #: Smallest image each filesystem formats (btrfs refuses below ~114 MiB).
 MIN_SIZE = 256 << 20
+#: The smallest image each filesystem's mkfs formats, when more than ``MIN_SIZE``: mkfs.xfs
+#: refuses under 300 MiB since xfsprogs 5.19 (6.1.0 here: 299 MiB refused, 300 formatted).
+FS_MIN_SIZE = {"xfs": 300 << 20}
 
 
 def default_size() -> int:
@@ -89,9 +92,10 @@ def provision(
             f"the {spec.kind} bed needs root (losetup, mkfs, mount): run as root, or use --bed dir:PATH"
         )
     size = size_bytes or default_size()
-    if spec.kind in ("ram", "loop") and size < MIN_SIZE:
+    least = max(MIN_SIZE, FS_MIN_SIZE.get(fs, 0))
+    if spec.kind in ("ram", "loop") and size < least:
         raise UserError(
-            f"--size {fmt_bytes(size)} is too small for a filesystem image (at least {fmt_bytes(MIN_SIZE)})"
+            f"--size {fmt_bytes(size)} is too small for an image of {fs} (at least {fmt_bytes(least)})"
         )
     check_memory_room(spec.kind, size, MIN_SIZE if spec.kind == "ram" else 0)
     bed = Bed(spec)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.explain.host import runs_note
+from ..analysis.explain.verdict import STEAL
 from ..beds import Bed
 from ..beds.cache import BED_DROP, MACHINE_DROP, drop_bed_caches
 from ..machine.sysinfo import drop_caches, environment
@@ -86,6 +88,7 @@ class Session:
         self._bed_drops = False
         self._facts: Callable[[], dict[str, Any]] | None = None
         self._env: dict[str, Any] | None = None
+        self._steal_note = ""  # the note execute keeps on the host's steal, replaced each time
         self.schedule = Schedule(
             store=self.store,
             label=self.label,
@@ -168,8 +171,15 @@ class Session:
 
     # -- running ---------------------------------------------------------------------------
     def execute(self, tasks: Sequence[Task], repeat: RepeatPolicy | int) -> list[Run]:
-        """Run ``tasks`` interleaved by ``repeat`` on the beds in use; every run is stored."""
-        return self.schedule.execute(tasks, repeat)
+        """Run ``tasks`` interleaved by ``repeat`` on the beds in use; every run is stored. The
+        notes then say which runs so far the host took CPU time from (``host.runs_note``)."""
+        runs = self.schedule.execute(tasks, repeat)
+        said = runs_note([x for r in self.runs if (x := r.metric(STEAL)) is not None])
+        self.notes = [n for n in self.notes if n != self._steal_note]
+        self._steal_note = said or ""
+        if said:
+            self.notes.append(said)
+        return runs
 
     @property
     def runs(self) -> list[Run]:

@@ -11,6 +11,8 @@ a loop device's requests took 104 us against about 21-25."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...vocab.units import fmt_share
 from .verdict import Wall
 
@@ -49,4 +51,18 @@ def steal_note(steal: float | None) -> str | None:
     return (
         f"The host took {fmt_share(steal)} of this VM's CPU time (steal) during the point: "
         "every figure here carries it."
+    )
+
+
+def runs_note(steals: Sequence[float]) -> str | None:
+    """A report's note on the runs of a batch the host took CPU time from (each run's
+    ``cpu_steal_share``; those of at least ``STEAL_NOTE``), or None when none was."""
+    hit = [x for x in steals if x >= STEAL_NOTE]
+    if not hit:
+        return None
+    lo, hi = f"{min(hit):.1%}", f"{max(hit):.1%}"
+    span = lo if lo == hi else f"{lo}-{hi}"
+    return (
+        f"the host took {span} of the CPU time (steal) during {len(hit)} of {len(steals)} runs: "
+        f"their figures carry it ('iowall explain RUN' names it the wall from {STEAL_WALL:.0%})"
     )
