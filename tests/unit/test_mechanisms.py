@@ -315,18 +315,19 @@ def test_tags_in_front_of_a_full_device_are_the_devices() -> None:
     assert (shallow.kind, shallow.mechanism) == ("block-queue", "tags")
 
 
-def test_the_hosts_steal_is_the_wall_below_the_guest() -> None:
+def test_the_hosts_steal_is_said_beside_the_workloads_wall() -> None:
     """The same budget (blocked on I/O most of the time): from 10% steal of all CPU time the
-    wall is the host's, the budget's wall beside it as the state the steal stretched; at 2-10%
-    the budget's wall with a note; under 2%, or unknown, nothing changes; a point too short
-    to explain stays silent whatever the steal."""
+    host's sentence (the state it stretched named) beside the wall, from 2% a shorter note;
+    the wall is the workload's whatever the steal (the explain corpus's induced walls held
+    their ground truth under 15-29% steal); under 2%, or unknown, nothing changes; a point too
+    short to explain stays silent."""
     b = _budget([IO], {0: 300})
     plain = wall.decide(b, device_wall.Device(), {})
-    assert plain.wall is not None and plain.wall.kind != "host-steal"
+    assert plain.wall is not None
     d = wall.decide(b, device_wall.Device(), {STEAL: 0.256})
-    assert d.wall is not None and (d.wall.kind, d.wall.mechanism) == ("host-steal", "hypervisor steal")
-    assert "26% of the CPU time" in d.wall.sentence and plain.wall.kind in d.wall.sentence
-    assert d.also[0] == plain.wall
+    assert d.wall == plain.wall and d.also == plain.also
+    said = [n for n in d.notes if n.startswith("The host's steal")]
+    assert len(said) == 1 and "26% of the CPU time" in said[0] and plain.wall.kind in said[0]
     noted = wall.decide(b, device_wall.Device(), {STEAL: 0.05})
     assert noted.wall == plain.wall and any("5% of this VM's CPU time (steal)" in n for n in noted.notes)
     assert wall.decide(b, device_wall.Device(), {STEAL: 0.01}) == plain

@@ -1,9 +1,9 @@
-"""Pure: a wall below the guest's kernel: the hypervisor running other work on this VM's CPUs
-(steal). The guest's threads, the bed's workers among them (a loop device's worker *is* the
-device), wait for their vCPUs beside whatever state the budget shows them in: their I/O waits
-and CPU times stretch alike, and the budget's wall is then the state the steal stretched, not
-the point's own wall. A kernel developer reads a point measured under that much steal as the
-host's, and measures again.
+"""Pure: what lies below the guest's kernel: the hypervisor running other work on this VM's
+CPUs (steal). The guest's threads, the bed's workers among them (a loop device's worker *is*
+the device), wait for their vCPUs beside whatever state the budget shows them in: their I/O
+waits and CPU times stretch alike. The state that holds the time stays the workload's wall
+(the explain corpus's induced walls held their ground truth under 15-29% steal); the steal is
+said beside it, and a kernel developer measures such a point again.
 
 Seen on this VM (docs/benchmarks.md, "The host's steal, observed rather than induced"): six
 runs of a small plan at 10.5-25.6% steal read 33-46 MiB/s where 28 runs under 2% read 59-108;
@@ -16,16 +16,16 @@ from collections.abc import Sequence
 from ...vocab.units import fmt_share
 from .verdict import Wall
 
-#: Steal of at least this share of all CPU time is the wall (the budget's beside it).
+#: Steal of at least this share of all CPU time is said in full beside the wall.
 STEAL_WALL = 0.10
 #: Steal of at least this share, below ``STEAL_WALL``, is noted beside the wall.
 STEAL_NOTE = 0.02
 
 
 def steal_wall(steal: float | None, under: Wall | None) -> Wall | None:
-    """The host's wall when its steal (``cpu_steal_share``: the share of all CPU time the
-    hypervisor gave to other work) is at least ``STEAL_WALL``, saying which of the budget's
-    walls (``under``) it stretched; else None."""
+    """The host's steal as a verdict beside the wall when it (``cpu_steal_share``: the share of
+    all CPU time the hypervisor gave to other work) is at least ``STEAL_WALL``, saying which
+    wall (``under``) it stretched; else None. ``wall.decide`` says its sentence."""
     if steal is None or steal < STEAL_WALL:
         return None
     stretched = ""
@@ -64,5 +64,5 @@ def runs_note(steals: Sequence[float]) -> str | None:
     span = lo if lo == hi else f"{lo}-{hi}"
     return (
         f"the host took {span} of the CPU time (steal) during {len(hit)} of {len(steals)} runs: "
-        f"their figures carry it ('iowall explain RUN' names it the wall from {STEAL_WALL:.0%})"
+        f"their figures carry it ('iowall explain RUN' says what it stretched from {STEAL_WALL:.0%})"
     )
