@@ -160,3 +160,17 @@ def test_what_the_runs_after_a_change_and_the_newest_runs_had_anew() -> None:
     assert doc["series"][0]["changes"][0]["differs"][0]["after"] == "[always] madvise never"
     (k,) = from_runs(_runs(), by="label")
     assert all(w.differs == () for w in k.windows) and k.differs == ()
+
+
+def test_a_fact_whose_one_value_holds_the_separator_is_still_news() -> None:
+    """The runs before held one value that itself contains " | " (a kernel command line's
+    alternation, say): a change to another value is news at the change point. Whether the
+    runs before held one value is counted, not read back from the joined text."""
+    one = "quiet | splash"
+    runs = _env_runs(40, 20, {0: {"cmdline": one}, 20: {"cmdline": "quiet"}})
+    (h,) = from_runs(runs)
+    (w,) = h.windows
+    assert [(d.field, d.values, d.held) for d in w.differs] == [("cmdline", (one, "quiet"), (1, 1))]
+    two = _env_runs(40, 20, {0: {"cmdline": "a"}, 15: {"cmdline": "b"}, 20: {"cmdline": "c"}})
+    (h2,) = from_runs(two)
+    assert all("cmdline" not in [d.field for d in w.differs] for w in h2.windows)

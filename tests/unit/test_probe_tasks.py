@@ -42,6 +42,7 @@ def snap(
     reaped_s: float = 0.0,
     steal: int = 0,
     self_pid: int = -1,
+    others: dict[int, tuple[int, float]] | None = None,
 ) -> Snapshot:
     """A snapshot with CPU times in seconds and /proc/stat ticks (USER_HZ 100 assumed by
     the numbers: the test converts through CLK_TCK)."""
@@ -50,7 +51,8 @@ def snap(
     t = {k: (c, int(s * 1e9), cls) for k, (c, s, cls) in threads.items()}
     ticks = int(busy_ticks * CLK_TCK / 100)
     stat = {"cpu": (ticks, 0, 0, 1000, 0, 0, 0, int(steal * CLK_TCK / 100))}
-    return Snapshot(t, stat, int(reaped_s * 1e9), self_pid)
+    o = {pid: (ppid, int(r * 1e9)) for pid, (ppid, r) in (others or {}).items()}
+    return Snapshot(t, stat, int(reaped_s * 1e9), self_pid, o)
 
 
 def test_attribution_counts_exits_once_and_reaped_children() -> None:
@@ -112,6 +114,28 @@ def test_reaped_tools_and_time_before_the_point_are_not_the_workloads() -> None:
     assert cpu["workload"] == pytest.approx(0.25 + 0.25)  # seen, then its last interval
     assert cpu["busy"] == pytest.approx(2.0)
     assert cpu["unattributed"] == pytest.approx(2.0 - 0.7 - 0.5)
+
+
+def test_other_processes_short_lived_children_are_neighbours_once() -> None:
+    """A build beside the point: make (pid 5) runs compilers shorter than one interval. cc1
+    (pid 6) was seen once with 0.2 s (run before the point), exits having run 0.5 s in all;
+    another (pid 7) starts and ends between two looks with 0.4 s. make reaps both: 0.9 s.
+    The neighbours' share is what ran in the point (0.3 + 0.4), not unattributed; a usermode
+    helper under kthreadd (pid 2, not a user process) keeps what was seen of it, nothing
+    taken out, and a process first seen with reaped time counts it all (it began in the point)."""
+    a = snap(
+        {
+            (5, 5): ("make", 1.0, "neighbours"),
+            (6, 6): ("cc1", 0.2, "neighbours"),
+            (8, 8): ("modprobe", 0.1, "neighbours"),
+        },
+        0,
+        others={5: (1, 3.0), 6: (5, 0.0), 8: (2, 0.0), 1: (0, 0.0)},
+    )
+    b = snap({(5, 5): ("make", 1.0, "neighbours")}, 100, others={5: (1, 3.9), 1: (0, 0.0), 9: (1, 0.25)})
+    cpu = attribute([(0.0, a), (1.0, b)])
+    assert cpu["neighbours"] == pytest.approx(0.3 + 0.4 + 0.25)
+    assert cpu["unattributed"] == pytest.approx(1.0 - 0.95)
 
 
 def test_summary_metrics_and_top_threads() -> None:

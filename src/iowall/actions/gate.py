@@ -16,7 +16,6 @@ from typing import Any
 from ..analysis.explain.context import representative
 from ..analysis.explain.run import explain
 from ..analysis.regress.compare import Side, compare, shared_run
-from ..analysis.regress.env_numbers import busier
 from ..analysis.regress.gate import (
     Accept,
     Explanation,
@@ -271,7 +270,7 @@ def _verdict(
     if not res.rows:
         raise UserError("nothing to gate: no point and metric measured on both sides")
     gated = decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)
-    return machine_busier(gated, busier(sides[0].runs, [r for s in sides[1:] for r in s.runs]))
+    return machine_busier(gated, sides[0].runs, [r for s in sides[1:] for r in s.runs])
 
 
 def _confirmation_notes(used: int) -> list[str]:

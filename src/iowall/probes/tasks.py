@@ -13,8 +13,11 @@ interval is lost), and the workload's processes, which exit before the probe sto
 counted through this process's ``cutime + cstime`` once reaped: nothing the workload did is
 lost. That reaped time holds every child's whole life, the probes' own tools too (perf is
 stopped and reaped before this probe's last look), so what was already seen of each exited
-child thread is taken out of it first. What no class accounts for (interrupts charged to no
-task, exited kernel threads) is reported as ``unattributed``, never hidden.
+child thread is taken out of it first. Other processes' children are counted the same way,
+through the ``cutime + cstime`` their parents gain as they reap them: a build's compilers,
+each shorter than one interval, are neighbours, not unattributed. What no class accounts for
+(interrupts charged to no task, exited kernel threads, children not yet reaped) is reported
+as ``unattributed``, never hidden.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from json import dumps
 
 from ..model import Artifact, Metric, Series
@@ -39,6 +42,8 @@ IOWALL_TOOLS = ("perf", "inferno-", "setpriv")
 
 #: (pid, tid) → (comm, CPU ns, class)
 Threads = dict[tuple[int, int], tuple[str, int, str]]
+#: pid → (ppid, CPU ns of its reaped children: cutime + cstime) of other user processes
+Reapers = dict[int, tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class Snapshot:
     reaped_ns: int
     #: this process: its own threads are class ``iowall`` but, unlike its tools', never reaped
     self_pid: int = -1
+    #: other user processes (class ``neighbours``): their parents and reaped children's time
+    others: Reapers = field(default_factory=dict)
 
 
 def _stat_fields(pid: str) -> list[str]:
@@ -58,23 +65,24 @@ def _stat_fields(pid: str) -> list[str]:
     return text.rpartition(")")[2].split() if text else []
 
 
-def _processes() -> dict[int, tuple[int, bool]]:
-    """pid → (ppid, is a kernel thread) of every process."""
-    out: dict[int, tuple[int, bool]] = {}
+def _processes() -> dict[int, tuple[int, bool, int]]:
+    """pid → (ppid, is a kernel thread, its reaped children's CPU ns) of every process."""
+    out: dict[int, tuple[int, bool, int]] = {}
     for e in os.listdir("/proc"):
         if not e.isdigit():
             continue
         f = _stat_fields(e)
-        try:  # f[0] is field 3 (state): ppid is field 4, flags field 9
-            out[int(e)] = (int(f[1]), bool(int(f[6]) & _KTHREAD))
+        try:  # f[0] is field 3 (state): ppid is field 4, flags field 9, cutime/cstime 16/17
+            reaped = (int(f[13]) + int(f[14])) * 1_000_000_000 // CLK_TCK
+            out[int(e)] = (int(f[1]), bool(int(f[6]) & _KTHREAD), reaped)
         except (IndexError, ValueError):
             continue
     return out
 
 
-def _descendants(procs: Mapping[int, tuple[int, bool]], root: int) -> set[int]:
+def _descendants(procs: Mapping[int, tuple[int, bool, int]], root: int) -> set[int]:
     kids: dict[int, list[int]] = {}
-    for pid, (ppid, _) in procs.items():
+    for pid, (ppid, _, _) in procs.items():
         kids.setdefault(ppid, []).append(pid)
     out: set[int] = set()
     todo = list(kids.get(root, ()))
@@ -126,7 +134,12 @@ def snapshot(devices: Sequence[str], devnos: Sequence[str]) -> Snapshot:
     procs = _processes()
     mine = _descendants(procs, me)
     threads: Threads = {}
-    for pid, (_, kthread) in procs.items():
+    others: Reapers = {
+        pid: (ppid, reaped)
+        for pid, (ppid, kthread, reaped) in procs.items()
+        if not kthread and pid != me and pid not in mine
+    }
+    for pid, (_, kthread, _) in procs.items():
         try:
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -142,7 +155,7 @@ def snapshot(devices: Sequence[str], devnos: Sequence[str]) -> Snapshot:
                 comm, kthread=kthread, workload=pid in mine, self_=pid == me, devices=devices, devnos=devnos
             )
             threads[(pid, int(tid))] = (comm, ns, cls)
-    return Snapshot(threads, parse_stat(read_text("/proc/stat")), self_children_ns(), me)
+    return Snapshot(threads, parse_stat(read_text("/proc/stat")), self_children_ns(), me, others)
 
 
 def _busy_ns(a: Mapping[str, tuple[int, ...]], b: Mapping[str, tuple[int, ...]]) -> tuple[float, float]:
@@ -168,7 +181,10 @@ def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     so its time follows its work. A thread that exits between two snapshots keeps what was
     seen of it; the workload's processes, once reaped, are counted whole through
     ``reaped_ns`` instead, less all that was seen of their threads and of the probes' tools
-    (perf: class ``iowall``), whose whole lives the reaped time also holds."""
+    (perf: class ``iowall``), whose whole lives the reaped time also holds. Other user
+    processes' children likewise: what their parents reaped (``others``' growth, all of it for
+    a process first seen then), less all that was seen of the processes that exited under a
+    parent among them (their threads and their own reaped children), is the neighbours'."""
     first, last = samples[0][1], samples[-1][1]
     out = {c: 0.0 for c in CLASSES}
     seen_of_exited = 0.0  # children's threads that exited: all of their time seen, ns
@@ -185,12 +201,40 @@ def attribute(samples: Sequence[tuple[float, Snapshot]]) -> dict[str, float]:
     # reaped time holds the exited children's whole lives: what was not seen of them is the
     # workload's (its last interval, or processes too short to be seen)
     out["workload"] += max(0.0, reaped - seen_of_exited / 1e9)
+    out["neighbours"] += sum(reaped_by_others(samples).values()) / 1e9
     busy, steal = _busy_ns(first.stat, last.stat)
     out["steal"] = steal / 1e9
     out["busy"] = busy / 1e9 + out["steal"]
     named = sum(out[c] for c in CLASSES)
     out[UNATTRIBUTED] = max(0.0, out["busy"] - named)
     return out
+
+
+def reaped_by_others(samples: Sequence[tuple[float, Snapshot]]) -> dict[int, int]:
+    """pid → CPU ns of children another user process reaped during the samples and that no
+    look saw: its ``cutime + cstime`` growth (all of it for a process first seen then), less
+    all that was seen of each child that exited under it, whose whole life that growth holds
+    (the child's threads and its own reaped children). A child of a kernel thread (a usermode
+    helper) is reaped where no look reaches: what was seen of it stays where it was."""
+    out: dict[int, int] = {}
+    prev = samples[0][1]
+    for _, snap in samples[1:]:
+        for pid, (_, ns) in snap.others.items():
+            grew = ns - (prev.others[pid][1] if pid in prev.others else 0)
+            if grew > 0:
+                out[pid] = out.get(pid, 0) + grew
+        gone = {
+            pid: ppid
+            for pid, (ppid, _) in prev.others.items()
+            if pid not in snap.others and ppid in prev.others
+        }
+        for (pid, _), (_, ns, _) in prev.threads.items():
+            if pid in gone:
+                out[gone[pid]] = out.get(gone[pid], 0) - ns
+        for pid, ppid in gone.items():
+            out[ppid] = out.get(ppid, 0) - prev.others[pid][1]
+        prev = snap
+    return {pid: ns for pid, ns in out.items() if ns > 0}
 
 
 def _child(cls: str, comm: str, pid: int, self_pid: int) -> bool:
@@ -202,13 +246,19 @@ def _child(cls: str, comm: str, pid: int, self_pid: int) -> bool:
 
 
 def top_threads(samples: Sequence[tuple[float, Snapshot]], n: int = 12) -> list[tuple[str, str, float]]:
-    """The ``n`` threads with most CPU time during the samples: (class, comm, seconds)."""
+    """The ``n`` threads with most CPU time during the samples: (class, comm, seconds); another
+    process's children no look saw are one entry, ``COMM (children)`` (``reaped_by_others``)."""
     first = samples[0][1]
     best: dict[tuple[int, int], tuple[str, str, float]] = {}
     for _, snap in samples:
         for key, (comm, ns, cls) in snap.threads.items():
             start = first.threads[key][1] if key in first.threads else 0
             best[key] = (cls, comm, max(0, ns - start) / 1e9)
+    names = {
+        pid: comm for _, snap in samples for (pid, tid), (comm, _, _) in snap.threads.items() if pid == tid
+    }
+    for pid, ns in reaped_by_others(samples).items():
+        best[(pid, -1)] = ("neighbours", f"{names.get(pid, pid)} (children)", ns / 1e9)
     return sorted(best.values(), key=lambda x: -x[2])[:n]
 
 

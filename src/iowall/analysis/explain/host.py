@@ -22,25 +22,21 @@ STEAL_WALL = 0.10
 STEAL_NOTE = 0.02
 
 
-def steal_wall(steal: float | None, under: Wall | None) -> Wall | None:
-    """The host's steal as a verdict beside the wall when it (``cpu_steal_share``: the share of
-    all CPU time the hypervisor gave to other work) is at least ``STEAL_WALL``, saying which
-    wall (``under``) it stretched; else None. ``wall.decide`` says its sentence."""
+def steal_sentence(steal: float | None, under: Wall | None) -> str | None:
+    """The host's steal said beside the wall when it (the share of all CPU time the
+    hypervisor gave to other work) is at least ``STEAL_WALL``, naming the wall (``under``) it
+    stretched; else None."""
     if steal is None or steal < STEAL_WALL:
         return None
     stretched = ""
     if under is not None:
         stretched = f" ({under.kind}, {fmt_share(under.share)} of the time, is what it stretched)"
-    return Wall(
-        "host-steal",
+    return (
         f"The host's steal: the hypervisor ran other work on this VM's CPUs for "
         f"{fmt_share(steal)} of the CPU time during the point, so the workload's threads and "
         f"the workers that serve them (the bed's, the flushers) waited for their vCPUs in "
         f"every state the budget shows{stretched}: the point measured the host as much as the "
-        "kernel; measure it again when the host is quiet.",
-        steal,
-        {"cpu_steal_share": round(steal, 4)},
-        "hypervisor steal",
+        "kernel; measure it again when the host is quiet."
     )
 
 
@@ -56,7 +52,7 @@ def steal_note(steal: float | None) -> str | None:
 
 def runs_note(steals: Sequence[float]) -> str | None:
     """A report's note on the runs of a batch the host took CPU time from (each run's
-    ``cpu_steal_share``; those of at least ``STEAL_NOTE``), or None when none was."""
+    ``verdict.STEAL``; those of at least ``STEAL_NOTE``), or None when none was."""
     hit = [x for x in steals if x >= STEAL_NOTE]
     if not hit:
         return None

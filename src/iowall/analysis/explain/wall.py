@@ -27,7 +27,7 @@ from .blocked import blocked_wall
 from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
 from .device import Device
-from .host import steal_note, steal_wall
+from .host import steal_note, steal_sentence
 from .io_wall import io_wall
 from .verdict import FIO, STEAL, TURNS, Wall
 
@@ -221,12 +221,11 @@ def decide(
 
 
 def _beside_host(d: Decision, steal: float | None) -> Decision:
-    """``d`` with the host's steal said beside its wall (``host.steal_wall``'s sentence from
+    """``d`` with the host's steal said beside its wall (``host.steal_sentence`` from
     10%, ``host.steal_note`` from 2%): the wall stays the workload's. The induced walls of the
     explain corpus held their ground truth under 15-29% steal (lock, device, io-latency: make
     test of 4662f68), so steal stretches the workload's wall; it does not replace it."""
-    host = steal_wall(steal, d.wall)
-    note = host.sentence if host is not None else steal_note(steal)
+    note = steal_sentence(steal, d.wall) or steal_note(steal)
     return d if note is None else Decision(d.wall, d.also, (*d.notes, note))
 
 

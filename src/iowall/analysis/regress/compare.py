@@ -62,10 +62,12 @@ class Side:
 
 @dataclass(frozen=True)
 class Difference:
-    """A fact that is not the same on every side: one text per side (base first)."""
+    """A fact that is not the same on every side: one text per side (base first), and how
+    many distinct values each side held (empty for a numeric fact, whose text is a range)."""
 
     field: str
     values: tuple[str, ...]
+    held: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,9 +196,10 @@ def differences(sides: Sequence[Side], skip: Iterable[str] = ()) -> list[Differe
             continue
         fact = _fact_of(kind, key)
         # each side's values in the order first seen (dict keys: ordered, unique)
-        per_side = [" | ".join(dict.fromkeys(fact_text(fact(r)) for r in s.runs)) or "-" for s in sides]
+        seen = [list(dict.fromkeys(fact_text(fact(r)) for r in s.runs)) for s in sides]
+        per_side = [" | ".join(v) or "-" for v in seen]
         if len(set(per_side)) > 1:
-            out.append(Difference(name, tuple(per_side)))
+            out.append(Difference(name, tuple(per_side), tuple(len(v) for v in seen)))
     out += [
         Difference(name, vals)
         for name, vals in numeric_differences([s.runs for s in sides])

@@ -6,10 +6,12 @@ average when each run started, and what else took the CPUs while it ran: other p
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from statistics import median
 
 from ...model import Run
 from ..explain.dirty import SAME, Span
+from ..explain.verdict import STEAL
 
 #: Load averages further apart than this (1-minute, runnable tasks) differ.
 LOAD_APART = 0.5
@@ -25,11 +27,8 @@ THRESHOLD_FIELD = "dirty threshold (nr_dirty_threshold)"
 LOAD_FIELD = "load average at start (1 min)"
 NEIGHBOURS_FIELD = "other processes' CPU during the run"
 STEAL_FIELD = "CPU steal during the run"
-FIELDS = (THRESHOLD_FIELD, LOAD_FIELD, NEIGHBOURS_FIELD, STEAL_FIELD)
 #: The probe metrics these facts read, for loaders that read only some of a run's metrics.
-METRICS = frozenset(
-    {"vm_dirty_threshold_bytes", "tasks_neighbours_cpu_s", "tasks_window_s", "cpu_steal_share"}
-)
+METRICS = frozenset({"vm_dirty_threshold_bytes", "tasks_neighbours_cpu_s", "tasks_window_s", STEAL})
 
 
 def with_metrics(wanted: Callable[[str], bool] | None) -> Callable[[str], bool] | None:
@@ -60,26 +59,59 @@ def neighbours_of(run: Run) -> float | None:
 
 def steal_of(run: Run) -> float | None:
     """The share of all CPU time the hypervisor gave to other guests during the run."""
-    return run.metric("cpu_steal_share")
+    return run.metric(STEAL)
 
 
-def _apart(
-    sides: Sequence[Sequence[Run]],
-    of: Callable[[Run], float | None],
-    apart: float,
-    text: Callable[[float], str],
-    unit: str,
-) -> tuple[str, ...] | None:
-    """Each side's range (``text`` of its least and most, then ``unit``) when the medians lie
-    further apart than ``apart``."""
-    vals = [[x for r in runs if (x := of(r)) is not None] for runs in sides]
+@dataclass(frozen=True)
+class Taker:
+    """Something else that took the CPUs while a run ran: its field, how a run's figure is
+    read, the margin beyond which sides differ, how a figure's number is written and its unit,
+    and the phrase ``busier`` says of the new runs."""
+
+    field: str
+    of: Callable[[Run], float | None]
+    apart: float
+    number: Callable[[float], str]
+    unit: str
+    busier: str
+
+    def text(self, x: float) -> str:
+        """A figure with its unit."""
+        return self.number(x) + self.unit
+
+
+#: Other processes (the ``tasks`` probe's neighbours) and the hypervisor (the ``cpu`` probe's steal).
+TAKERS = (
+    Taker(
+        NEIGHBOURS_FIELD,
+        neighbours_of,
+        NEIGHBOURS_APART,
+        lambda x: f"{x:.2f}",
+        " CPUs",
+        "other processes took {} during the new runs",
+    ),
+    Taker(
+        STEAL_FIELD,
+        steal_of,
+        STEAL_APART,
+        lambda x: f"{100 * x:.1f}",
+        "%",
+        "the host took {} of the CPU time (steal) during the new runs",
+    ),
+)
+
+
+def _apart(sides: Sequence[Sequence[Run]], t: Taker) -> tuple[str, ...] | None:
+    """Each side's range of ``t``'s figure (its least and most) when the medians lie further
+    apart than its margin."""
+    vals = [[x for r in runs if (x := t.of(r)) is not None] for runs in sides]
     if any(not v for v in vals):
         return None
     meds = [median(v) for v in vals]
-    if max(meds) - min(meds) <= apart:
+    if max(meds) - min(meds) <= t.apart:
         return None
-    spans = [(text(min(v)), text(max(v))) for v in vals]
-    return tuple(f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}" for lo, hi in spans)
+    spans = [(t.number(min(v)), t.number(max(v))) for v in vals]
+    return tuple(f"{lo}{t.unit}" if lo == hi else f"{lo}–{hi}{t.unit}" for lo, hi in spans)
 
 
 def _cpus(runs: Sequence[Run]) -> int:
@@ -128,35 +160,21 @@ def numeric_differences(sides: Sequence[Sequence[Run]]) -> list[tuple[str, tuple
         d = fn(sides)
         if d is not None:
             out.append((name, d))
-    for name, of, apart, text, unit in (
-        (NEIGHBOURS_FIELD, neighbours_of, NEIGHBOURS_APART, lambda x: f"{x:.2f}", " CPUs"),
-        (STEAL_FIELD, steal_of, STEAL_APART, lambda x: f"{100 * x:.1f}", "%"),
-    ):
-        if (d := _apart(sides, of, apart, text, unit)) is not None:
-            out.append((name, d))
+    for t in TAKERS:
+        if (d := _apart(sides, t)) is not None:
+            out.append((t.field, d))
     return out
 
 
 def busier(base: Sequence[Run], new: Sequence[Run]) -> tuple[str, ...]:
     """What took more of the CPUs while the ``new`` runs ran than while the ``base`` ran,
-    beyond the margins, each as a phrase: other processes (``neighbours_of``) and the
-    hypervisor (``steal_of``). Neither bounds how much of a fall it made: steal of 10-26%
-    cut a read rate here by 44% (docs/history.md), latency chained on descheduled vCPUs."""
+    beyond the margins, each as a phrase (``TAKERS``: other processes, the hypervisor).
+    Neither bounds how much of a fall it made: steal of 10-26% cut a read rate here by 44%
+    (docs/history.md), latency chained on descheduled vCPUs."""
     out = []
-    for of, apart, what, text in (
-        (neighbours_of, NEIGHBOURS_APART, "other processes took {} during the new runs", _cpus_text),
-        (steal_of, STEAL_APART, "the host took {} of the CPU time (steal) during the new runs", _share_text),
-    ):
-        vb = [x for r in base if (x := of(r)) is not None]
-        vn = [x for r in new if (x := of(r)) is not None]
-        if vb and vn and median(vn) - median(vb) > apart:
-            out.append(what.format(text(median(vn))) + f" ({text(median(vb))} during the base)")
+    for t in TAKERS:
+        vb = [x for r in base if (x := t.of(r)) is not None]
+        vn = [x for r in new if (x := t.of(r)) is not None]
+        if vb and vn and median(vn) - median(vb) > t.apart:
+            out.append(t.busier.format(t.text(median(vn))) + f" ({t.text(median(vb))} during the base)")
     return tuple(out)
-
-
-def _cpus_text(x: float) -> str:
-    return f"{x:.2f} CPUs"
-
-
-def _share_text(x: float) -> str:
-    return f"{x:.1%}"

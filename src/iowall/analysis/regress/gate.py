@@ -27,6 +27,7 @@ import numpy as np
 
 from ...model import Run
 from .compare import HEADLINE, NOT_HEADLINE, CompareResult, Row
+from .env_numbers import busier
 from .stats import FloatArray
 from .tdist import upper_tail
 
@@ -287,23 +288,33 @@ def decide(
     return GateResult(res, tuple(out), fdr, res.floor, method)
 
 
-def machine_busier(res: GateResult, taken: Sequence[str]) -> GateResult:
-    """Regressions measured while something else took more of the CPUs than during the base
-    (``taken``: ``env_numbers.busier``'s phrases) are inconclusive: from these runs the fall
-    is the machine's or the change's; a rerun with nothing else running decides."""
-    if not taken:
-        return res
-    out = [
-        replace(
-            v,
-            status="inconclusive",
-            reason=f"q = {v.q_value:.2g}, but {'; '.join(taken)}: the machine's, or a regression; "
-            "rerun where nothing else runs",
+def machine_busier(res: GateResult, base: Sequence[Run], new: Sequence[Run]) -> GateResult:
+    """Regressions measured while something else took more of the CPUs during their point's
+    new runs than during its base runs (``env_numbers.busier``: other processes, the host's
+    steal) are inconclusive: from these runs the fall is the machine's or the change's; a rerun
+    with nothing else running decides. Each row is read with its own runs (a steal episode
+    during one point leaves the others' verdicts alone); rows whose runs are not known by id
+    are read with the whole sides."""
+    b_by = {r.id: r for r in base if r.id is not None}
+    n_by = {r.id: r for r in new if r.id is not None}
+    out = []
+    for v in res.verdicts:
+        if v.status != "regression":
+            out.append(v)
+            continue
+        b = [b_by[i] for i in v.row.base_runs if i in b_by]
+        n = [n_by[i] for i in v.row.new_runs if i in n_by]
+        taken = busier(b, n) if b and n else busier(base, new)
+        out.append(
+            replace(
+                v,
+                status="inconclusive",
+                reason=f"q = {v.q_value:.2g}, but {'; '.join(taken)}: the machine's, or a "
+                "regression; rerun where nothing else runs",
+            )
+            if taken
+            else v
         )
-        if v.status == "regression"
-        else v
-        for v in res.verdicts
-    ]
     return replace(res, verdicts=tuple(out))
 
 

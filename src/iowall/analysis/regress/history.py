@@ -18,7 +18,6 @@ import numpy as np
 from ...model import MEASURED_STATUSES, Metric, Run, could_be_primary, primary_metric
 from .changepoints import ALPHA, ChangePoint, Detection, analyse
 from .compare import Difference, Side, differences
-from .env_numbers import FIELDS as NUMERIC_FIELDS
 from .env_numbers import METRICS as ENV_METRICS
 from .series_gate import SeriesResults, Tested, newest_of
 
@@ -189,8 +188,7 @@ def new_facts(
         return ()
     out = []
     for d in differences([Side("before", before), Side("after", after)], skip=("label", *skip)):
-        was, now = d.values
-        if d.field in NUMERIC_FIELDS or (" | " not in was and now != was):
+        if not d.held or d.held[0] == 1:  # numeric beyond its margin, or one value before
             out.append(d)
     return tuple(out)
 
