@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from iowall.analysis.regress.repeat_rule import decided
 from iowall.store import RunFilter, Store
 from tests.conftest import iowall, needs_root
 
@@ -81,7 +82,9 @@ def test_auto_to_the_maximum(tmp_path: Path, iowall_env: dict[str, str], no_left
 def test_auto_stops_a_point_once_decided(
     tmp_path: Path, iowall_env: dict[str, str], no_leftovers: None
 ) -> None:
-    # A ±90% target: decided at the first run count that bounds the interval (6), not 8.
+    # A ±90% target: decided at the first run count that bounds the interval (6 on a quiet
+    # machine), not 8. The runs' own values say which count that is: a run twice as slow as
+    # the others (the host taking the CPUs, a writeback stall) moves it, and then auto goes on.
     # (64M, so that fio's millisecond clock does not quantise the bandwidth by 2x.)
     cp = iowall(
         "run",
@@ -102,9 +105,15 @@ def test_auto_stops_a_point_once_decided(
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     (d,) = doc["repeat"]["decisions"].values()
-    assert (d["n"], d["decided"], d["target"]) == (6, True, 0.9)
-    assert d["reason"].startswith("decided after 6 runs") and d["achieved"] <= 0.9
-    assert Counter(r["repeat_index"] for r in doc["runs"]) == {i: 1 for i in range(6)}
+    runs = sorted(
+        Store(iowall_env["IOWALL_DB"]).runs(RunFilter(batch=doc["batch"])), key=lambda r: r.repeat_index
+    )
+    bw = [r.metric("write_bw_bytes_per_s") for r in runs]
+    first = next((n for n in range(6, 9) if decided(bw[:n], rel_halfwidth=0.9)), None)  # type: ignore[arg-type]
+    assert (d["n"], d["decided"], d["target"]) == (first or 8, first is not None, 0.9), bw
+    assert Counter(r["repeat_index"] for r in doc["runs"]) == {i: 1 for i in range(d["n"])}
+    if first is not None:
+        assert d["reason"].startswith(f"decided after {first} runs") and d["achieved"] <= 0.9
     assert doc["plan"]["repeat"] == "auto:8"
 
 
