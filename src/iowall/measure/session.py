@@ -74,8 +74,8 @@ class Session:
     key_metric: KeyMetric | None = None
     shuffle: int | None = None
     batch: str = field(default_factory=lambda: str(uuid.uuid4()))
-    #: what the report should say about how the points ran
-    notes: list[str] = field(default_factory=list)
+    #: what the report should say about how the points ran (``notes`` adds the host's steal)
+    told: list[str] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.root = os.geteuid() == 0
@@ -88,7 +88,6 @@ class Session:
         self._bed_drops = False
         self._facts: Callable[[], dict[str, Any]] | None = None
         self._env: dict[str, Any] | None = None
-        self._steal_note = ""  # the note execute keeps on the host's steal, replaced each time
         self.schedule = Schedule(
             store=self.store,
             label=self.label,
@@ -167,19 +166,21 @@ class Session:
 
     def note(self, *notes: str) -> None:
         """Add report notes, once each."""
-        self.notes += [n for n in notes if n not in self.notes]
+        for n in notes:
+            if n not in self.told:
+                self.told.append(n)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the report should say: the notes told, then which runs so far the host took
+        CPU time from (``host.runs_note``), read from the runs themselves."""
+        said = runs_note([x for r in self.runs if (x := r.metric(STEAL)) is not None])
+        return [*self.told, said] if said else list(self.told)
 
     # -- running ---------------------------------------------------------------------------
     def execute(self, tasks: Sequence[Task], repeat: RepeatPolicy | int) -> list[Run]:
-        """Run ``tasks`` interleaved by ``repeat`` on the beds in use; every run is stored. The
-        notes then say which runs so far the host took CPU time from (``host.runs_note``)."""
-        runs = self.schedule.execute(tasks, repeat)
-        said = runs_note([x for r in self.runs if (x := r.metric(STEAL)) is not None])
-        self.notes = [n for n in self.notes if n != self._steal_note]
-        self._steal_note = said or ""
-        if said:
-            self.notes.append(said)
-        return runs
+        """Run ``tasks`` interleaved by ``repeat`` on the beds in use; every run is stored."""
+        return self.schedule.execute(tasks, repeat)
 
     @property
     def runs(self) -> list[Run]:

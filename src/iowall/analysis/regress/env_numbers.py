@@ -73,7 +73,7 @@ class Taker:
     apart: float
     number: Callable[[float], str]
     unit: str
-    busier: str
+    phrase: str
 
     def text(self, x: float) -> str:
         """A figure with its unit."""
@@ -176,5 +176,5 @@ def busier(base: Sequence[Run], new: Sequence[Run]) -> tuple[str, ...]:
         vb = [x for r in base if (x := t.of(r)) is not None]
         vn = [x for r in new if (x := t.of(r)) is not None]
         if vb and vn and median(vn) - median(vb) > t.apart:
-            out.append(t.busier.format(t.text(median(vn))) + f" ({t.text(median(vb))} during the base)")
+            out.append(t.phrase.format(t.text(median(vn))) + f" ({t.text(median(vb))} during the base)")
     return tuple(out)
