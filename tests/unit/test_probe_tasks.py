@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from iowall.probes.tasks import Snapshot, attribute, classify, summarize, top_threads
+from iowall.probes.tasks import Snapshot, attribute, classify, reaped_by_others, summarize, top_threads
 
 DEV, DEVNO = ("loop3",), ("7:3",)
 
@@ -136,6 +136,31 @@ def test_other_processes_short_lived_children_are_neighbours_once() -> None:
     cpu = attribute([(0.0, a), (1.0, b)])
     assert cpu["neighbours"] == pytest.approx(0.3 + 0.4 + 0.25)
     assert cpu["unattributed"] == pytest.approx(1.0 - 0.95)
+
+
+def test_a_neighbours_exited_thread_is_counted_once() -> None:
+    """A neighbour's child (pid 20, under a shell, pid 10) with two threads: the second
+    exits between two looks having run 1.5 s, of which 1.0 s was seen; the process then
+    exits with 2.5 s on its first thread, of which 2.0 s was seen. The shell reaps 4.0 s:
+    the neighbours' time is what ran in the point, 4.0 s, the 1.0 s seen of the exited
+    thread counted once (it was counted twice: 5.0 s)."""
+    sh = {(10, 10): ("sh", 0.0, "neighbours")}
+    kids = {10: (1, 0.0), 20: (10, 0.0), 1: (0, 0.0)}
+    a = snap(
+        {**sh, (20, 20): ("worker", 0.0, "neighbours"), (20, 21): ("worker", 0.0, "neighbours")},
+        0,
+        others=kids,
+    )
+    b = snap(
+        {**sh, (20, 20): ("worker", 1.0, "neighbours"), (20, 21): ("worker", 1.0, "neighbours")},
+        100,
+        others=kids,
+    )
+    c = snap({**sh, (20, 20): ("worker", 2.0, "neighbours")}, 200, others=kids)
+    d = snap(sh, 400, others={10: (1, 4.0), 1: (0, 0.0)})
+    cpu = attribute([(0.0, a), (1.0, b), (2.0, c), (3.0, d)])
+    assert cpu["neighbours"] == pytest.approx(4.0)
+    assert reaped_by_others([(0.0, a), (1.0, b), (2.0, c), (3.0, d)]) == {10: int(1.0e9)}
 
 
 def test_summary_metrics_and_top_threads() -> None:

@@ -215,24 +215,26 @@ def reaped_by_others(samples: Sequence[tuple[float, Snapshot]]) -> dict[int, int
     look saw: its ``cutime + cstime`` growth (all of it for a process first seen then), less
     all that was seen of each child that exited under it, whose whole life that growth holds
     (the child's threads and its own reaped children). A child of a kernel thread (a usermode
-    helper) is reaped where no look reaches: what was seen of it stays where it was."""
+    helper) is reaped where no look reaches: what was seen of it stays where it was. A thread
+    that exits before its process is held as seen until the process goes (its time is in
+    what the parent reaps, and was counted while it ran)."""
     out: dict[int, int] = {}
+    exited: dict[int, int] = {}  # pid → what was seen of its threads that are gone, ns
     prev = samples[0][1]
     for _, snap in samples[1:]:
         for pid, (_, ns) in snap.others.items():
             grew = ns - (prev.others[pid][1] if pid in prev.others else 0)
             if grew > 0:
                 out[pid] = out.get(pid, 0) + grew
-        gone = {
-            pid: ppid
-            for pid, (ppid, _) in prev.others.items()
-            if pid not in snap.others and ppid in prev.others
-        }
-        for (pid, _), (_, ns, _) in prev.threads.items():
-            if pid in gone:
-                out[gone[pid]] = out.get(gone[pid], 0) - ns
-        for pid, ppid in gone.items():
-            out[ppid] = out.get(ppid, 0) - prev.others[pid][1]
+        for (pid, tid), (_, ns, _) in prev.threads.items():
+            if pid in prev.others and (pid, tid) not in snap.threads:
+                exited[pid] = exited.get(pid, 0) + ns
+        for pid, (ppid, reaped) in prev.others.items():
+            if pid in snap.others:
+                continue
+            seen = exited.pop(pid, 0)
+            if ppid in prev.others:
+                out[ppid] = out.get(ppid, 0) - seen - reaped
         prev = snap
     return {pid: ns for pid, ns in out.items() if ns > 0}
 
