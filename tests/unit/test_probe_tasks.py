@@ -42,7 +42,7 @@ def snap(
     reaped_s: float = 0.0,
     steal: int = 0,
     self_pid: int = -1,
-    others: dict[int, tuple[int, float]] | None = None,
+    others: dict[int, tuple[float, ...]] | None = None,
 ) -> Snapshot:
     """A snapshot with CPU times in seconds and /proc/stat ticks (USER_HZ 100 assumed by
     the numbers: the test converts through CLK_TCK)."""
@@ -51,7 +51,10 @@ def snap(
     t = {k: (c, int(s * 1e9), cls) for k, (c, s, cls) in threads.items()}
     ticks = int(busy_ticks * CLK_TCK / 100)
     stat = {"cpu": (ticks, 0, 0, 1000, 0, 0, 0, int(steal * CLK_TCK / 100))}
-    o = {pid: (ppid, int(r * 1e9)) for pid, (ppid, r) in (others or {}).items()}
+    o = {
+        pid: (int(v[0]), int(v[1] * 1e9), int((v[2] if len(v) > 2 else 0.0) * 1e9))
+        for pid, v in (others or {}).items()
+    }
     return Snapshot(t, stat, int(reaped_s * 1e9), self_pid, o)
 
 
@@ -161,6 +164,25 @@ def test_a_neighbours_exited_thread_is_counted_once() -> None:
     cpu = attribute([(0.0, a), (1.0, b), (2.0, c), (3.0, d)])
     assert cpu["neighbours"] == pytest.approx(4.0)
     assert reaped_by_others([(0.0, a), (1.0, b), (2.0, c), (3.0, d)]) == {10: int(1.0e9)}
+
+
+def test_a_neighbours_thread_gone_before_the_point_is_not_the_points() -> None:
+    """A child (pid 20, under a shell, pid 10) at the first look has run 3.0 s: 1.0 on the
+    thread seen then, 2.0 on a thread already gone. It runs 0.5 s more and exits; the shell
+    reaps its 3.5 s. Only the 0.5 s ran in the point (2.5 s were counted before)."""
+    sh = {(10, 10): ("sh", 0.0, "neighbours")}
+    a = snap(
+        {**sh, (20, 20): ("worker", 1.0, "neighbours")},
+        0,
+        others={10: (1, 0.0), 20: (10, 0.0, 3.0), 1: (0, 0.0)},
+    )
+    b = snap(
+        {**sh, (20, 20): ("worker", 1.25, "neighbours")},
+        100,
+        others={10: (1, 0.0), 20: (10, 0.0, 3.25), 1: (0, 0.0)},
+    )
+    c = snap(sh, 200, others={10: (1, 3.5), 1: (0, 0.0)})
+    assert attribute([(0.0, a), (1.0, b), (2.0, c)])["neighbours"] == pytest.approx(0.5)
 
 
 def test_summary_metrics_and_top_threads() -> None:

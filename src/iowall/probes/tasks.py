@@ -42,8 +42,9 @@ IOWALL_TOOLS = ("perf", "inferno-", "setpriv")
 
 #: (pid, tid) → (comm, CPU ns, class)
 Threads = dict[tuple[int, int], tuple[str, int, str]]
-#: pid → (ppid, CPU ns of its reaped children: cutime + cstime) of other user processes
-Reapers = dict[int, tuple[int, int]]
+#: pid → (ppid, CPU ns of its reaped children: cutime + cstime, its own CPU ns: utime + stime,
+#: exited threads' too) of other user processes
+Reapers = dict[int, tuple[int, int, int]]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Snapshot:
     reaped_ns: int
     #: this process: its own threads are class ``iowall`` but, unlike its tools', never reaped
     self_pid: int = -1
-    #: other user processes (class ``neighbours``): their parents and reaped children's time
+    #: other user processes (class ``neighbours``): their parents, reaped children's and own time
     others: Reapers = field(default_factory=dict)
 
 
@@ -65,24 +66,26 @@ def _stat_fields(pid: str) -> list[str]:
     return text.rpartition(")")[2].split() if text else []
 
 
-def _processes() -> dict[int, tuple[int, bool, int]]:
-    """pid → (ppid, is a kernel thread, its reaped children's CPU ns) of every process."""
-    out: dict[int, tuple[int, bool, int]] = {}
+def _processes() -> dict[int, tuple[int, bool, int, int]]:
+    """pid → (ppid, is a kernel thread, its reaped children's CPU ns, its own CPU ns) of every
+    process."""
+    out: dict[int, tuple[int, bool, int, int]] = {}
     for e in os.listdir("/proc"):
         if not e.isdigit():
             continue
         f = _stat_fields(e)
-        try:  # f[0] is field 3 (state): ppid is field 4, flags field 9, cutime/cstime 16/17
+        try:  # f[0] is field 3 (state): ppid field 4, flags 9, utime/stime 14/15, cutime/cstime 16/17
+            own = (int(f[11]) + int(f[12])) * 1_000_000_000 // CLK_TCK
             reaped = (int(f[13]) + int(f[14])) * 1_000_000_000 // CLK_TCK
-            out[int(e)] = (int(f[1]), bool(int(f[6]) & _KTHREAD), reaped)
+            out[int(e)] = (int(f[1]), bool(int(f[6]) & _KTHREAD), reaped, own)
         except (IndexError, ValueError):
             continue
     return out
 
 
-def _descendants(procs: Mapping[int, tuple[int, bool, int]], root: int) -> set[int]:
+def _descendants(procs: Mapping[int, tuple[int, bool, int, int]], root: int) -> set[int]:
     kids: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in procs.items():
+    for pid, (ppid, _, _, _) in procs.items():
         kids.setdefault(ppid, []).append(pid)
     out: set[int] = set()
     todo = list(kids.get(root, ()))
@@ -135,11 +138,11 @@ def snapshot(devices: Sequence[str], devnos: Sequence[str]) -> Snapshot:
     mine = _descendants(procs, me)
     threads: Threads = {}
     others: Reapers = {
-        pid: (ppid, reaped)
-        for pid, (ppid, kthread, reaped) in procs.items()
+        pid: (ppid, reaped, own)
+        for pid, (ppid, kthread, reaped, own) in procs.items()
         if not kthread and pid != me and pid not in mine
     }
-    for pid, (_, kthread, _) in procs.items():
+    for pid, (_, kthread, _, _) in procs.items():
         try:
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -217,22 +220,31 @@ def reaped_by_others(samples: Sequence[tuple[float, Snapshot]]) -> dict[int, int
     (the child's threads and its own reaped children). A child of a kernel thread (a usermode
     helper) is reaped where no look reaches: what was seen of it stays where it was. A thread
     that exits before its process is held as seen until the process goes (its time is in
-    what the parent reaps, and was counted while it ran)."""
+    what the parent reaps, and was counted while it ran); a process seen at the first look
+    had run before the point, its threads that had already exited too (its own time then,
+    less its threads', none of it the point's)."""
     out: dict[int, int] = {}
-    exited: dict[int, int] = {}  # pid → what was seen of its threads that are gone, ns
-    prev = samples[0][1]
+    first = samples[0][1]
+    # pid → what was seen of its threads that are gone (ns); at first, the time before the
+    # point of the threads no look saw (its own time at the first look less its threads')
+    held: dict[int, int] = {pid: own for pid, (_, _, own) in first.others.items()}
+    for (pid, _), (_, ns, _) in first.threads.items():
+        if pid in held:
+            held[pid] -= ns
+    held = {pid: max(0, ns) for pid, ns in held.items()}
+    prev = first
     for _, snap in samples[1:]:
-        for pid, (_, ns) in snap.others.items():
+        for pid, (_, ns, _) in snap.others.items():
             grew = ns - (prev.others[pid][1] if pid in prev.others else 0)
             if grew > 0:
                 out[pid] = out.get(pid, 0) + grew
         for (pid, tid), (_, ns, _) in prev.threads.items():
             if pid in prev.others and (pid, tid) not in snap.threads:
-                exited[pid] = exited.get(pid, 0) + ns
-        for pid, (ppid, reaped) in prev.others.items():
+                held[pid] = held.get(pid, 0) + ns
+        for pid, (ppid, reaped, _) in prev.others.items():
             if pid in snap.others:
                 continue
-            seen = exited.pop(pid, 0)
+            seen = held.pop(pid, 0)
             if ppid in prev.others:
                 out[ppid] = out.get(ppid, 0) - seen - reaped
         prev = snap
