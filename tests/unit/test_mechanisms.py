@@ -259,6 +259,37 @@ def test_per_call_cost() -> None:
     assert w.kind == "per-call" and "4.0 KiB" in w.sentence
 
 
+def _calls_of(b: budget.Budget, size: int, copy_part: float) -> budget.Budget:
+    """``b`` with every call moving ``size`` bytes and the copy ``copy_part`` of its time on a CPU."""
+    oncpu = b.totals["user"] + b.totals["kernel"]
+    return budget.Budget(
+        b.window,
+        b.window_source,
+        tuple(
+            budget.ThreadBudget(t.tid, t.comm, t.cgroup, t.wall_s, t.seconds, t.syscalls, t.syscalls * size)
+            for t in b.threads
+        ),
+        b.left_out,
+        b.totals,
+        kernel_paths={"copy": copy_part * oncpu, "page_cache": 0.1},
+    )
+
+
+def test_a_copy_of_about_half_says_how_much_and_what_the_rest_is() -> None:
+    """4 KiB calls, the copy 52% of the time on a CPU (the per-call wall's line is 50%: a
+    corpus run of 4 KiB page-cache reads read 45-53%): the copy wall, not "mostly copying",
+    and the rest named as each call's cost. At 1 MiB a call the rest is not the calls'."""
+    b = _budget([], {}, cpu=3.8, user=1.5, syscw=1_900_000, profile={"fio;x_[k];filemap_read_[k]": 100})
+    w = _wall(_calls_of(b, 4096, 0.52), device_wall.Device())
+    assert w.kind == "memcopy" and "mostly" not in w.sentence, w.sentence
+    assert "copying to or from user space for 52% of its CPU time" in w.sentence
+    assert "(the rest, 48%, is each call's own cost at calls of 4.0 KiB" in w.sentence
+    big = _wall(_calls_of(b, 1 << 20, 0.52), device_wall.Device())
+    assert big.kind == "memcopy" and "for 52%" in big.sentence and "the rest" not in big.sentence
+    most = _wall(_calls_of(b, 4096, 0.7), device_wall.Device())
+    assert "mostly copying to or from user space (70% of its CPU time)" in most.sentence
+
+
 def test_the_affinity_mask() -> None:
     th = [
         _thread(i, wall_s=4.0, cpu=1.9, delay=1.9, user=0.1, blocked={}, comm="fio") | {"allowed_cpus": [0]}

@@ -234,6 +234,29 @@ def _copy_ceiling(ctx: Mapping[str, float], copy_rate: float) -> tuple[float | N
     return ceiling, alone, bool(mc and threads)
 
 
+#: the copy's share of the time on a CPU from which a copy wall says "mostly copying"
+MOSTLY = 0.6
+
+
+def _copying(b: Budget, copy_s: float, oncpu: float, moved: float, rate: float) -> str:
+    """How much of the time on a CPU the copy took, in words: "mostly" from ``MOSTLY``; below
+    it, the copy only just outweighs the rest, which with calls of ``PER_CALL_BYTES`` or less
+    is each call's own cost (the per-call wall's side of the line), said with it."""
+    part = copy_s / oncpu
+    at = f"at {fmt_rate(rate)} while copying"
+    if part >= MOSTLY:
+        return f"mostly copying to or from user space ({fmt_share(part)} of its CPU time) {at}"
+    calls = sum(t.syscalls for t in b.threads)
+    per = moved / calls if calls else 0.0
+    rest = (
+        f" (the rest, {fmt_share(1.0 - part)}, is each call's own cost at calls of "
+        f"{fmt_bytes(per)}: larger blocks would move that part)"
+        if 0 < per <= PER_CALL_BYTES
+        else ""
+    )
+    return f"copying to or from user space for {fmt_share(part)} of its CPU time {at}{rest}"
+
+
 def _copy_wall(
     share: float,
     b: Budget,
@@ -254,10 +277,7 @@ def _copy_wall(
     ceiling, alone, beside = _copy_ceiling(ctx, copy_rate)
     if alone:
         ev["copying_at_once"] = round(at_once, 2)
-    copying = (
-        f"mostly copying to or from user space ({fmt_share(copy_s / oncpu)} of its CPU "
-        f"time) at {fmt_rate(copy_rate)} while copying"
-    )
+    copying = _copying(b, copy_s, oncpu, moved, copy_rate)
     if not ceiling:
         return Wall(
             "memcopy",
