@@ -372,6 +372,12 @@ def test_bdev_rwmix_on_four_given_devices(loops: MakeLoop, allow_list: Path, tmp
     stored = Store(env["IOWALL_DB"]).runs()
     assert stored[0].bed["partitions"] == devs
     assert [d["path"] for d in stored[0].bed["devices"]] == devs
+    # fio's invalidate off (it would flush each device at every pass), said and in the job run
+    assert any(n.startswith("invalidate=0 (the seed ran fio's default, 1)") for n in doc["notes"])
+    art = Store(env["IOWALL_DB"]).artifact(stored[0].id or 0, "inst1_job.fio")
+    assert art is not None, [a.name for a in stored[0].artifacts]
+    body = art.body.decode() if isinstance(art.body, bytes) else str(art.body)
+    assert "invalidate=0" in body, body
 
 
 def test_bed_spec_device_forms() -> None:

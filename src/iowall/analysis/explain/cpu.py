@@ -236,12 +236,16 @@ def _copy_ceiling(ctx: Mapping[str, float], copy_rate: float) -> tuple[float | N
 
 #: the copy's share of the time on a CPU from which a copy wall says "mostly copying"
 MOSTLY = 0.6
+#: a page: calls of at most this move one page each
+PAGE = 4096
 
 
 def _copying(b: Budget, copy_s: float, oncpu: float, moved: float, rate: float) -> str:
     """How much of the time on a CPU the copy took, in words: "mostly" from ``MOSTLY``; below
-    it, the copy only just outweighs the rest, which with calls of ``PER_CALL_BYTES`` or less
-    is each call's own cost (the per-call wall's side of the line), said with it."""
+    it, the copy only just outweighs the rest, which with calls of a page or less is each
+    call's own cost (the per-call wall's side of the line; a page a call, the page cache's
+    work per page is per call too), said with it. With larger calls the rest may be work per
+    page, which larger blocks would not move: only the share is said."""
     part = copy_s / oncpu
     at = f"at {fmt_rate(rate)} while copying"
     if part >= MOSTLY:
@@ -251,7 +255,7 @@ def _copying(b: Budget, copy_s: float, oncpu: float, moved: float, rate: float) 
     rest = (
         f" (the rest, {fmt_share(1.0 - part)}, is each call's own cost at calls of "
         f"{fmt_bytes(per)}: larger blocks would move that part)"
-        if 0 < per <= PER_CALL_BYTES
+        if 0 < per <= PAGE
         else ""
     )
     return f"copying to or from user space for {fmt_share(part)} of its CPU time {at}{rest}"
