@@ -118,17 +118,24 @@ PER_CALL_MAX_US = 20.0
 KERNEL_MECHANISM = 0.30
 
 
+def _calls(b: Budget) -> tuple[float, float, float]:
+    """The workload's calls, the bytes a call moved and the CPU microseconds a call cost (0
+    when it made none)."""
+    calls = sum(t.syscalls for t in b.threads)
+    if not calls:
+        return 0.0, 0.0, 0.0
+    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
+    return calls, sum(t.bytes for t in b.threads) / calls, oncpu / calls * 1e6
+
+
 def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
     """A CPU wall where each call moves little and the copy is a small part of its cost: the
     fixed cost of a call (syscall entry and exit, lookups, the generator's own work per I/O)
     holds it. Not when the threads queue behind each other: then the CPUs are the wall."""
-    calls = sum(t.syscalls for t in b.threads)
-    moved = sum(t.bytes for t in b.threads)
+    calls, per, us_call = _calls(b)
     oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
-    if not calls or not moved or not oncpu or b.shares.get("runnable:own", 0.0) >= 0.10:
+    if not calls or not per or not oncpu or b.shares.get("runnable:own", 0.0) >= 0.10:
         return None
-    per = moved / calls
-    us_call = oncpu / calls * 1e6
     if per > PER_CALL_BYTES or copy_s / oncpu >= PER_CALL_COPY or us_call > PER_CALL_MAX_US:
         return None
     copy_us = copy_s / calls * 1e6
@@ -240,22 +247,21 @@ MOSTLY = 0.6
 PAGE = 4096
 
 
-def _copying(b: Budget, copy_s: float, oncpu: float, moved: float, rate: float) -> str:
+def _copying(b: Budget, copy_s: float, oncpu: float, rate: float) -> str:
     """How much of the time on a CPU the copy took, in words: "mostly" from ``MOSTLY``; below
-    it, the copy only just outweighs the rest, which with calls of a page or less is each
-    call's own cost (the per-call wall's side of the line; a page a call, the page cache's
-    work per page is per call too), said with it. With larger calls the rest may be work per
-    page, which larger blocks would not move: only the share is said."""
+    it only the share, and with calls of a page or less that cost a call's CPU
+    (``PER_CALL_MAX_US``), the rest as each call's own cost (the per-call wall's side of the
+    line; a page a call, the page cache's work per page is per call too). With larger calls
+    the rest may be work per page, which larger blocks would not move."""
     part = copy_s / oncpu
     at = f"at {fmt_rate(rate)} while copying"
     if part >= MOSTLY:
         return f"mostly copying to or from user space ({fmt_share(part)} of its CPU time) {at}"
-    calls = sum(t.syscalls for t in b.threads)
-    per = moved / calls if calls else 0.0
+    _, per, us_call = _calls(b)
     rest = (
         f" (the rest, {fmt_share(1.0 - part)}, is each call's own cost at calls of "
         f"{fmt_bytes(per)}: larger blocks would move that part)"
-        if 0 < per <= PAGE
+        if 0 < per <= PAGE and us_call <= PER_CALL_MAX_US
         else ""
     )
     return f"copying to or from user space for {fmt_share(part)} of its CPU time {at}{rest}"
@@ -281,7 +287,7 @@ def _copy_wall(
     ceiling, alone, beside = _copy_ceiling(ctx, copy_rate)
     if alone:
         ev["copying_at_once"] = round(at_once, 2)
-    copying = _copying(b, copy_s, oncpu, moved, copy_rate)
+    copying = _copying(b, copy_s, oncpu, copy_rate)
     if not ceiling:
         return Wall(
             "memcopy",

@@ -281,12 +281,11 @@ def decide(
     ps = [p for p, _, _ in tested]
     gates = [gating(r.metric, fail_on) for r in rows]
     qs = _family_q(ps, gates)
-    orders = _family_q(
-        [_order_p(r, res.floor) if g else 1.0 for r, g in zip(rows, gates, strict=True)], gates
-    )
+    seps = [_ordered(r, res.floor) if g else None for r, g in zip(rows, gates, strict=True)]
+    orders = _family_q([1.0 / math.comb(k[0] + k[1], k[1]) if k else 1.0 for k in seps], gates)
     out = []
-    for r, p, q, oq, gate, (_, kb, kn) in zip(rows, ps, qs, orders, gates, tested, strict=True):
-        status, why = _status(res, r, (q, oq), gate, fdr, accept, today, supplied=tests is not None)
+    for r, p, q, k, oq, gate, (_, kb, kn) in zip(rows, ps, qs, seps, orders, gates, tested, strict=True):
+        status, why = _status(res, r, (q, oq, k), gate, fdr, accept, today, supplied=tests is not None)
         out.append(Verdict(r, p, q, status, why, gate, (kb, kn)))
     return GateResult(res, tuple(out), fdr, res.floor, method)
 
@@ -300,7 +299,7 @@ def machine_busier(res: GateResult, base: Sequence[Run], new: Sequence[Run]) -> 
     are read with the whole sides."""
     b_by = {r.id: r for r in base if r.id is not None}
     n_by = {r.id: r for r in new if r.id is not None}
-    whole: list[tuple[str, ...]] = []  # the whole sides' reading, made once when a row needs it
+    whole: tuple[str, ...] | None = None  # the whole sides' reading, made once if a row needs it
     out = []
     for v in res.verdicts:
         if v.status != "regression":
@@ -311,8 +310,8 @@ def machine_busier(res: GateResult, base: Sequence[Run], new: Sequence[Run]) -> 
         if b and n:
             taken = busier(b, n)
         else:
-            whole[:] = whole or [busier(base, new)]
-            taken = whole[0]
+            whole = busier(base, new) if whole is None else whole
+            taken = whole
         out.append(
             replace(
                 v,
@@ -341,7 +340,7 @@ def _family_q(ps: Sequence[float], gates: Sequence[bool]) -> list[float]:
 def _status(
     res: CompareResult,
     r: Row,
-    qs: tuple[float, float],
+    qs: tuple[float, float, tuple[int, int] | None],
     gate: bool,
     fdr: float,
     accept: Sequence[Accept],
@@ -351,8 +350,9 @@ def _status(
 ) -> tuple[Status, str]:
     """One row's status and why: a regression is called by compare's rule (or the caller's
     interval) and its family's q-value; worse beyond the floor but not shown is inconclusive.
-    ``qs``: the row's q-value, and that of its invocations' order (``_order_p``)."""
-    q, order_q = qs
+    ``qs``: the row's q-value, that of its invocations' order and their counts when in order
+    (``_ordered``)."""
+    q, order_q, k = qs
     c = r.cmp
     one = min(c.n_base, c.n_new) < 2
     if res.emulated:  # compare judges no row of an emulated guest, nor does the gate
@@ -376,7 +376,7 @@ def _status(
             "worse beyond the floor but not shown: "
             + ("one run on a side" if one else f"q = {q:.2g}, but the interval includes no change")
         )
-    if gate and order_q <= fdr and (k := _separated(r, res.floor)):
+    if gate and k and order_q <= fdr:
         return "inconclusive", (
             f"worse beyond the floor in every invocation ({k[1]} new, each worse than all {k[0]} "
             f"base by more than {res.floor:.0%}; that order 1 in {math.comb(k[0] + k[1], k[1])} "
@@ -385,18 +385,17 @@ def _status(
     return "same", ""
 
 
-def _order_p(r: Row, floor: float) -> float:
-    """The chance under no change of a row's invocations in the order ``_separated`` finds
-    (every new one worse than every base one: 1 in C(kb + kn, kn), the exact one-sided p of a
-    rank test at its extreme), for a row worse beyond the floor and shown by the runs'
-    interval; 1.0 otherwise. Corrected over the gating rows like their own p-values
-    (Benjamini-Hochberg), so the order makes a row inconclusive at the gate's stated rate:
-    alone, three gating rows at 4 and 3 invocations would do so in up to 3 A/As in 35."""
+def _ordered(r: Row, floor: float) -> tuple[int, int] | None:
+    """``_separated`` for a row worse beyond the floor and shown by the runs' interval, else
+    None. Such an order has a chance of 1 in C(kb + kn, kn) under no change (the exact
+    one-sided p of a rank test at its extreme), which ``decide`` corrects over the gating rows
+    like their own p-values (Benjamini-Hochberg), so the order makes a row inconclusive at the
+    gate's stated rate: alone, three gating rows at 4 and 3 invocations would do so in up to
+    3 A/As in 35."""
     c = r.cmp
     if not (c.significant and _worse(r) and abs(c.ratio - 1.0) > floor):
-        return 1.0
-    k = _separated(r, floor)
-    return 1.0 / math.comb(k[0] + k[1], k[1]) if k else 1.0
+        return None
+    return _separated(r, floor)
 
 
 def _separated(r: Row, floor: float) -> tuple[int, int] | None:
