@@ -27,7 +27,7 @@ on the calibration corpus are at most ``FA_REPLAY`` per 100 gated results: the c
 in every world seen, not on their average: held out, corpora 2 and 3 ran 1.3 and 2.3 times
 the false alarms of the calibration at the level it chose).
 
-Twelve corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
+Thirteen corpora: ``benchmarks/corpus.py`` (``--corpus 1``, seed 24), ``benchmarks/corpus2.py``
 (``--corpus 2``, seed 77: two modes taking turns or switching often, t with 2 df, Cauchy
 contamination, repeats sharing a run effect, Laplace noise at CV 1-30%, spikes, drift) and
 ``benchmarks/corpus3.py`` (``--corpus 3``, seed 131, the held-out one: serial correlation,
@@ -53,7 +53,10 @@ excursions of either sign inside four of them) and ``benchmarks/corpus11.py`` (`
 heat, a drive's patrol scan, an unstable TSC, untrimmed writes, journal commits, rechecked
 means, SMT placement) and ``benchmarks/corpus12.py`` (``--corpus 12``, seed 947, held out,
 reported once: cloud and CI virtual machines, burstable volumes, live migration, neighbours,
-instance types, lazily restored volumes, steal time, ballooning, snapshots).
+instance types, lazily restored volumes, steal time, ballooning, snapshots) and
+``benchmarks/corpus13.py`` (``--corpus 13``, seed 1049, held out: networked and distributed
+storage and a lab pool, Ceph scrubs and recovery, an NFS server's cache, incast, a shared
+filer, multipath failover, MTU and offload episodes, machines drawn from a pool).
 ``--calibrate-on A --report-on B`` calibrates the levels on corpus A (its seed + 1000; ``1,2``
 pools two) and reports on corpus B (its seed): with B not among A, on data the thresholds were
 not tuned on.
@@ -105,6 +108,7 @@ CORPORA = {
     10: ("corpus10", 719),
     11: ("corpus11", 823),
     12: ("corpus12", 947),
+    13: ("corpus13", 1049),
 }
 Detector = Callable[[Sequence[float]], list[int]]
 Alarms = Callable[[Series], list[int]]

@@ -517,7 +517,7 @@ KINDS2: dict[str, Kind] = {
         _kind("not-merged", W4K_QD32, W4K_QD32, t_not_merged, bed=_ram(), knobs={"nomerges": 2}),
         _kind(
             "per-call",
-            TMPFS_READ.format(bs="4k"),
+            TMPFS_READ.format(bs="1k"),
             TMPFS_READ.format(bs="1M"),
             t_per_call,
             bed=TMPFS,
