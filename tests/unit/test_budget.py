@@ -622,3 +622,29 @@ def test_serial_io_beside_a_lock_is_the_locks() -> None:
     # alone, the same device side still says a deeper queue would move it
     alone = _decide({0: 380}, [IO], dev)
     assert alone is not None and "more jobs or a deeper queue would move it" in alone.sentence
+
+
+def test_the_cost_of_each_io_is_over_the_seconds_the_counts_cover() -> None:
+    # a job thread the probe saw from 1.0 s to 3.6 s of a window from 0.9 s to 3.9 s (it
+    # started between two looks and exited before the next one): 2,600 calls of 16 KiB in
+    # those 2.6 s are 1,000 calls a second, as fio's own count says, not 867 over the window
+    from iowall.analysis.explain.cost import cost_of
+
+    th = _thread(1, wall_s=2.6, cpu=2.6, delay=0.0, user=1.0, blocked={}, syscw=2600, t0=1.0)
+    b = budget.compute(_doc([th], []), (0.9, 3.9), "test")
+    assert b is not None
+    assert b.window_s == pytest.approx(3.0)
+    assert b.counted_s == pytest.approx(2.6)
+    dev = device_wall.Device(direction="write", io_bytes=16384.0, workload_bytes_per_s=1000 * 16384.0)
+    c = cost_of(b, dev)
+    assert c is not None
+    assert c.calls_per_s == pytest.approx(1000.0)
+    assert c.ios_per_s == pytest.approx(1000.0)
+    # one call is one I/O here: the CPU of each is the same, 1 ms
+    assert c.cpu_us_per_call == pytest.approx(1000.0)
+    assert c.cpu_us_per_io == pytest.approx(1000.0)
+    assert c.cpu_ms_per_mib == pytest.approx(64.0)  # 64 I/Os of 1 ms a MiB
+    # two threads seen over the same looks are counted once, not twice
+    two = [th, _thread(2, wall_s=2.6, cpu=2.6, delay=0.0, user=1.0, blocked={}, syscw=2600, t0=1.0)]
+    b2 = budget.compute(_doc(two, []), (0.9, 3.9), "test")
+    assert b2 is not None and b2.counted_s == pytest.approx(2.6)

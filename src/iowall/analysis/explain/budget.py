@@ -23,6 +23,7 @@ left out and named. Shares are of the summed wall time of the threads kept.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,8 @@ class ThreadBudget:
     bytes: float
     #: the CPUs the thread may run on (its affinity mask), when the probe read it
     allowed_cpus: tuple[int, ...] | None = None
+    #: the probe's times of the looks its counts lie between (its part of the window)
+    span: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,18 @@ class Budget:
     def window_s(self) -> float:
         return self.window[1] - self.window[0]
 
+    @property
+    def counted_s(self) -> float:
+        """The seconds the threads' counts cover: the union of their spans (a thread that
+        starts or exits inside the window is counted only while the probe saw it, so rates of
+        its counts are over this, not over the window); the window without threads."""
+        spans = sorted(t.span for t in self.threads if t.span[1] > t.span[0])
+        total, end = 0.0, -math.inf
+        for a, z in spans:
+            total += max(0.0, z - max(a, end))
+            end = max(end, z)
+        return total or self.window_s
+
 
 def _edge_rows(rows: Sequence[Sequence[float]], w0: float, w1: float) -> tuple[int, int] | None:
     """Indices of the rows that bracket the thread's part of the window."""
@@ -155,10 +170,10 @@ def compute(
     cg_delta = _cgroup_deltas(doc, w0, w1)
     group_delay = _group_delays(workers)
     kept: list[ThreadBudget] = []
-    for th, d, wall, reasons in workers:
+    for th, d, span, reasons in workers:
         cg = int(th.get("cgroup", -1))
         quota_part = _quota_part(doc, cg_delta, cg, group_delay.get(cg, 0.0))
-        kept.append(_thread_budget(th, d, wall, reasons, quota_part, cpus))
+        kept.append(_thread_budget(th, d, span, reasons, quota_part, cpus))
     totals = {c: sum(t.seconds[c] for t in kept) for c in CATEGORIES}
     blocked_fn, blocked_sys, blocked_leaf, blocked_mech = _tally(blocked)
     tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
@@ -202,16 +217,16 @@ def _measured(doc: Mapping[str, Any], w0: float, w1: float) -> tuple[list[_Measu
     for th in doc.get("threads", ()):
         m = _measure(th, stacks, fields, w0, w1)
         if m is not None:
-            d, wall, reasons, sampled = m
-            measured.append((th, d, wall, reasons))
+            d, span, reasons, sampled = m
+            measured.append((th, d, span, reasons))
             blocked.extend(sampled)
     return measured, blocked
 
 
 def _measure(
     th: Mapping[str, Any], stacks: Sequence[str], fields: Mapping[str, int], w0: float, w1: float
-) -> tuple[dict[str, float], float, dict[str, float], list[_Blocked]] | None:
-    """A thread's counters' change and wall time between the rows that bracket its part of the window
+) -> tuple[dict[str, float], tuple[float, float], dict[str, float], list[_Blocked]] | None:
+    """A thread's counters' change and the rows' times between the rows that bracket its part of the window
     (``_edge_rows``), its blocked samples read by ``offcpu.classify`` (preempted: running); None if absent."""
     rows = th.get("rows") or []
     edges = _edge_rows(rows, w0, w1)
@@ -232,7 +247,7 @@ def _measure(
                 continue
             reasons[c.reason] = reasons.get(c.reason, 0) + n
             sampled.append((c.reason, c.function, stacks[sid], n))
-    return d, wall, reasons, sampled
+    return d, (float(a[0]), float(b[0])), reasons, sampled
 
 
 def _tally(
@@ -273,7 +288,7 @@ def _group_delays(workers: Sequence[_Measured]) -> dict[int, float]:
 def _thread_budget(
     th: Mapping[str, Any],
     d: Mapping[str, float],
-    wall: float,
+    span: tuple[float, float],
     reasons: Mapping[str, float],
     quota_part: float,
     cpus: tuple[float, float] | None,
@@ -281,6 +296,7 @@ def _thread_budget(
     """One worker's time by category: on a CPU (schedstat run time, split by utime/stime ticks), runnable
     (run delay: ``quota_part``, then ``_own_part``, then others'), blocked (``_blocked_seconds``)."""
     cg = int(th.get("cgroup", -1))
+    wall = span[1] - span[0]
     oncpu, delay = d["exec_ns"] / 1e9, d["delay_ns"] / 1e9
     ticks = d["utime"] + d["stime"]
     user = oncpu * (d["utime"] / ticks) if ticks else 0.0
@@ -303,6 +319,7 @@ def _thread_budget(
         d["syscr"] + d["syscw"],
         d["rchar"] + d["wchar"],
         _allowed(th.get("allowed_cpus")),
+        span,
     )
 
 

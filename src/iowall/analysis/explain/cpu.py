@@ -142,14 +142,14 @@ def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
     return Wall(
         "per-call",
         f"Per-call cost: {who} was on a CPU {fmt_share(share)} of its time making "
-        f"{calls / b.window_s:,.0f} calls/s of {fmt_bytes(per)} each, {us_call:.1f} us of CPU a call, "
+        f"{calls / b.counted_s:,.0f} calls/s of {fmt_bytes(per)} each, {us_call:.1f} us of CPU a call, "
         f"of which the copy took {copy_us:.1f} us ({fmt_share(copy_s / oncpu)}); the rest is the "
         f"call's own cost (entry and exit, lookups, {who}'s own work per I/O: "
         f"{fmt_share(b.totals.get('user', 0.0) / oncpu)} in user space): larger blocks or batched "
         "submission would move it.",
         share,
         {
-            "calls_per_s": round(calls / b.window_s),
+            "calls_per_s": round(calls / b.counted_s),
             "bytes_per_call": round(per),
             "cpu_us_per_call": round(us_call, 2),
         },
@@ -283,7 +283,7 @@ def _copy_wall(
     ev = dict(ev)
     copy_rate = moved / copy_s if copy_s else 0.0  # bytes per second spent copying
     ev["copy_bytes_per_s"] = round(copy_rate)
-    at_once = copy_s / b.window_s if b.window_s else 0.0
+    at_once = copy_s / b.counted_s if b.counted_s else 0.0
     ceiling, alone, beside = _copy_ceiling(ctx, copy_rate)
     if alone:
         ev["copying_at_once"] = round(at_once, 2)

@@ -16,8 +16,9 @@ from typing import Any
 
 from .offcpu import IDLE
 
-#: One thread over its part of the window: its document, counters' change, wall time, samples by reason
-Measured = tuple[Mapping[str, Any], dict[str, float], float, dict[str, float]]
+#: One thread over its part of the window: its document, counters' change, the probe's times of
+#: the two looks its counters' change lies between, samples by reason
+Measured = tuple[Mapping[str, Any], dict[str, float], tuple[float, float], dict[str, float]]
 
 #: a thread is the point's worker when it moved at least this share of the busiest thread's
 #: bytes through read/write calls, or was on a CPU this share of its time, or was blocked
@@ -55,16 +56,16 @@ def workers(measured: Sequence[Measured]) -> tuple[list[Measured], list[str]]:
     }
     out: list[Measured] = []
     left: list[str] = []
-    for (th, d, wall, reasons), (idle, moved) in zip(measured, looks, strict=True):
+    for (th, d, span, reasons), (idle, moved) in zip(measured, looks, strict=True):
         working = sum(n for r, n in reasons.items() if r not in IDLE) / (d["samples"] or 1.0)
         alone = int(th.get("pid", -1)) not in busy and bool(busy)  # its process only waits
         helper = idle and (max_bytes >= WORKER_MIN_BYTES or alone)
         if (
             moved
-            or (d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * wall and not helper)
+            or (d["exec_ns"] / 1e9 >= WORKER_CPU_SHARE * (span[1] - span[0]) and not helper)
             or working >= WORKER_BLOCKED_SHARE
         ):
-            out.append((th, d, wall, reasons))
+            out.append((th, d, span, reasons))
         else:
             left.append(f"{th.get('comm')} ({th.get('tid')})")
     return out, left
