@@ -226,6 +226,11 @@ def test_what_held_the_writeback_an_fsync_waited_for() -> None:
     assert (loop.kind, loop.mechanism) == ("fsync", "loop-worker") and "/dev/shm/b.img" in loop.sentence
     plain = _wall(b, device_wall.Device())
     assert (plain.kind, plain.mechanism) == ("fsync", "writeback")
+    # the wait named as what it is, not a bare "most of its wait (function)"
+    assert (
+        "most of its wait on its pages' writeback (btrfs_sync_file, asleep in folio_wait_writeback)"
+        in plain.sentence
+    ), plain.sentence
     jbd2 = _wall(
         _budget(["x;ext4_sync_file;jbd2_complete_transaction;jbd2_log_wait_commit"], {0: 380}),
         device_wall.Device(),

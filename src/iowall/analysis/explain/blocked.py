@@ -80,8 +80,12 @@ def _fsync(
     held, held_said = _held_by(mech, helpers, dev)
     if mech and mech != "writeback":
         said += f", most of its wait in {_mech_words(mech)}" + (f" ({where})" if where else "")
-    elif where:
+    elif mech == "writeback":  # the wait is on the writeback of its own pages
+        said += ", most of its wait on its pages' writeback" + (f" ({where})" if where else "")
+    elif log:
         said += f", most of its wait{log} ({where})"
+    elif where:
+        said += f", most of its wait in {where}"
     return Wall(
         "fsync",
         said + held_said + ".",
