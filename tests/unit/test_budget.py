@@ -592,6 +592,33 @@ def test_a_lock_that_leaves_cpus_unused_is_the_wall() -> None:
     assert d.wall.evidence["cpu_headroom"] == pytest.approx(2 / 1.7, abs=1e-3)
 
 
+def test_lock_cpus_are_counted_over_the_threads_lives_not_the_window() -> None:
+    # eight writers that live the middle 2 s of a 4 s window, asleep on the lock the rest of
+    # their lives; the tasks probe's mean over the window halves their CPUs (the bed ran nothing
+    # else). While they lived they used 2.4 CPU-s in 2 s: 1.20 CPUs, not 0.60
+    ths = [
+        _thread(i, wall_s=2.0, cpu=0.3, delay=0.2, user=0.05, blocked={0: 150}, t0=1.0) for i in range(1, 9)
+    ]
+    ctx = {"jobs": 8, "cpus": 2}
+    b = budget.compute(_doc(ths, [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 0.6))
+    assert b is not None and b.counted_s == pytest.approx(2.0)
+    split = wall.lock_cpus(b, ctx)
+    assert split is not None and split[0] == pytest.approx(1.2) and split[2] == pytest.approx(0.8)
+    d = wall.decide(b, device_wall.Device(), ctx)
+    assert d.wall is not None and d.wall.kind == "lock", d
+    assert "Its work used 1.20 of 2 CPUs" in d.wall.sentence
+    assert d.wall.evidence["cpu_headroom"] == pytest.approx(2 / 1.2, abs=1e-3)
+    # the same writers using 1.96 CPUs while they lived (0.98 over the window): the CPUs were
+    # full of their work while the lock chose who waited, and that is the wall
+    ths = [
+        _thread(i, wall_s=2.0, cpu=0.49, delay=0.6, user=0.05, blocked={0: 91}, t0=1.0) for i in range(1, 9)
+    ]
+    full = budget.compute(_doc(ths, [LOCK]), (0.0, 4.0), "test", cpus=(0.05, 0.98))
+    assert full is not None and wall.lock_turns(full, ctx) > 0.0
+    d = wall.decide(full, device_wall.Device(), ctx)
+    assert d.wall is not None and d.wall.kind == "cpu-kernel", d
+
+
 def test_a_writer_writing_back_in_fadvise_under_fio_is_told_why() -> None:
     # fio's invalidate (on by default) drops a file's pages with fadvise(DONTNEED) before each
     # pass: eight writers of a file each, ram bed, spent 53% of their time writing back there

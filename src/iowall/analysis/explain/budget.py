@@ -121,6 +121,21 @@ class Budget:
         return self.window[1] - self.window[0]
 
     @property
+    def oncpu_s(self) -> float:
+        """The workload's seconds on a CPU, in user space and in the kernel."""
+        return self.totals.get("user", 0.0) + self.totals.get("kernel", 0.0)
+
+    @property
+    def calls(self) -> float:
+        """The workload threads' read/write calls (their ``syscr`` + ``syscw``)."""
+        return sum(t.syscalls for t in self.threads)
+
+    @property
+    def moved_bytes(self) -> float:
+        """The bytes the workload threads' calls moved (their ``rchar`` + ``wchar``)."""
+        return sum(t.bytes for t in self.threads)
+
+    @property
     def counted_s(self) -> float:
         """The seconds the threads' counts cover: the union of their spans (a thread that
         starts or exits inside the window is counted only while the probe saw it, so rates of

@@ -16,12 +16,11 @@ def cost_of(b: Budget, dev: Device) -> Cost | None:
     bytes are its rate times those seconds: a job thread seen from 1.07 s to 4.71 s of a
     window from 0.96 s to 4.95 s made 2.16 million calls a second over the window and 2.37
     million while it was seen, fio's own 2.36 million I/Os a second."""
-    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
+    oncpu = b.oncpu_s
     span = b.counted_s
     if not oncpu or not span:
         return None
-    calls = sum(t.syscalls for t in b.threads)
-    moved = sum(t.bytes for t in b.threads)
+    calls, moved = b.calls, b.moved_bytes
     fio_bytes = (dev.workload_bytes_per_s or 0.0) * span
     per_call: dict[str, float] = {}
     # read/write calls count only when they carried the I/O (not fio's reads of /proc

@@ -121,11 +121,10 @@ KERNEL_MECHANISM = 0.30
 def _calls(b: Budget) -> tuple[float, float, float]:
     """The workload's calls, the bytes a call moved and the CPU microseconds a call cost (0
     when it made none)."""
-    calls = sum(t.syscalls for t in b.threads)
+    calls = b.calls
     if not calls:
         return 0.0, 0.0, 0.0
-    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
-    return calls, sum(t.bytes for t in b.threads) / calls, oncpu / calls * 1e6
+    return calls, b.moved_bytes / calls, b.oncpu_s / calls * 1e6
 
 
 def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
@@ -133,7 +132,7 @@ def _per_call(share: float, b: Budget, who: str, copy_s: float) -> Wall | None:
     fixed cost of a call (syscall entry and exit, lookups, the generator's own work per I/O)
     holds it. Not when the threads queue behind each other: then the CPUs are the wall."""
     calls, per, us_call = _calls(b)
-    oncpu = b.totals.get("user", 0.0) + b.totals.get("kernel", 0.0)
+    oncpu = b.oncpu_s
     if not calls or not per or not oncpu or b.shares.get("runnable:own", 0.0) >= 0.10:
         return None
     if per > PER_CALL_BYTES or copy_s / oncpu >= PER_CALL_COPY or us_call > PER_CALL_MAX_US:
@@ -162,7 +161,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     kernel, user = b.totals.get("kernel", 0.0), b.totals.get("user", 0.0)
     oncpu = kernel + user
     paths = sorted(b.kernel_paths.items(), key=lambda kv: -kv[1])
-    moved = sum(t.bytes for t in b.threads)
+    moved = b.moved_bytes
     per_cpu_s = moved / oncpu if oncpu else 0.0
     on = _on_words(share, b, ctx)
     ev: dict[str, Any] = {

@@ -81,7 +81,7 @@ def _behind_lock(w: Wall) -> Wall:
 def _io_evidence(b: Budget, dev: Device) -> tuple[dict[str, Any], float | None]:
     """What every I/O wall shows: the device's busy share, requests in flight and time per I/O against
     the workload's wait per read/write call (returned too), with request and I/O sizes when known."""
-    ios = sum(t.syscalls for t in b.threads)
+    ios = b.calls
     wait = b.totals.get("blocked:io", 0.0)
     per_io = wait / ios if ios else None
     ev: dict[str, Any] = {
