@@ -34,6 +34,7 @@ STACKS = [
     ("x;ext4_sync_file;jbd2_complete_transaction;jbd2_log_wait_commit", "journal-commit"),
     ("x;ext4_dirty_inode;start_this_handle;add_transaction_credits", "journal-space"),
     ("x;xfs_file_fsync;xfs_log_force_seq;xlog_wait_on_iclog", "log-force"),
+    ("x;do_fsync;xfs_file_fsync;blkdev_issue_flush;submit_bio_wait", "cache-flush"),
     ("x;xfs_trans_alloc;xfs_trans_reserve;xfs_log_reserve;xlog_grant_head_wait", "log-space"),
     ("x;submit_bio;blk_mq_submit_bio;__blk_mq_alloc_requests;blk_mq_get_tag;io_schedule", "tags"),
     ("x;submit_bio;blk_mq_submit_bio;__rq_qos_throttle;wbt_wait;rq_qos_wait", "wbt"),
@@ -236,6 +237,39 @@ def test_what_held_the_writeback_an_fsync_waited_for() -> None:
         device_wall.Device(),
     )
     assert (jbd2.kind, jbd2.mechanism) == ("fsync", "journal-commit") and "jbd2" in jbd2.sentence
+
+
+#: the fsyncs of four buffered writers on the ram bed (the full limits run of 2026-12-01, run 49):
+#: samples of each stack, as the threadstate probe took them
+FSYNC_RUN49 = {
+    "x;do_fsync;xfs_file_fsync;blkdev_issue_flush;submit_bio_wait": 71,
+    "x;do_fsync;xfs_file_fsync;file_write_and_wait_range;__filemap_fdatawait_range;folio_wait_writeback;"
+    "folio_wait_bit": 67,
+    "x;do_fsync;xfs_file_fsync;file_write_and_wait_range;filemap_fdatawrite_wbc;do_writepages;"
+    "iomap_writepages;submit_bio_noacct_nocheck;blk_mq_submit_bio;__rq_qos_throttle;wbt_wait;rq_qos_wait": 59,
+    "x;do_fsync;xfs_file_fsync;xlog_wait_on_iclog": 34,
+    "x;do_fsync;xfs_file_fsync;xfs_log_force_seq;xlog_force_lsn": 26,
+    "x;do_fsync;xfs_file_fsync;xfs_log_force_seq;xlog_wait_on_iclog": 22,
+}
+
+
+def test_an_fsync_wait_no_mechanism_holds_most_of_is_told_in_its_parts() -> None:
+    stacks = list(FSYNC_RUN49)
+    b = _budget(stacks, dict(enumerate(FSYNC_RUN49.values())))
+    full = _dev(util=0.97, queue_depth=60.0)  # wbt in front of a full device counts as writeback
+    w = _wall(b, full)
+    assert w.kind == "fsync" and w.mechanism == "device", w
+    assert (
+        "its wait split: its pages' writeback 45%, the filesystem's log force 29%, "
+        "the device's cache flush 25%" in w.sentence
+    ), w.sentence
+    assert "most of its wait" not in w.sentence and "97% busy with 60 requests in flight" in w.sentence
+    # without the full device wbt is a part of its own
+    alone = _wall(b, device_wall.Device())
+    assert "writeback throttling (wbt) 21%" in alone.sentence and alone.mechanism == "", alone
+    # one mechanism with most of the wait is named as before
+    most = _wall(_budget(stacks[3:], {0: 150, 1: 120, 2: 100}), device_wall.Device())
+    assert "most of its wait in the filesystem's log force" in most.sentence and most.mechanism == "log-force"
 
 
 def test_an_fsync_with_no_sampled_function_says_none() -> None:

@@ -57,8 +57,9 @@ def blocked_wall(
 def _fsync(
     share: float, b: Budget, who: str, fn: str, mech: str, dev: Device, helpers: Mapping[str, float]
 ) -> Wall:
-    """In fsync (or fadvise64 writing back): the mechanism most of its wait was in (journal commit, log
-    force …) or the function it slept in, and what held the writeback it waited for (``_held_by``)."""
+    """In fsync (or fadvise64 writing back): the mechanism most of its wait was in (journal
+    commit, log force …) or, when none holds half of it, each part of the wait
+    (``_wait_parts``); and what held the writeback it waited for (``_held_by``)."""
     on = _on_cpu(b, "fsync", share)
     log = " in the filesystem's log force" if LOG_FORCE.match(fn) else ""
     call = b.syscalls.get("fsync", "")
@@ -72,11 +73,32 @@ def _fsync(
     leaf = b.leaves.get("fsync", "")
     where = f"{fn}, asleep in {leaf}" if leaf and leaf != fn else fn
     said = f"{who} spent {fmt_share(share)} of its time in {what}{on}"
+    parts = _wait_parts(b.mechanism_shares.get("fsync", {}), dev)
     if mech in QUEUEING and saturated(dev):
         # wbt or tags in the fsync's own writeback, in front of a device that is full
         # anyway: they decide where the queue forms, the device how fast it drains (the
         # limits --quick point: wbt_lat_usec 0 against 2000, 2614 vs 2292 MiB/s, ±26%)
         mech = "writeback"
+    if mech and parts and max(parts.values()) < MOST:
+        # no mechanism holds most of the wait: its parts, each with its share
+        held, held_said = _held_by("writeback", helpers, dev) if "writeback" in parts else ("", "")
+        words = {m: _PART_WORDS.get(m) or _mech_words(m) for m in parts}
+        named = [f"{words[m]} {fmt_share(x)}" for m, x in parts.items()]
+        other = b.mechanism_shares.get("fsync", {}).get("", 0.0)
+        if len(parts) == 1:
+            ((m, x),) = parts.items()
+            said += f", {fmt_share(x)} of its wait {'on' if m == 'writeback' else 'in'} {words[m]}"
+        else:
+            said += f", its wait split: {', '.join(named)}" + (
+                f", other waits {fmt_share(other)}" if other >= PART else ""
+            )
+        return Wall(
+            "fsync",
+            said + held_said + ".",
+            share,
+            {"function": fn, "syscall": call, "sleeps_in": leaf, "waits_in": "", "wait_parts": parts},
+            held,
+        )
     held, held_said = _held_by(mech, helpers, dev)
     if mech and mech != "writeback":
         said += f", most of its wait in {_mech_words(mech)}" + (f" ({where})" if where else "")
@@ -93,6 +115,26 @@ def _fsync(
         {"function": fn, "syscall": call, "sleeps_in": leaf, "waits_in": mech},
         held or (mech if mech != "writeback" else "") or ("writeback" if mech else ""),
     )
+
+
+#: a mechanism holds "most" of a wait from this share of its samples on
+MOST = 0.5
+#: a part of a split wait is named from this share of its samples on
+PART = 0.10
+#: a part's words where they differ from the mechanism's own
+_PART_WORDS = {"writeback": "its pages' writeback"}
+
+
+def _wait_parts(shares: Mapping[str, float], dev: Device) -> dict[str, float]:
+    """The known mechanisms of a wait holding at least ``PART`` of its samples, largest
+    first; in front of a saturated device the block layer's queueing counts as writeback
+    (``QUEUEING``): it says where the queue forms, not why."""
+    merged: dict[str, float] = {}
+    for m, x in shares.items():
+        k = "writeback" if m in QUEUEING and saturated(dev) else m
+        if k:
+            merged[k] = merged.get(k, 0.0) + x
+    return dict(sorted(((m, x) for m, x in merged.items() if x >= PART), key=lambda kv: -kv[1]))
 
 
 def _dirty_throttle(share: float, who: str, dev: Device, helpers: Mapping[str, float]) -> Wall:
@@ -136,6 +178,9 @@ _WORDS = {
     "log-tree": "btrfs's log-tree commit",
     "transaction-commit": "a btrfs transaction commit",
     "writeback": "writeback",
+    "cache-flush": "the device's cache flush",
+    "wbt": "writeback throttling (wbt)",
+    "tags": "waiting for a request tag",
 }
 
 

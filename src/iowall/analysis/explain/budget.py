@@ -96,6 +96,9 @@ class Budget:
     #: per blocked reason: the mechanism most of its samples stand for
     #: (``analysis.explain.kernel_knowledge``) and that share of the reason's samples
     mechanisms: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: per blocked reason: every mechanism's share of the reason's samples (``""``: stacks
+    #: the table does not know), largest first
+    mechanism_shares: dict[str, dict[str, float]] = field(default_factory=dict)
     #: kernel on-CPU seconds by mechanism, from the profile's stacks of the workload's threads
     #: (``""``: stacks the table does not know)
     cpu_mechanisms: dict[str, float] = field(default_factory=dict)
@@ -193,7 +196,7 @@ def compute(
     blocked_fn, blocked_sys, blocked_leaf, blocked_mech = _tally(blocked)
     tops = {r: max(fns.items(), key=lambda kv: kv[1])[0] for r, fns in blocked_fn.items()}
     cgroups = _kept_cgroups(doc, cg_delta, kept)
-    syscalls, leaves, mechanisms = _most(blocked_sys), _most(blocked_leaf), _dominant(blocked_mech)
+    syscalls, leaves, shares = _most(blocked_sys), _most(blocked_leaf), _shares(blocked_mech)
     # the profile last: its kernel time split by path, context and mechanism, in one go
     comms, kernel_s = {t.comm for t in kept}, totals["kernel"]
     split = split_kernel_time(profile, comms, kernel_s) if profile else ProfileSplit()
@@ -210,7 +213,13 @@ def compute(
         syscalls=syscalls,
         leaves=leaves,
         cpus=cpus,
-        mechanisms=mechanisms,
+        # per reason, the known mechanism sampled most and its share of the reason's samples
+        mechanisms={
+            r: max(((k, x) for k, x in c.items() if k), key=lambda kv: kv[1])
+            for r, c in shares.items()
+            if any(c)
+        },
+        mechanism_shares=shares,
         cpu_mechanisms=split.mechanisms,
         cpu_top=split.top,
     )
@@ -372,15 +381,13 @@ def _allowed(v: Any) -> tuple[int, ...] | None:
     return tuple(int(x) for x in v if isinstance(x, int))
 
 
-def _dominant(counts: Mapping[str, Mapping[str, int]]) -> dict[str, tuple[str, float]]:
-    """Per reason, the known mechanism sampled most and its share of the reason's samples."""
-    out: dict[str, tuple[str, float]] = {}
+def _shares(counts: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, float]]:
+    """Per reason, each mechanism's share of the reason's samples, largest first."""
+    out: dict[str, dict[str, float]] = {}
     for r, c in counts.items():
         total = sum(c.values())
-        known = [(k, n) for k, n in c.items() if k]
-        if total and known:
-            k, n = max(known, key=lambda kv: kv[1])
-            out[r] = (k, n / total)
+        if total:
+            out[r] = {k: n / total for k, n in sorted(c.items(), key=lambda kv: -kv[1])}
     return out
 
 
@@ -480,6 +487,10 @@ def to_json(b: Budget) -> dict[str, Any]:
             {"outside": round(b.cpus[0], 3), "working": round(b.cpus[1], 3)} if b.cpus is not None else None
         ),
         "mechanisms": {r: {"mechanism": m, "share": round(x, 4)} for r, (m, x) in b.mechanisms.items()},
+        "mechanism_shares": {
+            r: {m or "(not in the table)": round(x, 4) for m, x in c.items()}
+            for r, c in b.mechanism_shares.items()
+        },
         "cpu_mechanisms": {m or "(not in the table)": round(v, 4) for m, v in b.cpu_mechanisms.items()},
         "cpu_top": {"function": b.cpu_top[0], "caller": b.cpu_top[1]},
     }

@@ -233,6 +233,14 @@ TABLE: tuple[Mechanism, ...] = (
         "the XFS log forced to disk: an fsync or O_SYNC write waits for its log write",
     ),
     Mechanism(
+        "cache-flush",
+        OWNER,
+        ("blkdev_issue_flush",),
+        "a cache flush (REQ_PREFLUSH) the fsync sent: it completes when the device has put what it "
+        "acknowledged on stable media (a loop device: after its worker has done the requests queued "
+        "before it, and fsync of its backing file)",
+    ),
+    Mechanism(
         "log-space",
         OWNER,
         ("xlog_grant_head_wait", "xlog_grant_head_check", "xfs_log_reserve", "xlog_ticket_*"),
