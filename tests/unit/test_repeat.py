@@ -350,7 +350,7 @@ def test_recipe_reports_its_repeats(db_url: str, rng: np.random.Generator) -> No
     assert text.startswith(
         "repeat auto (max 7, target ±2%): 6–7 runs per point; undecided at the maximum of 7 runs: name=b (±"
     )
-    assert text.endswith("%), interleaved; medians")
+    assert text.endswith("%, the 95% interval of the median), interleaved; medians")
     dec = res.data["repeat"]["decisions"]
     assert dec["name=a"]["decided"] and dec["name=a"]["n"] == 6
     assert not dec["name=b"]["decided"] and dec["name=b"]["runs"] == 7
@@ -359,3 +359,32 @@ def test_recipe_reports_its_repeats(db_url: str, rng: np.random.Generator) -> No
         "1 repeat per point, interleaved; medians"
     )
     assert fixed.data["repeat"]["policy"] == {"mode": "fixed", "runs": 1, "spec": "1"}
+
+
+def test_many_undecided_points_are_told_on_one_line() -> None:
+    from iowall.analysis.regress.repeat_rule import DecisionState
+    from iowall.measure.repeat import Decider, RepeatPolicy, summary
+
+    policy = RepeatPolicy.until_decided(8, 0.05)
+    d = Decider(policy)
+
+    def state(decided: bool, achieved: float) -> DecisionState:
+        return DecisionState(decided, True, 8, 1.0, 0.9, 1.1, achieved, 0.05, 0.95, "")
+
+    for i, (ok, x) in enumerate(
+        [(False, 0.153), (False, 0.112), (True, 0.04), (False, 0.081), (False, 0.07)]
+    ):
+        d.runs[f"k{i}"] = 8
+        d.decisions[f"k{i}"] = state(ok, x)
+    names = {f"k{i}": f"p{i}" for i in range(5)}
+    lines = summary(policy, d, names)
+    assert lines[1:] == [
+        "undecided at the maximum of 8 runs, the 95% interval of the median wider than ±5%: 4 of 5 "
+        "points: p0 ±15.3%; p1 ±11.2%; p3 ±8.1%; p4 ±7%"
+    ]
+    # a few keep a line each, saying what the bound is
+    del d.decisions["k3"], d.decisions["k4"]
+    assert summary(policy, d, names)[1:] == [
+        "undecided at the maximum of 8 runs: p0 (±15.3%, the 95% interval of the median)",
+        "undecided at the maximum of 8 runs: p1 (±11.2%, the 95% interval of the median)",
+    ]

@@ -289,6 +289,7 @@ def summary(
         else ""
     )
     out = [f"{policy.describe()}: {span} run{'s' if hi != 1 else ''} per {per}{few}"]
+    left = []
     for key, st in d.decisions.items():
         if st.stop and not st.decided:
             name = (names or {}).get(key) or _describe_key(key)
@@ -297,8 +298,25 @@ def summary(
                 if math.isfinite(st.achieved)
                 else f"{st.n} measured runs cannot bound a {st.confidence:.0%} interval"
             )
-            out.append(f"undecided at the maximum of {policy.max_runs} runs: {name} ({bound})")
-    return out
+            left.append((name, bound))
+    what = f"the {policy.confidence:.0%} interval of the median"
+    if len(left) > UNDECIDED_LINES:
+        # one line for many: each point with its interval's half-width (not the half-range
+        # of its runs, which the tables give)
+        return [
+            *out,
+            f"undecided at the maximum of {policy.max_runs} runs, {what} wider than "
+            f"±{pct(policy.target)}: {len(left)} of {len(d.decisions)} {per}s: "
+            + "; ".join(f"{n} {b}" for n, b in left),
+        ]
+    return [
+        *out,
+        *(f"undecided at the maximum of {policy.max_runs} runs: {n} ({b}, {what})" for n, b in left),
+    ]
+
+
+#: more undecided points than this are told on one line
+UNDECIDED_LINES = 3
 
 
 def _describe_key(key: str) -> str:

@@ -28,7 +28,7 @@ from ..results import Cell, Report, Value
 from ..store import Store
 from ..vocab.errors import UserError
 from ..vocab.progress import Progress
-from ..vocab.units import GIB, MIB, fio_size, fmt_bytes
+from ..vocab.units import GIB, MIB, fio_size, fmt_bytes, plural
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, one, size_opt
 from .registry import Recipe, register
@@ -169,7 +169,7 @@ def _tasks(o: _Options, session: Session, bed: Bed, filesize: int) -> list[Task]
                 drop=session.drop_caches,
                 prepare=prepare,
                 cleanup=cleanup,
-                title=f"{o.variant} {'direct' if d else 'buffered'} {o.jobs} jobs",
+                title=f"{o.variant} {'direct' if d else 'buffered'} {plural(o.jobs, 'job')}",
                 expect_enospc=o.variant == "fill",
             )
         )

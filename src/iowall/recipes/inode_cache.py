@@ -28,7 +28,7 @@ from ..results import Report
 from ..store import Store
 from ..vocab.errors import UserError
 from ..vocab.progress import Progress
-from ..vocab.units import GIB, fmt_bytes
+from ..vocab.units import GIB, fmt_bytes, plural
 from ..workloads.engine import PHASES, run_meta
 from .options import RecipeOptions, counts, one, powers, size_opt
 from .registry import Recipe, register
@@ -77,7 +77,10 @@ def _task(session: Session, bed: Bed, fs: str, threads: int, files: int, current
         )
 
     return Task(
-        point, execute, weight=threads * files / 20000, title=f"{fs} {threads} threads x {files} files"
+        point,
+        execute,
+        weight=threads * files / 20000,
+        title=f"{fs} {plural(threads, 'thread')} x {plural(files, 'file')}",
     )
 
 

@@ -30,7 +30,7 @@ from ..tuning.knob_session import KnobSession
 from ..vocab.errors import UserError
 from ..vocab.knob import parse_knob
 from ..vocab.progress import Progress
-from ..vocab.units import GIB, fio_size, fmt_bytes
+from ..vocab.units import GIB, fio_size, fmt_bytes, plural
 from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt
@@ -90,7 +90,7 @@ def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds
         point,
         execute,
         weight=seconds,
-        title=f"small files {variant} {threads} threads",
+        title=f"small files {variant} {plural(threads, 'thread')}",
         prepare=remove,
         cleanup=remove,
     )
@@ -136,7 +136,11 @@ def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int
         return JobFile(g, [JobSection("dio-ceiling", {})])
 
     return fio_task(
-        point, job, drop=session.drop_caches, title=f"direct 4k randwrite ceiling {jobs} jobs", weight=seconds
+        point,
+        job,
+        drop=session.drop_caches,
+        title=f"direct 4k randwrite ceiling {plural(jobs, 'job')}",
+        weight=seconds,
     )
 
 

@@ -17,6 +17,7 @@ from ..machine.journal import scratch_dir
 from ..machine.proc import run, run_child
 from ..model import Artifact, Metric, Series
 from ..vocab.errors import UserError, WorkloadError
+from ..vocab.units import plural
 from .fio_metrics import DIRECTIONS, parse_metrics
 from .fio_series import bw_series, series_step_ms
 
@@ -232,7 +233,7 @@ def distribute(files: Sequence[str], jobs: int) -> list[list[str]]:
     if jobs < 1:
         raise UserError("jobs must be at least 1")
     if len(files) < jobs:
-        raise UserError(f"{len(files)} files cannot feed {jobs} jobs")
+        raise UserError(f"{plural(len(files), 'file')} cannot feed {plural(jobs, 'job')}")
     out: list[list[str]] = [[] for _ in range(jobs)]
     for i, f in enumerate(files):
         out[i % jobs].append(f)

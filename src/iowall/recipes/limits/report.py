@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.scaling.limits import MODES, Cell, LimitsSummary, Row
+from ...analysis.scaling.limits import AGREE, MODES, Cell, LimitsSummary, Row
 from ...analysis.scaling.limits_why import PointWhy
 from ...results import Report, Section, Table, Value
 from ...vocab.units import fmt_bytes, plural
@@ -115,7 +115,11 @@ def _agreement_section(s: LimitsSummary) -> Section | None:
     return Section(
         "Two generators, one point: fio pvsync2 and iowall-engine, buffered",
         Table.of(["point", "fio", "fio range", "engine", "eng/fio", "agree"], rows, left=1),
-        bullets=tuple(a.why for a in s.agreement if not a.within and a.why),
+        bullets=(
+            f"agree: the engine's median within fio's range widened by {AGREE:.0%}, or by the "
+            "engine's own half-range when that is larger",
+            *(a.why for a in s.agreement if not a.within and a.why),
+        ),
     )
 
 

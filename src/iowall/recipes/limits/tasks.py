@@ -17,7 +17,7 @@ from ...machine.sysinfo import meminfo
 from ...measure.runner import Outcome, Partial, Task
 from ...measure.session import Session
 from ...model import Artifact, Metric, Point
-from ...vocab.units import GIB, MIB, fio_size
+from ...vocab.units import GIB, MIB, fio_size, plural
 from ...workloads.engine import engine_path, run_memcopy
 from ...workloads.fio import FioFailure, JobFile, JobSection, distribute, run_fio
 from ...workloads.stream import StreamSpec, run_stream
@@ -230,7 +230,9 @@ def make_io_task(point: Point, lb: LimitsBed, sizing: Sizing) -> Task:
     weight = float(p["bytes"]) / (GIB if p["direct"] else GIB / 4)
     gen = " (engine)" if p["kind"] == "stream" else ""
     block = f" {p['fs_block']}" if p.get("fs_block") else ""
-    return Task(point, execute, weight=weight, title=f"{p['rw']} {mode}{gen} {p['jobs']} jobs{block}")
+    return Task(
+        point, execute, weight=weight, title=f"{p['rw']} {mode}{gen} {plural(int(p['jobs']), 'job')}{block}"
+    )
 
 
 def make_memcopy_task(threads: int, sizing: Sizing) -> Task:
@@ -249,4 +251,4 @@ def make_memcopy_task(threads: int, sizing: Sizing) -> Task:
             metrics=tuple(metrics), artifacts=(Artifact("engine.json", "application/json", json.dumps(doc)),)
         )
 
-    return Task(point, execute, weight=0.3, title=f"memory copy {threads} threads", probed=False)
+    return Task(point, execute, weight=0.3, title=f"memory copy {plural(threads, 'thread')}", probed=False)
