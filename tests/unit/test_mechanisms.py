@@ -272,6 +272,34 @@ def test_an_fsync_wait_no_mechanism_holds_most_of_is_told_in_its_parts() -> None
     assert "most of its wait in the filesystem's log force" in most.sentence and most.mechanism == "log-force"
 
 
+FSYNC_WRITEBACK = (
+    "x;__x64_sys_fsync;do_fsync;xfs_file_fsync;file_write_and_wait_range;__filemap_fdatawait_range;"
+    "folio_wait_writeback;folio_wait_bit"
+)
+THROTTLED = "x;ksys_write;iomap_file_buffered_write;balance_dirty_pages_ratelimited_flags;balance_dirty_pages"
+
+
+def test_writers_waiting_for_writeback_in_fsync_and_throttled_are_one_wall() -> None:
+    # two buffered writers of twice the dirty threshold (the full limits run, run 121): 36% in
+    # fsync on their pages' writeback, 29% throttled, the rest copying; no state alone is 40%
+    full = _dev(util=0.97, queue_depth=50.0)
+    b = _budget([FSYNC_WRITEBACK, THROTTLED], {0: 222, 1: 179}, cpu=1.4)
+    w = _wall(b, full)
+    assert (w.kind, w.mechanism) == ("writeback", "device"), w
+    assert "spent 65% of its time waiting for dirty pages to be written back: paused in " in w.sentence
+    assert "balance_dirty_pages 29% (dirty throttling) and in fsync 36% (mostly on its pages' writeback)" in (
+        w.sentence
+    )
+    assert "97% busy with 50 requests in flight" in w.sentence
+    # an fsync waiting on the journal is not a wait for writeback: each state on its own
+    jbd2 = "x;ext4_sync_file;jbd2_complete_transaction;jbd2_log_wait_commit"
+    apart = wall.decide(_budget([jbd2, THROTTLED], {0: 222, 1: 179}, cpu=1.4), full, {})
+    assert apart.wall is None or apart.wall.kind != "writeback", apart
+    # nor is a throttle under a tenth of the time
+    alone = _wall(_budget([FSYNC_WRITEBACK, THROTTLED], {0: 250, 1: 30}, cpu=1.0), full)
+    assert alone.kind == "fsync", alone
+
+
 def test_an_fsync_with_no_sampled_function_says_none() -> None:
     # the wall from time on a CPU inside fsync, no blocked stack: no empty "()"
     stacks = ["fio;__x64_sys_fsync_[k];xfs_file_fsync_[k];xfs_log_force_seq_[k];memcpy_[k]"]

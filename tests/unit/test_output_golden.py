@@ -31,14 +31,16 @@ BUNDLE = FIXTURES / "bundles" / "limits_walls.json"
 #: The runs explained, by their id in the store they were exported from (the batch's own
 #: report names them in its 'Why' section): the golden files' names say the wall.
 WALLS = {
-    # buffered write, 3 jobs: the fsync wall (the device below), dirty throttling beside it
-    "fsync_and_dirty_throttling": 71,
-    # buffered write, 1 job: the memory-copy wall
+    # buffered write (2x the dirty threshold), 3 jobs: waiting for writeback in fsync and
+    # throttled (the device below), the memory-copy wall beside it
+    "writeback_3_jobs": 71,
+    # buffered write, 1 job: the memory-copy wall, waiting for writeback beside it
     "memcopy_write": 31,
-    # buffered write, 2 jobs: no state holds most of the time, no wall is named
-    "no_wall": 149,
-    # buffered write, 4 jobs: the fsync wall, the memory-copy wall beside it
-    "fsync_and_memcopy": 77,
+    # buffered write, 2 jobs: waiting for writeback (neither fsync nor the throttle alone holds
+    # 40% of the time: silent until 2026-12-01)
+    "writeback_2_jobs": 149,
+    # buffered write, 4 jobs: waiting for writeback, the memory-copy wall beside it
+    "writeback_4_jobs": 77,
     # buffered read, 1 job: the memory-copy wall, device-bound at the loop worker beside it
     "memcopy_read": 90,
     # buffered read, 2 jobs: device-bound at the loop device's worker
@@ -123,7 +125,7 @@ def test_runs_text_matches_golden(store: Imported, capsys: pytest.CaptureFixture
 def test_show_text_matches_golden(store: Imported, capsys: pytest.CaptureFixture[str]) -> None:
     golden(
         "show_text.txt",
-        _cli(capsys, "show", str(store.ids[WALLS["fsync_and_dirty_throttling"]]), "--db", store.url),
+        _cli(capsys, "show", str(store.ids[WALLS["writeback_3_jobs"]]), "--db", store.url),
     )
 
 
@@ -131,7 +133,7 @@ def test_show_json_matches_golden(store: Imported, capsys: pytest.CaptureFixture
     out = _cli(
         capsys,
         "show",
-        str(store.ids[WALLS["fsync_and_dirty_throttling"]]),
+        str(store.ids[WALLS["writeback_3_jobs"]]),
         "--format",
         "json",
         "--db",

@@ -29,6 +29,8 @@ def blocked_wall(
         return _fsync(share, b, who, fn, mech, dev, helpers)
     if reason == "dirty-throttle":
         return _dirty_throttle(share, who, dev, helpers)
+    if reason == "writeback":
+        return _writeback(share, b, who, dev, helpers)
     if reason == "reclaim":
         return _reclaim(share, b, who, fn, mech)
     if reason == "lock":
@@ -82,14 +84,12 @@ def _fsync(
     if mech and parts and max(parts.values()) < MOST:
         # no mechanism holds most of the wait: its parts, each with its share
         held, held_said = _held_by("writeback", helpers, dev) if "writeback" in parts else ("", "")
-        words = {m: _PART_WORDS.get(m) or _mech_words(m) for m in parts}
-        named = [f"{words[m]} {fmt_share(x)}" for m, x in parts.items()]
         other = b.mechanism_shares.get("fsync", {}).get("", 0.0)
         if len(parts) == 1:
             ((m, x),) = parts.items()
-            said += f", {fmt_share(x)} of its wait {'on' if m == 'writeback' else 'in'} {words[m]}"
+            said += f", {fmt_share(x)} of its wait {'on' if m == 'writeback' else 'in'} {_part_words(m)}"
         else:
-            said += f", its wait split: {', '.join(named)}" + (
+            said += f", its wait split: {_parts_said(parts)}" + (
                 f", other waits {fmt_share(other)}" if other >= PART else ""
             )
         return Wall(
@@ -125,6 +125,15 @@ PART = 0.10
 _PART_WORDS = {"writeback": "its pages' writeback"}
 
 
+def _part_words(mech: str) -> str:
+    return _PART_WORDS.get(mech) or _mech_words(mech)
+
+
+def _parts_said(parts: Mapping[str, float]) -> str:
+    """``its pages' writeback 49%, the filesystem's log force 29%``: a split wait's parts."""
+    return ", ".join(f"{_part_words(m)} {fmt_share(x)}" for m, x in parts.items())
+
+
 def _wait_parts(shares: Mapping[str, float], dev: Device) -> dict[str, float]:
     """The known mechanisms of a wait holding at least ``PART`` of its samples, largest
     first; in front of a saturated device the block layer's queueing counts as writeback
@@ -135,6 +144,46 @@ def _wait_parts(shares: Mapping[str, float], dev: Device) -> dict[str, float]:
         if k:
             merged[k] = merged.get(k, 0.0) + x
     return dict(sorted(((m, x) for m, x in merged.items() if x >= PART), key=lambda kv: -kv[1]))
+
+
+#: fsync and dirty throttling each hold at least this share for their waits to count as one
+WRITEBACK_PART = 0.10
+
+
+def writeback_waits(b: Budget, dev: Device, states: Mapping[str, float]) -> bool:
+    """Whether the workload's fsync and dirty-throttling waits are one wait, for writeback:
+    each holds ``WRITEBACK_PART`` of the time and the fsync's largest part is its pages'
+    writeback (not a journal commit or a log force). A writer whose writes exceed the dirty
+    limit cannot dirty pages faster than writeback cleans them, in whichever state it waits."""
+    if min(states.get("blocked:fsync", 0.0), states.get("blocked:dirty-throttle", 0.0)) < WRITEBACK_PART:
+        return False
+    parts = _wait_parts(b.mechanism_shares.get("fsync", {}), dev)
+    return next(iter(parts), "") == "writeback"
+
+
+def _writeback(share: float, b: Budget, who: str, dev: Device, helpers: Mapping[str, float]) -> Wall:
+    """Waiting for writeback in two states (``writeback_waits``): paused in balance_dirty_pages
+    and in fsync, each with its part of ``share``, the fsync's own wait by mechanism, and what
+    held the writeback (``_held_by``)."""
+    fs, ts = b.share("blocked:fsync"), b.share("blocked:dirty-throttle")
+    f, t = share * fs / (fs + ts), share * ts / (fs + ts)
+    parts = _wait_parts(b.mechanism_shares.get("fsync", {}), dev)
+    call = b.syscalls.get("fsync", "") or "fsync"
+    inside = (
+        "mostly on its pages' writeback"
+        if parts["writeback"] >= MOST
+        else f"{_parts_said(parts)} of that wait"
+    )
+    held, held_said = _held_by("writeback", helpers, dev)
+    return Wall(
+        "writeback",
+        f"Waiting for writeback: {who} spent {fmt_share(share)} of its time waiting for dirty pages "
+        f"to be written back: paused in balance_dirty_pages {fmt_share(t)} (dirty throttling) and "
+        f"in {call} {fmt_share(f)} ({inside}){held_said}.",
+        share,
+        {"dirty_throttle_share": round(t, 4), "fsync_share": round(f, 4), "fsync_parts": parts},
+        held or "writeback",
+    )
 
 
 def _dirty_throttle(share: float, who: str, dev: Device, helpers: Mapping[str, float]) -> Wall:

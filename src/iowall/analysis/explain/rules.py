@@ -429,6 +429,7 @@ def to_json(run: Any, verdicts: Sequence[Verdict], skipped_probes: Sequence[Any]
 #: dropped when the workload's own budget is known.
 CONSISTENT: dict[str, tuple[str, ...]] = {
     "dirty-throttle": ("writers-throttled", "flusher-saturated", "writeback-phase"),
+    "writeback": ("writers-throttled", "flusher-saturated", "writeback-phase"),
     "device": ("device-bound", "writeback-phase"),
     "lock": ("lock-contention",),
     "reclaim": ("reclaim-bound",),

@@ -23,12 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...vocab.units import fmt_share
-from .blocked import blocked_wall
+from .blocked import blocked_wall, writeback_waits
 from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
 from .device import Device
 from .host import steal_note, steal_sentence
 from .io_wall import io_wall
+from .offcpu import LABELS
 from .verdict import FIO, STEAL, TURNS, Wall
 
 #: the largest state must hold at least this share of the workload's time to be the wall
@@ -186,6 +187,8 @@ def decide(
     tags = _tags_of_split(b, device, states)
     if tags:  # the split's own requests took every tag: one wall, not two
         states["blocked:io"] = states.get("blocked:io", 0.0) + states.pop("blocked:block-queue")
+    if writeback_waits(b, device, states):  # in fsync and throttled, both for writeback: one wall
+        states["blocked:writeback"] = states.pop("blocked:fsync") + states.pop("blocked:dirty-throttle")
     unacc = states.pop("unaccounted")
     if unacc > 0.10:
         notes.append(
@@ -198,7 +201,7 @@ def decide(
     if share < MIN_SHARE or unacc >= share:
         notes.append(
             f"No single state holds most of the workload's time (largest: "
-            f"{top} {fmt_share(share)}): no wall is named."
+            f"{_state_words(top)} {fmt_share(share)}): no wall is named."
         )
         return _beside_host(Decision(None, (), tuple(notes)), ctx.get(STEAL))
     hp = dict(helpers or {})
@@ -223,6 +226,24 @@ def decide(
     wall = named[0]
     d = Decision(wall, tuple(a for a in named[1:] if a.kind != wall.kind), tuple(notes))
     return _beside_host(d, ctx.get(STEAL))
+
+
+#: the candidate states as a reader names them (``blocked:…`` by ``offcpu.LABELS``)
+_STATE_WORDS = {
+    "cpu": "on a CPU or runnable behind its own threads",
+    "runnable:quota": "runnable under the cgroup's CPU quota",
+    "runnable:others": "runnable behind other processes",
+    "blocked:writeback": "waiting for writeback (fsync and dirty throttling)",
+}
+
+
+def _state_words(state: str) -> str:
+    """``blocked:fsync`` → ``in fsync and synchronous writeback (…)``: a state as the budget
+    table names it."""
+    if state in _STATE_WORDS:
+        return _STATE_WORDS[state]
+    reason = state.split(":", 1)[1] if state.startswith("blocked:") else state
+    return "blocked: " + LABELS.get(reason, reason)
 
 
 def _beside_host(d: Decision, steal: float | None) -> Decision:
