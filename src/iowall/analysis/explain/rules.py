@@ -97,9 +97,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "writers-throttled",
         (Cond("throttled_share", ">=", 0.10),),
-        "Writers throttled: {throttle_tasks:.0f} task(s) paused in balance_dirty_pages for "
-        "{throttle_pause_s:.2f} s, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
-        "(dirty limit {throttle_limit_mib:.0f} MiB).",
+        "Writers throttled: balance_dirty_pages set {throttle_tasks:.0f} task(s) pauses of "
+        "{throttle_pause_s:.2f} s in all, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
+        "(its tracepoint, over the whole run; dirty limit {throttle_limit_mib:.0f} MiB).",
         evidence=("wall_s", "jobs", "throttle_events", "throttle_pause_max_s"),
     ),
     Rule(
