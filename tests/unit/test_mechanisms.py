@@ -267,6 +267,10 @@ def test_an_fsync_wait_no_mechanism_holds_most_of_is_told_in_its_parts() -> None
     # without the full device wbt is a part of its own
     alone = _wall(b, device_wall.Device())
     assert "writeback throttling (wbt) 21%" in alone.sentence and alone.mechanism == "", alone
+    # a mechanism under a tenth of the wait names nothing, though the table knows no other
+    few = {"x;do_fsync;xfs_file_fsync;some_wait_the_table_does_not_know": 300, stacks[3]: 20}
+    odd = _wall(_budget(list(few), dict(enumerate(few.values()))), device_wall.Device())
+    assert "log force" not in odd.sentence and odd.mechanism == "", odd
     # one mechanism with most of the wait is named as before
     most = _wall(_budget(stacks[3:], {0: 150, 1: 120, 2: 100}), device_wall.Device())
     assert "most of its wait in the filesystem's log force" in most.sentence and most.mechanism == "log-force"
