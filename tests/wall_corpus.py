@@ -715,10 +715,14 @@ def t_device(e: Evidence) -> Truth:
 # the kinds
 
 
-def _plan(name: str, workload: str, bed: str = 'kind = "ram"\nfs = "xfs"', runtime: int = 4) -> str:
+def _plan(
+    name: str, workload: str, bed: str = 'kind = "ram"\nfs = "xfs"', runtime: int = 4, timed: bool = True
+) -> str:
+    """A one-point plan of ``workload`` on ``bed``: ``runtime`` seconds, time-based unless
+    ``timed`` is off (then the job also ends when its files are written)."""
     return (
         f'label = "corpus-{name}"\nrepeat = 1\nprobes = ["default"]\n'
-        f'[workload]\nkind = "fio"\nruntime = {runtime}\ntime_based = 1\n'
+        f'[workload]\nkind = "fio"\nruntime = {runtime}\ntime_based = {int(timed)}\n'
         f"{workload.strip()}\n[bed]\n{bed}\n"
     )
 

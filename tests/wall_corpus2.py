@@ -436,6 +436,32 @@ def t_shared_device(e: Evidence) -> Truth:
     )
 
 
+#: the callers of xfs_flush_inodes: its last call, ``flush_work``, is a tail call, so in
+#: about two stacks of three its own frame is gone and ``__flush_work`` sits right under them
+SPACE_CALLERS = ("xfs_create", "xfs_file_buffered_write")
+
+
+def _space_flush(stack: list[str]) -> bool:
+    """A stack (innermost first) waiting for XFS's ENOSPC flush: through xfs_flush_inodes,
+    or through ``__flush_work`` called straight from one of its callers (the tail call)."""
+    for i, f in enumerate(stack):
+        if "xfs_flush_inodes" in f:
+            return True
+        if "__flush_work" in f and i + 1 < len(stack) and any(c in stack[i + 1] for c in SPACE_CALLERS):
+            return True
+    return False
+
+
+def t_space_flush(e: Evidence) -> Truth:
+    share = e.samples.share(lambda s: s.state != "R" and _space_flush(s.stack))
+    fast, vs = versus(e, 0.7)
+    return Truth(
+        share >= 0.3 and fast,
+        f"job thread asleep in xfs_flush_inodes (or __flush_work from {' or '.join(SPACE_CALLERS)}) in "
+        f"{share:.1%} of looks (needs >= 30%; {e.samples.summary()}); {vs}",
+    )
+
+
 # --------------------------------------------------------------------------------------
 # the kinds: plans (condition, control) and inductions; expectations from the toml
 
@@ -467,11 +493,13 @@ def _kind(
     knobs: dict[str, int] | None = None,
     induce: Induce = nothing,
     control_induce: Induce | None = None,
+    timed: bool = True,
 ) -> Kind:
     """A Kind whose expectations (wall, mechanism, condition, host_dependent, dropped) are
-    the toml's; ``knobs`` (sysfs:queue ATTR → value) go into the condition's plan only."""
+    the toml's; ``knobs`` (sysfs:queue ATTR → value) go into the condition's plan only;
+    ``timed`` off ends both plans when their files are written (``_plan``)."""
     x = EXPECTED[name]
-    plan = _plan(name, workload, bed)
+    plan = _plan(name, workload, bed, timed=timed)
     if knobs:
         plan = _axes(plan, knobs)
     return Kind(
@@ -483,7 +511,7 @@ def _kind(
         what=x["condition"],
         host_dependent=bool(x.get("host_dependent", False)),
         mechanism=x["mechanism"],
-        control=_plan(f"{name}-control", control, bed if control_bed is None else control_bed),
+        control=_plan(f"{name}-control", control, bed if control_bed is None else control_bed, timed=timed),
         control_induce=control_induce,
         dropped=str(x.get("dropped", "")),
     )
@@ -508,6 +536,15 @@ RR4K_QD64 = 'rw = "randread"\nbs = "4k"\nsize = "256M"\ndirect = 1\nioengine = "
 #: the shared-device reader's file (laid out by fio on the device before it reads)
 READER_FILE = 256 * MIB
 RR4K = f'rw = "randread"\nbs = "4k"\nsize = "{READER_FILE // MIB}M"\ndirect = 1\nioengine = "psync"'
+#: 4 KiB files created and written by one job, a file per write, through the page cache:
+#: fio creates each file when it opens it (no layout, no fallocate), writes its 4 KiB and
+#: closes it. Not time-based: a pass over the files again would overwrite them (no creates);
+#: fio's shared-memory pool holds 200,000 files (300,000 fail its assertion in alloc_new_file)
+SMALL_FILES = (
+    'rw = "write"\nbs = "4k"\nsize = "800M"\ndirect = 0\nioengine = "psync"\n'
+    '[workload.options]\nnrfiles = 200000\nfilesize = "4k"\ncreate_on_open = 1\nopenfiles = 1\n'
+    'file_service_type = "sequential"\nfallocate = "none"\ninvalidate = 0'
+)
 
 KINDS2: dict[str, Kind] = {
     k.name: k
@@ -574,6 +611,15 @@ KINDS2: dict[str, Kind] = {
             t_tags,
             bed='kind = "loop"\nfs = "xfs"',
             knobs={"nr_requests": 4},
+        ),
+        _kind(
+            "space-flush",
+            SMALL_FILES,
+            SMALL_FILES,
+            t_space_flush,
+            bed=_ram(size="1G"),
+            control_bed=_ram(size="8G"),
+            timed=False,
         ),
         _kind(
             "shared-device",

@@ -423,7 +423,10 @@ def test_silence_when_short_or_spread() -> None:
     assert d.wall is None and any("No single state" in n for n in d.notes)
     # the largest state in words, not its key
     (note,) = [n for n in d.notes if "No single state" in n]
-    assert "(largest: on a CPU or runnable behind its own threads 35%)" in note, note
+    assert (
+        "(its largest parts: on a CPU or runnable behind its own threads 35%; blocked: fsync and "
+        "synchronous writeback (fdatasync, fadvise, the log) 32%; blocked: I/O completion 32%)"
+    ) in note, note
 
 
 def test_neighbours_are_a_reason_for_run_delay_only() -> None:

@@ -33,6 +33,8 @@ def blocked_wall(
         return _writeback(share, b, who, dev, helpers)
     if reason == "reclaim":
         return _reclaim(share, b, who, fn, mech)
+    if reason == "space":
+        return _space(share, who, fn, caller)
     if reason == "lock":
         where = f", taken in {caller}" if caller else ""
         return Wall(
@@ -203,6 +205,30 @@ def _dirty_throttle(share: float, who: str, dev: Device, helpers: Mapping[str, f
     )
 
 
+#: what a caller of the ENOSPC flush was doing when its reservation failed
+_RESERVING = {"xfs_create": "a create", "xfs_file_buffered_write": "a buffered write"}
+
+
+def _space(share: float, who: str, fn: str, caller: str) -> Wall:
+    """Waiting for the filesystem's ENOSPC flush: a reservation failed, and the filesystem
+    writes back every dirty inode to turn delayed allocation's worst-case reservations into
+    real allocations before it tries again (``xfs_flush_inodes``)."""
+    doing = _RESERVING.get(caller, "a reservation")
+    where = f", from {caller}" if caller else ""
+    return Wall(
+        "space",
+        f"Out of free space: {who} waited {fmt_share(share)} of its time in the filesystem's ENOSPC "
+        f"flush ({fn}{where}): {doing} could not reserve its blocks, so XFS wrote back every dirty "
+        "inode of the filesystem and tried again. Until writeback allocates them, delayed allocation "
+        "holds each dirty file's blocks and the worst case of the metadata its allocation may need, "
+        "so many small dirty files hold far more than their data: a larger filesystem, or less "
+        "dirty data at a time, removes the wait.",
+        share,
+        {"function": fn, "caller": caller},
+        "space-flush",
+    )
+
+
 def _blocked_on(share: float, b: Budget, who: str, reason: str, fn: str, caller: str, mech: str) -> Wall:
     """Blocked on any other reason (a worker, a fault, a wait): its label, the function
     sampled most and its caller, and what its mechanism means when the table knows it."""
@@ -232,6 +258,7 @@ _WORDS = {
     "cache-flush": "the device's cache flush",
     "wbt": "writeback throttling (wbt)",
     "tags": "waiting for a request tag",
+    "space-flush": "the ENOSPC flush",
 }
 
 

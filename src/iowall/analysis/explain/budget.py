@@ -30,7 +30,7 @@ from typing import Any
 
 from .budget_profile import ProfileSplit, split_kernel_time
 from .kernel_knowledge import mechanism_of
-from .offcpu import ORDER, PREEMPTED, caller_of, classify, leaf_of, syscall_of
+from .offcpu import ORDER, PREEMPTED, caller_of, classify, leaf_of, restore_tail_calls, syscall_of
 from .workers import Measured as _Measured
 from .workers import workers as _workers
 
@@ -104,6 +104,9 @@ class Budget:
     cpu_mechanisms: dict[str, float] = field(default_factory=dict)
     #: the kernel function the workload's threads were sampled on most, and its caller
     cpu_top: tuple[str, str] = ("", "")
+    #: kernel on-CPU seconds by the system call they were in (``openat``, ``write``; ``""``:
+    #: none, as in an interrupt), from the profile's stacks of the workload's threads
+    cpu_syscalls: dict[str, float] = field(default_factory=dict)
 
     @property
     def wall_s(self) -> float:
@@ -222,6 +225,7 @@ def compute(
         mechanism_shares=shares,
         cpu_mechanisms=split.mechanisms,
         cpu_top=split.top,
+        cpu_syscalls=split.syscalls,
     )
 
 
@@ -234,7 +238,7 @@ _Counts = dict[str, dict[str, int]]
 def _measured(doc: Mapping[str, Any], w0: float, w1: float) -> tuple[list[_Measured], list[_Blocked]]:
     """Every thread that lived in the window, measured over its part of it (``_measure``),
     in the document's order, and all their sampled blocked stacks in the same order."""
-    stacks: list[str] = list(doc.get("stacks") or [])
+    stacks: list[str] = [restore_tail_calls(s) for s in doc.get("stacks") or []]
     fields = _fields(doc)
     measured: list[_Measured] = []
     blocked: list[_Blocked] = []
@@ -450,47 +454,3 @@ def _cgroup_deltas(doc: Mapping[str, Any], w0: float, w1: float) -> list[dict[st
             | {"span_s": b[0] - a[0]}
         )
     return out
-
-
-def to_json(b: Budget) -> dict[str, Any]:
-    """The budget as reports and JSON keep it: shares and seconds per category, per thread."""
-    w = b.wall_s
-    return {
-        "window": [round(b.window[0], 3), round(b.window[1], 3)],
-        "window_source": b.window_source,
-        "wall_s": round(w, 4),
-        "shares": {c: round(s / w, 4) for c, s in b.totals.items() if s > 0} if w else {},
-        "seconds": {c: round(s, 4) for c, s in b.totals.items() if s > 0},
-        "kernel_paths": {p: round(s, 4) for p, s in b.kernel_paths.items()},
-        "kernel_contexts": {r: round(s, 4) for r, s in b.kernel_contexts.items()},
-        "top_functions": {
-            r: {
-                "function": f,
-                "caller": c,
-                "syscall": b.syscalls.get(r, ""),
-                "sleeps_in": b.leaves.get(r, ""),
-            }
-            for r, (f, c) in b.top_functions.items()
-        },
-        "threads": [
-            {
-                "tid": t.tid,
-                "comm": t.comm,
-                "wall_s": round(t.wall_s, 4),
-                "seconds": {c: round(s, 4) for c, s in t.seconds.items() if s > 0},
-            }
-            for t in b.threads
-        ],
-        "left_out": list(b.left_out),
-        "cgroups": [dict(c) for c in b.cgroups],
-        "cpus": (
-            {"outside": round(b.cpus[0], 3), "working": round(b.cpus[1], 3)} if b.cpus is not None else None
-        ),
-        "mechanisms": {r: {"mechanism": m, "share": round(x, 4)} for r, (m, x) in b.mechanisms.items()},
-        "mechanism_shares": {
-            r: {m or "(not in the table)": round(x, 4) for m, x in c.items()}
-            for r, c in b.mechanism_shares.items()
-        },
-        "cpu_mechanisms": {m or "(not in the table)": round(v, 4) for m, v in b.cpu_mechanisms.items()},
-        "cpu_top": {"function": b.cpu_top[0], "caller": b.cpu_top[1]},
-    }

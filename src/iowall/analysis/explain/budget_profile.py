@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute
-from .offcpu import classify
+from .offcpu import SYNC_CALL, classify, syscall_of
 
 
 def _kernel_stacks(profile: Mapping[str, int], comms: set[str]) -> dict[str, int]:
@@ -79,7 +79,9 @@ CONTEXTS = ("fsync", "fault", "reclaim", "dirty-throttle")
 
 def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
     """The workload's kernel on-CPU seconds inside each of ``CONTEXTS``, in proportion to its
-    profile stacks with kernel frames whose frames ``analysis.explain.offcpu`` reads as that reason."""
+    profile stacks with kernel frames whose frames ``analysis.explain.offcpu`` reads as that reason;
+    fsync only inside a call that syncs (``offcpu.SYNC_CALL``): xlog_cil_commit in a create or a
+    close is that transaction's commit work on a CPU, not a wait for stable storage."""
     total = 0
     hits: dict[str, int] = {}
     for stack, n in profile.items():
@@ -91,9 +93,24 @@ def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float
             continue
         total += n
         r = classify(";".join(kernel)).reason
+        if r == "fsync" and not any(SYNC_CALL.match(f) for f in kernel):
+            continue  # a log's frames in a create or a close: its transaction's commit, on a CPU
         if r in CONTEXTS:
             hits[r] = hits.get(r, 0) + n
     return {r: kernel_s * n / total for r, n in hits.items()} if total else {}
+
+
+def cpu_syscalls(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds by the system call each stack is in (``""``: none),
+    in proportion to its profile samples with kernel frames: which calls the kernel time is
+    spent in (a file created per write spends it in ``openat`` and ``close``)."""
+    mine = _kernel_stacks(profile, comms)
+    total = sum(mine.values())
+    out: dict[str, float] = {}
+    for s, n in mine.items():
+        c = syscall_of(s)
+        out[c] = out.get(c, 0.0) + kernel_s * n / total
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,7 @@ class ProfileSplit:
     contexts: dict[str, float] = field(default_factory=dict)
     mechanisms: dict[str, float] = field(default_factory=dict)
     top: tuple[str, str] = ("", "")
+    syscalls: dict[str, float] = field(default_factory=dict)
 
 
 def split_kernel_time(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> ProfileSplit:
@@ -114,6 +132,7 @@ def split_kernel_time(profile: Mapping[str, int], comms: set[str], kernel_s: flo
         kernel_contexts(profile, comms, kernel_s),
         cpu_mechanisms(profile, comms, kernel_s),
         cpu_top(profile, comms),
+        cpu_syscalls(profile, comms, kernel_s),
     )
 
 

@@ -172,6 +172,9 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     named = _kernel_mechanism(b)
     if named is not None and kernel > user:
         return _mechanism_wall(share, b, who, dev, on, ev, named, oncpu)
+    other = _other_calls(share, b, who, on, ev, paths[0][0] if paths else "")
+    if other is not None and kernel > user:
+        return other
     copy_s = b.kernel_paths.get("copy", 0.0)
     per_call = _per_call(share, b, who, copy_s)
     if per_call is not None:
@@ -180,6 +183,69 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     if top_path == "copy" and top_s >= 0.4 * kernel:
         return _copy_wall(share, b, ctx, who, on, ev, top_s, moved, oncpu)
     return _path_wall(share, b, who, on, ev, top_path, kernel, oncpu)
+
+
+#: the system calls that move a workload's data: the kernel time in them is its I/O's own
+DATA_CALLS = frozenset(
+    {
+        "read",
+        "write",
+        "pread64",
+        "pwrite64",
+        "readv",
+        "writev",
+        "preadv",
+        "pwritev",
+        "preadv2",
+        "pwritev2",
+        "io_uring_enter",
+        "io_submit",
+        "io_getevents",
+        "io_pgetevents",
+        "sendfile64",
+        "splice",
+        "copy_file_range",
+    }
+)
+#: the kernel time in other system calls from which they, not the I/O, are named
+OTHER_CALLS = 0.5
+
+
+def _other_calls(
+    share: float, b: Budget, who: str, on: str, ev: Mapping[str, Any], top_path: str
+) -> Wall | None:
+    """On a CPU in the kernel, most of it in system calls other than the ones that move its
+    data (``openat`` and ``close`` when each I/O goes to a file of its own): the work of those
+    calls holds it, not the cost of an I/O. None when they hold less than ``OTHER_CALLS`` of
+    the kernel time (or there is no profile)."""
+    kernel = b.totals.get("kernel", 0.0)
+    calls = b.cpu_syscalls
+    other = {c: v for c, v in calls.items() if c and c not in DATA_CALLS and v >= 0.01 * kernel}
+    if not kernel or sum(other.values()) < OTHER_CALLS * kernel:
+        return None
+    data = sum(v for c, v in calls.items() if c in DATA_CALLS)
+    named = ", ".join(
+        f"{c} {fmt_share(v / kernel)}" for c, v in sorted(other.items(), key=lambda kv: -kv[1])[:3]
+    )
+    fn, caller = b.cpu_top
+    top = f"; most sampled: {fn} < {caller}" if fn and caller else ""
+    label = PATH_LABELS.get(top_path, "paths the profile did not record")
+    oncpu = b.oncpu_s
+    return Wall(
+        "cpu-kernel",
+        f"On a CPU in the kernel, in calls other than its I/O: {who} was {on}, "
+        f"{fmt_share(kernel / oncpu if oncpu else 0)} of it in the kernel, of that {named} against "
+        f"{fmt_share(data / kernel)} in the calls that move its data (most in {label}{top}): the work "
+        "those calls do (a file opened, created or closed per I/O), not the I/O's own cost, holds it.",
+        share,
+        {
+            **ev,
+            "path": top_path,
+            "function": fn,
+            "caller": caller,
+            "syscalls": {c: round(v, 3) for c, v in other.items()},
+        },
+    )
 
 
 def _on_words(share: float, b: Budget, ctx: Mapping[str, float]) -> str:

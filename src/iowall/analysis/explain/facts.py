@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .budget import Budget
-from .budget import to_json as budget_json
+from .budget_json import to_json as budget_json
 from .derived import ClassShare, PathShare
 from .device import Device
 from .evidence import SkippedProbe

@@ -266,6 +266,14 @@ TABLE: tuple[Mechanism, ...] = (
         "a full btrfs transaction commit",
     ),
     Mechanism(
+        "space-flush",
+        OWNER,
+        ("xfs_flush_inodes",),
+        "the filesystem out of free space for a reservation (ENOSPC): XFS writes back every dirty "
+        "inode so that delayed allocation's reservations become real, smaller allocations, then "
+        "tries again",
+    ),
+    Mechanism(
         "tags",
         OWNER,
         ("blk_mq_get_tag",),

@@ -18,6 +18,9 @@ from functools import lru_cache
 
 #: (reason, label, patterns), in the order they are tried.
 REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # the filesystem out of free space for a reservation: it writes back dirty data to free
+    # what delayed allocation reserved, and the caller waits for that (ENOSPC flush)
+    ("space", "the filesystem's free space (an ENOSPC flush)", ("xfs_flush_inodes",)),
     (
         "lock",
         "kernel locks (mutex, rwsem)",
@@ -235,6 +238,14 @@ _PLUMBING = re.compile(
     r"do_syscall_64|entry_SYSCALL_64.*|x64_sys_call|__x64_sys_.*|"
     r"ret_from_fork.*|kthread)$"
 )
+#: Frames of a call that syncs a file (fsync, fdatasync, O_SYNC, fadvise, sync_file_range):
+#: a filesystem's log frames outside one are its transactions' own commit work, not a sync
+SYNC_CALL = re.compile(
+    r"^(do_fsync|vfs_fsync.*|.*_sync_file|xfs_file_fsync|generic_write_sync|generic_fadvise|"
+    r"__filemap_fdatawrite_range|filemap_fdatawrite.*|filemap_write_and_wait.*|"
+    r"file_write_and_wait_range|sync_file_range|io_fsync|blkdev_fsync|ksys_sync.*|"
+    r"__x64_sys_(fsync|fdatasync|fadvise64|sync_file_range|sync|syncfs))$"
+)
 #: Frames of the XFS, ext4 (jbd2) and btrfs logs: an fsync waiting in them waits for a log force.
 LOG_FORCE = re.compile(r"^(xlog_|xfs_log_force|jbd2_|btrfs_sync_log|btrfs_commit_transaction)")
 
@@ -254,6 +265,29 @@ def _compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 
 _TABLE = _compiled()
+
+#: Tail calls the unwinder cannot see: a function whose last act is a call jumps to it, so
+#: its own frame is gone from a stack sampled inside that call. (caller, callee) -> the
+#: function between them. xfs_flush_inodes ends in flush_work(): in two stacks of three
+#: of creators waiting for it (small-file-writeback, 2026-12-01) only ``xfs_create;__flush_work``.
+TAIL_CALLS: dict[tuple[str, str], str] = {
+    ("xfs_create", "__flush_work"): "xfs_flush_inodes",
+    ("xfs_file_buffered_write", "__flush_work"): "xfs_flush_inodes",
+}
+
+
+@lru_cache(maxsize=8192)
+def restore_tail_calls(stack: str) -> str:
+    """``stack`` (folded, root first) with the frames of ``TAIL_CALLS`` put back where a
+    caller is followed straight by the callee a tail call of theirs reached."""
+    frames = stack.split(";")
+    out = frames[:1]
+    for prev, f in zip(frames, frames[1:], strict=False):
+        lost = TAIL_CALLS.get((prev, f))
+        if lost is not None:
+            out.append(lost)
+        out.append(f)
+    return ";".join(out)
 
 
 @lru_cache(maxsize=8192)
@@ -277,11 +311,18 @@ def leaf_of(stack: str) -> str:
     return next((f for f in reversed(stack.split(";")) if f and not _PLUMBING.match(f)), "")
 
 
+#: a system call's own entry frame: ``__x64_sys_fadvise64``, or, where that wrapper is
+#: inlined into the dispatcher (``write`` on 6.18: ``do_syscall_64;ksys_write``), its body
+_SYSCALL_FRAME = re.compile(r"^(?:__x64_sys_|__do_sys_|__se_sys_|ksys_)(\w+)$")
+
+
 def syscall_of(stack: str) -> str:
-    """The system call a stack is in (``fadvise64`` for ``…;__x64_sys_fadvise64;…``), or ''."""
+    """The system call a stack is in (``fadvise64`` for ``…;__x64_sys_fadvise64;…``,
+    ``write`` for ``…;do_syscall_64;ksys_write;…``), or ''."""
     for f in stack.split(";"):
-        if f.startswith("__x64_sys_"):
-            return f.removeprefix("__x64_sys_")
+        m = _SYSCALL_FRAME.match(f)
+        if m:
+            return m.group(1)
     return ""
 
 

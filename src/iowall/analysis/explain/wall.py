@@ -36,6 +36,8 @@ from .verdict import FIO, STEAL, TURNS, Wall
 MIN_SHARE = 0.40
 #: a second state holding at least this share is named beside the wall
 ALSO_SHARE = 0.25
+#: with no wall, the states holding at least this share are said with their shares (at most 3)
+PART_SHARE = 0.10
 #: a lock wait stands in for a wait for a CPU only while the CPUs the point's work left
 #: unused would raise its throughput by less than this share (``lock_turns``)
 LOCK_GAIN = 0.10
@@ -199,10 +201,13 @@ def decide(
     if others >= 0.05 or top == "runnable:others":
         notes.append(_neighbours_note(top, others, neighbours))
     if share < MIN_SHARE or unacc >= share:
-        notes.append(
-            f"No single state holds most of the workload's time (largest: "
-            f"{_state_words(top)} {fmt_share(share)}): no wall is named."
+        parts = [f"{_state_words(k)} {fmt_share(v)}" for k, v in ranked[:3] if v >= PART_SHARE]
+        said = (
+            f"its largest parts: {'; '.join(parts)}"
+            if len(parts) > 1
+            else f"largest: {_state_words(top)} {fmt_share(share)}"
         )
+        notes.append(f"No single state holds most of the workload's time ({said}): no wall is named.")
         return _beside_host(Decision(None, (), tuple(notes)), ctx.get(STEAL))
     hp = dict(helpers or {})
     # the wall and the state beside it, named in one place: with the tag waits of a split
@@ -238,8 +243,8 @@ _STATE_WORDS = {
 
 
 def _state_words(state: str) -> str:
-    """``blocked:fsync`` → ``in fsync and synchronous writeback (…)``: a state as the budget
-    table names it."""
+    """``blocked:fsync`` → ``blocked: fsync and synchronous writeback (…)``: a state as the
+    budget table names it."""
     if state in _STATE_WORDS:
         return _STATE_WORDS[state]
     reason = state.split(":", 1)[1] if state.startswith("blocked:") else state
