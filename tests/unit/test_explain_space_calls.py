@@ -105,3 +105,16 @@ def test_cpu_wall_names_the_calls_beside_the_io() -> None:
     assert b is not None
     d = wall.decide(b, device_wall.Device(), {})
     assert d.wall is not None and "calls other than its I/O" not in d.wall.sentence
+
+
+def test_btrfs_tree_locks_are_locks() -> None:
+    # btrfs unlinks of one subvolume (inode-cache, 2 threads, 2026-12-01): asleep on the
+    # root node's lock, which /proc/PID/stack shows without the rwsem slow path
+    s = (
+        "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_unlinkat;do_unlinkat;evict;"
+        "btrfs_evict_inode;btrfs_del_orphan_item;btrfs_search_slot;btrfs_lock_root_node;btrfs_tree_lock_nested"
+    )
+    r = offcpu.classify(s)
+    assert (r.reason, r.function) == ("lock", "btrfs_tree_lock_nested")
+    assert offcpu.caller_of(s, "lock") == "btrfs_lock_root_node"
+    assert mechanism_of(s) == "btree-lock"

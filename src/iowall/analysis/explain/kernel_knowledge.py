@@ -348,6 +348,13 @@ TABLE: tuple[Mechanism, ...] = (
         "a write fault on a mapped file (page_mkwrite: the page made writable and dirtied)",
     ),
     Mechanism(
+        "btree-lock",
+        INNER,
+        ("btrfs_tree_lock*", "btrfs_tree_read_lock*", "btrfs_lock_root_node", "btrfs_read_lock_root_node"),
+        "btrfs's tree block locks: a search from a tree's root locks its root node, so the creates "
+        "and unlinks of one subvolume take it in turn (a subvolume each does not)",
+    ),
+    Mechanism(
         "inode-lock",
         INNER,
         ("xfs_ilock*", "xfs_iolock*", "inode_lock*", "down_write", "down_read"),

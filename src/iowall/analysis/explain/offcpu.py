@@ -41,6 +41,9 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "inode_lock*",
             "xfs_buf_lock",
             "xfs_buf_find_lock",
+            # btrfs's tree block locks (rwsems whose slow path /proc/PID/stack leaves out)
+            "btrfs_tree_lock*",
+            "btrfs_tree_read_lock*",
             "lock_buffer",
             "__lock_buffer",
             "__folio_lock*",
