@@ -118,3 +118,14 @@ def test_btrfs_tree_locks_are_locks() -> None:
     assert (r.reason, r.function) == ("lock", "btrfs_tree_lock_nested")
     assert offcpu.caller_of(s, "lock") == "btrfs_lock_root_node"
     assert mechanism_of(s) == "btree-lock"
+
+
+def test_rule_sentences_count_in_english() -> None:
+    from iowall.analysis.explain.rules import plurals
+
+    assert plurals("balance_dirty_pages set 1 task(s) pauses") == "balance_dirty_pages set 1 task pauses"
+    assert (
+        plurals("set 2 task(s) and 1,024 job(s); 0.5 request(s)")
+        == "set 2 tasks and 1,024 jobs; 0.5 requests"
+    )
+    assert plurals("a task(s) with no count") == "a task(s) with no count"

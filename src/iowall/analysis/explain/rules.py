@@ -15,6 +15,7 @@ Quantities are metric names (docs/probes.md), context keys, or the derived quant
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,8 +98,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "writers-throttled",
         (Cond("throttled_share", ">=", 0.10),),
-        "Writers throttled: balance_dirty_pages set {throttle_tasks:.0f} task(s) pauses of "
-        "{throttle_pause_s:.2f} s in all, {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
+        "Writers throttled: balance_dirty_pages set pauses of {throttle_pause_s:.2f} s in all "
+        "for {throttle_tasks:.0f} task(s), {throttled_pct:.0f}% of their {writer_time_s:.1f} s "
         "(its tracepoint, over the whole run; dirty limit {throttle_limit_mib:.0f} MiB).",
         evidence=("wall_s", "jobs", "throttle_events", "throttle_pause_max_s"),
     ),
@@ -242,6 +243,14 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+_COUNTED = re.compile(r"\b(\d[\d,]*(?:\.\d+)?) (\w+)\(s\)")
+
+
+def plurals(text: str) -> str:
+    """A template's ``N word(s)`` as English once N is known: ``1 task``, ``2 tasks``."""
+    return _COUNTED.sub(lambda m: f"{m[1]} {m[2]}" if m[1] == "1" else f"{m[1]} {m[2]}s", text)
+
+
 def _num(v: Mapping[str, Any], key: str) -> float | None:
     """A finite number of ``v`` (``derived``'s own reading, kept here: once the quantities are
     computed, judging them does not go back to the module that computed them)."""
@@ -323,7 +332,7 @@ def fire_values(
             if k in values and not isinstance(values[k], str)
         }
         evidence["thresholds"] = {c.key: f"{c.op} {c.threshold:g}" for c in row.when}
-        sentence = row.sentence.format(**values)
+        sentence = plurals(row.sentence.format(**values))
         if row.tail and isinstance(values.get(row.tail), str):
             sentence += " " + values[row.tail]
         fired[row.rule] = Verdict(row.rule, sentence, evidence)
