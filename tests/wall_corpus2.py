@@ -462,6 +462,19 @@ def t_space_flush(e: Evidence) -> Truth:
     )
 
 
+def t_space_btrfs(e: Evidence) -> Truth:
+    return _asleep(
+        e,
+        ("__reserve_bytes", "handle_reserve_ticket", "wait_reserve_ticket"),
+        0.7,
+        what="__reserve_bytes (a reservation ticket)",
+    )
+
+
+def t_space_ext4(e: Evidence) -> Truth:
+    return _asleep(e, ("ext4_nonda_switch",), 0.7, what="ext4_nonda_switch")
+
+
 # --------------------------------------------------------------------------------------
 # the kinds: plans (condition, control) and inductions; expectations from the toml
 
@@ -473,10 +486,12 @@ def _axes(plan: str, knobs: dict[str, int]) -> str:
     return plan + "[axes]\n" + "".join(f'"sysfs:queue/{k}" = {int(v)}\n' for k, v in knobs.items())
 
 
-def _ram(fs: str = "xfs", mount_opts: str = "", size: str = "") -> str:
+def _ram(fs: str = "xfs", mount_opts: str = "", size: str = "", mkfs_opts: str = "") -> str:
     bed = f'kind = "ram"\nfs = "{fs}"'
     if mount_opts:
         bed += f'\nmount_opts = "{mount_opts}"'
+    if mkfs_opts:
+        bed += f'\nmkfs_opts = "{mkfs_opts}"'
     if size:
         bed += f'\nsize = "{size}"'
     return bed
@@ -619,6 +634,24 @@ KINDS2: dict[str, Kind] = {
             t_space_flush,
             bed=_ram(size="1G"),
             control_bed=_ram(size="8G"),
+            timed=False,
+        ),
+        _kind(
+            "space-btrfs",
+            SMALL_FILES,
+            SMALL_FILES,
+            t_space_btrfs,
+            bed=_ram("btrfs", size="1G"),
+            control_bed=_ram("btrfs", size="8G"),
+            timed=False,
+        ),
+        _kind(
+            "space-ext4",
+            SMALL_FILES,
+            SMALL_FILES,
+            t_space_ext4,
+            bed=_ram("ext4", size="1G", mkfs_opts="-i 4096"),
+            control_bed=_ram("ext4", size="8G", mkfs_opts="-i 4096"),
             timed=False,
         ),
         _kind(

@@ -207,21 +207,31 @@ def _dirty_throttle(share: float, who: str, dev: Device, helpers: Mapping[str, f
 
 #: what a caller of the ENOSPC flush was doing when its reservation failed
 _RESERVING = {"xfs_create": "a create", "xfs_file_buffered_write": "a buffered write"}
+#: what each filesystem's space wait is, by the function it waits in
+_SPACE = {
+    "xfs_flush_inodes": "{doing} could not reserve its blocks, so XFS wrote back every dirty inode of the "
+    "filesystem and tried again",
+    "ext4_nonda_switch": "ext4's free blocks ran low against what delayed allocation holds, so it stopped "
+    "delaying allocation and wrote back the filesystem's dirty inodes, and the writer waited for that",
+    "__reserve_bytes": "btrfs's space for the reservation was used up, so it waited on a reservation ticket "
+    "while btrfs flushed delalloc, ran delayed items and committed transactions to free space",
+}
 
 
 def _space(share: float, who: str, fn: str, caller: str) -> Wall:
-    """Waiting for the filesystem's ENOSPC flush: a reservation failed, and the filesystem
-    writes back every dirty inode to turn delayed allocation's worst-case reservations into
-    real allocations before it tries again (``xfs_flush_inodes``)."""
+    """Waiting for the filesystem to free space for a reservation: XFS's ENOSPC flush
+    (``xfs_flush_inodes``), ext4's switch out of delayed allocation (``ext4_nonda_switch``),
+    btrfs's reservation tickets (``__reserve_bytes``): each writes back or commits what
+    delayed allocation and reservations hold before the caller goes on."""
     doing = _RESERVING.get(caller, "a reservation")
     where = f", from {caller}" if caller else ""
+    what = _SPACE.get(fn, "the filesystem freed space for a reservation before going on").format(doing=doing)
     return Wall(
         "space",
-        f"Out of free space: {who} waited {fmt_share(share)} of its time in the filesystem's ENOSPC "
-        f"flush ({fn}{where}): {doing} could not reserve its blocks, so XFS wrote back every dirty "
-        "inode of the filesystem and tried again. Until writeback allocates them, delayed allocation "
-        "holds each dirty file's blocks and the worst case of the metadata its allocation may need, "
-        "so many small dirty files hold far more than their data: a larger filesystem, or less "
+        f"Out of free space: {who} waited {fmt_share(share)} of its time for the filesystem to free "
+        f"space ({fn}{where}): {what}. Until writeback allocates them, delayed allocation and the "
+        "filesystem's reservations hold the worst case of the blocks and metadata each dirty file may "
+        "need, so many small dirty files hold far more than their data: a larger filesystem, or less "
         "dirty data at a time, removes the wait.",
         share,
         {"function": fn, "caller": caller},

@@ -268,10 +268,17 @@ TABLE: tuple[Mechanism, ...] = (
     Mechanism(
         "space-flush",
         OWNER,
-        ("xfs_flush_inodes",),
-        "the filesystem out of free space for a reservation (ENOSPC): XFS writes back every dirty "
-        "inode so that delayed allocation's reservations become real, smaller allocations, then "
-        "tries again",
+        (
+            "xfs_flush_inodes",
+            "ext4_nonda_switch",
+            "handle_reserve_ticket",
+            "wait_reserve_ticket",
+            "priority_reclaim_*_space",
+        ),
+        "the filesystem short of free space for a reservation: it writes back dirty data (XFS "
+        "every dirty inode after ENOSPC, ext4 when its free blocks run low) or flushes and commits "
+        "(btrfs, while the reservation waits on a ticket) so that what delayed allocation and "
+        "reservations hold becomes real, smaller allocations",
     ),
     Mechanism(
         "tags",

@@ -18,9 +18,22 @@ from functools import lru_cache
 
 #: (reason, label, patterns), in the order they are tried.
 REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    # the filesystem out of free space for a reservation: it writes back dirty data to free
-    # what delayed allocation reserved, and the caller waits for that (ENOSPC flush)
-    ("space", "the filesystem's free space (an ENOSPC flush)", ("xfs_flush_inodes",)),
+    # the filesystem short of free space for a reservation: it writes back dirty data (or
+    # commits) to free what delayed allocation and its reservations hold, and the caller
+    # waits: XFS after ENOSPC, ext4 with its free blocks low, btrfs on a reservation ticket
+    # (handle_reserve_ticket is inlined into __reserve_bytes, which sleeps only there)
+    (
+        "space",
+        "the filesystem's free space (an ENOSPC flush)",
+        (
+            "xfs_flush_inodes",
+            "ext4_nonda_switch",
+            "__reserve_bytes",
+            "handle_reserve_ticket",
+            "wait_reserve_ticket",
+            "priority_reclaim_*_space",
+        ),
+    ),
     (
         "lock",
         "kernel locks (mutex, rwsem)",
