@@ -47,7 +47,7 @@ def test_space_wall_names_the_flush_and_its_caller() -> None:
     d = wall.decide(b, device_wall.Device(), {})
     assert d.wall is not None
     assert (d.wall.kind, d.wall.mechanism) == ("space", "space-flush")
-    assert "ENOSPC flush (xfs_flush_inodes, from xfs_create): a create could not reserve" in d.wall.sentence
+    assert "free space (xfs_flush_inodes, from xfs_create): a create could not reserve" in d.wall.sentence
 
 
 def test_silence_says_its_largest_parts() -> None:
@@ -129,3 +129,34 @@ def test_rule_sentences_count_in_english() -> None:
         == "set 2 tasks and 1,024 jobs; 0.5 requests"
     )
     assert plurals("a task(s) with no count") == "a task(s) with no count"
+
+
+@pytest.mark.parametrize(
+    ("stack", "fn", "said"),
+    [
+        # a 1 GiB btrfs: each create's metadata reservation waits on a ticket (2026-12-01)
+        (
+            "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_openat;do_sys_openat2;path_openat;"
+            "btrfs_create_common;start_transaction;btrfs_reserve_metadata_bytes;__reserve_bytes",
+            "__reserve_bytes",
+            "waited on a reservation ticket",
+        ),
+        # a 1 GiB ext4: its free blocks low, the writer waits for the writeback it started
+        (
+            "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_pwrite64;vfs_write;ext4_buffered_write_iter;"
+            "generic_perform_write;ext4_da_write_begin;ext4_nonda_switch;try_to_writeback_inodes_sb;"
+            "__writeback_inodes_sb_nr;wb_wait_for_completion",
+            "ext4_nonda_switch",
+            "stopped delaying allocation",
+        ),
+    ],
+)
+def test_space_on_btrfs_and_ext4(stack: str, fn: str, said: str) -> None:
+    r = offcpu.classify(stack)
+    assert (r.reason, r.function) == ("space", fn)
+    th = _thread(1, wall_s=4.0, cpu=1.2, delay=0.0, user=0.1, blocked={0: 280}, running=120)
+    b = budget.compute(_doc([th], [stack]), (0.0, 4.0), "test")
+    assert b is not None
+    d = wall.decide(b, device_wall.Device(), {})
+    assert d.wall is not None and (d.wall.kind, d.wall.mechanism) == ("space", "space-flush")
+    assert said in d.wall.sentence and f"({fn}, from " in d.wall.sentence
