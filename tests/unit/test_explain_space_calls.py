@@ -99,6 +99,14 @@ def test_cpu_wall_names_the_calls_beside_the_io() -> None:
     assert d.wall is not None and d.wall.kind == "cpu-kernel"
     assert "in calls other than its I/O" in d.wall.sentence
     assert "openat 60%, close 15% against 25% in the calls that move its data" in d.wall.sentence
+    assert "the work those calls do (a file opened, created or closed per I/O)" in d.wall.sentence
+    # fallocate's kernel time is not a file's making: no such example then
+    falloc = "entry_SYSCALL_64;do_syscall_64;__x64_sys_fallocate;vfs_fallocate;xfs_file_fallocate"
+    b = budget.compute(_doc([th], [io]), (0.0, 4.0), "test", profile=_profile({falloc: 75, CPU: 25}))
+    assert b is not None
+    d = wall.decide(b, device_wall.Device(), {})
+    assert d.wall is not None and "fallocate 75% against 25%" in d.wall.sentence
+    assert "the work those calls do, not the I/O's own cost" in d.wall.sentence
     # a quarter in openat: the I/O's own cost again (per-call: 16 KiB a call, little copy)
     prof = _profile({CREATE: 25, CPU: 75})
     b = budget.compute(_doc([th], [io]), (0.0, 4.0), "test", profile=prof)

@@ -209,6 +209,11 @@ DATA_CALLS = frozenset(
 )
 #: the kernel time in other system calls from which they, not the I/O, are named
 OTHER_CALLS = 0.5
+#: calls that make, find, change or remove a file: a file per I/O spends its kernel time there
+FILE_CALLS = frozenset(
+    {"openat", "open", "creat", "close", "unlinkat", "unlink", "newfstatat", "statx", "newlstat"}
+    | {"renameat2", "mkdirat", "fchmodat", "getdents64"}
+)
 
 
 def _other_calls(
@@ -224,9 +229,9 @@ def _other_calls(
     if not kernel or sum(other.values()) < OTHER_CALLS * kernel:
         return None
     data = sum(v for c, v in calls.items() if c in DATA_CALLS)
-    named = ", ".join(
-        f"{c} {fmt_share(v / kernel)}" for c, v in sorted(other.items(), key=lambda kv: -kv[1])[:3]
-    )
+    ranked = sorted(other.items(), key=lambda kv: -kv[1])
+    named = ", ".join(f"{c} {fmt_share(v / kernel)}" for c, v in ranked[:3])
+    files = " (a file opened, created or closed per I/O)" if ranked[0][0] in FILE_CALLS else ""
     fn, caller = b.cpu_top
     top = f"; most sampled: {fn} < {caller}" if fn and caller else ""
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
@@ -236,7 +241,7 @@ def _other_calls(
         f"On a CPU in the kernel, in calls other than its I/O: {who} was {on}, "
         f"{fmt_share(kernel / oncpu if oncpu else 0)} of it in the kernel, of that {named} against "
         f"{fmt_share(data / kernel)} in the calls that move its data (most in {label}{top}): the work "
-        "those calls do (a file opened, created or closed per I/O), not the I/O's own cost, holds it.",
+        f"those calls do{files}, not the I/O's own cost, holds it.",
         share,
         {
             **ev,
