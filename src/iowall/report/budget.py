@@ -32,7 +32,7 @@ def state_title(category: str) -> str:
 def budget_lines(b: Budget, helpers: Mapping[str, float]) -> list[str]:
     """The budget's categories (the kernel split by path), seconds and share, and the
     threads it counts; ``helpers``: the CPUs of each class of thread working for the point.
-    Seconds are taken at the precision the JSON gives them (``budget.to_json``: 4 decimals),
+    Seconds are taken at the precision the JSON gives them (``budget_json.to_json``: 4 decimals),
     so that the text and the JSON of one explanation never disagree in a digit."""
     wall = round(b.wall_s, 4)
     if wall <= 0:

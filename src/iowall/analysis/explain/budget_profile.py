@@ -6,7 +6,7 @@ the workload's own threads count (their task names, ``comm;…``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .kernel_knowledge import mechanism_of
@@ -28,18 +28,23 @@ def _kernel_stacks(profile: Mapping[str, int], comms: set[str]) -> dict[str, int
     return out
 
 
-def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
-    """The workload's kernel on-CPU seconds split by mechanism (``analysis.explain.kernel_knowledge``),
-    in proportion to its profile samples with kernel frames."""
+def _split(
+    profile: Mapping[str, int], comms: set[str], kernel_s: float, key: Callable[[str], str]
+) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds split by ``key`` of each stack, in proportion to
+    its profile samples with kernel frames, largest first."""
     mine = _kernel_stacks(profile, comms)
     total = sum(mine.values())
-    if not total:
-        return {}
     out: dict[str, float] = {}
     for s, n in mine.items():
-        k = mechanism_of(s)
+        k = key(s)
         out[k] = out.get(k, 0.0) + kernel_s * n / total
-    return out
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
+    """The workload's kernel on-CPU seconds split by mechanism (``analysis.explain.kernel_knowledge``)."""
+    return _split(profile, comms, kernel_s, mechanism_of)
 
 
 def cpu_top(profile: Mapping[str, int], comms: set[str]) -> tuple[str, str]:
@@ -101,16 +106,9 @@ def kernel_contexts(profile: Mapping[str, int], comms: set[str], kernel_s: float
 
 
 def cpu_syscalls(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> dict[str, float]:
-    """The workload's kernel on-CPU seconds by the system call each stack is in (``""``: none),
-    in proportion to its profile samples with kernel frames: which calls the kernel time is
-    spent in (a file created per write spends it in ``openat`` and ``close``)."""
-    mine = _kernel_stacks(profile, comms)
-    total = sum(mine.values())
-    out: dict[str, float] = {}
-    for s, n in mine.items():
-        c = syscall_of(s)
-        out[c] = out.get(c, 0.0) + kernel_s * n / total
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+    """The workload's kernel on-CPU seconds by the system call each stack is in (``""``: none):
+    which calls the kernel time is spent in (a file created per write: ``openat``, ``close``)."""
+    return _split(profile, comms, kernel_s, syscall_of)
 
 
 @dataclass(frozen=True)

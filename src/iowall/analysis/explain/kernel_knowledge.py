@@ -274,6 +274,8 @@ TABLE: tuple[Mechanism, ...] = (
             "handle_reserve_ticket",
             "wait_reserve_ticket",
             "priority_reclaim_*_space",
+            # not btrfs's __reserve_bytes: asleep there is a ticket's wait (offcpu's "space"),
+            # but on a CPU it is every reservation's own bookkeeping
         ),
         "the filesystem short of free space for a reservation: it writes back dirty data (XFS "
         "every dirty inode after ENOSPC, ext4 when its free blocks run low) or flushes and commits "

@@ -16,6 +16,32 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+#: Frames of a call that syncs a file (fsync, fdatasync, an O_SYNC write's vfs_fsync_range,
+#: fadvise, sync_file_range, sync): a wait in them is the sync's
+SYNC_CALLS: tuple[str, ...] = (
+    "do_fsync",
+    "__x64_sys_fsync",
+    "__x64_sys_fdatasync",
+    "vfs_fsync*",
+    "*_sync_file",
+    "generic_fadvise",
+    "__x64_sys_fadvise64",
+    "__filemap_fdatawrite_range",
+    "filemap_fdatawrite*",
+    "filemap_write_and_wait*",
+    "xfs_file_fsync",
+    "file_write_and_wait_range",
+    "__x64_sys_sync_file_range",
+    "sync_file_range",
+    "io_fsync",
+    "blkdev_fsync",
+    "__x64_sys_sync*",
+    "ksys_sync*",
+)
+#: Frames of the filesystems' logs: asleep in them is waiting for the log (an fsync's wait,
+#: or a transaction's for log space); on a CPU outside a sync call, a transaction's commit
+LOG_FRAMES: tuple[str, ...] = ("xlog_*", "xfs_log_force*", "jbd2_*", "btrfs_sync_*")
+
 #: (reason, label, patterns), in the order they are tried.
 REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # the filesystem short of free space for a reservation: it writes back dirty data (or
@@ -88,30 +114,7 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "fsync",
         "fsync and synchronous writeback (fdatasync, fadvise, the log)",
-        (
-            "do_fsync",
-            "__x64_sys_fsync",
-            "__x64_sys_fdatasync",
-            "vfs_fsync*",
-            "*_sync_file",
-            "generic_fadvise",
-            "__x64_sys_fadvise64",
-            "__filemap_fdatawrite_range",
-            "filemap_fdatawrite*",
-            "filemap_write_and_wait*",
-            "xfs_file_fsync",
-            "xlog_*",
-            "xfs_log_force*",
-            "jbd2_*",
-            "btrfs_sync_*",
-            "file_write_and_wait_range",
-            "__x64_sys_sync_file_range",
-            "sync_file_range",
-            "io_fsync",
-            "blkdev_fsync",
-            "__x64_sys_sync*",
-            "ksys_sync*",
-        ),
+        (*SYNC_CALLS, *LOG_FRAMES),
     ),
     (
         "fault",
@@ -254,14 +257,9 @@ _PLUMBING = re.compile(
     r"do_syscall_64|entry_SYSCALL_64.*|x64_sys_call|__x64_sys_.*|"
     r"ret_from_fork.*|kthread)$"
 )
-#: Frames of a call that syncs a file (fsync, fdatasync, O_SYNC, fadvise, sync_file_range):
-#: a filesystem's log frames outside one are its transactions' own commit work, not a sync
-SYNC_CALL = re.compile(
-    r"^(do_fsync|vfs_fsync.*|.*_sync_file|xfs_file_fsync|generic_write_sync|generic_fadvise|"
-    r"__filemap_fdatawrite_range|filemap_fdatawrite.*|filemap_write_and_wait.*|"
-    r"file_write_and_wait_range|sync_file_range|io_fsync|blkdev_fsync|ksys_sync.*|"
-    r"__x64_sys_(fsync|fdatasync|fadvise64|sync_file_range|sync|syncfs))$"
-)
+#: ``SYNC_CALLS`` as one pattern: a filesystem's log frames outside one are its
+#: transactions' own commit work on a CPU, not a sync
+SYNC_CALL = re.compile("|".join(fnmatch.translate(p) for p in SYNC_CALLS))
 #: Frames of the XFS, ext4 (jbd2) and btrfs logs: an fsync waiting in them waits for a log force.
 LOG_FORCE = re.compile(r"^(xlog_|xfs_log_force|jbd2_|btrfs_sync_log|btrfs_commit_transaction)")
 
