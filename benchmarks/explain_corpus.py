@@ -8,7 +8,8 @@ tiny dirty limits, one shared file for eight writers, busy loops, fio's rate lim
 the page cache, a loop bed on the virtio disk). The second corpus's kinds are mechanisms
 inside a path or below the workload (request splitting, readahead off, merging off,
 per-call cost, zram and btrfs compression, the ext4 journal commit, the btrfs log tree, the
-XFS log force under O_SYNC, CPU affinity, request tags, a device shared with a neighbour);
+XFS log force under O_SYNC, CPU affinity, request tags, a device shared with a neighbour,
+the filesystem out of free space on XFS, btrfs and ext4);
 what each should be named, its wall kind and mechanism, is in tests/corpus2_expected.toml,
 and each case first runs the kind's control (the same plan without the condition).
 

@@ -1,7 +1,8 @@
 """The second corpus of induced walls: mechanisms inside a path or below the workload
 (request splitting, readahead off, merging off, per-call cost, zram and btrfs compression,
 the ext4 journal commit, the btrfs log tree, the XFS log force under O_SYNC, CPU affinity,
-request tags, a device shared with a neighbour).
+request tags, a device shared with a neighbour, the filesystem out of free space on XFS, btrfs
+and ext4).
 
 What a kernel developer would say each wall is — the wall kind, its mechanism, the
 condition, the control and the ground truth — is committed in tests/corpus2_expected.toml
