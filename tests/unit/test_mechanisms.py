@@ -202,6 +202,36 @@ def test_a_split_is_the_wall_and_its_tag_waits_count_with_it() -> None:
     assert (t.kind, t.mechanism) == ("block-queue", "tags") and "nr_requests = 4" in t.sentence
 
 
+def test_a_split_paid_on_a_cpu_is_the_split() -> None:
+    # make test of 259b68b: fio on a CPU 51% of its time, 98% of it in the kernel, most in the
+    # block layer (_raw_spin_unlock_irq < loop_queue_rq), each 1 MiB write cut to 256 requests
+    # of 4 KiB: the submitter pays each request's trip, so the split is the wall, not "a path"
+    blk = "fio;entry_SYSCALL_64_[k];submit_bio_[k];blk_mq_submit_bio_[k];blk_mq_flush_plug_list_[k]"
+    b = _budget([IO], {0: 150}, cpu=2.1, user=0.04, syscw=4000, profile={blk: 100})
+    split = _dev(
+        reqs={"write": 133812.0},
+        bytes_per_s={"write": 133812.0 * 4096},
+        queue={"max_sectors_kb": "4"},
+        direction="write",
+        io_bytes=2**20,
+        direct=True,
+    )
+    w = _wall(b, split)
+    assert (w.kind, w.mechanism) == ("request-size", "split"), w
+    assert "paid on a CPU" in w.sentence and "256 requests of 4.0 KiB" in w.sentence
+    # the same CPU time with requests of the size asked for: the block layer, not a split
+    whole = _dev(
+        reqs={"write": 500.0},
+        bytes_per_s={"write": 500.0 * 2**20},
+        queue={"max_sectors_kb": "1280"},
+        direction="write",
+        io_bytes=2**20,
+        direct=True,
+    )
+    p = _wall(b, whole)
+    assert (p.kind, p.mechanism) == ("cpu-kernel", "") and "block layer" in p.sentence
+
+
 def test_a_shared_device_is_named() -> None:
     dev = _dev(
         util=0.95,

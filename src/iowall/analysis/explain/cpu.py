@@ -12,7 +12,7 @@ from typing import Any
 
 from ...vocab.units import fmt_bytes, fmt_rate, fmt_share
 from .budget import Budget
-from .device import Device
+from .device import Device, RequestCause
 from .kernel_knowledge import meaning
 from .kernel_paths import LABELS as PATH_LABELS
 from .verdict import TURNS, Wall
@@ -182,6 +182,8 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
     top_path, top_s = paths[0] if paths else ("", 0.0)
     if top_path == "copy" and top_s >= 0.4 * kernel:
         return _copy_wall(share, b, ctx, who, on, ev, top_s, moved, oncpu)
+    if top_path == "block" and dev is not None and dev.cause is not None:
+        return _issuing_smaller(share, b, who, on, ev, dev, dev.cause, kernel, oncpu)
     return _path_wall(share, b, who, on, ev, top_path, kernel, oncpu)
 
 
@@ -391,6 +393,41 @@ def _copy_wall(
         "(faults on fresh pages, memory the host must back first).",
         share,
         ev,
+    )
+
+
+def _issuing_smaller(
+    share: float,
+    b: Budget,
+    who: str,
+    on: str,
+    ev: Mapping[str, Any],
+    dev: Device,
+    cause: RequestCause,
+    kernel: float,
+    oncpu: float,
+) -> Wall:
+    """On a CPU most in the block layer while its I/Os reach the device as smaller requests
+    (``device.request_cause``: split, no readahead, not merged): the submitter pays each
+    request's own trip through the block layer, so the request size is the wall, on a CPU."""
+    fn, caller = b.cpu_top
+    top = f" (most sampled: {fn} < {caller})" if fn and caller else f" (most sampled: {fn})" if fn else ""
+    return Wall(
+        "request-size",
+        f"Requests made smaller on the way down, paid on a CPU: {who} was {on}, "
+        f"{fmt_share(kernel / oncpu if oncpu else 0)} of it in the kernel, most in the block layer "
+        f"issuing them{top}: {cause.said}; each request makes its own trip through the block layer.",
+        share,
+        {
+            **ev,
+            "path": "block",
+            "function": fn,
+            "caller": caller,
+            "request_bytes": round(dev.request_size or 0),
+            "io_bytes": dev.io_bytes,
+            "queue": dict(dev.queue),
+        },
+        cause.mechanism,
     )
 
 
