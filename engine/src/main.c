@@ -21,7 +21,7 @@ static const char usage[] =
 	"  memcopy    --threads N --bytes B [--passes P] [--loops L] [--method movsb|memcpy|best]\n"
 	"  meta       --dir D --threads T --files-per-thread F [--dirs-per-thread N] [--size B]\n"
 	"             [--shared-dir] [--chmod-mode OCTAL] --phases create,walk,chmod,unlink\n"
-	"  smallfiles --dir D --threads T [--size B] (--seconds S | --files N)\n"
+	"  smallfiles --dir D --threads T [--size B] [--seconds S] [--files N]\n"
 	"             [--fsync none|close] [--files-per-dir N]\n"
 	"  stream     --rw read|write --mode buffered|uncached|direct --bs B --file-size B\n"
 	"             --files-from LIST [--end-fsync] [--log-ms MS] [--runtime-ms MS]\n"

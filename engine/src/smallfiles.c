@@ -3,7 +3,9 @@
  * smallfiles.c - the small-file stream: threads create files of --size bytes
  * through the page cache, each in its own tree D/tNNN/dNNNNNN/ (a new
  * directory every --files-per-dir files), for --seconds or until --files
- * exist, while the main thread samples a per-second count series.
+ * exist, whichever comes first when both are given (a time capped by the
+ * room the filesystem has), while the main thread samples a per-second
+ * count series.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +33,8 @@ struct sf_run {
 	const char *dir;
 	unsigned threads;
 	uint64_t size;
-	uint64_t target_files;		/* --files, 0 with --seconds */
-	double seconds;			/* --seconds, 0 with --files */
+	uint64_t target_files;		/* --files, 0 without */
+	double seconds;			/* --seconds, 0 without */
 	bool fsync;
 	uint64_t files_per_dir;
 	int dfd;
@@ -186,7 +188,7 @@ static int sf_sample(struct sf_run *r, struct sf_thread *th, double t0,
 }
 
 static const char sf_usage[] =
-	"smallfiles --dir D --threads T [--size BYTES] (--seconds S | --files N) "
+	"smallfiles --dir D --threads T [--size BYTES] [--seconds S] [--files N] "
 	"[--fsync none|close] [--files-per-dir N]";
 
 int mode_smallfiles(int argc, char **argv)
@@ -252,8 +254,8 @@ int mode_smallfiles(int argc, char **argv)
 		usage_fail("smallfiles", "unexpected argument '%s'", argv[optind]);
 	if (!r.dir || !r.threads)
 		usage_fail("smallfiles", "--dir and --threads are required (%s)", sf_usage);
-	if ((r.seconds > 0) == (r.target_files > 0))
-		usage_fail("smallfiles", "give exactly one of --seconds and --files");
+	if (!(r.seconds > 0) && !r.target_files)
+		usage_fail("smallfiles", "give --seconds, --files or both (%s)", sf_usage);
 	if (!strcmp(fsync_arg, "close"))
 		r.fsync = true;
 	else if (strcmp(fsync_arg, "none"))

@@ -48,7 +48,6 @@ BAD = [
         "rw",
     ],
     ["smallfiles", "--dir", "/tmp/x", "--threads", "1"],
-    ["smallfiles", "--dir", "/tmp/x", "--threads", "1", "--seconds", "1", "--files", "10"],
     ["smallfiles", "--dir", "/tmp/x", "--threads", "1", "--seconds", "-1"],
     ["smallfiles", "--dir", "/tmp/x", "--threads", "1", "--files", "10", "--fsync", "always"],
 ]

@@ -51,6 +51,37 @@ def test_seconds(run, tmpfs: Path) -> None:
     assert len(tree(tmpfs / "s")[0]) == rec["files"]
 
 
+def test_files_and_seconds_whichever_first(run, tmpfs: Path) -> None:
+    """Both given: the count stops a long time early, the time stops a large count."""
+    d = tmpfs / "s"
+    r = run(
+        "smallfiles", "--dir", str(d), "--threads", "2", "--seconds", "30", "--files", "300", "--size", "0"
+    )
+    assert r.rc == 0, r.stdout + r.stderr
+    (rec,) = r.records
+    check_counts(rec, 2)
+    assert rec["files"] == 300 and rec["target_files"] == 300 and rec["seconds"] == 30
+    assert rec["wall_s"] < 30
+    e = tmpfs / "t"
+    r = run(
+        "smallfiles",
+        "--dir",
+        str(e),
+        "--threads",
+        "1",
+        "--seconds",
+        "1",
+        "--files",
+        str(10**12),
+        "--size",
+        "0",
+    )
+    assert r.rc == 0, r.stdout + r.stderr
+    (rec,) = r.records
+    assert 1 <= rec["wall_s"] < 2 and 0 < rec["files"] < 10**12
+    assert len(tree(e)[0]) == rec["files"]
+
+
 def test_fsync_close(run, scratch: Path) -> None:
     r = run("smallfiles", "--dir", str(scratch / "s"), "--threads", "1", "--files", "50", "--fsync", "close")
     assert r.rc == 0, r.stdout

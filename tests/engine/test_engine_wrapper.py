@@ -65,8 +65,8 @@ def test_bad_values_are_user_errors(scratch: Path) -> None:
         eng.run_meta(scratch, 0, 10, "create")
     with pytest.raises(UserError, match="phase"):
         eng.run_meta(scratch, 1, 10, "create,mkdir")
-    with pytest.raises(UserError):
-        eng.run_smallfiles(scratch, 1, seconds=1, files=1)
+    with pytest.raises(UserError, match="seconds=, files= or both"):
+        eng.run_smallfiles(scratch, 1)
     with pytest.raises(UserError):
         eng.run_memcopy(1, 1024, method="avx")
 

@@ -8,6 +8,12 @@ in balance_dirty_pages (throttle probe). The ceiling is fio randwrite bs 4k, io_
 direct, iodepth 32 on a file on the bed. ``variant=extsize`` repeats the stream with a 4 KiB
 extent size hint on the root directory (knob ``xfs:extsize``), as the seed did to avoid
 delayed allocation.
+
+The seed's wall needs writers to meet the dirty limit. XFS's delayed allocation holds about six
+times a dirty small file's data until writeback allocates it, so under a limit sized for the
+machine's memory a bed sized for the stream runs out of room first and every create waits in
+the filesystem's ENOSPC flush instead. The recipe sets the dirty limits to a 32nd of the bed
+(restored after) and stops each stream at the room the bed has left; docs/recipes.md.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from ..tuning.knob_session import KnobSession
 from ..vocab.errors import UserError
 from ..vocab.knob import parse_knob
 from ..vocab.progress import Progress
-from ..vocab.units import GIB, fio_size, fmt_bytes, plural
+from ..vocab.units import GIB, MIB, fio_size, fmt_bytes, parse_size, plural
 from ..workloads.engine import EngineRunError, run_smallfiles
 from ..workloads.fio import JobFile, JobSection
 from .options import RecipeOptions, counts, one, size_opt
@@ -40,9 +46,30 @@ from .tasks import fio_task
 
 NAME = "small-file-writeback"
 VARIANTS = ("default", "extsize")
+#: XFS's delayed allocation holds, for each dirty small file, its block and the worst case of
+#: the metadata its allocation may need, until writeback allocates it: 200,000 dirty 4 KiB
+#: files held 4.8 GiB of a bed (measured 2026-12-01), about six times their data.
+HELD_PER_DIRTY = 6
+#: The dirty limit the recipe sets is this fraction of the bed: the dirty files' hold
+#: (HELD_PER_DIRTY times the limit) then stays under a fifth of it.
+DIRTY_SHARE = 32
+#: What one 4 KiB file takes on the bed once written: its block and its 512-byte inode.
+FILE_BYTES = 4096 + 512
+#: Of the room the bed has once the dirty files' hold is set aside, a stream fills this much.
+ROOM_SHARE = 0.8
+#: ``--set dirty_bytes=kernel``: keep the kernel's dirty limits.
+KERNEL = "kernel"
 
 
-def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds: int) -> Task:
+def room_files(free: int, held: int) -> int:
+    """How many 4 KiB files a stream may create on a bed with ``free`` bytes, ``held`` of
+    which the dirty files' hold may take at once: ROOM_SHARE of the rest, one FILE_BYTES each."""
+    return max(1, int(max(free - held, 0) * ROOM_SHARE) // FILE_BYTES)
+
+
+def _stream_task(
+    session: Session, bed: Bed, variant: str, threads: int, seconds: int, dirty: int | str
+) -> Task:
     point = Point(
         NAME,
         {
@@ -52,6 +79,7 @@ def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds
             "size": 4096,
             "seconds": seconds,
             "fsync": "none",
+            "dirty_bytes": dirty,
         },
     )
     d = os.path.join(bed.path, "sf")
@@ -65,15 +93,25 @@ def _stream_task(session: Session, bed: Bed, variant: str, threads: int, seconds
             if variant == "extsize":
                 ks.set(parse_knob("xfs:extsize"), "4k")
             os.makedirs(d)  # created after the hint: it inherits it
+            st = os.statvfs(d)
+            free = st.f_bavail * st.f_frsize
+            # under a ratio the hold is what the user asked to see: no room kept for it
+            held = HELD_PER_DIRTY * dirty if isinstance(dirty, int) else 0
+            cap = room_files(free, held)
             status = "ok"
             notes: tuple[str, ...] = ()
             try:
-                rec = run_smallfiles(d, threads, 4096, seconds=float(seconds))
+                rec = run_smallfiles(d, threads, 4096, seconds=float(seconds), files=cap)
             except EngineRunError as e:
                 if e.errno_name != "ENOSPC":
                     raise
                 rec = dict(e.record)
                 status, notes = "filled", ("the bed filled up (ENOSPC) before the time",)
+            if status == "ok" and int(rec.get("files", 0)) >= cap:
+                notes = (
+                    f"stopped at the bed's room ({cap:,} files of {fmt_bytes(FILE_BYTES)}) after "
+                    f"{float(rec.get('wall_s', 0.0)):.1f} s of {seconds} s",
+                )
         metrics = [
             Metric("files_per_s", float(rec.get("files_per_s", 0.0)), "files/s"),
             Metric("files", float(rec.get("files", 0)), "files"),
@@ -157,10 +195,25 @@ class _Options:
     repeat: RepeatPolicy
     label: str
     spec: BedSpec
+    #: the dirty limit to set (bytes), KERNEL to keep the kernel's, None for a 32nd of the bed
+    dirty: int | str | None
+    #: a ``--set sysctl:vm.dirty_…`` knob (name, value) holds the dirty limits: left as set
+    dirty_knob: tuple[str, str] | None
+
+
+def _dirty_option(opts: RecipeOptions) -> int | str | None:
+    """``--set dirty_bytes=SIZE|kernel``: the dirty limit the streams run under."""
+    v = one(opts, "dirty_bytes")
+    if v is None or str(v) == KERNEL:
+        return None if v is None else KERNEL
+    n = parse_size(str(v), what="--set dirty_bytes")
+    if n < 2 * MIB:
+        raise UserError(f"--set dirty_bytes={v}: at least 2M (or kernel to keep the kernel's limits)")
+    return n
 
 
 def _options(opts: RecipeOptions) -> _Options:
-    opts.check_sets(NAME, ("variant", "threads", "seconds", "bed_size"))
+    opts.check_sets(NAME, ("variant", "threads", "seconds", "bed_size", "dirty_bytes"))
     variants = tuple(str(v) for v in (opts.values("variant") or VARIANTS))
     if any(v not in VARIANTS for v in variants):
         raise UserError("--set variant= takes default and/or extsize")
@@ -173,6 +226,10 @@ def _options(opts: RecipeOptions) -> _Options:
     size = size_opt(
         opts, "bed_size", max(GIB, min(4 * GIB if opts.quick else 8 * GIB, avail // 3)) >> 20 << 20
     )
+    dirty = _dirty_option(opts)
+    dirty_knob = next((kv for kv in opts.knobs if kv[0].startswith("sysctl:vm.dirty_")), None)
+    if dirty is not None and dirty_knob:
+        raise UserError(f"--set dirty_bytes= and --set {dirty_knob[0]}= both set the dirty limits: give one")
     return _Options(
         variants=variants,
         cpus=cpus,
@@ -183,6 +240,8 @@ def _options(opts: RecipeOptions) -> _Options:
         repeat=opts.repeats(quick_default=1, default=3),
         label=opts.label or NAME,
         spec=BedSpec.parse(opts.bed or "ram"),
+        dirty=dirty,
+        dirty_knob=dirty_knob,
     )
 
 
@@ -205,12 +264,42 @@ def _notes(o: _Options) -> list[str]:
     return notes
 
 
-def _tasks(o: _Options, session: Session, bed: Bed) -> list[Task]:
+def _tasks(o: _Options, session: Session, bed: Bed, dirty: int | str) -> list[Task]:
     """The direct-I/O ceiling, then the stream of every variant at every thread count."""
     tasks = [_ceiling_task(session, bed, o.cpus, o.seconds, o.ceiling_size)]
     for t in o.threads:
-        tasks += [_stream_task(session, bed, v, t, o.seconds) for v in o.variants]
+        tasks += [_stream_task(session, bed, v, t, o.seconds, dirty) for v in o.variants]
     return tasks
+
+
+def _dirty_limits(o: _Options, session: Session, ks: KnobSession) -> tuple[int | str, str]:
+    """Set the dirty limits the streams run under (restored with ``ks``): the limit in force
+    (bytes; KERNEL when the kernel's are kept; the knob when a ratio knob holds them) and the
+    note that says what and why."""
+    thr, bg = dirty_thresholds_bytes()
+    if o.dirty_knob:
+        kname, kvalue = o.dirty_knob
+        held: int | str = int(kvalue) if kname == "sysctl:vm.dirty_bytes" else f"{kname}={kvalue}"
+        return held, f"dirty limits as --set {kname}={kvalue} holds them ({fmt_bytes(thr)} in force)"
+    if o.dirty == KERNEL:
+        return KERNEL, (
+            f"the kernel's dirty limits kept (--set dirty_bytes=kernel): {fmt_bytes(thr)}, "
+            f"background {fmt_bytes(bg)}; the bed may run short of room before writers meet them"
+        )
+    want = o.dirty if isinstance(o.dirty, int) else (o.size // DIRTY_SHARE) >> 20 << 20
+    for name, value in (("vm.dirty_bytes", want), ("vm.dirty_background_bytes", want // 2)):
+        knob = parse_knob(f"sysctl:{name}")
+        session.knobs[str(knob)] = ks.set(knob, value)
+    why = (
+        f"1/{DIRTY_SHARE} of the bed" if o.dirty is None else "--set dirty_bytes"
+    ) + f"; the kernel's were {fmt_bytes(thr)} and {fmt_bytes(bg)}"
+    return want, (
+        f"vm.dirty_bytes {fmt_bytes(want)}, vm.dirty_background_bytes {fmt_bytes(want // 2)} "
+        f"for the run ({why}; restored afterwards): XFS's delayed allocation holds about "
+        f"{HELD_PER_DIRTY} times a dirty small file's data, so under limits sized for memory "
+        "the bed runs out of room before writers meet them and every create waits in the "
+        "filesystem's ENOSPC flush; each stream stops at the room the bed has left"
+    )
 
 
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
@@ -247,15 +336,15 @@ def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
     )
 
 
-def _under_threshold(runs: Sequence[Run]) -> list[str]:
-    """The note that writers were never throttled, when no point wrote the dirty threshold."""
-    thr, _ = dirty_thresholds_bytes()
+def _under_threshold(runs: Sequence[Run], thr: int) -> list[str]:
+    """The note that writers were never throttled, when no point wrote the dirty threshold
+    ``thr`` (the kernel's figure while the run's limits were in force)."""
     most = max((r.metric("files") or 0.0 for r in runs), default=0.0) * 4096
     if thr and most < thr:
         return [
             f"at most {fmt_bytes(most)} of files were written per point, under the "
             f"dirty threshold ({fmt_bytes(thr)}): writers were not throttled; "
-            "--set seconds= longer (or a lower vm.dirty_bytes) to reach the wall"
+            "--set seconds= longer (or a lower --set dirty_bytes=) to reach the wall"
         ]
     return []
 
@@ -264,14 +353,18 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     o = _options(opts)
     notes = _notes(o)
     session = opts.session(store, progress, NAME)
-    with provision(o.spec, fs="xfs", size_bytes=o.size) as bed:
+    with provision(o.spec, fs="xfs", size_bytes=o.size) as bed, KnobSession(bed) as ks:
         session.use_beds(bed)
-        runs = session.execute(_tasks(o, session, bed), o.repeat)
+        dirty, note = _dirty_limits(o, session, ks)
+        notes.append(note)
+        thr, _ = dirty_thresholds_bytes()
+        runs = session.execute(_tasks(o, session, bed, dirty), o.repeat)
     notes += session.notes
     notes.append(f"{o.repeat.summarise(runs)}, interleaved; medians")
     cols = columns(store, NAME, runs, o.label)
     table = _table(cols, runs)
-    notes += _under_threshold(runs)
+    notes += _under_threshold(runs, thr)
+    notes += sorted({n for r in runs for n in r.notes if n.startswith("stopped at the bed's room")})[:1]
     notes.append(
         "Share = files/s as a fraction of the direct-I/O 4k write IOPS ceiling (one file = one 4 KiB write)"
     )

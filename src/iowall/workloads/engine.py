@@ -177,10 +177,11 @@ def run_smallfiles(
     files_per_dir: int | None = None,
     timeout: float | None = None,
 ) -> Record:
-    """Small-file stream through the page cache for ``seconds`` or until ``files`` exist;
-    the record has a per_second count series. ENOSPC raises EngineRunError (status filled)."""
-    if (seconds is None) == (files is None):
-        raise UserError("run_smallfiles needs exactly one of seconds= and files=")
+    """Small-file stream through the page cache for ``seconds`` or until ``files`` exist
+    (whichever comes first when both are given); the record has a per_second count series.
+    ENOSPC raises EngineRunError (status filled)."""
+    if seconds is None and files is None:
+        raise UserError("run_smallfiles needs seconds=, files= or both")
     if fsync not in FSYNC_MODES:
         raise UserError(f"unknown fsync mode {fsync!r}: use none or close")
     args = [
