@@ -157,6 +157,16 @@ def test_rule_sentences_count_in_english() -> None:
             "ext4_nonda_switch",
             "stopped delaying allocation",
         ),
+        # ext4 out of blocks: the write's allocation failed with ENOSPC and, before it retries,
+        # ext4_should_retry_alloc forces a journal commit to release the blocks the running
+        # transaction freed (fs/ext4/balloc.c); the same from ext4_create
+        (
+            "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_pwrite64;vfs_write;ext4_buffered_write_iter;"
+            "generic_perform_write;ext4_da_write_begin;ext4_should_retry_alloc;"
+            "jbd2_journal_force_commit_nested;__jbd2_journal_force_commit;jbd2_log_wait_commit",
+            "ext4_should_retry_alloc",
+            "forced the journal to commit",
+        ),
     ],
 )
 def test_space_on_btrfs_and_ext4(stack: str, fn: str, said: str) -> None:
@@ -168,3 +178,7 @@ def test_space_on_btrfs_and_ext4(stack: str, fn: str, said: str) -> None:
     d = wall.decide(b, device_wall.Device(), {})
     assert d.wall is not None and (d.wall.kind, d.wall.mechanism) == ("space", "space-flush")
     assert said in d.wall.sentence and f"({fn}, from " in d.wall.sentence
+    # out of blocks, only room moves it; short of them against what dirty files hold, less dirt too
+    out = fn == "ext4_should_retry_alloc"
+    assert ("The filesystem is out of blocks" in d.wall.sentence) == out
+    assert ("less dirty data at a time" in d.wall.sentence) != out

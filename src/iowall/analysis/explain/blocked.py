@@ -206,33 +206,52 @@ def _dirty_throttle(share: float, who: str, dev: Device, helpers: Mapping[str, f
 
 
 #: what a caller of the ENOSPC flush was doing when its reservation failed
-_RESERVING = {"xfs_create": "a create", "xfs_file_buffered_write": "a buffered write"}
+_RESERVING = {
+    "xfs_create": "a create",
+    "xfs_file_buffered_write": "a buffered write",
+    "ext4_create": "a create",
+    "ext4_da_write_begin": "a buffered write",
+    "ext4_write_begin": "a buffered write",
+}
 #: what each filesystem's space wait is, by the function it waits in
 _SPACE = {
     "xfs_flush_inodes": "{doing} could not reserve its blocks, so XFS wrote back every dirty inode of the "
     "filesystem and tried again",
     "ext4_nonda_switch": "ext4's free blocks ran low against what delayed allocation holds, so it stopped "
     "delaying allocation and wrote back the filesystem's dirty inodes, and the writer waited for that",
+    "ext4_should_retry_alloc": "ext4 found no free blocks for {doing}, so before trying again it forced the "
+    "journal to commit, which releases the blocks the running transaction had freed, and waited for that",
     "__reserve_bytes": "btrfs's space for the reservation was used up, so it waited on a reservation ticket "
     "while btrfs flushed delalloc, ran delayed items and committed transactions to free space",
 }
+
+
+#: space waits of a filesystem out of blocks after ENOSPC (not a reservation's worst case)
+_OUT_OF_BLOCKS = frozenset({"ext4_should_retry_alloc"})
 
 
 def _space(share: float, who: str, fn: str, caller: str) -> Wall:
     """Waiting for the filesystem to free space for a reservation: XFS's ENOSPC flush
     (``xfs_flush_inodes``), ext4's switch out of delayed allocation (``ext4_nonda_switch``),
     btrfs's reservation tickets (``__reserve_bytes``): each writes back or commits what
-    delayed allocation and reservations hold before the caller goes on."""
+    delayed allocation and reservations hold before the caller goes on; ext4 out of blocks
+    (``ext4_should_retry_alloc``) forces the journal's commit before a retry."""
     doing = _RESERVING.get(caller, "a reservation")
     where = f", from {caller}" if caller else ""
     what = _SPACE.get(fn, "the filesystem freed space for a reservation before going on").format(doing=doing)
+    why = (
+        # out of blocks, not short of them against a reservation: only room moves it
+        "The filesystem is out of blocks: a larger filesystem, or fewer files, removes the wait."
+        if fn in _OUT_OF_BLOCKS
+        else "Until writeback allocates them, delayed allocation and the filesystem's reservations "
+        "hold the worst case of the blocks and metadata each dirty file may need, so many small "
+        "dirty files hold far more than their data: a larger filesystem, or less dirty data at a "
+        "time, removes the wait."
+    )
     return Wall(
         "space",
         f"Out of free space: {who} waited {fmt_share(share)} of its time for the filesystem to free "
-        f"space ({fn}{where}): {what}. Until writeback allocates them, delayed allocation and the "
-        "filesystem's reservations hold the worst case of the blocks and metadata each dirty file may "
-        "need, so many small dirty files hold far more than their data: a larger filesystem, or less "
-        "dirty data at a time, removes the wait.",
+        f"space ({fn}{where}): {what}. {why}",
         share,
         {"function": fn, "caller": caller},
         "space-flush",

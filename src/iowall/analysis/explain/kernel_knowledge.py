@@ -271,6 +271,7 @@ TABLE: tuple[Mechanism, ...] = (
         (
             "xfs_flush_inodes",
             "ext4_nonda_switch",
+            "ext4_should_retry_alloc",
             "handle_reserve_ticket",
             "wait_reserve_ticket",
             "priority_reclaim_*_space",

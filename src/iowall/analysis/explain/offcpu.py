@@ -46,7 +46,8 @@ LOG_FRAMES: tuple[str, ...] = ("xlog_*", "xfs_log_force*", "jbd2_*", "btrfs_sync
 REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # the filesystem short of free space for a reservation: it writes back dirty data (or
     # commits) to free what delayed allocation and its reservations hold, and the caller
-    # waits: XFS after ENOSPC, ext4 with its free blocks low, btrfs on a reservation ticket
+    # waits: XFS after ENOSPC, ext4 with its free blocks low (or, out of them, forcing the
+    # journal's commit to release freed blocks before a retry), btrfs on a reservation ticket
     # (handle_reserve_ticket is inlined into __reserve_bytes, which sleeps only there)
     (
         "space",
@@ -54,6 +55,7 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         (
             "xfs_flush_inodes",
             "ext4_nonda_switch",
+            "ext4_should_retry_alloc",
             "__reserve_bytes",
             "handle_reserve_ticket",
             "wait_reserve_ticket",
