@@ -40,3 +40,32 @@ def test_a_dirty_knob_holds_and_conflicts_with_the_axis() -> None:
     assert sfw._options(_opts(knobs=knobs)).dirty_knob == knobs[0]
     with pytest.raises(UserError, match="both set the dirty limits"):
         sfw._options(_opts(("dirty_bytes", ("64M",)), knobs=knobs))
+
+
+def test_the_limit_set_is_the_points_knob_and_compare_pairs_it_with_the_kernels() -> None:
+    # `--set dirty_bytes=kernel` against the default: the same stream, the limit its treatment
+    from types import SimpleNamespace
+    from typing import Any
+
+    from iowall.analysis.regress.compare import Side, compare
+    from iowall.model import Metric, Run
+
+    bed: Any = SimpleNamespace(path="/nonexistent")
+    set_ = sfw._stream_task(None, bed, "default", 2, 10, 128 * MIB).point  # type: ignore[arg-type]
+    kept = sfw._stream_task(None, bed, "default", 2, 10, sfw.KERNEL).point  # type: ignore[arg-type]
+    assert set_.params[sfw.DIRTY_KNOB] == 128 * MIB and sfw.DIRTY_KNOB not in kept.params
+    assert set_.key() != kept.key()  # history keeps them apart
+    # the run's ceiling carries the knob too: a knob on some points only is no treatment
+    session: Any = SimpleNamespace(drop_caches=None)
+    ceilings = [sfw._ceiling_task(session, bed, 2, 10, GIB, d).point for d in (sfw.KERNEL, 128 * MIB)]
+
+    def runs(point: Any, label: str, rate: float) -> list[Run]:
+        return [
+            Run(point, label, "ok", 0.0, 1.0, (Metric("files_per_s", rate + i, "files/s"),), repeat_index=i)
+            for i in range(3)
+        ]
+
+    base = Side("kernel", runs(ceilings[0], "kernel", 1e5) + runs(kept, "kernel", 6e4))
+    new = Side("scaled", runs(ceilings[1], "scaled", 1e5) + runs(set_, "scaled", 6.6e4))
+    r = compare(base, [new])
+    assert len(r.rows) == 2 and not r.unpaired

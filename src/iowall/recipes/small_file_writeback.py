@@ -59,6 +59,8 @@ FILE_BYTES = 4096 + 512
 ROOM_SHARE = 0.8
 #: ``--set dirty_bytes=kernel``: keep the kernel's dirty limits.
 KERNEL = "kernel"
+#: the knob a stream's point carries when the run set its dirty limit
+DIRTY_KNOB = "sysctl:vm.dirty_bytes"
 
 
 def room_files(free: int, held: int) -> int:
@@ -67,11 +69,17 @@ def room_files(free: int, held: int) -> int:
     return max(1, int(max(free - held, 0) * ROOM_SHARE) // FILE_BYTES)
 
 
+def _point(params: dict[str, object], dirty: int | str) -> Point:
+    """A point of the run, with the dirty limit it set as a knob on every point, as a plan's
+    knob: ``compare`` drops a knob constant over a side as its treatment and pairs the points
+    with the kernel's limits (``--set dirty_bytes=kernel``), and history keeps the two apart."""
+    return Point(NAME, params | ({DIRTY_KNOB: dirty} if isinstance(dirty, int) else {}))
+
+
 def _stream_task(
     session: Session, bed: Bed, variant: str, threads: int, seconds: int, dirty: int | str
 ) -> Task:
-    point = Point(
-        NAME,
+    point = _point(
         {
             "kind": "smallfiles",
             "variant": variant,
@@ -79,8 +87,8 @@ def _stream_task(
             "size": 4096,
             "seconds": seconds,
             "fsync": "none",
-            "dirty_bytes": dirty,
         },
+        dirty,
     )
     d = os.path.join(bed.path, "sf")
 
@@ -134,9 +142,8 @@ def _stream_task(
     )
 
 
-def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int) -> Task:
-    point = Point(
-        NAME,
+def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int, dirty: int | str) -> Task:
+    point = _point(
         {
             "kind": "dio-ceiling",
             "rw": "randwrite",
@@ -149,6 +156,7 @@ def _ceiling_task(session: Session, bed: Bed, jobs: int, seconds: int, size: int
             "seconds": seconds,
             "overwrite": 1,
         },
+        dirty,
     )
     path = os.path.join(bed.path, "ceiling.dat")
 
@@ -266,7 +274,7 @@ def _notes(o: _Options) -> list[str]:
 
 def _tasks(o: _Options, session: Session, bed: Bed, dirty: int | str) -> list[Task]:
     """The direct-I/O ceiling, then the stream of every variant at every thread count."""
-    tasks = [_ceiling_task(session, bed, o.cpus, o.seconds, o.ceiling_size)]
+    tasks = [_ceiling_task(session, bed, o.cpus, o.seconds, o.ceiling_size, dirty)]
     for t in o.threads:
         tasks += [_stream_task(session, bed, v, t, o.seconds, dirty) for v in o.variants]
     return tasks
