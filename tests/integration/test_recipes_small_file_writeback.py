@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from iowall.recipes import small_file_writeback as sfw
 from tests.conftest import iowall, needs_root
 
 pytestmark = [needs_root, pytest.mark.slow, pytest.mark.beside]
@@ -36,19 +37,25 @@ def test_small_file_writeback_quick(iowall_env: dict[str, str], no_leftovers: No
         "DIO IOPS",
         "Share",
         "Flusher busy",
+        "Per flusher CPU-s",
         "Throttled",
     ]
     rows = doc["table"]["rows"]
     assert [r[0] for r in rows] == ["default", "extsize"]
     for r in rows:
         assert int(r[1]) >= 1
-        assert [c["unit"] for c in r[2:]] == ["files/s", "ops_per_s", "IO/s", "share", "percent", "s"]
+        units = ["files/s", "ops_per_s", "IO/s", "share", "percent", "pages/CPU-s", "s"]
+        assert [c["unit"] for c in r[2:]] == units
         assert all(c["value"] > 0 for c in r[2:6]), r
-        assert r[6]["value"] >= 0 and r[7]["value"] >= 0, r
+        assert r[6]["value"] >= 0 and r[8]["value"] >= 0, r
+        # pages per flusher CPU-second: only when the flusher was busy enough to divide by
+        flusher = r[6]["value"]
+        assert (r[7]["value"] is None) == (flusher < sfw.FLUSHER_FLOOR), r
+        assert r[7]["value"] is None or r[7]["value"] > 0, r
     assert {r["status"] for r in doc["runs"]} == {"ok"}
     kinds = sorted(r["point"]["kind"] for r in doc["runs"])
     assert kinds == ["dio-ceiling", "smallfiles", "smallfiles"]
     stream = [r for r in doc["runs"] if r["point"]["kind"] == "smallfiles"]
     for r in stream:  # probes ran: the table's numbers come from stored metrics
         assert "disk_write_iops" in r["metrics"] and "flusher_cpu_share" in r["metrics"]
-        assert "throttle_pause_s" in r["metrics"]
+        assert "throttle_pause_s" in r["metrics"] and "vm_nr_written_per_s" in r["metrics"]

@@ -125,6 +125,14 @@ def test_vmstat_levels_in_bytes_and_no_gauge_rates(monkeypatch: pytest.MonkeyPat
     for name in ("pgscan", "pgsteal", "allocstall"):
         assert any(s.name == f"{name}_per_s" for s in series)
 
+    # the pages written back over the window, as the recorded counter moved, in pages a second
+    def count(text: str, key: str) -> int:
+        return int(next(x for x in text.splitlines() if x.startswith(key + " ")).split()[1])
+
+    for key in ("nr_written", "nr_dirtied"):
+        moved = count(last_text, key) - count(recorded[0][1], key)
+        assert moved > 0 and m[f"vm_{key}_per_s"] == pytest.approx(moved / (recorded[-1][0] - recorded[0][0]))
+
 
 def test_meminfo_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = texts("buffered_throttled", "/proc/meminfo")

@@ -69,3 +69,28 @@ def test_the_limit_set_is_the_points_knob_and_compare_pairs_it_with_the_kernels(
     new = Side("scaled", runs(ceilings[1], "scaled", 1e5) + runs(set_, "scaled", 6.6e4))
     r = compare(base, [new])
     assert len(r.rows) == 2 and not r.unpaired
+
+
+def test_where_one_flusher_would_hold_the_stream() -> None:
+    # figures of the --quick run of 2026-12-02 02:15: 36.4k files/s, the flusher 34% busy,
+    # 32.8k pages written a second; then a flusher busy 95% of a CPU: the wall
+    from iowall.model import Metric, Point, Run
+    from iowall.recipes.tables import Columns
+
+    def stream(variant: str, files: float, busy: float, written: float) -> Run:
+        p = Point(sfw.NAME, {"kind": "smallfiles", "variant": variant, "threads": 2})
+        ms = (
+            Metric("files_per_s", files, "files/s"),
+            Metric("flusher_cpu_share", busy, "CPUs"),
+            Metric("vm_nr_written_per_s", written, "pages_per_s"),
+        )
+        return Run(p, "a", "ok", 0.0, 1.0, ms)
+
+    runs = [stream("default", 36400.0, 0.34, 32800.0), stream("extsize", 90000.0, 0.95, 88000.0)]
+    runs.append(stream("idle", 30000.0, 0.02, 900.0))  # under FLUSHER_FLOOR: nothing said
+    cols = Columns(("a",), {(r.point.key(), "a"): [r] for r in runs})
+    notes = sfw._flusher_notes(cols, runs, "a")
+    assert len(notes) == 2
+    assert "96.5k pages per second of its CPU" in notes[0] and "2.7x the 36.4k files/s" in notes[0]
+    assert "not this point's wall" in notes[0]
+    assert notes[1].startswith("extsize, 2 threads") and "the flusher is this point's wall" in notes[1]

@@ -1,4 +1,5 @@
-"""``vmstat``: reclaim, refault and THP counter rates and dirty-page levels from /proc/vmstat."""
+"""``vmstat``: reclaim, refault and THP counter rates, the rates pages are dirtied and written
+back, and dirty-page levels from /proc/vmstat."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from .sampling import PAGE_SIZE, SampledProbe, intervals, mean, metric, series, 
 
 #: Counters whose rates are kept (a prefix match).
 COUNTER_PREFIXES = ("pgscan", "pgsteal", "allocstall", "workingset", "thp")
+#: Counters kept by their whole name: pages dirtied and pages whose writeback completed (the
+#: whole machine's), the rate the page cache is dirtied at and the rate writeback cleans it.
+COUNTERS = frozenset({"nr_dirtied", "nr_written"})
 #: Gauges among the prefixed names (not counters: their differences mean nothing).
 GAUGES = frozenset({"workingset_nodes"})
 #: Levels (in pages) kept as levels, converted to bytes. The two thresholds are the kernel's
@@ -39,12 +43,17 @@ Snapshot = dict[str, int]
 def select(vmstat: Mapping[str, int]) -> Snapshot:
     """The counters and levels iowall keeps, out of all of /proc/vmstat."""
     return {
-        k: v for k, v in vmstat.items() if (k.startswith(COUNTER_PREFIXES) and k not in GAUGES) or k in LEVELS
+        k: v
+        for k, v in vmstat.items()
+        if (k.startswith(COUNTER_PREFIXES) and k not in GAUGES) or k in LEVELS or k in COUNTERS
     }
 
 
 def _unit(counter: str) -> str:
-    """pgscan/pgsteal and workingset refault/activate/restore count pages; the rest events."""
+    """pgscan/pgsteal, workingset refault/activate/restore and the dirtied and written
+    counters count pages; the rest events."""
+    if counter in COUNTERS:
+        return "pages"
     if counter == "pgscan_direct_throttle":
         return "events"
     if counter.startswith(
@@ -66,7 +75,7 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
         return out, metrics
     first, last = samples[0][1], samples[-1][1]
     wall = span(samples)
-    counters = sorted(k for k in last if k.startswith(COUNTER_PREFIXES))
+    counters = sorted(k for k in last if k.startswith(COUNTER_PREFIXES) or k in COUNTERS)
     changed = [k for k in counters if last.get(k, 0) != first.get(k, 0)]
     for k in changed:
         out.append(
@@ -110,7 +119,8 @@ def summarize(samples: Sequence[tuple[float, Snapshot]]) -> tuple[list[Series], 
 
 
 class VmstatProbe(SampledProbe[Snapshot]):
-    """Reclaim (pgscan, pgsteal, allocstall), refaults, THP events; dirty and writeback pages."""
+    """Reclaim (pgscan, pgsteal, allocstall), refaults, THP events; pages dirtied and written
+    back; dirty and writeback pages."""
 
     name = "vmstat"
     summarize = staticmethod(summarize)

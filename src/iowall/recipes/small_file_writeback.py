@@ -57,6 +57,8 @@ DIRTY_SHARE = 32
 FILE_BYTES = 4096 + 512
 #: Of the room the bed has once the dirty files' hold is set aside, a stream fills this much.
 ROOM_SHARE = 0.8
+#: The flusher busy at least this share of a CPU: below it, pages per flusher CPU-second is noise.
+FLUSHER_FLOOR = 0.05
 #: ``--set dirty_bytes=kernel``: keep the kernel's dirty limits.
 KERNEL = "kernel"
 #: the knob a stream's point carries when the run set its dirty limit
@@ -263,6 +265,11 @@ def _notes(o: _Options) -> list[str]:
         "device write IOPS from /proc/diskstats of the bed's device during the stream; "
         "flusher busy % is the bdi writeback kworker CPU (100% = one CPU); throttled is "
         "the writers' total pause in balance_dirty_pages",
+        "per flusher CPU-s: pages written back (/proc/vmstat nr_written, the whole machine) "
+        "per second of the flusher's CPU, shown when it was busy at least "
+        f"{FLUSHER_FLOOR:.0%} of a CPU; a 4 KiB file is one page, so one flusher thread alone "
+        "on a CPU would clean about that many files a second (the seed's flusher: CPU-bound "
+        "at 80-90k allocations a second, 'no more than 100k files/s')",
     ]
     if "extsize" in o.variants:
         notes.append(
@@ -312,7 +319,8 @@ def _dirty_limits(o: _Options, session: Session, ks: KnobSession) -> tuple[int |
 
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
     """Per variant and thread count: files/s, the device's write IOPS, the ceiling, files/s
-    as a share of it, the flusher's busy share and the writers' throttled time."""
+    as a share of it, the flusher's busy share, the pages written back per second of its CPU
+    and the writers' throttled time."""
     ceil_pt = next(r.point for r in runs if r.point.params["kind"] == "dio-ceiling")
     stream_pts: list[Point] = []
     for r in runs:
@@ -323,6 +331,11 @@ def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
         f, c = cols.median(p, lab, "files_per_s"), cols.median(ceil_pt, lab, "write_iops")
         return Value(f / c if f is not None and c else None, "share")
 
+    def cleaned(lab: str, p: Point) -> Value:
+        """Pages written back per second of the flusher's CPU (``FLUSHER_FLOOR``)."""
+        w, f = cols.median(p, lab, "vm_nr_written_per_s"), cols.median(p, lab, "flusher_cpu_share")
+        return Value(w / f if w is not None and f is not None and f >= FLUSHER_FLOOR else None, "pages/CPU-s")
+
     def row(p: Point) -> LabelRow:
         return LabelRow(
             (str(p.params["variant"]), str(p.params["threads"])),
@@ -332,16 +345,53 @@ def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
                 cols.cells(ceil_pt, "write_iops", "IO/s"),
                 per_label(cols, lambda lab: share(lab, p)),
                 cols.cells(p, "flusher_cpu_share", "percent"),
+                per_label(cols, lambda lab: cleaned(lab, p)),
                 cols.cells(p, "throttle_pause_s", "s"),
             ),
         )
 
     return LabelTable(
         ("Variant", "Threads"),
-        ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher busy", "Throttled"),
+        ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher busy", "Per flusher CPU-s", "Throttled"),
         tuple(row(p) for p in stream_pts),
         left=2,
     )
+
+
+#: the flusher busy at least this share of a CPU with the stream near its rate: the wall
+FLUSHER_BOUND = 0.85
+
+
+def _flusher_notes(cols: Columns, runs: Sequence[Run], label: str) -> list[str]:
+    """Per stream point of ``label``: where one flusher thread would hold the stream (the pages
+    it cleaned per second of its CPU) against the files/s the creators made, and whether the
+    flusher was the wall (busy ``FLUSHER_BOUND`` of a CPU) or not."""
+    out: list[str] = []
+    seen: list[Point] = []
+    for r in runs:
+        p = r.point
+        if p.params["kind"] != "smallfiles" or p in seen:
+            continue
+        seen.append(p)
+        rate = cols.median(p, label, "files_per_s")
+        busy = cols.median(p, label, "flusher_cpu_share")
+        w = cols.median(p, label, "vm_nr_written_per_s")
+        if not rate or busy is None or busy < FLUSHER_FLOOR or not w:
+            continue
+        per = w / busy
+        who = f"{p.params['variant']}, {plural(int(p.params['threads']), 'thread')}"
+        head = (
+            f"{who}: the flusher cleaned {per / 1e3:.1f}k pages per second of its CPU ({busy:.0%} of a "
+            f"CPU busy), so one flusher thread would hold the stream near {per / 1e3:.1f}k files/s"
+        )
+        if busy >= FLUSHER_BOUND:
+            out.append(f"{head}: it was busy {busy:.0%} of a CPU, so the flusher is this point's wall")
+        else:
+            out.append(
+                f"{head}, {per / rate:.1f}x the {rate / 1e3:.1f}k files/s the creators made: the flusher "
+                "is not this point's wall (the Why below says what is)"
+            )
+    return out
 
 
 def _under_threshold(runs: Sequence[Run], thr: int) -> list[str]:
@@ -372,6 +422,7 @@ def _execute(opts: RecipeOptions, store: Store, progress: Progress) -> Report:
     cols = columns(store, NAME, runs, o.label)
     table = _table(cols, runs)
     notes += _under_threshold(runs, thr)
+    notes += _flusher_notes(cols, runs, o.label)
     notes += sorted({n for r in runs for n in r.notes if n.startswith("stopped at the bed's room")})[:1]
     notes.append(
         "Share = files/s as a fraction of the direct-I/O 4k write IOPS ceiling (one file = one 4 KiB write)"

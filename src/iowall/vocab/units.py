@@ -130,7 +130,7 @@ def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
         if value >= 1e-3:
             return f"{value * 1e3:.2f}ms"
         return f"{value * 1e6:.1f}us"
-    if unit in ("IO/s", "files/s", "ops_per_s", "ops/s"):
+    if unit in ("IO/s", "files/s", "ops_per_s", "ops/s", "pages/CPU-s"):
         if value >= 1e6:
             return f"{value / 1e6:.2f}M"
         if value >= 1e4:
@@ -142,7 +142,10 @@ def fmt_metric(value: float, unit: str, *, precise: bool = False) -> str:
 
 
 #: Units ``fmt_metric`` writes itself (with a prefix or suffix of its own).
-FORMATTED_UNITS = ("B/s", "bytes_per_s", "B", "bytes", "s", "IO/s", "files/s", "ops_per_s", "ops/s", "share")
+FORMATTED_UNITS = (
+    *("B/s", "bytes_per_s", "B", "bytes", "s", "IO/s", "files/s", "ops_per_s", "ops/s", "share"),
+    "pages/CPU-s",
+)
 
 
 def fmt_value(value: float, unit: str) -> str:
