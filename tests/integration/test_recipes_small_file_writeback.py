@@ -36,8 +36,8 @@ def test_small_file_writeback_quick(iowall_env: dict[str, str], no_leftovers: No
         "Write IOPS",
         "DIO IOPS",
         "Share",
-        "Flusher busy",
-        "Per flusher CPU-s",
+        "Flusher",
+        "Pages/CPU-s",
         "Throttled",
     ]
     rows = doc["table"]["rows"]

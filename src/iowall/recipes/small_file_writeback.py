@@ -263,9 +263,9 @@ def _notes(o: _Options) -> list[str]:
         f"ceiling: fio randwrite bs 4k io_uring direct iodepth 32, {o.cpus} job(s), "
         f"{o.seconds} s on a {fmt_bytes(o.ceiling_size)} file on the same bed",
         "device write IOPS from /proc/diskstats of the bed's device during the stream; "
-        "flusher busy % is the bdi writeback kworker CPU (100% = one CPU); throttled is "
+        "flusher: the bdi writeback kworker's CPU, busy % (100% = one CPU); throttled is "
         "the writers' total pause in balance_dirty_pages",
-        "per flusher CPU-s: pages written back (/proc/vmstat nr_written, the whole machine) "
+        "pages/CPU-s: pages written back (/proc/vmstat nr_written, the whole machine) "
         "per second of the flusher's CPU, shown when it was busy at least "
         f"{FLUSHER_FLOOR:.0%} of a CPU; a 4 KiB file is one page, so one flusher thread alone "
         "on a CPU would clean about that many files a second (the seed's flusher: CPU-bound "
@@ -352,7 +352,7 @@ def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
 
     return LabelTable(
         ("Variant", "Threads"),
-        ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher busy", "Per flusher CPU-s", "Throttled"),
+        ("Files/s", "Write IOPS", "DIO IOPS", "Share", "Flusher", "Pages/CPU-s", "Throttled"),
         tuple(row(p) for p in stream_pts),
         left=2,
     )
