@@ -71,16 +71,21 @@ def _dev(**kw: Any) -> device_wall.Device:
     return device_wall.Device(**(base | kw))
 
 
-def test_requests_split_at_max_sectors_kb() -> None:
-    dev = _dev(
+def _split_dev(**kw: Any) -> device_wall.Device:
+    """Direct 1 MiB writes reaching the device as 4 KiB requests under max_sectors_kb = 4."""
+    return _dev(
         reqs={"write": 133812.0},
         bytes_per_s={"write": 133812.0 * 4096},
         queue={"max_sectors_kb": "4"},
         direction="write",
         io_bytes=2**20,
         direct=True,
-        sequential=True,
+        **kw,
     )
+
+
+def test_requests_split_at_max_sectors_kb() -> None:
+    dev = _split_dev(sequential=True)
     c = device_wall.request_cause(dev)
     assert c is not None and c.mechanism == "split"
     assert "256 requests of 4.0 KiB" in c.said and "max_sectors_kb = 4" in c.said
@@ -208,14 +213,7 @@ def test_a_split_paid_on_a_cpu_is_the_split() -> None:
     # of 4 KiB: the submitter pays each request's trip, so the split is the wall, not "a path"
     blk = "fio;entry_SYSCALL_64_[k];submit_bio_[k];blk_mq_submit_bio_[k];blk_mq_flush_plug_list_[k]"
     b = _budget([IO], {0: 150}, cpu=2.1, user=0.04, syscw=4000, profile={blk: 100})
-    split = _dev(
-        reqs={"write": 133812.0},
-        bytes_per_s={"write": 133812.0 * 4096},
-        queue={"max_sectors_kb": "4"},
-        direction="write",
-        io_bytes=2**20,
-        direct=True,
-    )
+    split = _split_dev()
     w = _wall(b, split)
     assert (w.kind, w.mechanism) == ("request-size", "split"), w
     assert "paid on a CPU" in w.sentence and "256 requests of 4.0 KiB" in w.sentence

@@ -317,15 +317,21 @@ def _dirty_limits(o: _Options, session: Session, ks: KnobSession) -> tuple[int |
     )
 
 
+def _stream_points(runs: Sequence[Run]) -> list[Point]:
+    """The stream points (kind ``smallfiles``) of ``runs``, each once, in the order first run."""
+    out: list[Point] = []
+    for r in runs:
+        if r.point.params["kind"] == "smallfiles" and r.point not in out:
+            out.append(r.point)
+    return out
+
+
 def _table(cols: Columns, runs: Sequence[Run]) -> LabelTable:
     """Per variant and thread count: files/s, the device's write IOPS, the ceiling, files/s
     as a share of it, the flusher's busy share, the pages written back per second of its CPU
     and the writers' throttled time."""
     ceil_pt = next(r.point for r in runs if r.point.params["kind"] == "dio-ceiling")
-    stream_pts: list[Point] = []
-    for r in runs:
-        if r.point.params["kind"] == "smallfiles" and r.point not in stream_pts:
-            stream_pts.append(r.point)
+    stream_pts = _stream_points(runs)
 
     def share(lab: str, p: Point) -> Value:
         f, c = cols.median(p, lab, "files_per_s"), cols.median(ceil_pt, lab, "write_iops")
@@ -367,12 +373,7 @@ def _flusher_notes(cols: Columns, runs: Sequence[Run], label: str) -> list[str]:
     it cleaned per second of its CPU) against the files/s the creators made, and whether the
     flusher was the wall (busy ``FLUSHER_BOUND`` of a CPU) or not."""
     out: list[str] = []
-    seen: list[Point] = []
-    for r in runs:
-        p = r.point
-        if p.params["kind"] != "smallfiles" or p in seen:
-            continue
-        seen.append(p)
+    for p in _stream_points(runs):
         rate = cols.median(p, label, "files_per_s")
         busy = cols.median(p, label, "flusher_cpu_share")
         w = cols.median(p, label, "vm_nr_written_per_s")

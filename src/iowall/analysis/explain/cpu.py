@@ -235,7 +235,7 @@ def _other_calls(
     named = ", ".join(f"{c} {fmt_share(v / kernel)}" for c, v in ranked[:3])
     files = " (a file opened, created or closed per I/O)" if ranked[0][0] in FILE_CALLS else ""
     fn, caller = b.cpu_top
-    top = f"; most sampled: {fn} < {caller}" if fn and caller else ""
+    top = f"; {_most_sampled(b)}" if fn and caller else ""
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
     oncpu = b.oncpu_s
     return Wall(
@@ -411,7 +411,7 @@ def _issuing_smaller(
     (``device.request_cause``: split, no readahead, not merged): the submitter pays each
     request's own trip through the block layer, so the request size is the wall, on a CPU."""
     fn, caller = b.cpu_top
-    top = f" (most sampled: {fn} < {caller})" if fn and caller else f" (most sampled: {fn})" if fn else ""
+    top = f" ({_most_sampled(b)})" if fn else ""
     return Wall(
         "request-size",
         f"Requests made smaller on the way down, paid on a CPU: {who} was {on}, "
@@ -445,7 +445,7 @@ def _path_wall(
     with the kernel's share of the CPU time and the function sampled most."""
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
     fn, caller = b.cpu_top
-    top = f" (most sampled: {fn} < {caller})" if fn and caller else f" (most sampled: {fn})" if fn else ""
+    top = f" ({_most_sampled(b)})" if fn else ""
     return Wall(
         "cpu-kernel",
         f"On a CPU in the kernel: {who} was {on}"
@@ -479,3 +479,9 @@ def _kernel_mechanism(b: Budget) -> tuple[str, float] | None:
         return None
     k, v = max(named, key=lambda kv: kv[1])
     return (k, v) if v >= KERNEL_MECHANISM * kernel else None
+
+
+def _most_sampled(b: Budget) -> str:
+    """The profile's most sampled kernel function, and who called into it when known."""
+    fn, caller = b.cpu_top
+    return f"most sampled: {fn} < {caller}" if caller else f"most sampled: {fn}"
