@@ -109,13 +109,15 @@ def test_history_puts_the_change_at_the_fifth(history: tuple[dict[str, str], Pat
 
 
 def _skip_if_the_machine_was_busier(cp: subprocess.CompletedProcess[str]) -> None:
-    """Where this VM's host took CPU time (steal) or another process ran during the new runs
-    only, the gate's answer is inconclusive, saying so (``gate.machine_busier``, unit-tested):
-    the regression these tests plant cannot be told from the machine then. Skipped, visibly,
-    with the gate's own reason; any other inconclusive still fails."""
-    said = [ln for ln in cp.stdout.splitlines() if "during the new runs" in ln or "nothing else runs" in ln]
+    """Where this VM's host took CPU time (steal) or another process ran during one side's
+    runs only, the gate's answer is inconclusive, saying so (``gate.machine_busier``,
+    unit-tested): during the new runs, the regression these tests plant cannot be told from
+    the machine; during the base runs (a make test of 28f3659: the host stole 0-40% of the CPU
+    time while k1-k4 ran, and the gate passed k5), a fall could hide. Skipped, visibly, with
+    the gate's own reason; any other inconclusive still fails."""
+    said = [ln for ln in cp.stdout.splitlines() if "nothing else runs" in ln]
     if cp.returncode == 3 and said:
-        pytest.skip("the machine was busier during the new runs: " + " ".join(said))
+        pytest.skip("the machine was busier during one side's runs: " + " ".join(said))
 
 
 def test_gate_fails_on_the_fifth_and_explains(history: tuple[dict[str, str], Path]) -> None:
@@ -153,6 +155,7 @@ def test_aa_gate_passes(history: tuple[dict[str, str], Path]) -> None:
     env, _ = history
     base = [x for k in range(1, 5) for x in ("--baseline", f"label=k{k}")]
     cp = iowall("gate", "label=aa", *base, "--fdr", "0.001", env=env)
+    _skip_if_the_machine_was_busier(cp)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert cp.stdout.startswith("[iowall gate] pass")
     assert "p-values from the means of invocations, 4 base and 3 new (Welch" in cp.stdout

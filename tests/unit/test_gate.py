@@ -23,9 +23,9 @@ from iowall.analysis.regress.gate import (
     confirm,
     decide,
     invocation_p,
-    machine_busier,
     welch_p,
 )
+from iowall.analysis.regress.machine_busier import machine_busier
 from iowall.analysis.regress.tdist import upper_tail
 from iowall.model import Metric, Point, Run
 from iowall.report.gate import junit_xml, render_text, subject
@@ -398,6 +398,26 @@ def test_a_regression_measured_while_the_machine_was_busier_is_inconclusive() ->
     both = [_took(r, steal=0.2) for r in raw]
     assert busier(both, [_took(r, steal=0.21) for r in new]) == ()
     assert busier(base, new) == ()  # the new runs without the probes: nothing known, nothing said
+
+
+def test_a_pass_measured_while_the_base_was_busier_is_inconclusive() -> None:
+    """The mirror: a 10% fall measured against base runs the host stole 40% from (each base
+    run slowed by as much) passes as "same"; with the base that busy it is inconclusive, saying
+    so. A steady rate against a quiet base passes; rows that cannot fail the gate are left."""
+    rng = random.Random(5)
+    slowed = [_took(_run("b", 900 * rng.gauss(1, 0.01)), steal=0.4) for _ in range(8)]
+    quiet = [_took(_run("b", 1000 * rng.gauss(1, 0.01))) for _ in range(8)]
+    new = [_took(_run("n", 900 * rng.gauss(1, 0.01))) for _ in range(5)]
+    plain = _gate(slowed, new)
+    assert plain.exit_code == EXIT_PASS  # what the gate said before: the fall hidden
+    g = machine_busier(plain, slowed, new)
+    bw = [v for v in g.verdicts if v.row.metric == "write_bw_bytes_per_s"]
+    assert [v.status for v in bw] == ["inconclusive"] and g.exit_code == EXIT_INCONCLUSIVE
+    said = "the host took 40.0% of the CPU time (steal) during the base runs (0.0% during the new)"
+    assert said in bw[0].reason and "would not show" in bw[0].reason
+    assert all(v.status != "inconclusive" for v in g.verdicts if not v.gating)
+    same = [_took(_run("n", 1000 * rng.gauss(1, 0.01))) for _ in range(5)]
+    assert machine_busier(_gate(quiet, same), quiet, same).exit_code == EXIT_PASS
 
 
 def test_the_machine_busier_is_read_point_by_point() -> None:

@@ -103,6 +103,23 @@ def _write(path: Path, rows: list[tuple[str, str, float]]) -> str:
     return str(path)
 
 
+def test_the_reproduce_line_carries_what_decided_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the line used to keep only the runs' options: a gate --fail-on one metric printed a
+    # command that gated every headline metric (and failed on another)
+    flat = [("lat", f"{1000 + 10 * i}", float(v)) for i, v in enumerate(_noise(11, 30))]
+    f = _write(tmp_path / "s.csv", flat)
+    args = ["--fdr", "0.01", "--floor", "5%", "--fail-on", "value", "--unit", "ms"]
+    main(["gate", "--series", f, *args])
+    out = capsys.readouterr().out
+    said = out.split("Reproduce\n", 1)[1].splitlines()[0].strip()
+    assert said == f"iowall gate --series {f} --fdr 0.01 --floor 5% --fail-on value --unit ms", out
+    main(["gate", "--series", f, "--floor", "2%"])  # the defaults, given: not repeated
+    out = capsys.readouterr().out
+    assert out.split("Reproduce\n", 1)[1].splitlines()[0].strip() == f"iowall gate --series {f}"
+
+
 def test_cli_exit_codes_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flat = [("lat", f"{1000 + 10 * i}", float(v)) for i, v in enumerate(_noise(11, 30))]
     bw = _noise(12, 30)

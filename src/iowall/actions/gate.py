@@ -23,12 +23,12 @@ from ..analysis.regress.gate import (
     GateResult,
     attribution_shift,
     decide,
-    machine_busier,
 )
 from ..analysis.regress.gate import (
     confirm as confirmed,
 )
 from ..analysis.regress.history import from_rows, results
+from ..analysis.regress.machine_busier import machine_busier
 from ..analysis.regress.series_gate import FDR_SERIES, gate_series
 from ..measure.repeat import RepeatPolicy
 from ..model import Run
@@ -133,10 +133,18 @@ def explain_regressions(
 
 
 def gate_file(
-    path: str, *, fdr: float | None, floor: float, direction: str, unit: str, accepted: list[Accept]
+    path: str,
+    *,
+    fdr: float | None,
+    floor: float,
+    direction: str,
+    unit: str,
+    accepted: list[Accept],
+    decided: Sequence[str] = (),
 ) -> GateReport:
     """``gate --series FILE``: the newest result of every series of the file against its own
-    history (``analysis.regress.series_gate``)."""
+    history (``analysis.regress.series_gate``); ``decided``: the options that decided it, as
+    given, for the Reproduce line."""
     check_series_options(direction, None)
     hs = from_rows(read_series(path), direction=direction, unit=unit)
     level = FDR_SERIES if fdr is None else fdr
@@ -156,8 +164,9 @@ def gate_file(
     notes += [f"{t.name}: not tested: {t.early.reason}" for t in tested if t.early.window is None]
     cmd = (
         ["iowall", "gate", "--series", path]
-        + (["--fdr", f"{fdr:g}"] if fdr else [])
+        + list(decided)
         + (["--direction", direction] if direction != "higher" else [])
+        + (["--unit", unit] if unit else [])
     )
     return GateReport(
         result,
@@ -187,10 +196,12 @@ def gate_runs(
     flames: str | None,
     wait: float | None,
     hold_memory: bool,
+    decided: Sequence[str] = (),
 ) -> GateReport:
     """TARGET (a recipe or plan, run now with ``repeat`` runs of every point and re-run up to
     ``confirm`` more times while a regression is suspected; or a selection of stored runs)
-    against the stored ``baseline`` runs."""
+    against the stored ``baseline`` runs; ``decided``: the options that decided it, as given,
+    for the Reproduce line."""
     base_runs = list({r.id: r for b in baseline for r in load(store, parse_selection(b))}.values())
     base_text = " + ".join(baseline)
     workload = is_workload(target)
@@ -233,6 +244,7 @@ def gate_runs(
     result, used = confirmed(decide_now, run_once, rounds)
     notes = _confirmation_notes(used) + memory + result.method_notes
     cmd = _command(target, baseline, workload, repeat=repeat, quick=quick, hold_memory=hold_memory)
+    cmd += decided
     return GateReport(
         result,
         base_text,

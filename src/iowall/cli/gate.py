@@ -35,6 +35,9 @@ from .options import (
 )
 from .progress import RichProgress
 
+#: the smallest change that counts, unless --floor says otherwise
+FLOOR = "2%"
+
 
 def gate(
     target: Annotated[
@@ -97,7 +100,7 @@ def gate(
             f"(default 0.05; {FDR_SERIES:g} with --series)",
         ),
     ] = None,
-    floor: Annotated[str, typer.Option("--floor", help="smallest change that counts, e.g. 2%")] = "2%",
+    floor: Annotated[str, typer.Option("--floor", help="smallest change that counts, e.g. 2%")] = FLOOR,
     metric: Annotated[
         list[str] | None, typer.Option("--metric", metavar="GLOB", help="metrics to test (default: all)")
     ] = None,
@@ -223,12 +226,15 @@ def _gate(
         raise UserError(f"--fdr {fdr:g}: give a rate between 0 and 1, e.g. 0.05")
     fl = parse_floor(floor)
     accepted = read_accept(accept) if accept else []
+    decided = _decision_args(fdr, floor, metric, fail_on, accept)
     if series is not None:
         if target is not None or baseline:
             raise UserError("give TARGET --baseline SELECTION or --series FILE, not both")
         if kcidb is not None:
             raise UserError("--kcidb writes the gated runs' kernels and tests: it needs TARGET, not --series")
-        report = gate_file(series, fdr=fdr, floor=fl, direction=direction, unit=unit, accepted=accepted)
+        report = gate_file(
+            series, fdr=fdr, floor=fl, direction=direction, unit=unit, accepted=accepted, decided=decided
+        )
     else:
         if target is None or not baseline:
             raise UserError("gate needs TARGET and --baseline SELECTION (stored runs), or --series FILE")
@@ -252,6 +258,7 @@ def _gate(
             flames=flames,
             wait=wait_s,
             hold_memory=hold_memory,
+            decided=decided,
         )
     if junit is not None:
         write_text(junit, junit_xml(report))
@@ -261,3 +268,17 @@ def _gate(
         wrote(kcidb)
     emit(report, fmt, output)
     return report.result.exit_code
+
+
+def _decision_args(
+    fdr: float | None, floor: str, metric: list[str] | None, fail_on: list[str] | None, accept: str | None
+) -> list[str]:
+    """The options that decide the verdict, as the user gave them, for the report's Reproduce
+    line: without them the command it prints can exit otherwise (a gate ``--fail-on`` bandwidth
+    printed a line that failed on p99 latency)."""
+    out = ["--fdr", f"{fdr:g}"] if fdr is not None else []
+    if parse_floor(floor) != parse_floor(FLOOR):
+        out += ["--floor", floor]
+    out += [x for m in metric or [] for x in ("--metric", m)]
+    out += [x for m in fail_on or [] for x in ("--fail-on", m)]
+    return out + (["--accept", accept] if accept else [])

@@ -66,7 +66,7 @@ def steal_of(run: Run) -> float | None:
 class Taker:
     """Something else that took the CPUs while a run ran: its field, how a run's figure is
     read, the margin beyond which sides differ, how a figure's number is written and its unit,
-    and the phrase ``busier`` says of the new runs."""
+    and the phrase ``busier`` says of the busier side's runs."""
 
     field: str
     of: Callable[[Run], float | None]
@@ -88,7 +88,7 @@ TAKERS = (
         NEIGHBOURS_APART,
         lambda x: f"{x:.2f}",
         " CPUs",
-        "other processes took {} during the new runs",
+        "other processes took {} during the {} runs",
     ),
     Taker(
         STEAL_FIELD,
@@ -96,7 +96,7 @@ TAKERS = (
         STEAL_APART,
         lambda x: f"{100 * x:.1f}",
         "%",
-        "the host took {} of the CPU time (steal) during the new runs",
+        "the host took {} of the CPU time (steal) during the {} runs",
     ),
 )
 
@@ -166,15 +166,19 @@ def numeric_differences(sides: Sequence[Sequence[Run]]) -> list[tuple[str, tuple
     return out
 
 
-def busier(base: Sequence[Run], new: Sequence[Run]) -> tuple[str, ...]:
+def busier(
+    base: Sequence[Run], new: Sequence[Run], names: tuple[str, str] = ("new", "base")
+) -> tuple[str, ...]:
     """What took more of the CPUs while the ``new`` runs ran than while the ``base`` ran,
-    beyond the margins, each as a phrase (``TAKERS``: other processes, the hypervisor).
-    Neither bounds how much of a fall it made: steal of 10-26% cut a read rate here by 44%
-    (docs/history.md), latency chained on descheduled vCPUs."""
+    beyond the margins, each as a phrase (``TAKERS``: other processes, the hypervisor), the
+    sides called ``names`` (busier, quieter). Neither bounds how much of a fall it made: steal
+    of 10-26% cut a read rate here by 44% (docs/history.md), latency chained on descheduled
+    vCPUs."""
     out = []
     for t in TAKERS:
         vb = [x for r in base if (x := t.of(r)) is not None]
         vn = [x for r in new if (x := t.of(r)) is not None]
         if vb and vn and median(vn) - median(vb) > t.apart:
-            out.append(t.phrase.format(t.text(median(vn))) + f" ({t.text(median(vb))} during the base)")
+            said = t.phrase.format(t.text(median(vn)), names[0])
+            out.append(f"{said} ({t.text(median(vb))} during the {names[1]})")
     return tuple(out)

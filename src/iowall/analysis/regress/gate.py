@@ -20,14 +20,13 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ...model import Run
 from .compare import HEADLINE, NOT_HEADLINE, CompareResult, Row
-from .env_numbers import busier
 from .stats import FloatArray
 from .tdist import upper_tail
 
@@ -288,41 +287,6 @@ def decide(
         status, why = _status(res, r, (q, oq, k), gate, fdr, accept, today, supplied=tests is not None)
         out.append(Verdict(r, p, q, status, why, gate, (kb, kn)))
     return GateResult(res, tuple(out), fdr, res.floor, method)
-
-
-def machine_busier(res: GateResult, base: Sequence[Run], new: Sequence[Run]) -> GateResult:
-    """Regressions measured while something else took more of the CPUs during their point's
-    new runs than during its base runs (``env_numbers.busier``: other processes, the host's
-    steal) are inconclusive: from these runs the fall is the machine's or the change's; a rerun
-    with nothing else running decides. Each row is read with its own runs (a steal episode
-    during one point leaves the others' verdicts alone); rows whose runs are not known by id
-    are read with the whole sides."""
-    b_by = {r.id: r for r in base if r.id is not None}
-    n_by = {r.id: r for r in new if r.id is not None}
-    whole: tuple[str, ...] | None = None  # the whole sides' reading, made once if a row needs it
-    out = []
-    for v in res.verdicts:
-        if v.status != "regression":
-            out.append(v)
-            continue
-        b = [b_by[i] for i in v.row.base_runs if i in b_by]
-        n = [n_by[i] for i in v.row.new_runs if i in n_by]
-        if b and n:
-            taken = busier(b, n)
-        else:
-            whole = busier(base, new) if whole is None else whole
-            taken = whole
-        out.append(
-            replace(
-                v,
-                status="inconclusive",
-                reason=f"q = {v.q_value:.2g}, but {'; '.join(taken)}: the machine's, or a "
-                "regression; rerun where nothing else runs",
-            )
-            if taken
-            else v
-        )
-    return replace(res, verdicts=tuple(out))
 
 
 def _family_q(ps: Sequence[float], gates: Sequence[bool]) -> list[float]:
