@@ -418,6 +418,12 @@ def test_a_pass_measured_while_the_base_was_busier_is_inconclusive() -> None:
     assert all(v.status != "inconclusive" for v in g.verdicts if not v.gating)
     same = [_took(_run("n", 1000 * rng.gauss(1, 0.01))) for _ in range(5)]
     assert machine_busier(_gate(quiet, same), quiet, same).exit_code == EXIT_PASS
+    # more new runs cannot decide it: no confirmation is run for it (as one is for a fall)
+    ran: list[int] = []
+    res, used = confirm(lambda: g, lambda: ran.append(1), 2)
+    assert used == 0 and not ran and res.exit_code == EXIT_INCONCLUSIVE
+    fell = _gate(quiet, new)  # the fall against the quiet base: a regression, confirmed twice
+    assert confirm(lambda: fell, lambda: ran.append(1), 2)[1] == 2 and fell.exit_code == EXIT_REGRESSION
 
 
 def test_the_machine_busier_is_read_point_by_point() -> None:

@@ -67,6 +67,9 @@ class Verdict:
     #: invocations (batches) on the base and new side; the p-value is by invocation when the
     #: base holds two or more (``invocation_p``)
     invocations: tuple[int, int] = (1, 1)
+    #: inconclusive for the base's sake (measured while the machine was busier): more new
+    #: runs cannot decide it, so no confirmation is run for it (``machine_busier``)
+    base_busier: bool = False
 
     @property
     def by_invocation(self) -> bool:
@@ -126,16 +129,20 @@ class GateResult:
     def suspected(self) -> list[Verdict]:
         """Rows worth confirming: regressions, inconclusive rows, and gating rows whose
         estimate is worse by more than half the floor (a regression the runs so far may
-        have hidden)."""
+        have hidden); not rows the base's busier machine left undecided (new runs cannot
+        decide them)."""
         return [
             v
             for v in self.verdicts
-            if v.status in ("regression", "inconclusive")
-            or (
-                v.gating
-                and v.status == "same"
-                and _worse(v.row)
-                and abs(v.row.cmp.ratio - 1.0) > self.floor / 2
+            if not v.base_busier
+            and (
+                v.status in ("regression", "inconclusive")
+                or (
+                    v.gating
+                    and v.status == "same"
+                    and _worse(v.row)
+                    and abs(v.row.cmp.ratio - 1.0) > self.floor / 2
+                )
             )
         ]
 

@@ -47,6 +47,7 @@ def machine_busier(res: GateResult, base: Sequence[Run], new: Sequence[Run]) -> 
                 v,
                 status="inconclusive",
                 reason=f"q = {v.q_value:.2g}, but {'; '.join(taken)}: {why} where nothing else runs",
+                base_busier=not falls,
             )
             if taken
             else v
