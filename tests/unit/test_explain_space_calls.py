@@ -50,6 +50,35 @@ def test_space_wall_names_the_flush_and_its_caller() -> None:
     assert "free space (xfs_flush_inodes, from xfs_create): a create could not reserve" in d.wall.sentence
 
 
+def test_space_wall_says_how_full_the_filesystem_got() -> None:
+    # the df probe's metrics of a 1 GiB bed at its fullest: 31 MiB free, 40% of its inodes
+    th = _thread(1, wall_s=4.0, cpu=1.2, delay=0.0, user=0.1, blocked={0: 140, 1: 140}, running=120)
+    b = budget.compute(_doc([th], [FLUSH, TAIL]), (0.0, 4.0), "test")
+    assert b is not None
+    df = {
+        "df_used_share_max": 0.97,
+        "df_free_bytes_min": 31 * 2.0**20,
+        "df_capacity_bytes": 2.0**30,
+        "df_inodes_used_share_max": 0.4,
+    }
+    dev = device_wall.with_space(device_wall.Device(), df)
+    d = wall.decide(b, dev, {})
+    assert d.wall is not None and d.wall.kind == "space"
+    said = "df saw the filesystem 97% full at its fullest, 31.0 MiB of 1.0 GiB free; 40% of its inodes used."
+    assert d.wall.sentence.endswith(said), d.wall.sentence
+    # btrfs's metadata reservation: df's figure is the data's, and the sentence says so
+    ticket = "entry_SYSCALL_64;do_syscall_64;__x64_sys_openat;btrfs_create;btrfs_reserve_metadata_bytes"
+    ticket += ";__reserve_bytes"
+    bt = budget.compute(_doc([th], [ticket, ticket]), (0.0, 4.0), "test")
+    assert bt is not None
+    w = wall.decide(bt, dev, {}).wall
+    assert w is not None and w.kind == "space" and "df saw the filesystem 97% full" in w.sentence
+    assert "the reservation is of metadata" in w.sentence and "the reservation is of metadata" not in said
+    # without the probe (older runs): nothing said of it
+    plain = wall.decide(b, device_wall.with_space(device_wall.Device(), {}), {})
+    assert plain.wall is not None and "df saw" not in plain.wall.sentence
+
+
 def test_silence_says_its_largest_parts() -> None:
     # 35% on a CPU, 35% waiting for I/O, 30% waiting for the flush: no state holds 40%
     io = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pread64;vfs_read;xfs_file_read_iter;iomap_dio_rw"

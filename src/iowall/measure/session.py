@@ -117,7 +117,8 @@ class Session:
             workdir = beds[0].path
         else:
             workdir = tempfile.gettempdir()
-        self.schedule.probe_ctx = ProbeContext(devices=devices, devnos=devnos, workdir=workdir)
+        mounts = tuple(b.path for b in beds if b.path and os.path.isdir(b.path))
+        self.schedule.probe_ctx = ProbeContext(devices=devices, devnos=devnos, workdir=workdir, mounts=mounts)
         for b in beds:
             self.note(*b.notes)
 

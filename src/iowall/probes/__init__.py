@@ -13,6 +13,7 @@ from ..machine.signals import shielded
 from ..vocab.errors import Interrupted, UserError
 from .base import Probe, ProbeContext, ProbeResult
 from .cpu import CpuProbe
+from .df import DfProbe
 from .diskstats import DiskstatsProbe
 from .flusher import FlusherProbe
 from .locks import LocksProbe
@@ -42,6 +43,7 @@ REGISTRY: dict[str, type[Probe]] = {
         LocksProbe,
         ProfileProbe,
         ThreadStateProbe,
+        DfProbe,
     )
 }
 #: Cheap enough to run always (docs/benchmarks.md, "What the probes cost"); ``locks`` is not.
@@ -58,6 +60,7 @@ DEFAULT_PROBES: tuple[str, ...] = (
     "tasks",
     "profile",
     "threadstate",
+    "df",
 )
 
 

@@ -21,6 +21,8 @@ class ProbeContext:
     #: kernel names of the bed's block devices (``loop3``) and their ``MAJ:MIN``.
     devices: tuple[str, ...] = ()
     devnos: tuple[str, ...] = ()
+    #: the bed's mount points (or directories), for the filesystems' free space (``df``)
+    mounts: tuple[str, ...] = ()
     #: a private scratch directory for the probe's own files (perf.data …).
     workdir: str = "/tmp"
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ...vocab.units import fmt_share
 from .budget import Budget
-from .device import DEVICE_BUSY, DEVICE_QUEUED, Device
+from .device import DEVICE_BUSY, DEVICE_QUEUED, Device, fullness
 from .kernel_knowledge import BY_NAME, meaning
 from .offcpu import LABELS, LOG_FORCE
 from .verdict import Wall
@@ -34,7 +34,7 @@ def blocked_wall(
     if reason == "reclaim":
         return _reclaim(share, b, who, fn, mech)
     if reason == "space":
-        return _space(share, who, fn, caller)
+        return _space(share, who, fn, caller, dev)
     if reason == "lock":
         where = f", taken in {caller}" if caller else ""
         return Wall(
@@ -230,7 +230,15 @@ _SPACE = {
 _OUT_OF_BLOCKS = frozenset({"ext4_should_retry_alloc"})
 
 
-def _space(share: float, who: str, fn: str, caller: str) -> Wall:
+#: space waits for metadata space kept apart from the data's: df shows the data's
+_METADATA_WAITS = frozenset({"__reserve_bytes"})
+_METADATA = (
+    " (df counts the data's space; the reservation is of metadata, which btrfs keeps in chunks of "
+    "its own: `btrfs filesystem df` shows them)"
+)
+
+
+def _space(share: float, who: str, fn: str, caller: str, dev: Device) -> Wall:
     """Waiting for the filesystem to free space for a reservation: XFS's ENOSPC flush
     (``xfs_flush_inodes``), ext4's switch out of delayed allocation (``ext4_nonda_switch``),
     btrfs's reservation tickets (``__reserve_bytes``): each writes back or commits what
@@ -248,10 +256,12 @@ def _space(share: float, who: str, fn: str, caller: str) -> Wall:
         "dirty files hold far more than their data: a larger filesystem, or less dirty data at a "
         "time, removes the wait."
     )
+    full = fullness(dev)
+    seen = f" df saw the filesystem {full}{_METADATA if fn in _METADATA_WAITS else ''}." if full else ""
     return Wall(
         "space",
         f"Out of free space: {who} waited {fmt_share(share)} of its time for the filesystem to free "
-        f"space ({fn}{where}): {what}. {why}",
+        f"space ({fn}{where}): {what}. {why}{seen}",
         share,
         {"function": fn, "caller": caller},
         "space-flush",

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...vocab.units import fmt_bytes
+from ...vocab.units import fmt_bytes, fmt_share
 
 #: the device is the wall when busy at least this share of the window with requests queued
 DEVICE_BUSY = 0.80
@@ -53,6 +53,12 @@ class Device:
     workload_bytes_per_s: float | None = None
     direct: bool = False
     sequential: bool = False
+    #: the bed's filesystem at its fullest (the ``df`` probe): used share, least free bytes,
+    #: capacity, and its inodes' used share (None: not measured, or no inode count)
+    fs_used: float | None = None
+    fs_free_bytes: float | None = None
+    fs_bytes: float | None = None
+    inodes_used: float | None = None
 
     def request_bytes(self, d: str = "") -> float | None:
         """Mean bytes per request the device completed in direction ``d`` (the workload's)."""
@@ -163,6 +169,33 @@ def with_facts(
         workload_bytes_per_s=workload.get("bytes_per_s"),
         direct=bool(workload.get("direct")),
         sequential=bool(workload.get("sequential")),
+    )
+
+
+def with_space(dev: Device, metrics: Mapping[str, float]) -> Device:
+    """``dev`` with the bed's filesystem at its fullest, from the ``df`` probe's metrics
+    (``df_used_share_max``, ``df_free_bytes_min``, ``df_capacity_bytes``,
+    ``df_inodes_used_share_max``); unchanged for runs without them."""
+    return replace(
+        dev,
+        fs_used=metrics.get("df_used_share_max"),
+        fs_free_bytes=metrics.get("df_free_bytes_min"),
+        fs_bytes=metrics.get("df_capacity_bytes"),
+        inodes_used=metrics.get("df_inodes_used_share_max"),
+    )
+
+
+def fullness(dev: Device) -> str:
+    """How full the bed's filesystem got, in words ("97% full at its fullest, 31.0 MiB of 1.0
+    GiB free; 40% of its inodes used"), or "" where the run did not measure it."""
+    if dev.fs_used is None or not dev.fs_bytes:
+        return ""
+    text = (
+        f"{fmt_share(dev.fs_used)} full at its fullest, {fmt_bytes(dev.fs_free_bytes or 0.0)} of "
+        f"{fmt_bytes(dev.fs_bytes)} free"
+    )
+    return text + (
+        f"; {fmt_share(dev.inodes_used)} of its inodes used" if dev.inodes_used is not None else ""
     )
 
 

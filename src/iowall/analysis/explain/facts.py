@@ -161,4 +161,12 @@ def device_json(dev: Device) -> dict[str, Any]:
             "sequential": dev.sequential,
         },
         "queue": dict(dev.queue),
+        "filesystem": None
+        if dev.fs_used is None
+        else {
+            "used_share_max": round(dev.fs_used, 4),
+            "free_bytes_min": round(dev.fs_free_bytes or 0.0),
+            "capacity_bytes": round(dev.fs_bytes or 0.0),
+            "inodes_used_share_max": round(dev.inodes_used, 4) if dev.inodes_used is not None else None,
+        },
     }

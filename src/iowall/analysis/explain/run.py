@@ -21,7 +21,7 @@ from .budget_profile import helper_mechanisms
 from .context import representative
 from .cost import cost_of
 from .derived import classes, lock_callers, top_functions, top_paths, values
-from .device import device_in_window, with_facts
+from .device import device_in_window, with_facts, with_space
 from .evidence import read, skipped_probes
 from .facts import Explanation
 from .kernel_paths import read_profile
@@ -60,7 +60,11 @@ def explain(run: Run, batch: Sequence[Run]) -> Explanation:
         else None
     )
     hp = helper_mechanisms(stacks, {t.comm for t in b.threads}, ev.ctx.get("cpus", 0.0)) if b else {}
-    dev = with_facts(device_in_window(ev.device_means), ev.bed, ev.knobs, ev.workload) if b else None
+    dev = (
+        with_space(with_facts(device_in_window(ev.device_means), ev.bed, ev.knobs, ev.workload), ev.metrics)
+        if b
+        else None
+    )
     d = decide(b, dev, ev.ctx, ev.neighbours, ev.devnos, hp) if b is not None and dev is not None else None
     walls = [x for x in (d.wall, *d.also) if x] if d is not None else []
     j = judge(
