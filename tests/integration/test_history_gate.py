@@ -110,7 +110,7 @@ def test_history_puts_the_change_at_the_fifth(history: tuple[dict[str, str], Pat
 
 def _skip_if_the_machine_was_busier(cp: subprocess.CompletedProcess[str]) -> None:
     """Where this VM's host took CPU time (steal) or another process ran during one side's
-    runs only, the gate's answer is inconclusive, saying so (``gate.machine_busier``,
+    runs only, the gate's answer is inconclusive, saying so (``regress.machine_busier``,
     unit-tested): during the new runs, the regression these tests plant cannot be told from
     the machine; during the base runs (a make test of 28f3659: the host stole 0-40% of the CPU
     time while k1-k4 ran, and the gate passed k5), a fall could hide. Skipped, visibly, with

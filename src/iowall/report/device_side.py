@@ -4,7 +4,7 @@ the queue limits in force, and the workload's CPU per call, per I/O and per MiB.
 
 from __future__ import annotations
 
-from ..analysis.explain.device import Device, fullness
+from ..analysis.explain.device import Device, fullness_of
 from ..analysis.explain.facts import Cost, device_json
 from ..vocab.units import fmt_bytes, fmt_rate
 
@@ -69,7 +69,12 @@ def device_lines(dev: Device) -> list[str]:
     ]
     if shown:
         out.append("    queue in force: " + ", ".join(shown))
-    if said := fullness(dev):
+    fs = d["filesystem"]
+    if fs and (
+        said := fullness_of(
+            fs["used_share_max"], fs["free_bytes_min"], fs["capacity_bytes"], fs["inodes_used_share_max"]
+        )
+    ):
         out.append(f"    filesystem: {said} (df)")
     return out
 

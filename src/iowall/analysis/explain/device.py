@@ -188,15 +188,15 @@ def with_space(dev: Device, metrics: Mapping[str, float]) -> Device:
 def fullness(dev: Device) -> str:
     """How full the bed's filesystem got, in words ("97% full at its fullest, 31.0 MiB of 1.0
     GiB free; 40% of its inodes used"), or "" where the run did not measure it."""
-    if dev.fs_used is None or not dev.fs_bytes:
+    return fullness_of(dev.fs_used, dev.fs_free_bytes, dev.fs_bytes, dev.inodes_used)
+
+
+def fullness_of(used: float | None, free: float | None, size: float | None, inodes: float | None) -> str:
+    """``fullness`` from its four figures (the device side prints the JSON's rounded ones)."""
+    if used is None or not size:
         return ""
-    text = (
-        f"{fmt_share(dev.fs_used)} full at its fullest, {fmt_bytes(dev.fs_free_bytes or 0.0)} of "
-        f"{fmt_bytes(dev.fs_bytes)} free"
-    )
-    return text + (
-        f"; {fmt_share(dev.inodes_used)} of its inodes used" if dev.inodes_used is not None else ""
-    )
+    text = f"{fmt_share(used)} full at its fullest, {fmt_bytes(free or 0.0)} of {fmt_bytes(size)} free"
+    return text + (f"; {fmt_share(inodes)} of its inodes used" if inodes is not None else "")
 
 
 #: requests at most this share of the workload's I/O size were made smaller on the way down:
