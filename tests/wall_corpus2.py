@@ -59,6 +59,7 @@ from typing import Any
 
 from tests.wall_corpus import (
     DIR_BED,
+    LOOP,
     MIB,
     PREFIX,
     TMPFS,
@@ -567,7 +568,7 @@ KINDS2: dict[str, Kind] = {
     for k in [
         _kind("split", W1M, W1M, t_split, bed=_ram(), knobs={"max_sectors_kb": 4}),
         _kind("no-readahead", R1M, R1M, t_no_readahead, bed=_ram(), knobs={"read_ahead_kb": 0}),
-        _kind("not-merged", W4K_QD32, W4K_QD32, t_not_merged, bed=_ram(), knobs={"nomerges": 2}),
+        _kind("not-merged", W4K_QD32, W4K_QD32, t_not_merged, bed=LOOP, knobs={"nomerges": 2}),
         _kind(
             "per-call",
             TMPFS_READ.format(bs="1k"),
@@ -625,7 +626,7 @@ KINDS2: dict[str, Kind] = {
             RR4K_QD64,
             RR4K_QD64,
             t_tags,
-            bed='kind = "loop"\nfs = "xfs"',
+            bed=LOOP,
             knobs={"nr_requests": 4},
         ),
         _kind(
