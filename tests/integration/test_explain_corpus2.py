@@ -36,13 +36,13 @@ BUDGET_S = 25
 #: shared-device 21-22. Left out though as fast: per-call (16-17 s; the control 1.8-2.6x
 #: faster against the 2x its truth needs: held in 3 runs of 4), ext4-journal (17 s; the
 #: control 1.06-1.9x faster against 1.25x: held in 5 of 6), not-merged (11-12 s on the loop
-#: bed since 2026-12-02, held in 4 of 4; the family of split and no-readahead), dsync-log (21-22 s; asleep in the log
-#: force in 15-30% of looks against 30%: held in none of 7) and btrfs-compression (17-20 s;
-#: the control is not faster, 0.89-1.08x: held in none of 6). Of the seven that held every
-#: time, make test runs one of each family (requests made smaller, read from real runs' device
-#: side: split and no-readahead; work in the kernel: zram; the CPU mask; a shared device),
-#: about 90 s, to keep the suite under 25 minutes; btrfs-log and tags (host-dependent) run in
-#: the benchmark and with IOWALL_CORPUS2=all.
+#: bed since 2026-12-02, held in 4 of 4; the family of split and no-readahead), dsync-log
+#: (21-22 s; asleep in the log force in 15-30% of looks against 30%: held in none of 7) and
+#: btrfs-compression (17-20 s; the control is not faster, 0.89-1.08x: held in none of 6).
+#: Of the seven that held every time, make test runs one of each family (requests made
+#: smaller, read from real runs' device side: split and no-readahead; work in the kernel:
+#: zram; the CPU mask; a shared device), about 90 s, to keep the suite under 25 minutes;
+#: btrfs-log and tags (host-dependent) run in the benchmark and with IOWALL_CORPUS2=all.
 FAST: tuple[str, ...] = (
     "split",
     "no-readahead",
