@@ -2,7 +2,7 @@
 (request splitting, readahead off, merging off, per-call cost, zram and btrfs compression,
 the ext4 journal commit, the btrfs log tree, the XFS log force under O_SYNC, CPU affinity,
 request tags, a device shared with a neighbour, the filesystem out of free space on XFS, btrfs
-and ext4).
+and ext4, unwritten extents converted as direct writes complete).
 
 What a kernel developer would say each wall is — the wall kind, its mechanism, the
 condition, the control and the ground truth — is committed in tests/corpus2_expected.toml
@@ -25,7 +25,8 @@ It is proved from outside iowall:
   plan's knob on iowall's own ram or loop bed, as the toml says: iowall applies it to the
   bed's device for the point, restores it after, and records it with the run (iowall
   refuses queue knobs on a ``dir:`` bed);
-- zram's /sys/block/zram0/mm_stat, snapshotted right before and after the run;
+- zram's /sys/block/zram0/mm_stat, snapshotted right before and after the run, and XFS's
+  transaction count (/proc/fs/xfs/stat) the same way;
 - the Sampler's looks at the fio job threads (state, kernel stack), their schedstat and
   their Cpus_allowed_list.
 
@@ -133,6 +134,23 @@ def mm_stat() -> dict[str, int]:
 def _selected(text: str) -> str:
     """The bracketed choice of a selection file (``[lzo-rle] lzo lz4`` → ``lzo-rle``)."""
     return text[text.index("[") + 1 : text.index("]")] if "[" in text else text.strip()
+
+
+def xfs_trans() -> int:
+    """XFS transactions so far, sync and async (/proc/fs/xfs/stat ``trans``: sync, async,
+    empty), on every XFS of the machine."""
+    for line in Path("/proc/fs/xfs/stat").read_text().splitlines():
+        f = line.split()
+        if f and f[0] == "trans":
+            return int(f[1]) + int(f[2])
+    return 0
+
+
+@contextlib.contextmanager
+def xfs_transactions() -> Iterator[Setup]:
+    """No induction: the run on iowall's own bed, with the XFS transaction count as the
+    snapshot before and after it (``xfs_trans``)."""
+    yield Setup(snapshot=lambda: {"xfs_trans": xfs_trans()})
 
 
 @contextlib.contextmanager
@@ -416,6 +434,25 @@ def t_cpu_affinity(e: Evidence) -> Truth:
     )
 
 
+def t_unwritten(e: Evidence) -> Truth:
+    per, ctl = _trans_per_write(e), _trans_per_write(e.control) if e.control else None
+    fast, vs = versus(e, 0.5)
+    ctl_text = f"{ctl:.3f} in the control" if ctl is not None else "no control"
+    return Truth(
+        per >= 0.5 and ctl is not None and ctl < 0.05 and fast,
+        f"/proc/fs/xfs/stat: {per:.3f} transactions per write (needs >= 0.5), {ctl_text} "
+        f"(needs < 0.05); {vs}",
+    )
+
+
+def _trans_per_write(e: Evidence) -> float:
+    """XFS transactions (sync + async, machine-wide: the bed's filesystem is the only XFS at
+    work) over the run, per write fio completed."""
+    writes = int(e.job().get("write", {}).get("total_ios", 0))
+    trans = e.after.get("xfs_trans", 0) - e.before.get("xfs_trans", 0)
+    return trans / writes if writes else 0.0
+
+
 def t_tags(e: Evidence) -> Truth:
     return _asleep(e, ("blk_mq_get_tag",), 0.8, what="blk_mq_get_tag")
 
@@ -547,6 +584,7 @@ BTRFS_W = (
     "[workload.options]\nbuffer_compress_percentage = 50"
 )
 W16K = 'rw = "write"\nbs = "16k"\nsize = "256M"\ndirect = 0\nioengine = "psync"'
+RW4K_QD32 = 'rw = "randwrite"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "libaio"\niodepth = 32'
 W4K_PREALLOC = 'rw = "write"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "psync"\nfallocate = "native"'
 AFFINE = 'rw = "read"\nbs = "1M"\nsize = "512M"\ndirect = 0\nioengine = "psync"\njobs = 2'
 RR4K_QD64 = 'rw = "randread"\nbs = "4k"\nsize = "256M"\ndirect = 1\nioengine = "libaio"\niodepth = 64'
@@ -663,6 +701,14 @@ KINDS2: dict[str, Kind] = {
             t_shared_device,
             induce=shared_device(2 << 30),
             control_induce=ram_fs(2 << 30),
+        ),
+        _kind(
+            "unwritten",
+            RW4K_QD32 + '\nfallocate = "native"',
+            RW4K_QD32 + '\nfallocate = "none"\n[workload.options]\noverwrite = 1',
+            t_unwritten,
+            bed=_ram(size="4G"),
+            induce=xfs_transactions,
         ),
     ]
 }
