@@ -5,6 +5,7 @@ fsync waited for, the fixed cost of a call and the CPU affinity mask (issue 36).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -46,6 +47,21 @@ STACKS = [
     ("x;__x64_sys_munmap;unmap_page_range;zap_pte_range", "page-tables"),
     ("ret_from_fork;kthread;worker_thread;loop_process_work;lo_rw_aio;vfs_iter_write", "loop-worker"),
     ("x;xfs_file_buffered_write;xfs_ilock;down_write;rwsem_down_write_slowpath", "rwsem"),
+    # a dio completion worker converting an unwritten extent (the unwritten case, profile of
+    # 2026-12-02): under xfs_bmapi_write it is the conversion's, not an allocation's, and its
+    # wait for the inode's lock is the conversion's too
+    (
+        "ret_from_fork;kthread;worker_thread;process_one_work;iomap_dio_complete_work;"
+        "iomap_dio_complete;xfs_dio_write_end_io;xfs_iomap_write_unwritten;xfs_bmapi_write;"
+        "xfs_bmapi_convert_unwritten;xfs_bmap_add_extent_unwritten_real;xfs_btree_insert",
+        "unwritten-conversion",
+    ),
+    (
+        "x;iomap_dio_complete;xfs_dio_write_end_io;xfs_iomap_write_unwritten;xfs_trans_alloc_inode;"
+        "down_write;rwsem_down_write_slowpath",
+        "unwritten-conversion",
+    ),
+    ("x;xfs_bmapi_write;xfs_bmap_btalloc;xfs_alloc_vextent_start_ag", "block-allocation"),
     ("x;some_function_the_table_does_not_know", ""),
 ]
 
@@ -242,6 +258,43 @@ def test_a_shared_device_is_named() -> None:
     )
     w = _wall(_budget([IO], {0: 380}), dev)
     assert (w.kind, w.mechanism) == ("device", "shared")
+
+
+def test_completions_held_by_the_conversion_after_each_io() -> None:
+    """The unwritten case (quiet, 2026-12-02): 350 us an I/O against 95 us on the loop device,
+    the dio workers 0.61 CPU converting: held above the device by that work."""
+    dev = _dev(
+        util=0.72,
+        queue_depth=7.8,
+        await_s=95e-6,
+        reqs={"write": 82000.0},
+        bytes_per_s={"write": 82000.0 * 4096},
+        direction="write",
+        io_bytes=4096,
+        workload_bytes_per_s=82000.0 * 4096,
+        direct=True,
+        io_latency_s=350e-6,
+    )
+    b = _budget([IO], {0: 380})
+    w = _wall(b, dev, helpers={"unwritten-conversion": 0.61, "loop-worker": 0.19})
+    assert (w.kind, w.mechanism) == ("above-device", "unwritten-conversion")
+    assert "350 us" in w.sentence and "0.61 CPU" in w.sentence
+    # the same work, but each I/O spent most of its time at the device: the device's
+    assert _wall(b, replace(dev, io_latency_s=150e-6), helpers={"unwritten-conversion": 0.61}).kind != (
+        "above-device"
+    )
+    # the latency, but the kernel's threads hardly converted anything (the control: written blocks)
+    assert _wall(b, dev, helpers={"unwritten-conversion": 0.002}).mechanism != "unwritten-conversion"
+    # no median latency (not fio, or an older run): nothing to hold it against
+    assert _wall(b, replace(dev, io_latency_s=None), helpers={"unwritten-conversion": 0.61}).kind != (
+        "above-device"
+    )
+
+
+def test_the_device_side_says_each_ios_median_latency() -> None:
+    dev = _dev(direction="write", io_bytes=4096, workload_bytes_per_s=1e8, direct=True, io_latency_s=350e-6)
+    assert any("350 us each (median, submission to completion)" in x for x in device_lines(dev))
+    assert not any("median" in x for x in device_lines(replace(dev, io_latency_s=None)))
 
 
 FSYNC_WB = "x;__x64_sys_fsync;btrfs_sync_file;btrfs_wait_ordered_range;folio_wait_writeback;io_schedule"

@@ -27,6 +27,10 @@ DEV, DEVNO = ("loop3",), ("7:3",)
         ("kworker/u5:0-loop31", True, False, False, "kthreads"),
         ("xfsaild/loop3", True, False, False, "fs"),
         ("kworker/0:1-xfs-conv/loop3", True, False, False, "fs"),
+        # the direct-I/O completion workqueue of the bed's filesystem (unwritten conversions)
+        ("kworker/1:17-dio/loop3", True, False, False, "fs"),
+        ("kworker/0:19+dio/loop3", True, False, False, "fs"),
+        ("kworker/0:1-dio_thing", True, False, False, "kthreads"),
         ("jbd2/loop3-8", True, False, False, "fs"),
         ("btrfs-transaction", True, False, False, "fs"),
         ("ksoftirqd/0", True, False, False, "kthreads"),

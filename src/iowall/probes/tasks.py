@@ -5,8 +5,9 @@ ns) and ``/proc/stat`` are read; the deltas between the first and the last snaps
 by thread, are summed per class: the workload's own threads (fio, the engine: every
 descendant of this process), the workload's io_uring workers (``iou-wrk-*``, ``iou-sqp-*``),
 the bed's loop workers, the flush kworkers of the bed's devices, kswapd, filesystem workers
-(xfsaild, xfs-*, btrfs-*, jbd2, ext4-*), other kernel threads, iowall itself (the probes),
-other user processes (neighbours), and steal (``/proc/stat``).
+(xfsaild, xfs-*, btrfs-*, jbd2, ext4-*, the direct-I/O completion workqueue ``dio/*``), other
+kernel threads, iowall itself (the probes), other user processes (neighbours), and steal
+(``/proc/stat``).
 
 A thread that exits during the point keeps the CPU time of its last snapshot (so at most one
 interval is lost), and the workload's processes, which exit before the probe stops, are
@@ -34,7 +35,10 @@ from .base import ProbeResult
 from .cpu import FIELDS, parse_stat
 from .sampling import CLK_TCK, SampledProbe, metric, read_text, series
 
-_FS = re.compile(r"(^|[-+/])(xfsaild|xfs[-_]|btrfs[-_]|jbd2|ext4[-_])")
+#: a filesystem's own threads and workqueues; ``dio/`` is the per-filesystem workqueue
+#: (``dio/SB``) that completes direct writes needing work after their I/O (unwritten extents
+#: converted, the file's size updated)
+_FS = re.compile(r"(^|[-+/])(xfsaild|xfs[-_]|btrfs[-_]|jbd2|ext4[-_]|dio/)")
 _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9 (flags)
 
 #: Children of iowall that are its probes' tools, not the workload.

@@ -41,7 +41,9 @@ def device_lines(dev: Device) -> list[str]:
         size = f"{fmt_bytes(w['io_bytes'])} per I/O" if w["io_bytes"] else "I/O size unknown"
         rate = f", {fmt_rate(w['bytes_per_s'])}" if w["bytes_per_s"] else ""
         how = ("direct" if w["direct"] else "buffered") + (", sequential" if w["sequential"] else "")
-        out.append(f"    workload issued: {w['direction']} {size}{rate} ({how})")
+        p50 = w["latency_p50_s"]
+        lat = f", {p50 * 1e6:.0f} us each (median, submission to completion)" if p50 else ""
+        out.append(f"    workload issued: {w['direction']} {size}{rate} ({how}){lat}")
     for direction, r in d["requests"].items():
         parts = [f"{r['requests_per_s']:,.0f} requests/s"]
         if r["request_bytes"]:

@@ -53,6 +53,10 @@ class Device:
     workload_bytes_per_s: float | None = None
     direct: bool = False
     sequential: bool = False
+    #: fio's median completion latency of the workload's I/Os in its main direction (from
+    #: submission to completion): with several in flight, what each I/O waited, where the
+    #: workload's blocked time divided by its I/Os is not
+    io_latency_s: float | None = None
     #: the bed's filesystem at its fullest (the ``df`` probe): used share, least free bytes,
     #: capacity, and its inodes' used share (None: not measured, or no inode count)
     fs_used: float | None = None
@@ -143,7 +147,8 @@ def with_facts(
     """``dev`` with what the run recorded around it: what the bed's device is (its facts:
     ``loop``, ``zram``), the queue attributes in force (the bed's, overridden by the point's
     ``sysfs:queue/…`` and ``sysfs:bdi/read_ahead_kb`` knobs), and the workload's side
-    (``direction``, ``io_bytes`` per I/O, ``bytes_per_s``, ``direct``, ``sequential``)."""
+    (``direction``, ``io_bytes`` per I/O, ``bytes_per_s``, ``direct``, ``sequential``,
+    ``latency_p50_s``)."""
     queue = {str(k): str(v) for k, v in (bed.get("queue") or {}).items()}
     for k, v in knobs.items():
         if str(k).startswith("sysfs:queue/"):
@@ -169,6 +174,7 @@ def with_facts(
         workload_bytes_per_s=workload.get("bytes_per_s"),
         direct=bool(workload.get("direct")),
         sequential=bool(workload.get("sequential")),
+        io_latency_s=workload.get("latency_p50_s"),
     )
 
 

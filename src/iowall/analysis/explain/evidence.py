@@ -317,8 +317,8 @@ def device_means(run: Run, window: tuple[float, float]) -> dict[str, float | Non
 def workload_side(run: Run, metric: Mapping[str, float]) -> dict[str, Any]:
     """The workload's side of the device side: its main direction, the bytes per I/O it
     issued (fio's bytes over its I/Os; ``read`` sets it to fio's block size when they agree),
-    its bytes per second, and whether its I/O was direct and sequential (the point's
-    ``direct`` and ``rw``)."""
+    its bytes per second, whether its I/O was direct and sequential (the point's ``direct``
+    and ``rw``), and fio's median completion latency in that direction."""
     best: tuple[float, str] | None = None
     for d in ("read", "write"):
         io = metric.get(f"{d}_io_bytes")
@@ -337,4 +337,7 @@ def workload_side(run: Run, metric: Mapping[str, float]) -> dict[str, Any]:
     if iops and rt:
         out["io_bytes"] = io / (iops * rt)
     out["bytes_per_s"] = sum(metric.get(f"{x}_bw_bytes_per_s") or 0.0 for x in ("read", "write")) or bw
+    lat = metric.get(f"{d}_clat_p50_s")
+    if lat:
+        out["latency_p50_s"] = lat
     return out

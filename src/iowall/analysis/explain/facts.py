@@ -159,6 +159,7 @@ def device_json(dev: Device) -> dict[str, Any]:
             "bytes_per_s": round(dev.workload_bytes_per_s) if dev.workload_bytes_per_s else None,
             "direct": dev.direct,
             "sequential": dev.sequential,
+            "latency_p50_s": dev.io_latency_s,
         },
         "queue": dict(dev.queue),
         "filesystem": None

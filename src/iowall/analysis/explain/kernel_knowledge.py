@@ -153,8 +153,14 @@ TABLE: tuple[Mechanism, ...] = (
         (
             "xfs_iomap_write_unwritten",
             "xfs_dio_write_end_io",
+            # deeper than xfs_bmapi_write (block-allocation, the same rank): leaf-most wins, so
+            # the conversion's extent work under it is the conversion's, not an allocation's
+            "xfs_bmapi_convert_unwritten",
+            "xfs_bmap_add_extent_unwritten_real",
             "ext4_convert_unwritten*",
             "ext4_end_io_rsv_work",
+            "ext4_ext_convert_to_initialized",
+            "ext4_ext_handle_unwritten_extents",
         ),
         "unwritten (preallocated) extents converted to written ones when their I/O completes, "
         "a transaction each",

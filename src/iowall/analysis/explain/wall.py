@@ -334,7 +334,7 @@ def _name(
         return cpu_wall(share, b, ctx, who, dev)
     reason = top.split(":", 1)[1]
     if reason == "io":
-        return io_wall(share, b, dev, who, devnos, tags, behind_lock)
+        return io_wall(share, b, dev, who, devnos, tags, behind_lock, helpers)
     w = blocked_wall(reason, share, b, dev, who, helpers or {})
     if reason == "lock":
         return _lock_headroom(w, b, ctx)
