@@ -2,7 +2,8 @@
 (request splitting, readahead off, merging off, per-call cost, zram and btrfs compression,
 the ext4 journal commit, the btrfs log tree, the XFS log force under O_SYNC, CPU affinity,
 request tags, a device shared with a neighbour, the filesystem out of free space on XFS, btrfs
-and ext4, unwritten extents converted as direct writes complete).
+and ext4, unwritten extents converted as direct writes complete, btrfs verifying sha256
+checksums as reads complete).
 
 What a kernel developer would say each wall is — the wall kind, its mechanism, the
 condition, the control and the ground truth — is committed in tests/corpus2_expected.toml
@@ -453,6 +454,10 @@ def _trans_per_write(e: Evidence) -> float:
     return trans / writes if writes else 0.0
 
 
+def t_btrfs_csum(e: Evidence) -> Truth:
+    return _asleep(e, ("__iomap_dio_rw", "btrfs_direct_read"), 0.5, least=0.4, what="the direct read's wait")
+
+
 def t_tags(e: Evidence) -> Truth:
     return _asleep(e, ("blk_mq_get_tag",), 0.8, what="blk_mq_get_tag")
 
@@ -584,6 +589,8 @@ BTRFS_W = (
     "[workload.options]\nbuffer_compress_percentage = 50"
 )
 W16K = 'rw = "write"\nbs = "16k"\nsize = "256M"\ndirect = 0\nioengine = "psync"'
+#: fio lays the file out (buffered, then fsync) before its job; the job's reads are direct
+CSUM_READ = 'rw = "read"\nbs = "1M"\nsize = "1G"\ndirect = 1\nioengine = "psync"'
 RW4K_QD32 = 'rw = "randwrite"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "libaio"\niodepth = 32'
 W4K_PREALLOC = 'rw = "write"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "psync"\nfallocate = "native"'
 AFFINE = 'rw = "read"\nbs = "1M"\nsize = "512M"\ndirect = 0\nioengine = "psync"\njobs = 2'
@@ -709,6 +716,14 @@ KINDS2: dict[str, Kind] = {
             t_unwritten,
             bed=_ram(size="4G"),
             induce=xfs_transactions,
+        ),
+        _kind(
+            "btrfs-csum",
+            CSUM_READ,
+            CSUM_READ,
+            t_btrfs_csum,
+            bed=_ram("btrfs", size="3G", mkfs_opts="--csum sha256"),
+            control_bed=_ram("btrfs", size="3G"),
         ),
     ]
 }
