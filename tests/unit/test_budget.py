@@ -471,6 +471,14 @@ def test_run_delay_behind_its_own_threads_is_the_cpu_wall() -> None:
     assert "(3 jobs on 2 CPUs)" in alone.wall.sentence
     assert alone.wall.evidence["own_run_delay_share"] == pytest.approx(0.665, abs=0.001)
     assert not any("Other processes" in n for n in alone.notes)
+    assert "the kernel's threads spent" not in alone.wall.sentence
+    # the workers it queued behind converting unwritten extents (the unwritten case beside a
+    # neighbour): said, with their CPUs; under 0.3 CPU, or generic work, it is not
+    conv = wall.decide(b, device_wall.Device(), {}, helpers={"unwritten-conversion": 0.34, "writeback": 0.9})
+    assert conv.wall is not None
+    assert "the kernel's threads spent 0.34 CPU in unwritten-conversion" in conv.wall.sentence
+    small = wall.decide(b, device_wall.Device(), {}, helpers={"unwritten-conversion": 0.1, "writeback": 0.9})
+    assert small.wall is not None and "the kernel's threads spent" not in small.wall.sentence
     # without the tasks probe's share, all of it stays with the others
     b = budget.compute(_doc([th], [IO]), (0.0, 4.0), "test")
     assert b is not None and b.totals["runnable:own"] == 0.0

@@ -13,6 +13,7 @@ from typing import Any
 from ...vocab.units import fmt_bytes, fmt_rate, fmt_share
 from .budget import Budget
 from .device import Device, RequestCause
+from .io_wall import workers_work
 from .kernel_knowledge import meaning
 from .kernel_paths import LABELS as PATH_LABELS
 from .verdict import TURNS, Wall
@@ -24,7 +25,17 @@ from .verdict import TURNS, Wall
 MEMCOPY_NEAR = 0.25
 
 
-def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: Device | None = None) -> Wall:
+def cpu_wall(
+    share: float,
+    b: Budget,
+    ctx: Mapping[str, float],
+    who: str,
+    dev: Device | None = None,
+    helpers: Mapping[str, float] | None = None,
+) -> Wall:
+    """The wall of a workload on a CPU (or runnable behind its own threads and the bed's
+    workers); ``helpers``: the CPUs threads outside the workload spent per kernel-knowledge
+    mechanism, to say what the workers it queued behind were doing."""
     w = _cpu_kind(share, b, ctx, who, dev)
     own = b.shares.get("runnable:own", 0.0)
     pinned = _affinity(b, ctx, own, who)
@@ -37,7 +48,7 @@ def cpu_wall(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: D
             w.kind,
             w.sentence + f" That includes {fmt_share(own)} of its time runnable behind "
             f"its own threads and the bed's workers: more runnable threads than CPUs"
-            f"{many}.",
+            f"{many}{workers_work(helpers or {})}.",
             share,
             w.evidence | {"own_run_delay_share": round(own, 4)},
             w.mechanism,

@@ -192,6 +192,17 @@ def _after_io(
     )
 
 
+def workers_work(helpers: Mapping[str, float]) -> str:
+    """What the threads outside the workload did on the CPUs it queued for, when they spent
+    ``AFTER_IO_CPUS`` in work done after the I/O (a conversion, checksums …): the same work
+    holds its completions (``_after_io``), so it costs the workload both ways."""
+    work = [(k, v) for k, v in helpers.items() if k in AFTER_IO and v >= AFTER_IO_CPUS]
+    if not work:
+        return ""
+    k, v = max(work, key=lambda kv: kv[1])
+    return f"; the kernel's threads spent {v:.2f} CPU in {k} ({meaning(k)})"
+
+
 def _loop_worker(share: float, dev: Device, who: str, ev: dict[str, Any]) -> Wall | None:
     """Device-bound at the loop device's worker: the kernel thread that is the bed's device
     was on a CPU at least ``DEVICE_BUSY`` of the window."""

@@ -331,7 +331,7 @@ def _name(
     if top == "runnable:others":
         return _contention(share, who, neighbours)
     if top == "cpu":
-        return cpu_wall(share, b, ctx, who, dev)
+        return cpu_wall(share, b, ctx, who, dev, helpers)
     reason = top.split(":", 1)[1]
     if reason == "io":
         return io_wall(share, b, dev, who, devnos, tags, behind_lock, helpers)
