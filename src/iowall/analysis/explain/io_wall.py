@@ -171,14 +171,13 @@ def _after_io(
     (fio's median: with many in flight, the blocked time over the I/Os would not say it) while
     threads outside the workload spent ``AFTER_IO_CPUS`` in one ``AFTER_IO`` mechanism (the
     profile's stacks): XFS converting unwritten extents as direct writes complete, in its
-    ``dio/`` workers, is the one seen here (docs/explain.md)."""
+    ``dio/`` workers, and btrfs verifying sha256 data checksums in its endio workers are the
+    two seen here (docs/explain.md)."""
     lat, dev_s = dev.io_latency_s, dev.await_s
-    if not lat or not dev_s or lat < AFTER_IO_RATIO * dev_s:
+    work = _after_io_work(helpers)
+    if not lat or not dev_s or lat < AFTER_IO_RATIO * dev_s or work is None:
         return None
-    work = [(k, v) for k, v in helpers.items() if k in AFTER_IO and v >= AFTER_IO_CPUS]
-    if not work:
-        return None
-    k, v = max(work, key=lambda kv: kv[1])
+    k, v = work
     inflight = f", {dev.queue_depth:.1f} requests in flight there" if dev.queue_depth is not None else ""
     return Wall(
         "above-device",
@@ -196,11 +195,15 @@ def workers_work(helpers: Mapping[str, float]) -> str:
     """What the threads outside the workload did on the CPUs it queued for, when they spent
     ``AFTER_IO_CPUS`` in work done after the I/O (a conversion, checksums …): the same work
     holds its completions (``_after_io``), so it costs the workload both ways."""
+    work = _after_io_work(helpers)
+    return f"; the kernel's threads spent {work[1]:.2f} CPU in {work[0]} ({meaning(work[0])})" if work else ""
+
+
+def _after_io_work(helpers: Mapping[str, float]) -> tuple[str, float] | None:
+    """The ``AFTER_IO`` mechanism the threads outside the workload spent most CPUs in, with
+    those CPUs, when at least ``AFTER_IO_CPUS``."""
     work = [(k, v) for k, v in helpers.items() if k in AFTER_IO and v >= AFTER_IO_CPUS]
-    if not work:
-        return ""
-    k, v = max(work, key=lambda kv: kv[1])
-    return f"; the kernel's threads spent {v:.2f} CPU in {k} ({meaning(k)})"
+    return max(work, key=lambda kv: kv[1]) if work else None
 
 
 def _loop_worker(share: float, dev: Device, who: str, ev: dict[str, Any]) -> Wall | None:
