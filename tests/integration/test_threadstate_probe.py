@@ -22,7 +22,9 @@ def _fio(path: str) -> None:
             f"--directory={path}",
             "--rw=write",
             "--bs=16k",
-            "--size=1G",
+            # per job: two time-based jobs loop over 256 MiB files each; 1G each overflowed
+            # the 1 GiB bed when this host wrote faster (ENOSPC at 484 MiB each, 2026-12-02)
+            "--size=256M",
             "--fsync=1",
             "--numjobs=2",
             "--time_based",
