@@ -2,8 +2,8 @@
 (request splitting, readahead off, merging off, per-call cost, zram and btrfs compression,
 the ext4 journal commit, the btrfs log tree, the XFS log force under O_SYNC, CPU affinity,
 request tags, a device shared with a neighbour, the filesystem out of free space on XFS, btrfs
-and ext4, unwritten extents converted as direct writes complete, btrfs verifying sha256
-checksums as reads complete).
+and ext4, unwritten extents converted as direct writes complete on XFS (and split and
+converted on ext4), btrfs verifying sha256 checksums as reads complete).
 
 What a kernel developer would say each wall is — the wall kind, its mechanism, the
 condition, the control and the ground truth — is committed in tests/corpus2_expected.toml
@@ -27,7 +27,8 @@ It is proved from outside iowall:
   bed's device for the point, restores it after, and records it with the run (iowall
   refuses queue knobs on a ``dir:`` bed);
 - zram's /sys/block/zram0/mm_stat, snapshotted right before and after the run, and XFS's
-  transaction count (/proc/fs/xfs/stat) the same way;
+  transaction count (/proc/fs/xfs/stat) the same way; a tracepoint's hits (ext4 handling
+  unwritten extents) counted by ``perf stat -a`` from before the run to after it;
 - the Sampler's looks at the fio job threads (state, kernel stack), their schedstat and
   their Cpus_allowed_list.
 
@@ -152,6 +153,49 @@ def xfs_transactions() -> Iterator[Setup]:
     """No induction: the run on iowall's own bed, with the XFS transaction count as the
     snapshot before and after it (``xfs_trans``)."""
     yield Setup(snapshot=lambda: {"xfs_trans": xfs_trans()})
+
+
+#: ext4 handling a write into an unwritten extent: the split before the I/O and the
+#: conversion after it both pass here (fs/ext4/extents.c)
+EXT4_UNWRITTEN_EVENT = "ext4:ext4_ext_handle_unwritten_extents"
+
+
+def tracepoint_hits(event: str) -> Induce:
+    """No induction: the run on iowall's own bed, with ``event``'s hits machine-wide as the
+    snapshot, counted by ``perf stat -a -I 500`` (the intervals so far, summed: perf writes
+    each as it ends) from before the run to after it."""
+
+    @contextlib.contextmanager
+    def induce() -> Iterator[Setup]:
+        with tempfile.TemporaryDirectory(prefix="iowall-hits-") as tmp:
+            out = Path(tmp) / "stat.csv"
+            argv = ["perf", "stat", "-a", "-x,", "-I", "500", "-e", event, "-o", str(out)]
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                time.sleep(1.0)  # one interval written: the counter is live before the run
+                if proc.poll() is not None:
+                    why = proc.stderr.read() if proc.stderr else ""
+                    raise RuntimeError(f"perf stat -e {event} ended: {why}")
+                yield Setup(snapshot=lambda: {"hits": _hits(out)})
+            finally:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+    return induce
+
+
+def _hits(path: Path) -> int:
+    """The counts of a ``perf stat -x, -I`` file so far (time,count,unit,event,…), summed."""
+    total = 0
+    for line in path.read_text().splitlines() if path.exists() else []:
+        f = line.split(",")
+        if len(f) > 1 and f[1].strip().isdigit():
+            total += int(f[1])
+    return total
 
 
 @contextlib.contextmanager
@@ -454,6 +498,25 @@ def _trans_per_write(e: Evidence) -> float:
     return trans / writes if writes else 0.0
 
 
+def t_ext4_unwritten(e: Evidence) -> Truth:
+    per = _hits_per_write(e)
+    ctl = _hits_per_write(e.control) if e.control else None
+    fast, vs = versus(e, 0.5)
+    ctl_text = f"{ctl:.3f} in the control" if ctl is not None else "no control"
+    return Truth(
+        per >= 1.0 and ctl is not None and ctl < 0.05 and fast,
+        f"{EXT4_UNWRITTEN_EVENT}: {per:.3f} hits per write (needs >= 1), {ctl_text} (needs < 0.05); {vs}",
+    )
+
+
+def _hits_per_write(e: Evidence) -> float:
+    """Tracepoint hits over the run (machine-wide: the bed's filesystem is the only one
+    writing), per write fio completed."""
+    writes = int(e.job().get("write", {}).get("total_ios", 0))
+    hits = e.after.get("hits", 0) - e.before.get("hits", 0)
+    return hits / writes if writes else 0.0
+
+
 def t_btrfs_csum(e: Evidence) -> Truth:
     return _asleep(e, ("__iomap_dio_rw", "btrfs_direct_read"), 0.5, least=0.4, what="the direct read's wait")
 
@@ -716,6 +779,14 @@ KINDS2: dict[str, Kind] = {
             t_unwritten,
             bed=_ram(size="4G"),
             induce=xfs_transactions,
+        ),
+        _kind(
+            "ext4-unwritten",
+            RW4K_QD32 + '\nfallocate = "native"',
+            RW4K_QD32 + '\nfallocate = "none"\n[workload.options]\noverwrite = 1',
+            t_ext4_unwritten,
+            bed=_ram("ext4", size="4G"),
+            induce=tracepoint_hits(EXT4_UNWRITTEN_EVENT),
         ),
         _kind(
             "btrfs-csum",
