@@ -62,6 +62,17 @@ STACKS = [
         "unwritten-conversion",
     ),
     ("x;xfs_bmapi_write;xfs_bmap_btalloc;xfs_alloc_vextent_start_ag", "block-allocation"),
+    # ext4 splitting an unwritten extent before a direct write (ext4-unwritten, 2026-12-02):
+    # ext4_ext_handle_unwritten_extents is inlined there, its callee is not; the extent
+    # block's checksum is the split's, not a checksum wall of its own
+    (
+        "fio;ext4_file_write_iter;iomap_dio_rw;ext4_iomap_begin;ext4_map_blocks;ext4_ext_map_blocks;"
+        "ext4_split_convert_extents;ext4_split_extent;ext4_split_extent_at;ext4_ext_insert_extent;"
+        "ext4_ext_dirty;ext4_extent_block_csum_set;ext4_chksum;crc32c_x86_3way",
+        "unwritten-conversion",
+    ),
+    # with no owner in the stack, the checksum names the work itself
+    ("kworker;jbd2_journal_commit_transaction;jbd2_chksum;crc32c_x86_3way", "checksum"),
     ("x;some_function_the_table_does_not_know", ""),
 ]
 
@@ -244,6 +255,30 @@ def test_a_split_paid_on_a_cpu_is_the_split() -> None:
     )
     p = _wall(b, whole)
     assert (p.kind, p.mechanism) == ("cpu-kernel", "") and "block layer" in p.sentence
+
+
+def test_a_cpu_path_wall_names_its_own_paths_function_and_a_mechanisms_part() -> None:
+    # ext4-unwritten (2026-12-02): the writer on a CPU, most of its kernel time in the
+    # filesystem, the leaf sampled most overall in the loop path; 17% splitting unwritten
+    # extents, the rest their lookups in the extent tree, which no row can tell apart
+    split = (
+        "fio;io_submit_one_[k];ext4_file_write_iter_[k];ext4_iomap_begin_[k];ext4_map_blocks_[k];"
+        "ext4_ext_map_blocks_[k];ext4_split_convert_extents_[k];ext4_split_extent_at_[k]"
+    )
+    lookup = "fio;io_submit_one_[k];ext4_file_write_iter_[k];ext4_map_blocks_[k];ext4_es_lookup_extent_[k]"
+    find = "fio;io_submit_one_[k];ext4_iomap_begin_[k];ext4_ext_map_blocks_[k];ext4_find_extent_[k]"
+    loop = "fio;io_submit_one_[k];blk_mq_submit_bio_[k];loop_queue_rq_[k];_raw_spin_unlock_irq_[k]"
+    profile = {split: 17, lookup: 30, find: 22, loop: 31}
+    b = _budget([IO], {0: 10}, cpu=3.6, user=0.3, profile=profile)
+    w = _wall(b, _dev(util=0.3, queue_depth=2.0))
+    assert (w.kind, w.mechanism) == ("cpu-kernel", ""), w
+    assert "most sampled there: ext4_es_lookup_extent < ext4_map_blocks" in w.sentence, w.sentence
+    assert "17% of the kernel time in unwritten-conversion" in w.sentence, w.sentence
+    # at 30% the mechanism is the wall's; under 10% it is not said
+    named = _wall(_budget([IO], {0: 10}, cpu=3.6, user=0.3, profile=profile | {split: 40}), _dev(util=0.3))
+    assert (named.kind, named.mechanism) == ("cpu-kernel", "unwritten-conversion"), named
+    quiet = _wall(_budget([IO], {0: 10}, cpu=3.6, user=0.3, profile=profile | {split: 5}), _dev(util=0.3))
+    assert "unwritten-conversion" not in quiet.sentence, quiet.sentence
 
 
 def test_a_shared_device_is_named() -> None:

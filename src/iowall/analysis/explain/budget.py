@@ -104,6 +104,8 @@ class Budget:
     cpu_mechanisms: dict[str, float] = field(default_factory=dict)
     #: the kernel function the workload's threads were sampled on most, and its caller
     cpu_top: tuple[str, str] = ("", "")
+    #: the same among the stacks of the kernel path that holds most of the kernel time
+    cpu_path_top: tuple[str, str] = ("", "")
     #: kernel on-CPU seconds by the system call they were in (``openat``, ``write``; ``""``:
     #: none, as in an interrupt), from the profile's stacks of the workload's threads
     cpu_syscalls: dict[str, float] = field(default_factory=dict)
@@ -225,6 +227,7 @@ def compute(
         mechanism_shares=shares,
         cpu_mechanisms=split.mechanisms,
         cpu_top=split.top,
+        cpu_path_top=split.path_top,
         cpu_syscalls=split.syscalls,
     )
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .kernel_knowledge import mechanism_of
 from .kernel_paths import attribute
+from .kernel_paths import classify as classify_path
 from .offcpu import SYNC_CALL, classify, syscall_of
 
 
@@ -47,11 +48,14 @@ def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float)
     return _split(profile, comms, kernel_s, mechanism_of)
 
 
-def cpu_top(profile: Mapping[str, int], comms: set[str]) -> tuple[str, str]:
+def cpu_top(profile: Mapping[str, int], comms: set[str], path: str = "") -> tuple[str, str]:
     """The leaf kernel function the workload's threads were sampled on most, with the most
-    frequent caller of it that is not plumbing (``lzo1x_1_do_compress``, ``zcomp_compress``)."""
+    frequent caller of it that is not plumbing (``lzo1x_1_do_compress``, ``zcomp_compress``);
+    with ``path``, among the stacks of that kernel path only (``kernel_paths.classify``)."""
     leaves: dict[str, int] = {}
     callers: dict[tuple[str, str], int] = {}
+    if path:
+        profile = {s: n for s, n in profile.items() if classify_path(s).path == path}
     for s, n in _kernel_stacks(profile, comms).items():
         frames = s.split(";")
         leaf = frames[-1]
@@ -121,16 +125,21 @@ class ProfileSplit:
     mechanisms: dict[str, float] = field(default_factory=dict)
     top: tuple[str, str] = ("", "")
     syscalls: dict[str, float] = field(default_factory=dict)
+    #: ``top`` among the stacks of the kernel path that holds most of the time
+    path_top: tuple[str, str] = ("", "")
 
 
 def split_kernel_time(profile: Mapping[str, int], comms: set[str], kernel_s: float) -> ProfileSplit:
     """Every split of the workload's kernel time the budget keeps, from one profile."""
+    paths = kernel_paths(profile, comms, kernel_s)
+    top_path = max(paths.items(), key=lambda kv: kv[1])[0] if paths else ""
     return ProfileSplit(
-        kernel_paths(profile, comms, kernel_s),
+        paths,
         kernel_contexts(profile, comms, kernel_s),
         cpu_mechanisms(profile, comms, kernel_s),
         cpu_top(profile, comms),
         cpu_syscalls(profile, comms, kernel_s),
+        cpu_top(profile, comms, top_path) if top_path else ("", ""),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...vocab.units import fmt_bytes, fmt_rate, fmt_share
 from .budget import Budget
+from .cpu_work import kernel_mechanism, mechanism_part
 from .device import Device, RequestCause
 from .io_wall import workers_work
 from .kernel_knowledge import meaning
@@ -125,8 +126,6 @@ PER_CALL_COPY = 0.5
 #: ... and a call cost at most this much CPU: a system call's own entry, exit and lookups cost
 #: a microsecond or two; a call of milliseconds does real work inside (a path, not a call)
 PER_CALL_MAX_US = 20.0
-#: a named kernel mechanism holding at least this share of the kernel on-CPU time names it
-KERNEL_MECHANISM = 0.30
 
 
 def _calls(b: Budget) -> tuple[float, float, float]:
@@ -180,7 +179,7 @@ def _cpu_kind(share: float, b: Budget, ctx: Mapping[str, float], who: str, dev: 
         "kernel_s": round(kernel, 3),
         "bytes_per_cpu_s": round(per_cpu_s),
     }
-    named = _kernel_mechanism(b)
+    named = kernel_mechanism(b)
     if named is not None and kernel > user:
         return _mechanism_wall(share, b, who, dev, on, ev, named, oncpu)
     other = _other_calls(share, b, who, on, ev, paths[0][0] if paths else "")
@@ -455,41 +454,16 @@ def _path_wall(
     """On a CPU in the kernel path the profile sampled most (``analysis.explain.kernel_paths``),
     with the kernel's share of the CPU time and the function sampled most."""
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
-    fn, caller = b.cpu_top
-    top = f" ({_most_sampled(b)})" if fn else ""
+    fn, caller = b.cpu_path_top if b.cpu_path_top[0] else b.cpu_top
+    top = f" (most sampled there: {fn}{f' < {caller}' if caller else ''})" if fn else ""
     return Wall(
         "cpu-kernel",
         f"On a CPU in the kernel: {who} was {on}"
         f", {fmt_share(kernel / oncpu if oncpu else 0)} of it in the kernel, most in "
-        f"{label}{top}.",
+        f"{label}{top}{mechanism_part(b)}.",
         share,
         {**ev, "path": top_path, "function": fn, "caller": caller},
     )
-
-
-#: mechanisms of the kernel knowledge table that are work on a CPU (not a wait's machinery)
-CPU_WORK = (
-    "compression",
-    "checksum",
-    "encryption",
-    "page-zeroing",
-    "block-allocation",
-    "unwritten-conversion",
-    "page-tables",
-    "spinlock",
-)
-
-
-def _kernel_mechanism(b: Budget) -> tuple[str, float] | None:
-    """The named mechanism of the kernel knowledge table (not the generic copy or writeback)
-    that holds at least ``KERNEL_MECHANISM`` of the workload's kernel on-CPU time, with its
-    seconds; None when none does (the path and the function are named instead)."""
-    kernel = b.totals.get("kernel", 0.0)
-    named = [(k, v) for k, v in b.cpu_mechanisms.items() if k in CPU_WORK]
-    if not kernel or not named:
-        return None
-    k, v = max(named, key=lambda kv: kv[1])
-    return (k, v) if v >= KERNEL_MECHANISM * kernel else None
 
 
 def _most_sampled(b: Budget) -> str:

@@ -75,7 +75,10 @@ TABLE: tuple[Mechanism, ...] = (
     ),
     Mechanism(
         "checksum",
-        OWNER,
+        # inner, not an owner: a checksum is computed for something (btrfs's data read, an
+        # extent block a conversion splits, a journal's commit block), and what it is for
+        # owns it; with no owner in the stack (btrfs's endio workers) it names the work itself
+        INNER,
         (
             "crc32c*",
             "crc32_*",
@@ -161,9 +164,12 @@ TABLE: tuple[Mechanism, ...] = (
             "ext4_end_io_rsv_work",
             "ext4_ext_convert_to_initialized",
             "ext4_ext_handle_unwritten_extents",
+            # its callee, for the split before a write into an unwritten extent and the
+            # conversion after: the caller is inlined into ext4_ext_map_blocks on 6.18
+            "ext4_split_convert_extents",
         ),
-        "unwritten (preallocated) extents converted to written ones when their I/O completes, "
-        "a transaction each",
+        "unwritten (preallocated) extents split around a write into them and converted to written "
+        "ones when its I/O completes, a transaction each",
     ),
     Mechanism(
         "page-tables",
