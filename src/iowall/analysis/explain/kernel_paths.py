@@ -103,7 +103,7 @@ RULES: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
     ),
     (
         "filesystem",
-        "filesystem (buffered write/read, metadata)",
+        "filesystem (read/write paths, block mapping, metadata)",
         False,
         (
             "iomap_*",
