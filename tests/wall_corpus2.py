@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from iowall.probes import tracefs
 from tests.wall_corpus import (
     DIR_BED,
     LOOP,
@@ -163,11 +164,15 @@ EXT4_UNWRITTEN_EVENT = "ext4:ext4_ext_handle_unwritten_extents"
 def tracepoint_hits(event: str) -> Induce:
     """No induction: the run on iowall's own bed, with ``event``'s hits machine-wide as the
     snapshot, counted by ``perf stat -a -I 500`` (the intervals so far, summed: perf writes
-    each as it ends) from before the run to after it."""
+    each as it ends) from before the run to after it. tracefs, which perf needs for a
+    tracepoint and would mount for good, is iowall's to mount and unmount (``tracefs``)."""
 
     @contextlib.contextmanager
     def induce() -> Iterator[Setup]:
-        with tempfile.TemporaryDirectory(prefix="iowall-hits-") as tmp:
+        tracefs.acquire()
+        with contextlib.ExitStack() as stack:
+            stack.callback(tracefs.release)
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="iowall-hits-"))
             out = Path(tmp) / "stat.csv"
             argv = ["perf", "stat", "-a", "-x,", "-I", "500", "-e", event, "-o", str(out)]
             proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
