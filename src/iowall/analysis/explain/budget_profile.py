@@ -54,9 +54,10 @@ def cpu_top(profile: Mapping[str, int], comms: set[str], path: str = "") -> tupl
     with ``path``, among the stacks of that kernel path only (``kernel_paths.classify``)."""
     leaves: dict[str, int] = {}
     callers: dict[tuple[str, str], int] = {}
-    if path:
-        profile = {s: n for s, n in profile.items() if classify_path(s).path == path}
-    for s, n in _kernel_stacks(profile, comms).items():
+    mine = {s: n for s, n in profile.items() if s.split(";", 1)[0] in comms}
+    if path:  # the workload's stacks only: classifying every thread's would cost the most
+        mine = {s: n for s, n in mine.items() if classify_path(s).path == path}
+    for s, n in _kernel_stacks(mine, comms).items():
         frames = s.split(";")
         leaf = frames[-1]
         leaves[leaf] = leaves.get(leaf, 0) + n

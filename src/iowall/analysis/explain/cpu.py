@@ -454,7 +454,7 @@ def _path_wall(
     """On a CPU in the kernel path the profile sampled most (``analysis.explain.kernel_paths``),
     with the kernel's share of the CPU time and the function sampled most."""
     label = PATH_LABELS.get(top_path, "paths the profile did not record")
-    fn, caller = b.cpu_path_top if b.cpu_path_top[0] else b.cpu_top
+    fn, caller = b.cpu_path_top
     top = f" (most sampled there: {fn}{f' < {caller}' if caller else ''})" if fn else ""
     return Wall(
         "cpu-kernel",
