@@ -485,41 +485,63 @@ def t_cpu_affinity(e: Evidence) -> Truth:
 
 
 def t_unwritten(e: Evidence) -> Truth:
-    per, ctl = _trans_per_write(e), _trans_per_write(e.control) if e.control else None
-    fast, vs = versus(e, 0.5)
-    ctl_text = f"{ctl:.3f} in the control" if ctl is not None else "no control"
-    return Truth(
-        per >= 0.5 and ctl is not None and ctl < 0.05 and fast,
-        f"/proc/fs/xfs/stat: {per:.3f} transactions per write (needs >= 0.5), {ctl_text} "
-        f"(needs < 0.05); {vs}",
-    )
-
-
-def _trans_per_write(e: Evidence) -> float:
-    """XFS transactions (sync + async, machine-wide: the bed's filesystem is the only XFS at
-    work) over the run, per write fio completed."""
-    writes = int(e.job().get("write", {}).get("total_ios", 0))
-    trans = e.after.get("xfs_trans", 0) - e.before.get("xfs_trans", 0)
-    return trans / writes if writes else 0.0
+    """XFS transactions (sync + async) per write: the conversion's, one or more a write."""
+    return _conversions_truth(e, "xfs_trans", "/proc/fs/xfs/stat: {per:.3f} transactions per write", 0.5)
 
 
 def t_ext4_unwritten(e: Evidence) -> Truth:
-    per = _hits_per_write(e)
-    ctl = _hits_per_write(e.control) if e.control else None
+    """ext4's unwritten-extent handler hits per write: the split before it, the conversion after."""
+    return _conversions_truth(e, "hits", f"{EXT4_UNWRITTEN_EVENT}: {{per:.3f}} hits per write", 1.0)
+
+
+def _conversions_truth(e: Evidence, key: str, what: str, need: float) -> Truth:
+    """Held when the writes into unwritten extents each pay the conversion (``key`` per write at
+    least ``need``), the control's overwrites do not (< 0.05) and the case is at most 0.5x it."""
+    per = _per_write(e, key)
+    ctl = _per_write(e.control, key) if e.control else None
     fast, vs = versus(e, 0.5)
     ctl_text = f"{ctl:.3f} in the control" if ctl is not None else "no control"
     return Truth(
-        per >= 1.0 and ctl is not None and ctl < 0.05 and fast,
-        f"{EXT4_UNWRITTEN_EVENT}: {per:.3f} hits per write (needs >= 1), {ctl_text} (needs < 0.05); {vs}",
+        per >= need and ctl is not None and ctl < 0.05 and fast,
+        f"{what.format(per=per)} (needs >= {need:g}), {ctl_text} (needs < 0.05); {vs}",
     )
 
 
-def _hits_per_write(e: Evidence) -> float:
-    """Tracepoint hits over the run (machine-wide: the bed's filesystem is the only one
-    writing), per write fio completed."""
+def _per_write(e: Evidence, key: str) -> float:
+    """A machine-wide counter's growth over the run (the bed's filesystem is the only one at
+    work) per write fio completed."""
     writes = int(e.job().get("write", {}).get("total_ios", 0))
-    hits = e.after.get("hits", 0) - e.before.get("hits", 0)
-    return hits / writes if writes else 0.0
+    grown = e.after.get(key, 0) - e.before.get(key, 0)
+    return grown / writes if writes else 0.0
+
+
+#: frames of a direct write waiting for I/O: a drain of the inode's direct I/O, or its own
+DIO_WAIT = ("inode_dio_wait", "__iomap_dio_rw")
+
+
+def _submit_waits(e: Evidence) -> float:
+    """Looks asleep inside io_submit in a direct write's wait for I/O: the asynchronous call
+    waiting as a synchronous one does."""
+    return e.samples.share(
+        lambda s: (
+            s.state != "R"
+            and any("io_submit" in f for f in s.stack)
+            and any(any(w in f for w in DIO_WAIT) for f in s.stack)
+        )
+    )
+
+
+def t_append_dio(e: Evidence) -> Truth:
+    """The writer asleep in io_submit for a direct write's I/O, the control's writer not."""
+    share = _submit_waits(e)
+    ctl = _submit_waits(e.control) if e.control else None
+    fast, vs = versus(e, 0.5)
+    ctl_text = f"the control's in {ctl:.1%}" if ctl is not None else "no control"
+    return Truth(
+        share >= 0.5 and ctl is not None and ctl < 0.1 and fast,
+        f"job thread asleep inside io_submit in {'/'.join(DIO_WAIT)} in {share:.1%} of looks (needs >= 50%; "
+        f"{e.samples.summary()}), {ctl_text} (needs < 10%); {vs}",
+    )
 
 
 def t_btrfs_csum(e: Evidence) -> Truth:
@@ -609,6 +631,11 @@ def _ram(fs: str = "xfs", mount_opts: str = "", size: str = "", mkfs_opts: str =
     return bed
 
 
+def _loop(fs: str, size: str = "4G") -> str:
+    """The loop bed (an image on the disk, the loop device with direct I/O) with ``fs``."""
+    return f'kind = "loop"\nfs = "{fs}"\nsize = "{size}"'
+
+
 def _kind(
     name: str,
     workload: str,
@@ -659,6 +686,12 @@ BTRFS_W = (
 W16K = 'rw = "write"\nbs = "16k"\nsize = "256M"\ndirect = 0\nioengine = "psync"'
 #: fio lays the file out (buffered, then fsync) before its job; the job's reads are direct
 CSUM_READ = 'rw = "read"\nbs = "1M"\nsize = "1G"\ndirect = 1\nioengine = "psync"'
+#: direct writes that extend a new file: no fallocate, so every write starts at its size
+APPEND_QD32 = (
+    'rw = "write"\nbs = "4k"\nsize = "1G"\ndirect = 1\nioengine = "libaio"\niodepth = 32\nfallocate = "none"'
+)
+#: fio lays the file out in full (written) before the job, which then overwrites it
+OVERWRITE = "\n[workload.options]\noverwrite = 1"
 RW4K_QD32 = 'rw = "randwrite"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "libaio"\niodepth = 32'
 W4K_PREALLOC = 'rw = "write"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "psync"\nfallocate = "native"'
 AFFINE = 'rw = "read"\nbs = "1M"\nsize = "512M"\ndirect = 0\nioengine = "psync"\njobs = 2'
@@ -801,6 +834,8 @@ KINDS2: dict[str, Kind] = {
             bed=_ram("btrfs", size="3G", mkfs_opts="--csum sha256"),
             control_bed=_ram("btrfs", size="3G"),
         ),
+        _kind("append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("xfs")),
+        _kind("ext4-append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("ext4")),
     ]
 }
 
