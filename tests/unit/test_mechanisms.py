@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from iowall.analysis.explain import budget, host, kernel_knowledge, wall
+from iowall.analysis.explain import budget, host, kernel_knowledge, offcpu, wall
 from iowall.analysis.explain import device as device_wall
 from iowall.analysis.explain.evidence import window_mean
 from iowall.analysis.explain.verdict import STEAL, Wall
@@ -73,8 +73,29 @@ STACKS = [
     ),
     # with no owner in the stack, the checksum names the work itself
     ("kworker;jbd2_journal_commit_transaction;jbd2_chksum;crc32c_x86_3way", "checksum"),
+    ("x;xfs_file_dio_write_aligned;xfs_file_write_checks;inode_dio_wait", "dio-serialised"),
     ("x;some_function_the_table_does_not_know", ""),
 ]
+
+#: the appending direct writes of append-dio and ext4-append-dio (2026-12-02), as the
+#: threadstate probe recorded them: XFS drains the inode's direct I/O before each write past
+#: the size; ext4 makes each wait for itself inside io_submit (IOMAP_DIO_FORCE_WAIT)
+XFS_DRAIN = (
+    "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_io_submit;io_submit_one;aio_write;"
+    "xfs_file_write_iter;xfs_file_dio_write_aligned.constprop.0;xfs_file_write_checks.constprop.0;"
+    "inode_dio_wait"
+)
+EXT4_FORCED = (
+    "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_io_submit;io_submit_one;aio_write;"
+    "ext4_file_write_iter;iomap_dio_rw;__iomap_dio_rw"
+)
+#: a synchronous direct write waits for itself in the same frame: nothing forced it
+PWRITE_OWN = (
+    "entry_SYSCALL_64;do_syscall_64;__x64_sys_pwrite64;ksys_pwrite64;vfs_write;"
+    "ext4_file_write_iter;iomap_dio_rw;__iomap_dio_rw"
+)
+#: an asynchronous writer waiting for its completions where it should: in io_getevents
+GETEVENTS = "entry_SYSCALL_64;do_syscall_64;__x64_sys_io_getevents;do_io_getevents;read_events"
 
 
 @pytest.mark.parametrize(("stack", "mechanism"), STACKS)
@@ -324,6 +345,61 @@ def test_completions_held_by_the_conversion_after_each_io() -> None:
     assert _wall(b, replace(dev, io_latency_s=None), helpers={"unwritten-conversion": 0.61}).kind != (
         "above-device"
     )
+
+
+def test_a_direct_write_asleep_in_its_own_wait_inside_io_submit_was_serialised() -> None:
+    """Only the sleeping frame tells ext4's forced wait: the same frame under pwrite is every
+    synchronous direct write's, and a submission's CPU passes through it too."""
+    assert offcpu.blocked_mechanism(EXT4_FORCED) == "dio-serialised"
+    assert offcpu.blocked_mechanism(XFS_DRAIN) == "dio-serialised"
+    assert offcpu.classify(XFS_DRAIN).reason == "io"
+    assert offcpu.blocked_mechanism(PWRITE_OWN) == ""
+    assert offcpu.blocked_mechanism(EXT4_FORCED + ";[runnable]") == "dio-serialised"
+    assert offcpu.blocked_mechanism(EXT4_FORCED + ";submit_bio;blk_mq_get_tag") == "tags"
+    assert kernel_knowledge.mechanism_of(EXT4_FORCED + ";iomap_dio_bio_iter;submit_bio") == ""
+
+
+def _appending_dev(**kw: Any) -> device_wall.Device:
+    """The loop device under appending direct writes (append-dio, quiet, 2026-12-02)."""
+    base: dict[str, Any] = {
+        "util": 0.74,
+        "queue_depth": 0.7,
+        "await_s": 115e-6,
+        "reqs": {"write": 6286.0},
+        "bytes_per_s": {"write": 6286.0 * 4096},
+        "direction": "write",
+        "io_bytes": 4096,
+        "workload_bytes_per_s": 6286.0 * 4096,
+        "direct": True,
+        "sequential": True,
+        "io_latency_s": 4.36e-3,
+        "iodepth": 32,
+        "name": "loop0",
+        "kind": "loop",
+        "dio": True,
+    }
+    return _dev(**(base | kw))
+
+
+@pytest.mark.parametrize(
+    ("stack", "how"),
+    [
+        (XFS_DRAIN, "for the inode's direct I/O in flight to drain inside io_submit"),
+        (EXT4_FORCED, "for its own I/O to complete before the call returned inside io_submit"),
+    ],
+)
+def test_direct_writes_the_filesystem_serialised_go_one_at_a_time(stack: str, how: str) -> None:
+    w = _wall(_budget([stack, GETEVENTS], {0: 260, 1: 10}), _appending_dev())
+    assert (w.kind, w.mechanism) == ("io-latency", "dio-serialised"), w
+    assert how in w.sentence, w.sentence
+    assert "0.7 request(s) in flight on average against the 32 the job asked for" in w.sentence
+    assert "4.36 ms from submission to completion, 115 us of it on the device" in w.sentence
+    # the same device, the waits where an asynchronous writer's belong: not serialised
+    w = _wall(_budget([GETEVENTS], {0: 260}), _appending_dev())
+    assert w.mechanism != "dio-serialised", w
+    # serialised waits under half the I/O wait: the rest decides
+    w = _wall(_budget([stack, GETEVENTS], {0: 100, 1: 160}), _appending_dev())
+    assert w.mechanism != "dio-serialised", w
 
 
 def test_the_device_side_says_each_ios_median_latency() -> None:

@@ -29,8 +29,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .budget_profile import ProfileSplit, split_kernel_time
-from .kernel_knowledge import mechanism_of
-from .offcpu import ORDER, PREEMPTED, caller_of, classify, leaf_of, restore_tail_calls, syscall_of
+from .offcpu import (
+    ORDER,
+    PREEMPTED,
+    blocked_mechanism,
+    caller_of,
+    classify,
+    leaf_of,
+    restore_tail_calls,
+    syscall_of,
+)
 from .workers import Measured as _Measured
 from .workers import workers as _workers
 
@@ -301,7 +309,7 @@ def _tally(
         leaf = leaf_of(stack)
         lf[leaf] = lf.get(leaf, 0) + n
         mc = blocked_mech.setdefault(reason, {})
-        mech = mechanism_of(stack)
+        mech = blocked_mechanism(stack)
         mc[mech] = mc.get(mech, 0) + n
     return blocked_fn, blocked_sys, blocked_leaf, blocked_mech
 

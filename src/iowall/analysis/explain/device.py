@@ -57,6 +57,8 @@ class Device:
     #: submission to completion): with several in flight, what each I/O waited, where the
     #: workload's blocked time divided by its I/Os is not
     io_latency_s: float | None = None
+    #: the I/Os in flight each of the workload's jobs asked for (fio's ``iodepth``; None: not set)
+    iodepth: int | None = None
     #: the bed's filesystem at its fullest (the ``df`` probe): used share, least free bytes,
     #: capacity, and its inodes' used share (None: not measured, or no inode count)
     fs_used: float | None = None
@@ -175,6 +177,7 @@ def with_facts(
         direct=bool(workload.get("direct")),
         sequential=bool(workload.get("sequential")),
         io_latency_s=workload.get("latency_p50_s"),
+        iodepth=workload.get("iodepth"),
     )
 
 

@@ -7,6 +7,7 @@ stage (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -318,7 +319,8 @@ def workload_side(run: Run, metric: Mapping[str, float]) -> dict[str, Any]:
     """The workload's side of the device side: its main direction, the bytes per I/O it
     issued (fio's bytes over its I/Os; ``read`` sets it to fio's block size when they agree),
     its bytes per second, whether its I/O was direct and sequential (the point's ``direct``
-    and ``rw``), and fio's median completion latency in that direction."""
+    and ``rw``), the I/Os it asked to keep in flight (``iodepth``), and fio's median
+    completion latency in that direction."""
     best: tuple[float, str] | None = None
     for d in ("read", "write"):
         io = metric.get(f"{d}_io_bytes")
@@ -329,6 +331,8 @@ def workload_side(run: Run, metric: Mapping[str, float]) -> dict[str, Any]:
         "direct": bool(p.get("direct")),
         "sequential": str(p.get("rw", "")) in ("read", "write", "rw", "readwrite"),
     }
+    with contextlib.suppress(TypeError, ValueError):
+        out["iodepth"] = int(p["iodepth"]) if p.get("iodepth") is not None else None
     if best is None:
         return out
     io, d = best

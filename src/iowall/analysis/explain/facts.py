@@ -160,6 +160,7 @@ def device_json(dev: Device) -> dict[str, Any]:
             "direct": dev.direct,
             "sequential": dev.sequential,
             "latency_p50_s": dev.io_latency_s,
+            "iodepth": dev.iodepth,
         },
         "queue": dict(dev.queue),
         "filesystem": None

@@ -1,7 +1,8 @@
 """The wall of waiting for I/O (pure), named by the device side (``analysis.explain.device``):
 smaller requests (split, no readahead, not merged), a shared device, completions held by
-the kernel's work after the I/O (unwritten extents converted), the loop worker, a hold above
-the device (a block-layer limit when the cgroup sets one), serial latency (one I/O in flight,
+the kernel's work after the I/O (unwritten extents converted), the filesystem serialising
+direct I/O, the loop worker, a hold above the device (a block-layer limit when the cgroup sets
+one), serial latency (one I/O in flight,
 the device idle between them), the device busy with requests queued."""
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def io_wall(
         _request_size(share, dev, who, busy, ev)
         or _shared(share, dev, who, busy, ev)
         or _after_io(share, dev, who, busy, ev, helpers or {})
+        or _serialised(share, b, dev, who, ev)
         or _loop_worker(share, dev, who, ev)
         or _held(share, dev, who, busy, ev, per_io, limits)
         or _serial(share, dev, who, busy, ev)
@@ -266,6 +268,50 @@ def _held(
             ev,
         )
     return None
+
+
+#: the share of the I/O wait's samples in the filesystem's serialisation for it to hold the I/O
+SERIALISED_SHARE = 0.5
+
+
+def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, Any]) -> Wall | None:
+    """Serialised by the filesystem: most of the I/O wait in ``dio-serialised`` (a drain of
+    the inode's direct I/O, or a direct write made to wait for itself inside io_submit), so
+    the I/Os go one at a time whatever depth the job asked for: io-latency, named by why."""
+    mech, part = b.mechanisms.get("io", ("", 0.0))
+    if mech != "dio-serialised" or part < SERIALISED_SHARE:
+        return None
+    fn, caller = b.top_functions.get("io", ("", ""))
+    call = b.syscalls.get("io", "")
+    how = (
+        "for the inode's direct I/O in flight to drain"
+        if fn.startswith("inode_dio_wait")
+        else "for its own I/O to complete before the call returned"
+    )
+    where = f"{fn} < {caller}" if caller else fn
+    asked = f" against the {dev.iodepth} the job asked for" if dev.iodepth and dev.iodepth > 1 else ""
+    flight = (
+        f"{dev.queue_depth:.1f} request(s) in flight on average{asked}"
+        if dev.queue_depth is not None
+        else "the device's requests in flight not measured"
+    )
+    each = (
+        f"; each I/O took {fmt_duration(dev.io_latency_s)} from submission to completion, "
+        f"{fmt_duration(dev.await_s)} of it on the device"
+        if dev.io_latency_s and dev.await_s
+        else ""
+    )
+    return Wall(
+        "io-latency",
+        f"Serialised by the filesystem: {who} waited {fmt_share(share)} of its time for I/O, "
+        f"{fmt_share(part)} of that waiting {how}{f' inside {call}' if call else ''} ({where}), "
+        f"the I/Os one at a time: {flight}{each}. The filesystem does this for a direct "
+        "write that extends the file or is not block-aligned; writes into allocated blocks, "
+        "aligned, go in parallel.",
+        share,
+        ev | {"function": fn, "caller": caller, "syscall": call, "serialised_share": round(part, 4)},
+        "dio-serialised",
+    )
 
 
 def _serial(share: float, dev: Device, who: str, busy: str, ev: dict[str, Any]) -> Wall | None:

@@ -296,6 +296,16 @@ TABLE: tuple[Mechanism, ...] = (
         "reservations hold becomes real, smaller allocations",
     ),
     Mechanism(
+        "dio-serialised",
+        OWNER,
+        # also ``offcpu.blocked_mechanism``: a direct I/O asleep in its own wait inside io_submit
+        ("inode_dio_wait*",),
+        "the filesystem serialising an inode's direct I/O: a direct write that extends the file "
+        "or is not block-aligned (or, on ext4, lands in unwritten extents) waits for the inode's "
+        "direct I/O in flight to drain (inode_dio_wait) or for its own completion before its "
+        "call returns (IOMAP_DIO_FORCE_WAIT), so the I/O goes one at a time",
+    ),
+    Mechanism(
         "tags",
         OWNER,
         ("blk_mq_get_tag",),

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .kernel_knowledge import mechanism_of
+
 #: Frames of a call that syncs a file (fsync, fdatasync, an O_SYNC write's vfs_fsync_range,
 #: fadvise, sync_file_range, sync): a wait in them is the sync's
 SYNC_CALLS: tuple[str, ...] = (
@@ -149,6 +151,7 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "I/O completion",
         (
             "io_schedule*",
+            "inode_dio_wait*",
             "blkdev_direct_IO*",
             "__blkdev_direct_IO*",
             "iomap_dio_rw",
@@ -357,3 +360,23 @@ def caller_of(stack: str, reason: str) -> str:
         if not _PLUMBING.match(f) and not f.startswith(("down_", "up_", "mutex_lock")):
             return f
     return frames[hit]
+
+
+#: an asynchronous submission's own frame: its I/O completes after the call returns
+ASYNC_SUBMIT = ("io_submit_one",)
+#: where a direct I/O sleeps waiting for its own completion (the wait loop of __iomap_dio_rw)
+DIO_OWN_WAIT = ("__iomap_dio_rw", "iomap_dio_rw")
+#: what a direct I/O asleep in its own wait inside an asynchronous submission stands for
+FORCED_WAIT = "dio-serialised"
+
+
+def blocked_mechanism(stack: str) -> str:
+    """The mechanism a sleeping stack stands for: the kernel-knowledge table's, and one thing
+    only the sleeping frame tells. A direct I/O waits for itself in ``__iomap_dio_rw`` only
+    when the call is synchronous or its filesystem forced the wait (IOMAP_DIO_FORCE_WAIT);
+    an io_submit is never synchronous, so asleep there inside one, the filesystem serialised
+    it (ext4's extending or unaligned direct writes)."""
+    frames = [f for f in stack.split(";") if f and f != "[runnable]"]
+    if leaf_of(";".join(frames)) in DIO_OWN_WAIT and any(f in ASYNC_SUBMIT for f in frames):
+        return FORCED_WAIT
+    return mechanism_of(stack)
