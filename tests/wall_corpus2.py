@@ -519,27 +519,42 @@ def _per_write(e: Evidence, key: str) -> float:
 DIO_WAIT = ("inode_dio_wait", "__iomap_dio_rw")
 
 
-def _submit_waits(e: Evidence) -> float:
-    """Looks asleep inside io_submit in a direct write's wait for I/O: the asynchronous call
-    waiting as a synchronous one does."""
+def _submit_waits(e: Evidence, waits: tuple[str, ...]) -> float:
+    """Looks asleep inside io_submit in one of ``waits``: the asynchronous call waiting as a
+    synchronous one does."""
     return e.samples.share(
         lambda s: (
             s.state != "R"
             and any("io_submit" in f for f in s.stack)
-            and any(any(w in f for w in DIO_WAIT) for f in s.stack)
+            and any(any(w in f for w in waits) for f in s.stack)
         )
     )
 
 
+#: frames of a buffered read waiting for the page cache to read a folio
+PAGE_WAIT = ("folio_wait_bit", "folio_wait_locked", "filemap_get_pages")
+
+
+def t_buffered_aio(e: Evidence) -> Truth:
+    """The reader asleep in io_submit for the page cache's read, the direct control's not."""
+    return _submit_truth(e, PAGE_WAIT)
+
+
 def t_append_dio(e: Evidence) -> Truth:
     """The writer asleep in io_submit for a direct write's I/O, the control's writer not."""
-    share = _submit_waits(e)
-    ctl = _submit_waits(e.control) if e.control else None
+    return _submit_truth(e, DIO_WAIT)
+
+
+def _submit_truth(e: Evidence, waits: tuple[str, ...]) -> Truth:
+    """Held when the job thread was asleep inside io_submit in ``waits`` in half the looks or
+    more, the control's in under a tenth, and the case is at most 0.5x the control."""
+    share = _submit_waits(e, waits)
+    ctl = _submit_waits(e.control, waits) if e.control else None
     fast, vs = versus(e, 0.5)
     ctl_text = f"the control's in {ctl:.1%}" if ctl is not None else "no control"
     return Truth(
         share >= 0.5 and ctl is not None and ctl < 0.1 and fast,
-        f"job thread asleep inside io_submit in {'/'.join(DIO_WAIT)} in {share:.1%} of looks (needs >= 50%; "
+        f"job thread asleep inside io_submit in {'/'.join(waits)} in {share:.1%} of looks (needs >= 50%; "
         f"{e.samples.summary()}), {ctl_text} (needs < 10%); {vs}",
     )
 
@@ -690,6 +705,8 @@ CSUM_READ = 'rw = "read"\nbs = "1M"\nsize = "1G"\ndirect = 1\nioengine = "psync"
 APPEND_QD32 = (
     'rw = "write"\nbs = "4k"\nsize = "1G"\ndirect = 1\nioengine = "libaio"\niodepth = 32\nfallocate = "none"'
 )
+#: random reads through libaio of a file fio lays out first (and drops from the cache)
+RR4K_AIO = 'rw = "randread"\nbs = "4k"\nsize = "1G"\ndirect = {direct}\nioengine = "libaio"\niodepth = 32'
 #: fio lays the file out in full (written) before the job, which then overwrites it
 OVERWRITE = "\n[workload.options]\noverwrite = 1"
 RW4K_QD32 = 'rw = "randwrite"\nbs = "4k"\nsize = "2G"\ndirect = 1\nioengine = "libaio"\niodepth = 32'
@@ -836,6 +853,13 @@ KINDS2: dict[str, Kind] = {
         ),
         _kind("append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("xfs")),
         _kind("ext4-append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("ext4")),
+        _kind(
+            "buffered-aio",
+            RR4K_AIO.format(direct=0),
+            RR4K_AIO.format(direct=1),
+            t_buffered_aio,
+            bed=_loop("xfs"),
+        ),
     ]
 }
 
