@@ -270,24 +270,38 @@ def _held(
     return None
 
 
+#: what a buffered I/O waited for, by the function it slept in (else a folio being read)
+_PAGE_WAITS = {"folio_wait_writeback": "for a folio's writeback"}
 #: the share of the I/O wait's samples in the filesystem's serialisation for it to hold the I/O
 SERIALISED_SHARE = 0.5
 
 
 def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, Any]) -> Wall | None:
-    """Serialised by the filesystem: most of the I/O wait in ``dio-serialised`` (a drain of
-    the inode's direct I/O, or a direct write made to wait for itself inside io_submit), so
-    the I/Os go one at a time whatever depth the job asked for: io-latency, named by why."""
+    """Serialised: most of the I/O wait in ``dio-serialised`` (a drain of the inode's direct
+    I/O, or a direct write made to wait for itself inside io_submit) or ``buffered-aio`` (a
+    buffered I/O run inside io_submit), so the I/Os go one at a time whatever depth the job
+    asked for: io-latency, named by why."""
     mech, part = b.mechanisms.get("io", ("", 0.0))
-    if mech != "dio-serialised" or part < SERIALISED_SHARE:
+    if mech not in ("dio-serialised", "buffered-aio") or part < SERIALISED_SHARE:
         return None
     fn, caller = b.top_functions.get("io", ("", ""))
     call = b.syscalls.get("io", "")
-    how = (
-        "for the inode's direct I/O in flight to drain"
-        if fn.startswith("inode_dio_wait")
-        else "for its own I/O to complete before the call returned"
-    )
+    if mech == "buffered-aio":
+        how, why = (
+            _PAGE_WAITS.get(fn, "for the page cache to read a folio"),
+            "an io_submit is asynchronous only for direct I/O, so each buffered I/O ran in its call; "
+            "direct I/O, or io_uring (which reads buffered files asynchronously), keeps them in flight.",
+        )
+    else:
+        how = (
+            "for the inode's direct I/O in flight to drain"
+            if fn.startswith("inode_dio_wait")
+            else "for its own I/O to complete before the call returned"
+        )
+        why = (
+            "The filesystem does this for a direct write that extends the file or is not "
+            "block-aligned; writes into allocated blocks, aligned, go in parallel."
+        )
     where = f"{fn} < {caller}" if caller else fn
     asked = f" against the {dev.iodepth} the job asked for" if dev.iodepth and dev.iodepth > 1 else ""
     flight = (
@@ -301,16 +315,15 @@ def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, An
         if dev.io_latency_s and dev.await_s
         else ""
     )
+    head = "Serialised by the filesystem" if mech == "dio-serialised" else "Synchronous inside its submission"
     return Wall(
         "io-latency",
-        f"Serialised by the filesystem: {who} waited {fmt_share(share)} of its time for I/O, "
+        f"{head}: {who} waited {fmt_share(share)} of its time for I/O, "
         f"{fmt_share(part)} of that waiting {how}{f' inside {call}' if call else ''} ({where}), "
-        f"the I/Os one at a time: {flight}{each}. The filesystem does this for a direct "
-        "write that extends the file or is not block-aligned; writes into allocated blocks, "
-        "aligned, go in parallel.",
+        f"the I/Os one at a time: {flight}{each}. {why[0].upper()}{why[1:]}",
         share,
         ev | {"function": fn, "caller": caller, "syscall": call, "serialised_share": round(part, 4)},
-        "dio-serialised",
+        mech,
     )
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -306,6 +305,13 @@ TABLE: tuple[Mechanism, ...] = (
         "call returns (IOMAP_DIO_FORCE_WAIT), so the I/O goes one at a time",
     ),
     Mechanism(
+        "buffered-aio",
+        OWNER,
+        (),  # no frame of its own: ``offcpu.blocked_mechanism`` tells it from the sleeping frame
+        "buffered I/O submitted asynchronously: libaio is asynchronous only for direct I/O, so a "
+        "buffered read runs inside io_submit and waits there for the page cache to read its folio",
+    ),
+    Mechanism(
         "tags",
         OWNER,
         ("blk_mq_get_tag",),
@@ -448,7 +454,11 @@ BY_NAME: dict[str, Mechanism] = {m.name: m for m in TABLE}
 
 
 def _regexes() -> tuple[tuple[Mechanism, re.Pattern[str]], ...]:
-    return tuple((m, re.compile("|".join(fnmatch.translate(p) for p in m.patterns))) for m in TABLE)
+    """Each row's patterns as one regex; a row without any (told by a sleeping frame, not a
+    frame of its own) matches no frame."""
+    return tuple(
+        (m, re.compile("|".join(fnmatch.translate(p) for p in m.patterns) or r"(?!)")) for m in TABLE
+    )
 
 
 _COMPILED = _regexes()
@@ -477,24 +487,3 @@ def meaning(name: str) -> str:
     """The table's one line for a mechanism ('' for one it does not know)."""
     m = BY_NAME.get(name)
     return m.meaning if m else ""
-
-
-def tally(stacks: Iterable[tuple[str, float]]) -> dict[str, float]:
-    """Weights of ``(stack, weight)`` pairs summed by mechanism (``""``: unknown)."""
-    out: dict[str, float] = {}
-    for s, w in stacks:
-        k = mechanism_of(s)
-        out[k] = out.get(k, 0.0) + w
-    return out
-
-
-def dominant(weights: Mapping[str, float], floor: float = 0.0) -> tuple[str, float]:
-    """The known mechanism with the largest weight and its share of all the weight (unknown
-    stacks included in the denominator); ``("", 0.0)`` when none reaches ``floor``."""
-    total = sum(weights.values())
-    known = [(k, v) for k, v in weights.items() if k]
-    if not total or not known:
-        return "", 0.0
-    k, v = max(known, key=lambda kv: kv[1])
-    share = v / total
-    return (k, share) if share >= floor else ("", 0.0)

@@ -368,6 +368,10 @@ ASYNC_SUBMIT = ("io_submit_one",)
 DIO_OWN_WAIT = ("__iomap_dio_rw", "iomap_dio_rw")
 #: what a direct I/O asleep in its own wait inside an asynchronous submission stands for
 FORCED_WAIT = "dio-serialised"
+#: where a buffered I/O sleeps for the page cache: a folio being read (locked) or written back
+PAGE_CACHE_WAIT = re.compile(r"^(folio_wait_bit.*|folio_wait_locked.*|__folio_lock.*|folio_wait_writeback)$")
+#: what a buffered I/O asleep for the page cache inside an asynchronous submission stands for
+SYNC_BUFFERED = "buffered-aio"
 
 
 def blocked_mechanism(stack: str) -> str:
@@ -375,8 +379,14 @@ def blocked_mechanism(stack: str) -> str:
     only the sleeping frame tells. A direct I/O waits for itself in ``__iomap_dio_rw`` only
     when the call is synchronous or its filesystem forced the wait (IOMAP_DIO_FORCE_WAIT);
     an io_submit is never synchronous, so asleep there inside one, the filesystem serialised
-    it (ext4's extending or unaligned direct writes)."""
+    it (ext4's extending or unaligned direct writes). A buffered I/O asleep for the page cache
+    inside one ran in the call: libaio is asynchronous only for direct I/O."""
     frames = [f for f in stack.split(";") if f and f != "[runnable]"]
-    if leaf_of(";".join(frames)) in DIO_OWN_WAIT and any(f in ASYNC_SUBMIT for f in frames):
+    if not any(f in ASYNC_SUBMIT for f in frames):
+        return mechanism_of(stack)
+    leaf = leaf_of(";".join(frames))
+    if leaf in DIO_OWN_WAIT:
         return FORCED_WAIT
+    if PAGE_CACHE_WAIT.match(leaf):
+        return SYNC_BUFFERED
     return mechanism_of(stack)
