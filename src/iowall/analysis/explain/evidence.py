@@ -7,7 +7,6 @@ stage (docs/architecture.md)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -331,8 +330,8 @@ def workload_side(run: Run, metric: Mapping[str, float]) -> dict[str, Any]:
         "direct": bool(p.get("direct")),
         "sequential": str(p.get("rw", "")) in ("read", "write", "rw", "readwrite"),
     }
-    with contextlib.suppress(TypeError, ValueError):
-        out["iodepth"] = int(p["iodepth"]) if p.get("iodepth") is not None else None
+    if str(p.get("iodepth", "")).isdigit():
+        out["iodepth"] = int(p["iodepth"])
     if best is None:
         return out
     io, d = best

@@ -1,9 +1,10 @@
 """The wall of waiting for I/O (pure), named by the device side (``analysis.explain.device``):
 smaller requests (split, no readahead, not merged), a shared device, completions held by
-the kernel's work after the I/O (unwritten extents converted), the filesystem serialising
-direct I/O, the loop worker, a hold above the device (a block-layer limit when the cgroup sets
-one), serial latency (one I/O in flight,
-the device idle between them), the device busy with requests queued."""
+the kernel's work after the I/O (unwritten extents converted), I/O serialised inside its
+submission (the filesystem serialising direct writes, buffered I/O run inside io_submit), the
+loop worker, a hold above the device (a block-layer limit when the cgroup sets one), serial
+latency (one I/O in flight, the device idle between them), the device busy with requests
+queued."""
 
 from __future__ import annotations
 
@@ -289,7 +290,7 @@ def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, An
     if mech == "buffered-aio":
         how, why = (
             _PAGE_WAITS.get(fn, "for the page cache to read a folio"),
-            "an io_submit is asynchronous only for direct I/O, so each buffered I/O ran in its call; "
+            "An io_submit is asynchronous only for direct I/O, so each buffered I/O ran in its call; "
             "direct I/O, or io_uring (which reads buffered files asynchronously), keeps them in flight.",
         )
     else:
@@ -320,7 +321,7 @@ def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, An
         "io-latency",
         f"{head}: {who} waited {fmt_share(share)} of its time for I/O, "
         f"{fmt_share(part)} of that waiting {how}{f' inside {call}' if call else ''} ({where}), "
-        f"the I/Os one at a time: {flight}{each}. {why[0].upper()}{why[1:]}",
+        f"the I/Os one at a time: {flight}{each}. {why}",
         share,
         ev | {"function": fn, "caller": caller, "syscall": call, "serialised_share": round(part, 4)},
         mech,
