@@ -537,25 +537,52 @@ PAGE_WAIT = ("folio_wait_bit", "folio_wait_locked", "filemap_get_pages")
 
 def t_buffered_aio(e: Evidence) -> Truth:
     """The reader asleep in io_submit for the page cache's read, the direct control's not."""
-    return _submit_truth(e, PAGE_WAIT)
+    return _waits_truth(
+        e,
+        lambda x: _submit_waits(x, PAGE_WAIT),
+        f"job thread asleep inside io_submit in {'/'.join(PAGE_WAIT)}",
+    )
 
 
 def t_append_dio(e: Evidence) -> Truth:
     """The writer asleep in io_submit for a direct write's I/O, the control's writer not."""
-    return _submit_truth(e, DIO_WAIT)
+    return _waits_truth(
+        e, lambda x: _submit_waits(x, DIO_WAIT), f"job thread asleep inside io_submit in {'/'.join(DIO_WAIT)}"
+    )
 
 
-def _submit_truth(e: Evidence, waits: tuple[str, ...]) -> Truth:
-    """Held when the job thread was asleep inside io_submit in ``waits`` in half the looks or
-    more, the control's in under a tenth, and the case is at most 0.5x the control."""
-    share = _submit_waits(e, waits)
-    ctl = _submit_waits(e.control, waits) if e.control else None
+#: frames of a direct write waiting in XFS's write path: for its IOLOCK, or draining the I/O
+DIO_PATH = ("xfs_ilock_iocb_for_write", *DIO_WAIT)
+
+
+def _punted_waits(e: Evidence) -> float:
+    """Looks at the job's tasks that were io-wq workers (``io_wq_submit_work``) asleep in a
+    direct write's path (``DIO_PATH``)."""
+    return e.samples.share(
+        lambda s: (
+            s.state != "R"
+            and any("io_wq_submit_work" in f for f in s.stack)
+            and any(any(w in f for w in DIO_PATH) for f in s.stack)
+        )
+    )
+
+
+def t_uring_append_dio(e: Evidence) -> Truth:
+    """The job's io-wq workers asleep in XFS's direct-write path, the control's not."""
+    return _waits_truth(e, _punted_waits, f"io-wq workers asleep in {'/'.join(DIO_PATH)}")
+
+
+def _waits_truth(e: Evidence, share_of: Callable[[Evidence], float], what: str) -> Truth:
+    """Held when ``share_of`` the looks (a wait of the job's tasks) is half or more, the
+    control's under a tenth, and the case is at most 0.5x the control."""
+    share = share_of(e)
+    ctl = share_of(e.control) if e.control else None
     fast, vs = versus(e, 0.5)
     ctl_text = f"the control's in {ctl:.1%}" if ctl is not None else "no control"
     return Truth(
         share >= 0.5 and ctl is not None and ctl < 0.1 and fast,
-        f"job thread asleep inside io_submit in {'/'.join(waits)} in {share:.1%} of looks (needs >= 50%; "
-        f"{e.samples.summary()}), {ctl_text} (needs < 10%); {vs}",
+        f"{what} in {share:.1%} of the looks (needs >= 50%; {e.samples.summary()}), {ctl_text} "
+        f"(needs < 10%); {vs}",
     )
 
 
@@ -705,6 +732,8 @@ CSUM_READ = 'rw = "read"\nbs = "1M"\nsize = "1G"\ndirect = 1\nioengine = "psync"
 APPEND_QD32 = (
     'rw = "write"\nbs = "4k"\nsize = "1G"\ndirect = 1\nioengine = "libaio"\niodepth = 32\nfallocate = "none"'
 )
+#: APPEND_QD32 through io_uring
+APPEND_URING = APPEND_QD32.replace('"libaio"', '"io_uring"')
 #: random reads through libaio of a file fio lays out first (and drops from the cache)
 RR4K_AIO = 'rw = "randread"\nbs = "4k"\nsize = "1G"\ndirect = {direct}\nioengine = "libaio"\niodepth = 32'
 #: fio lays the file out in full (written) before the job, which then overwrites it
@@ -853,6 +882,9 @@ KINDS2: dict[str, Kind] = {
         ),
         _kind("append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("xfs")),
         _kind("ext4-append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("ext4")),
+        _kind(
+            "uring-append-dio", APPEND_URING, APPEND_URING + OVERWRITE, t_uring_append_dio, bed=_loop("xfs")
+        ),
         _kind(
             "buffered-aio",
             RR4K_AIO.format(direct=0),
