@@ -10,11 +10,13 @@ import pytest
 
 from iowall.analysis.explain.kernel_paths import (
     PATHS,
+    Decision,
     attribute,
     classify,
     decode_folded,
     parse_folded,
     path_metrics,
+    sampled_leaf,
 )
 from iowall.probes.profile import encode_folded
 
@@ -168,3 +170,17 @@ def test_rules() -> None:
     # the skid rule only for the observed pair
     assert classify(st("shmem_write_end" + K, "folio_unlock" + K)).path == "copy"
     assert classify(st("iomap_write_end" + K, "folio_unlock" + K)).path == "filesystem"
+
+
+def test_an_interrupts_off_section_is_its_callers_time() -> None:
+    # cpu-clock ticks while interrupts are off are taken where they come back on: a context
+    # switch lands on finish_task_switch, a section under an irq-safe lock on its unlock
+    switch = st("io_schedule" + K, "schedule" + K, "__schedule" + K, "finish_task_switch.isra.0" + K)
+    assert classify(switch) == Decision("other", "__schedule with interrupts off")
+    queued = st("blk_mq_dispatch_rq_list" + K, "loop_queue_rq" + K, "_raw_spin_unlock_irq" + K)
+    assert classify(queued) == Decision("loop", "loop_queue_rq with interrupts off")
+    # the same leaf alone, or an unlock that does not turn interrupts on, is named as sampled
+    assert classify(st("finish_task_switch.isra.0" + K)).function == "finish_task_switch"
+    assert classify(st("loop_queue_rq" + K, "_raw_spin_unlock" + K)).function == "_raw_spin_unlock"
+    assert sampled_leaf(["a", "b", "_raw_spin_unlock_irqrestore"]) == ("b with interrupts off", 1)
+    assert sampled_leaf(["a", "b"]) == ("b", 1)

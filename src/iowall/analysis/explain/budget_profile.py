@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .kernel_knowledge import mechanism_of
-from .kernel_paths import attribute
+from .kernel_paths import attribute, sampled_leaf
 from .kernel_paths import classify as classify_path
 from .offcpu import SYNC_CALL, classify, syscall_of
 
@@ -51,6 +51,7 @@ def cpu_mechanisms(profile: Mapping[str, int], comms: set[str], kernel_s: float)
 def cpu_top(profile: Mapping[str, int], comms: set[str], path: str = "") -> tuple[str, str]:
     """The leaf kernel function the workload's threads were sampled on most, with the most
     frequent caller of it that is not plumbing (``lzo1x_1_do_compress``, ``zcomp_compress``);
+    a leaf where interrupts come back on is its caller's time (``kernel_paths.sampled_leaf``);
     with ``path``, among the stacks of that kernel path only (``kernel_paths.classify``)."""
     leaves: dict[str, int] = {}
     callers: dict[tuple[str, str], int] = {}
@@ -59,9 +60,9 @@ def cpu_top(profile: Mapping[str, int], comms: set[str], path: str = "") -> tupl
         mine = {s: n for s, n in mine.items() if classify_path(s).path == path}
     for s, n in _kernel_stacks(mine, comms).items():
         frames = s.split(";")
-        leaf = frames[-1]
+        leaf, at = sampled_leaf(frames)
         leaves[leaf] = leaves.get(leaf, 0) + n
-        caller = next((f for f in reversed(frames[:-1]) if f != leaf), "")
+        caller = next((f for f in reversed(frames[:at]) if f != frames[at]), "")
         callers[(leaf, caller)] = callers.get((leaf, caller), 0) + n
     if not leaves:
         return "", ""

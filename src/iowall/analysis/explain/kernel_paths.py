@@ -235,6 +235,19 @@ LOCK_API: tuple[str, ...] = LOCK_SLOW + (
 #: samples sat on one instruction of folio_unlock (the one after its ``lock andb``) and 12% in
 #: the copy: the copy's samples land on the next locked instruction.
 SKID: tuple[tuple[str, str, str], ...] = (("folio_unlock", "shmem_write_end", "copy"),)
+#: Leaves where interrupts come back on. The profile samples on cpu-clock, an hrtimer: a tick
+#: that falls while interrupts are off is taken where they are enabled again, so the time of an
+#: interrupts-off section lands on the function that ends it, not on the one that ran:
+#: ``finish_task_switch`` after a context switch (the runqueue lock is taken in ``__schedule``),
+#: ``_raw_spin_unlock_irq`` after a section under an interrupt-safe lock (``loop_queue_rq``'s).
+#: The time is the caller's, with interrupts off (``sampled_leaf``).
+IRQ_ON: tuple[str, ...] = (
+    "finish_task_switch",
+    "_raw_spin_unlock_irq",
+    "_raw_spin_unlock_irqrestore",
+    "_raw_read_unlock_irq*",
+    "_raw_write_unlock_irq*",
+)
 
 PATHS: tuple[str, ...] = tuple(r[0] for r in RULES[:-1]) + ("lock", "idle", "other", "user")
 LABELS: dict[str, str] = {
@@ -255,6 +268,7 @@ def _regex(patterns: Sequence[str]) -> re.Pattern[str]:
 _RULE_RE = tuple((name, owner, _regex(pats)) for name, _, owner, pats in RULES)
 _LOCK_RE = _regex(LOCK_SLOW)
 _LOCK_API_RE = _regex(LOCK_API)
+_IRQ_ON_RE = _regex(IRQ_ON)
 
 
 def is_kernel(frame: str) -> bool:
@@ -267,6 +281,16 @@ def is_kernel(frame: str) -> bool:
 def function(frame: str) -> str:
     """The function a frame names: annotation and clone suffixes dropped."""
     return _SUFFIX.sub("", _ANNOT.sub("", frame))
+
+
+def sampled_leaf(functions: Sequence[str]) -> tuple[str, int]:
+    """The function a stack's samples belong to (kernel functions, root first) and the index
+    of its frame: the leaf, or for a leaf where interrupts come back on (``IRQ_ON``) its
+    caller, named ``caller with interrupts off``."""
+    leaf = functions[-1]
+    if len(functions) >= 2 and _IRQ_ON_RE.match(function(leaf)):
+        return f"{function(functions[-2])} with interrupts off", len(functions) - 2
+    return leaf, len(functions) - 1
 
 
 @lru_cache(maxsize=65536)
@@ -330,10 +354,10 @@ def classify(stack: str) -> Decision:
         r = _rule(f)
         if r is not None and r[1]:
             inner = _inner(kernel[kernel.index(f) + 1 :])
-            fn = f"{inner.function} ({inner.path})" if inner else function(kernel[-1])
-            return Decision(r[0], fn)
+            leaf = sampled_leaf([function(k) for k in kernel])[0]
+            return Decision(r[0], f"{inner.function} ({inner.path})" if inner else leaf)
     inner = _inner(kernel)
-    return inner if inner is not None else Decision("other", function(kernel[-1]))
+    return inner if inner is not None else Decision("other", sampled_leaf([function(k) for k in kernel])[0])
 
 
 @dataclass(frozen=True)
