@@ -3,12 +3,13 @@ its C engine into the wheel) and every dependency as a wheel, so hosts install o
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
-from ..machine.atomic import open_atomic_bytes
+from ..machine.atomic import open_atomic_bytes, write_text
 from ..vocab.errors import IowallError, UserError
 
 
@@ -35,12 +36,46 @@ def _pip(args: list[str], what: str) -> None:
         raise IowallError(f"building {what} failed (pip wheel exit {cp.returncode}): {last}")
 
 
+#: what the wheel is built from, below the checkout: the build files and the package's and
+#: engine's sources (compiled bytecode and the engine binary ``make`` puts in the tree left out)
+SOURCES = ("setup.py", "pyproject.toml", "src/iowall", "engine")
+#: the file beside the wheels naming the digest of the sources they were built from
+DIGEST = "SOURCES.sha256"
+
+
+def source_digest(root: Path) -> str:
+    """SHA-256 over the relative path and bytes of every file the wheel is built from."""
+    h = hashlib.sha256()
+    for top in SOURCES:
+        base = root / top
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+        for f in files:
+            rel = f.relative_to(root)
+            if "__pycache__" in rel.parts or f.suffix == ".pyc" or rel.parts[:3] == ("src", "iowall", "_bin"):
+                continue
+            h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def reusable(root: Path, dest: Path) -> str | None:
+    """The iowall wheel's name when ``dest`` holds a complete wheelhouse built from the same
+    sources as ``root``'s now (a rerun after a host failed: the same install, ten seconds of
+    ``pip wheel`` saved); None when anything differs or is missing."""
+    wheels = sorted(dest.glob("iowall-*.whl"))
+    stamp = dest / DIGEST
+    if len(wheels) != 1 or not stamp.is_file() or not dest.with_suffix(".tar").is_file():
+        return None
+    return wheels[0].name if stamp.read_text().strip() == source_digest(root) else None
+
+
 def build(root: Path, dest: Path) -> str:
     """Build iowall's wheel from ``root`` and its dependencies' wheels into ``dest``, and
     ``dest``.tar holding them all (one file to copy: Ansible copies a directory file by file,
     which took minutes for 42 wheels); returns the iowall wheel's file name. An older iowall
-    wheel there is removed first."""
+    wheel there is removed first; the sources' digest is written last (``reusable``)."""
     dest.mkdir(parents=True, exist_ok=True)
+    (dest / DIGEST).unlink(missing_ok=True)
+    digest = source_digest(root)
     for old in dest.glob("iowall-*.whl"):
         old.unlink()
     _pip(["--no-deps", "-w", str(dest), str(root)], f"the iowall wheel from {root}")
@@ -55,4 +90,5 @@ def build(root: Path, dest: Path) -> str:
     ):  # wheels are compressed already
         for w in sorted(dest.glob("*.whl")):
             t.add(w, arcname=w.name)
+    write_text(dest / DIGEST, digest + "\n", what="wheelhouse digest")
     return wheels[0].name
