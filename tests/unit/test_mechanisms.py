@@ -654,3 +654,69 @@ def test_a_batchs_note_on_the_runs_the_host_took_cpu_from() -> None:
     assert note is not None and "2.1%-25.6% of the CPU time (steal) during 8 of 45 runs" in note
     assert "from 10%" in note
     assert host.runs_note([0.004, 0.019]) is None and host.runs_note([]) is None
+
+
+def test_a_cpu_wall_names_the_interrupts_off_section_not_where_it_was_sampled() -> None:
+    # cpu-clock ticks during a context switch are taken in finish_task_switch, where
+    # interrupts come back on: the time is __schedule's, and the sentence says so
+    switch = "fio;io_submit_one_[k];__cond_resched_[k];__schedule_[k];finish_task_switch.isra.0_[k]"
+    lookup = "fio;io_submit_one_[k];ext4_file_write_iter_[k];ext4_map_blocks_[k];ext4_es_lookup_extent_[k]"
+    b = _budget([IO], {0: 10}, cpu=3.6, user=0.3, profile={switch: 50, lookup: 30})
+    w = _wall(b, _dev(util=0.3, queue_depth=2.0))
+    assert w.kind == "cpu-kernel", w
+    assert "__schedule with interrupts off < __cond_resched" in w.sentence, w.sentence
+    assert "finish_task_switch" not in w.sentence, w.sentence
+
+
+#: io_uring's io-wq worker running an extending direct write on XFS (uring-append-dio,
+#: 2026-12-03): queued on the IOLOCK, or holding it and draining the direct I/O in flight
+WQ = "ret_from_fork;io_wq_worker;io_worker_handle_work;io_wq_submit_work;io_issue_sqe;io_write;"
+WQ_LOCK = WQ + "xfs_file_write_iter;xfs_file_dio_write_aligned.constprop.0;xfs_ilock_iocb_for_write;xfs_ilock"
+WQ_DRAIN = (
+    WQ + "xfs_file_write_iter;xfs_file_dio_write_aligned.constprop.0;xfs_file_write_checks;inode_dio_wait"
+)
+CQ_WAIT = "entry_SYSCALL_64;do_syscall_64;__do_sys_io_uring_enter;io_cqring_wait"
+#: psync writers of one file, their unaligned direct writes serialised on the same lock
+PWRITE_LOCK = (
+    "entry_SYSCALL_64;do_syscall_64;__x64_sys_pwrite64;xfs_file_write_iter;"
+    "xfs_file_dio_write_unaligned;xfs_ilock"
+)
+
+
+def _punted_budget(queued: str, drained: int = 200, workers: int = 8) -> budget.Budget:
+    """One fio job waiting for completions and ``workers`` io-wq workers, each 4 s: most of
+    their samples asleep in ``queued``, ``drained`` of them (one worker's) in the drain."""
+    stacks = [CQ_WAIT, queued, WQ_DRAIN]
+    th = [_thread(1, wall_s=4.0, cpu=0.3, delay=0.0, user=0.1, blocked={0: 360})]
+    for i in range(workers):
+        blocked = {1: 330} | ({2: drained} if i == 0 and drained else {})
+        th.append(
+            _thread(10 + i, wall_s=4.0, cpu=0.2, delay=0.0, user=0.0, blocked=blocked, comm="iou-wrk-1")
+        )
+    b = budget.compute(_doc(th, stacks), (0.0, 4.0), "test", None)
+    assert b is not None
+    return b
+
+
+def test_io_wq_workers_queued_behind_a_serialised_write_are_the_jobs_queue() -> None:
+    assert offcpu.blocked_mechanism(WQ_LOCK) == "io-wq-queued"
+    assert offcpu.blocked_mechanism(WQ_DRAIN) == "dio-serialised"
+    assert offcpu.blocked_mechanism(PWRITE_LOCK) != "io-wq-queued"  # the job's own calls
+    # a buffered write's page-cache wait in a worker is io-wq's design, not a serialisation
+    assert offcpu.blocked_mechanism(WQ + "xfs_file_buffered_write;folio_wait_writeback") != "buffered-aio"
+    w = _wall(_punted_budget(WQ_LOCK), _appending_dev(queue_depth=1.2))
+    assert (w.kind, w.mechanism) == ("io-latency", "dio-serialised"), w
+    assert "handed them to 8 io-wq workers" in w.sentence, w.sentence
+    assert "(xfs_ilock < xfs_ilock_iocb_for_write)" in w.sentence, w.sentence
+    assert "1.2 request(s) in flight on average against the 32 the job asked for" in w.sentence
+    assert w.evidence["io_wq_workers"] == 8
+
+
+def test_a_lock_the_jobs_own_threads_wait_for_stays_the_lock() -> None:
+    # the same lock and drain, but the waiters are the job's writers in their own calls
+    # (the first corpus's lock case: unaligned direct writes of four jobs to one file)
+    w = _wall(_punted_budget(PWRITE_LOCK), _appending_dev(queue_depth=1.2))
+    assert w.kind == "lock", w
+    # io-wq workers on the lock with no serialised write seen holding it: the lock
+    w = _wall(_punted_budget(WQ_LOCK, drained=0), _appending_dev(queue_depth=1.2))
+    assert w.kind == "lock", w

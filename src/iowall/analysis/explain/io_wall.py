@@ -1,10 +1,10 @@
 """The wall of waiting for I/O (pure), named by the device side (``analysis.explain.device``):
 smaller requests (split, no readahead, not merged), a shared device, completions held by
 the kernel's work after the I/O (unwritten extents converted), I/O serialised inside its
-submission (the filesystem serialising direct writes, buffered I/O run inside io_submit), the
-loop worker, a hold above the device (a block-layer limit when the cgroup sets one), serial
-latency (one I/O in flight, the device idle between them), the device busy with requests
-queued."""
+submission (the filesystem serialising direct writes, buffered I/O run inside io_submit) or
+below it (io_uring's workers queued behind a serialised write), the loop worker, a hold above
+the device (a block-layer limit when the cgroup sets one), serial latency (one I/O in flight,
+the device idle between them), the device busy with requests queued."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ...vocab.units import fmt_duration, fmt_rate, fmt_share
 from .budget import Budget
 from .device import DEVICE_BUSY, DEVICE_QUEUED, DEVICE_QUEUED_BUSY, SHARED, Device
 from .kernel_knowledge import meaning
+from .offcpu import FORCED_WAIT, WQ_QUEUED
 from .verdict import Wall
 
 #: the workload's wait per I/O this many times the device's own time per I/O: held above it
@@ -41,13 +42,16 @@ def io_wall(
     tags: float = 0.0,
     behind_lock: bool = False,
     helpers: Mapping[str, float] | None = None,
+    punted: bool = False,
 ) -> Wall:
     """The wall of waiting for I/O, the first the device side shows of: smaller requests, a shared device,
     completions held by work after the I/O, the loop worker, a hold above the device, serial latency,
     a busy device; else the wait itself.
     ``tags``: the share of time waiting for request tags the smaller requests caused, said in a
     request-size wall; ``behind_lock``: the I/O beside a lock wall, issued by the lock's holder;
-    ``helpers``: the CPUs threads outside the workload spent per kernel-knowledge mechanism."""
+    ``helpers``: the CPUs threads outside the workload spent per kernel-knowledge mechanism;
+    ``punted``: the lock waits counted in the wait are io-wq workers queued behind a serialised
+    write (``punted_queue``)."""
     ev, per_io = _io_evidence(b, dev)
     limits = _io_limits(b, devnos)
     busy = f"{fmt_share(dev.util)} busy" if dev.util is not None else "busy time not measured"
@@ -55,6 +59,7 @@ def io_wall(
         _request_size(share, dev, who, busy, ev)
         or _shared(share, dev, who, busy, ev)
         or _after_io(share, dev, who, busy, ev, helpers or {})
+        or (_punted(share, b, dev, who, ev) if punted else None)
         or _serialised(share, b, dev, who, ev)
         or _loop_worker(share, dev, who, ev)
         or _held(share, dev, who, busy, ev, per_io, limits)
@@ -304,18 +309,7 @@ def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, An
             "block-aligned; writes into allocated blocks, aligned, go in parallel."
         )
     where = f"{fn} < {caller}" if caller else fn
-    asked = f" against the {dev.iodepth} the job asked for" if dev.iodepth and dev.iodepth > 1 else ""
-    flight = (
-        f"{dev.queue_depth:.1f} request(s) in flight on average{asked}"
-        if dev.queue_depth is not None
-        else "the device's requests in flight not measured"
-    )
-    each = (
-        f"; each I/O took {fmt_duration(dev.io_latency_s)} from submission to completion, "
-        f"{fmt_duration(dev.await_s)} of it on the device"
-        if dev.io_latency_s and dev.await_s
-        else ""
-    )
+    flight, each = _flight(dev), _each(dev)
     head = "Serialised by the filesystem" if mech == "dio-serialised" else "Synchronous inside its submission"
     return Wall(
         "io-latency",
@@ -325,6 +319,72 @@ def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, An
         share,
         ev | {"function": fn, "caller": caller, "syscall": call, "serialised_share": round(part, 4)},
         mech,
+    )
+
+
+#: the share of the lock waits that must be io-wq workers queued inside direct writes, and the
+#: share of the workload's time in serialised direct writes (the lock's holder), for the lock
+#: to be the job's queue: with W workers one holds the lock and W - 1 wait, so the holder's
+#: drain is about 1/W of the waits (8 workers on 2 CPUs: 6% of the time against 66%; 32, the
+#: most one job at iodepth 32 can have busy, would leave it near 2.5%)
+QUEUED_SHARE = 0.5
+HOLDER_SHARE = 0.01
+
+
+def punted_queue(b: Budget) -> bool:
+    """The lock waits are io_uring's io-wq workers queued on an inode's lock inside direct writes
+    (``offcpu.WQ_QUEUED``, most of them) while the write holding it was serialised (waiting for
+    the inode's direct I/O to drain, or for itself: ``dio-serialised``): the lock stands in for
+    the job's queue, its writes issued one at a time. A lock the job's own threads wait for
+    (writers of one file in their own calls) is not this: their lock is the wall."""
+    queued = b.mechanism_shares.get("lock", {}).get(WQ_QUEUED, 0.0)
+    held = sum(
+        b.totals.get(f"blocked:{r}", 0.0) * shares.get(FORCED_WAIT, 0.0)
+        for r, shares in b.mechanism_shares.items()
+    )
+    return queued >= QUEUED_SHARE and held >= HOLDER_SHARE * (b.wall_s or 1.0)
+
+
+def _punted(share: float, b: Budget, dev: Device, who: str, ev: dict[str, Any]) -> Wall:
+    """Serialised below the job (``punted_queue``): io_uring handed the writes to its io-wq
+    workers, which queued on the inode's lock behind the write holding it; io-latency, named
+    ``dio-serialised`` as the same writes issued by io_submit are."""
+    workers = [t for t in b.threads if t.comm.startswith("iou-wrk")]
+    wall = sum(t.wall_s for t in workers)
+    waited = sum(t.seconds.get("blocked:lock", 0.0) for t in workers) / wall if wall else 0.0
+    fn, caller = b.top_functions.get("lock", ("", ""))
+    where = f" ({fn} < {caller})" if fn and caller else f" ({fn})" if fn else ""
+    n = len(workers)
+    return Wall(
+        "io-latency",
+        f"Serialised by the filesystem, below the job: {who} waited {fmt_share(share)} of its time for "
+        f"I/O. io_uring could not issue the writes without blocking and handed them to {n} io-wq "
+        f"worker{'s' if n != 1 else ''}, which waited {fmt_share(waited)} of their time for the "
+        f"inode's lock{where} while the write holding it waited for the direct I/O in flight: "
+        f"the I/Os one at a time: {_flight(dev)}{_each(dev)}. The filesystem does this for a direct "
+        "write that extends the file or is not block-aligned; writes into allocated blocks, "
+        "aligned, are issued at once and go in parallel.",
+        share,
+        ev | {"function": fn, "caller": caller, "io_wq_workers": n, "io_wq_lock_share": round(waited, 4)},
+        FORCED_WAIT,
+    )
+
+
+def _flight(dev: Device) -> str:
+    """The requests in flight on average, against the depth the job asked for."""
+    asked = f" against the {dev.iodepth} the job asked for" if dev.iodepth and dev.iodepth > 1 else ""
+    if dev.queue_depth is None:
+        return "the device's requests in flight not measured"
+    return f"{dev.queue_depth:.1f} request(s) in flight on average{asked}"
+
+
+def _each(dev: Device) -> str:
+    """Each I/O's time from submission to completion and on the device, when both are known."""
+    if not (dev.io_latency_s and dev.await_s):
+        return ""
+    return (
+        f"; each I/O took {fmt_duration(dev.io_latency_s)} from submission to completion, "
+        f"{fmt_duration(dev.await_s)} of it on the device"
     )
 
 

@@ -312,6 +312,13 @@ TABLE: tuple[Mechanism, ...] = (
         "buffered read runs inside io_submit and waits there for the page cache to read its folio",
     ),
     Mechanism(
+        "io-wq-queued",
+        OWNER,
+        (),  # no frame of its own: ``offcpu.blocked_mechanism`` tells it from the worker's stack
+        "io_uring's io-wq workers asleep on an inode's lock inside a direct write: writes io_uring "
+        "could not issue without blocking, handed to workers that queue behind the one holding it",
+    ),
+    Mechanism(
         "tags",
         OWNER,
         ("blk_mq_get_tag",),

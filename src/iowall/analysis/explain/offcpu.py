@@ -362,8 +362,17 @@ def caller_of(stack: str, reason: str) -> str:
     return frames[hit]
 
 
-#: an asynchronous submission's own frame: its I/O completes after the call returns
-ASYNC_SUBMIT = ("io_submit_one",)
+#: an asynchronous submission's own frame: its I/O completes after the call returns (an
+#: io_submit; io_uring's io-wq worker issuing a write it could not issue without blocking:
+#: its kiocb is asynchronous too, so a direct I/O waits for itself there only when forced)
+ASYNC_SUBMIT = ("io_submit_one", "io_wq_submit_work")
+#: the frame of io_uring's io-wq worker running a request for a job
+IO_WQ = "io_wq_submit_work"
+#: a direct write's own path, above its filesystem's lock (XFS's aligned and unaligned paths,
+#: ext4's, btrfs's, iomap's)
+DIO_WRITE = re.compile(r"^(xfs_file_dio_write.*|ext4_dio_write_iter|btrfs_direct_write|__?iomap_dio_rw)$")
+#: what an io-wq worker asleep on an inode's lock inside a direct write stands for
+WQ_QUEUED = "io-wq-queued"
 #: where a direct I/O sleeps waiting for its own completion (the wait loop of __iomap_dio_rw)
 DIO_OWN_WAIT = ("__iomap_dio_rw", "iomap_dio_rw")
 #: what a direct I/O asleep in its own wait inside an asynchronous submission stands for
@@ -380,13 +389,18 @@ def blocked_mechanism(stack: str) -> str:
     when the call is synchronous or its filesystem forced the wait (IOMAP_DIO_FORCE_WAIT);
     an io_submit is never synchronous, so asleep there inside one, the filesystem serialised
     it (ext4's extending or unaligned direct writes). A buffered I/O asleep for the page cache
-    inside one ran in the call: libaio is asynchronous only for direct I/O."""
+    inside one ran in the call: libaio is asynchronous only for direct I/O (an io-wq worker
+    runs buffered I/O that way by design, beside others). An io-wq worker asleep on a lock
+    inside a direct write (XFS's iolock, ext4's i_rwsem) is a job's write queued behind the
+    one holding it (``WQ_QUEUED``)."""
     frames = [f for f in stack.split(";") if f and f != "[runnable]"]
     if not any(f in ASYNC_SUBMIT for f in frames):
         return mechanism_of(stack)
     leaf = leaf_of(";".join(frames))
     if leaf in DIO_OWN_WAIT:
         return FORCED_WAIT
-    if PAGE_CACHE_WAIT.match(leaf):
-        return SYNC_BUFFERED
-    return mechanism_of(stack)
+    mech = mechanism_of(stack)
+    if IO_WQ in frames:
+        queued = classify(stack).reason == "lock" and any(DIO_WRITE.match(f) for f in frames)
+        return WQ_QUEUED if queued else mech
+    return SYNC_BUFFERED if PAGE_CACHE_WAIT.match(leaf) else mech

@@ -28,7 +28,7 @@ from .budget import MIN_WINDOW_S, Budget
 from .cpu import cpu_wall
 from .device import Device
 from .host import steal_note, steal_sentence
-from .io_wall import io_wall
+from .io_wall import io_wall, punted_queue
 from .offcpu import LABELS
 from .verdict import FIO, STEAL, TURNS, Wall
 
@@ -189,6 +189,9 @@ def decide(
     tags = _tags_of_split(b, device, states)
     if tags:  # the split's own requests took every tag: one wall, not two
         states["blocked:io"] = states.get("blocked:io", 0.0) + states.pop("blocked:block-queue")
+    punted = punted_queue(b) and "blocked:lock" in states
+    if punted:  # io-wq workers queued on the lock behind a serialised write: the I/O's own wait
+        states["blocked:io"] = states.get("blocked:io", 0.0) + states.pop("blocked:lock")
     if writeback_waits(b, device, states):  # in fsync and throttled, both for writeback: one wall
         states["blocked:writeback"] = states.pop("blocked:fsync") + states.pop("blocked:dirty-throttle")
     unacc = states.pop("unaccounted")
@@ -224,6 +227,7 @@ def decide(
             hp,
             tags if i == 0 else 0.0,
             i > 0 and top == "blocked:lock",
+            punted,
         )
         for i, (k, v) in enumerate(ranked[:2])
         if i == 0 or v >= ALSO_SHARE
@@ -321,10 +325,11 @@ def _name(
     helpers: Mapping[str, float] | None = None,
     tags: float = 0.0,
     behind_lock: bool = False,
+    punted: bool = False,
 ) -> Wall:
     """The wall of state ``top`` holding ``share`` of the time: on a CPU (``cpu_wall``), the CPU quota,
     others' CPUs, waiting for I/O (``io_wall``: the device side; ``tags`` and ``behind_lock`` are
-    its), blocked otherwise (``blocked_wall``)."""
+    its, and ``punted``: io-wq workers' lock waits counted in it), blocked otherwise (``blocked_wall``)."""
     who = who_of(b)
     if top == "runnable:quota":
         return _quota(share, b, who)
@@ -334,7 +339,7 @@ def _name(
         return cpu_wall(share, b, ctx, who, dev, helpers)
     reason = top.split(":", 1)[1]
     if reason == "io":
-        return io_wall(share, b, dev, who, devnos, tags, behind_lock, helpers)
+        return io_wall(share, b, dev, who, devnos, tags, behind_lock, helpers, punted)
     w = blocked_wall(reason, share, b, dev, who, helpers or {})
     if reason == "lock":
         return _lock_headroom(w, b, ctx)
