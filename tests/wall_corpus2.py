@@ -555,14 +555,23 @@ def t_append_dio(e: Evidence) -> Truth:
 DIO_PATH = ("xfs_ilock_iocb_for_write", *DIO_WAIT)
 
 
-def _punted_waits(e: Evidence) -> float:
+#: ext4's: its inode lock, whose slow path /proc/TID/stack leaves out (ext4_dio_write_iter and
+#: its checks are inlined into ext4_file_write_iter here), or the forced wait for its own I/O
+EXT4_DIO_PATH = ("ext4_file_write_iter", "__iomap_dio_rw")
+
+
+def _punted_waits(e: Evidence, path: tuple[str, ...] = DIO_PATH, innermost: bool = False) -> float:
     """Looks at the job's tasks that were io-wq workers (``io_wq_submit_work``) asleep in a
-    direct write's path (``DIO_PATH``)."""
+    direct write's path (``path``; with ``innermost``, in its innermost frame shown)."""
     return e.samples.share(
         lambda s: (
             s.state != "R"
             and any("io_wq_submit_work" in f for f in s.stack)
-            and any(any(w in f for w in DIO_PATH) for f in s.stack)
+            and (
+                bool(s.stack) and any(w in s.stack[0] for w in path)
+                if innermost
+                else any(any(w in f for w in path) for f in s.stack)
+            )
         )
     )
 
@@ -570,6 +579,15 @@ def _punted_waits(e: Evidence) -> float:
 def t_uring_append_dio(e: Evidence) -> Truth:
     """The job's io-wq workers asleep in XFS's direct-write path, the control's not."""
     return _waits_truth(e, _punted_waits, f"io-wq workers asleep in {'/'.join(DIO_PATH)}")
+
+
+def t_ext4_uring_append_dio(e: Evidence) -> Truth:
+    """The job's io-wq workers asleep in ext4's direct-write path, the control's not."""
+    return _waits_truth(
+        e,
+        lambda x: _punted_waits(x, EXT4_DIO_PATH, innermost=True),
+        f"io-wq workers asleep in {'/'.join(EXT4_DIO_PATH)} (innermost)",
+    )
 
 
 def _waits_truth(e: Evidence, share_of: Callable[[Evidence], float], what: str) -> Truth:
@@ -884,6 +902,13 @@ KINDS2: dict[str, Kind] = {
         _kind("ext4-append-dio", APPEND_QD32, APPEND_QD32 + OVERWRITE, t_append_dio, bed=_loop("ext4")),
         _kind(
             "uring-append-dio", APPEND_URING, APPEND_URING + OVERWRITE, t_uring_append_dio, bed=_loop("xfs")
+        ),
+        _kind(
+            "ext4-uring-append-dio",
+            APPEND_URING,
+            APPEND_URING + OVERWRITE,
+            t_ext4_uring_append_dio,
+            bed=_loop("ext4"),
         ),
         _kind(
             "buffered-aio",
