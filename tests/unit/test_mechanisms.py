@@ -683,10 +683,10 @@ PWRITE_LOCK = (
 )
 
 
-def _punted_budget(queued: str, drained: int = 200, workers: int = 8) -> budget.Budget:
+def _punted_budget(queued: str, drained: int = 200, workers: int = 8, drain: str = WQ_DRAIN) -> budget.Budget:
     """One fio job waiting for completions and ``workers`` io-wq workers, each 4 s: most of
     their samples asleep in ``queued``, ``drained`` of them (one worker's) in the drain."""
-    stacks = [CQ_WAIT, queued, WQ_DRAIN]
+    stacks = [CQ_WAIT, queued, drain]
     th = [_thread(1, wall_s=4.0, cpu=0.3, delay=0.0, user=0.1, blocked={0: 360})]
     for i in range(workers):
         blocked = {1: 330} | ({2: drained} if i == 0 and drained else {})
@@ -720,3 +720,25 @@ def test_a_lock_the_jobs_own_threads_wait_for_stays_the_lock() -> None:
     # io-wq workers on the lock with no serialised write seen holding it: the lock
     w = _wall(_punted_budget(WQ_LOCK, drained=0), _appending_dev(queue_depth=1.2))
     assert w.kind == "lock", w
+
+
+#: ext4's (ext4-uring-append-dio, 2026-12-03): its direct write path is inlined into
+#: ext4_file_write_iter and the inode rwsem's slow path is not shown, so a worker asleep on
+#: the lock shows ext4_file_write_iter innermost; the holder waits in __iomap_dio_rw
+WQ_EXT4_LOCK = WQ + "ext4_file_write_iter"
+WQ_EXT4_FORCED = WQ + "ext4_file_write_iter;__iomap_dio_rw"
+
+
+def test_ext4s_inline_inode_lock_is_a_lock_only_as_the_sleeping_frame() -> None:
+    assert offcpu.classify(WQ_EXT4_LOCK).reason == "lock"
+    assert offcpu.classify("x;__x64_sys_pwrite64;ext4_file_write_iter").reason == "lock"
+    # above another wait it is that wait's: the forced wait, a journal start
+    assert offcpu.classify(WQ_EXT4_FORCED).reason == "io"
+    assert offcpu.blocked_mechanism(WQ_EXT4_FORCED) == "dio-serialised"
+    assert offcpu.classify("x;ext4_file_write_iter;jbd2__journal_start;wait_transaction_locked").reason != (
+        "lock"
+    )
+    assert offcpu.blocked_mechanism(WQ_EXT4_LOCK) == "io-wq-queued"
+    w = _wall(_punted_budget(WQ_EXT4_LOCK, drain=WQ_EXT4_FORCED), _appending_dev(queue_depth=1.2))
+    assert (w.kind, w.mechanism) == ("io-latency", "dio-serialised"), w
+    assert "the inode's lock (ext4_file_write_iter)" in w.sentence, w.sentence
