@@ -633,6 +633,45 @@ def test_lock_cpus_are_counted_over_the_threads_lives_not_the_window() -> None:
     assert d.wall is not None and d.wall.kind == "cpu-kernel", d
 
 
+DIO_UNALIGNED = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pwrite64;vfs_write;xfs_file_write_iter;xfs_file_dio_write_unaligned"
+LOCK_DIO = DIO_UNALIGNED + ";xfs_ilock_iocb_for_write;xfs_ilock;down_write;rwsem_down_write_slowpath"
+IO_DIO = DIO_UNALIGNED + ";iomap_dio_rw;__iomap_dio_rw"
+
+
+def test_a_lock_held_across_its_holders_io_is_not_a_cpu_headroom() -> None:
+    # four 512-byte direct writers of one XFS file (the corpus's `lock` case, run 13 on
+    # 2026-12-03: 3.33 s waiting for I/O against 0.94 s of work, 0.95 requests in flight): the
+    # holder waits for its own I/O under the lock, so the CPUs left unused carry nothing more
+    waits = {0: 270, 1: 90}  # the lock's and the I/O's samples
+    ths = [_thread(i, wall_s=4.0, cpu=0.25, delay=0.1, user=0.01, blocked=waits) for i in range(1, 5)]
+    ctx = {"jobs": 4, "cpus": 2}
+    b = budget.compute(_doc(ths, [LOCK_DIO, IO_DIO]), (0.0, 4.0), "test", cpus=(0.1, 0.5))
+    assert b is not None
+    one = device_wall.Device(queue_depth=0.95, await_s=111e-6, io_latency_s=268e-6, direction="write")
+    d = wall.decide(b, one, ctx)
+    assert d.wall is not None and d.wall.kind == "lock", d
+    assert "It is held across each write's I/O: outside their waits for it, the 4 threads waited 3.29 s" in (
+        d.wall.sentence
+    )
+    said = d.wall.sentence
+    assert "(__iomap_dio_rw < xfs_file_dio_write_unaligned) against 1.00 s of work on a CPU" in said
+    assert "0.9 request(s) in flight on average; each I/O took 268 us" in d.wall.sentence
+    assert "would carry" not in d.wall.sentence and "cpu_headroom" not in d.wall.evidence
+    assert d.wall.evidence["held_across_io"] is True
+    # the same waits with each writer's I/O in flight at once (3.8 of 4): not one holder's I/O,
+    # so the CPUs' headroom is said as before
+    four = device_wall.Device(queue_depth=3.8, await_s=111e-6, io_latency_s=268e-6, direction="write")
+    d = wall.decide(b, four, ctx)
+    assert d.wall is not None and "would carry" in d.wall.sentence and "held across" not in d.wall.sentence
+    # and a lock whose threads wait for I/O less than they work on a CPU: the CPUs' headroom
+    waits = {0: 270, 1: 20}
+    ths = [_thread(i, wall_s=4.0, cpu=0.8, delay=0.1, user=0.01, blocked=waits) for i in range(1, 5)]
+    b = budget.compute(_doc(ths, [LOCK_DIO, IO_DIO]), (0.0, 4.0), "test", cpus=(0.1, 1.6))
+    assert b is not None
+    d = wall.decide(b, one, ctx)
+    assert d.wall is not None and d.wall.kind == "lock" and "held across" not in d.wall.sentence, d
+
+
 def test_a_writer_writing_back_in_fadvise_under_fio_is_told_why() -> None:
     # fio's invalidate (on by default) drops a file's pages with fadvise(DONTNEED) before each
     # pass: eight writers of a file each, ram bed, spent 53% of their time writing back there

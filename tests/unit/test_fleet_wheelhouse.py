@@ -44,11 +44,11 @@ def test_the_digest_moves_with_the_sources_not_with_what_a_build_leaves(tmp_path
 def test_a_wheelhouse_is_reused_only_when_whole_and_from_the_same_sources(tmp_path: Path) -> None:
     root, dest = tmp_path / "src", tmp_path / "fleet" / "wheelhouse"
     _tree(root)
-    assert reusable(root, dest) is None  # nothing built yet
+    assert reusable(dest, source_digest(root)) is None  # nothing built yet
     _house(dest, source_digest(root))
-    assert reusable(root, dest) == "iowall-0.1.0-py3-none-linux_x86_64.whl"
+    assert reusable(dest, source_digest(root)) == "iowall-0.1.0-py3-none-linux_x86_64.whl"
     (root / "src/iowall/a.py").write_text("x = 2")
-    assert reusable(root, dest) is None  # edited since
+    assert reusable(dest, source_digest(root)) is None  # edited since
     (dest / DIGEST).write_text(source_digest(root))
     dest.with_suffix(".tar").unlink()
-    assert reusable(root, dest) is None  # the archive the hosts copy is missing
+    assert reusable(dest, source_digest(root)) is None  # the archive the hosts copy is missing

@@ -20,7 +20,7 @@ from ..vocab.errors import UserError
 from ..vocab.units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
 from .state import FleetDir, run_key
-from .wheelhouse import build, checkout, reusable
+from .wheelhouse import build, checkout, reusable, source_digest
 
 #: The playbook's tasks that mark a stage, and the progress line each one prints.
 STAGES = {
@@ -131,12 +131,13 @@ def run_fleet(
         todo.append(h)
     if todo:
         source = checkout()
-        wheel = reusable(source, fd.wheelhouse)
+        digest = source_digest(source)
+        wheel = reusable(fd.wheelhouse, digest)
         if wheel is not None:
             said = f"reusing {wheel} and its dependencies in {fd.wheelhouse} (same sources)"
             progress.line("controller", said)
         else:
-            wheel = build(source, fd.wheelhouse)
+            wheel = build(source, fd.wheelhouse, digest)
             progress.line("controller", f"built {wheel} and its dependencies into {fd.wheelhouse}")
         for h in todo:
             fd.bundle(h).unlink(missing_ok=True)

@@ -57,25 +57,25 @@ def source_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def reusable(root: Path, dest: Path) -> str | None:
-    """The iowall wheel's name when ``dest`` holds a complete wheelhouse built from the same
-    sources as ``root``'s now (a rerun after a host failed: the same install, ten seconds of
+def reusable(dest: Path, digest: str) -> str | None:
+    """The iowall wheel's name when ``dest`` holds a complete wheelhouse built from sources of
+    this ``source_digest`` (a rerun after a host failed: the same install, ten seconds of
     ``pip wheel`` saved); None when anything differs or is missing."""
     wheels = sorted(dest.glob("iowall-*.whl"))
     stamp = dest / DIGEST
     if len(wheels) != 1 or not stamp.is_file() or not dest.with_suffix(".tar").is_file():
         return None
-    return wheels[0].name if stamp.read_text().strip() == source_digest(root) else None
+    return wheels[0].name if stamp.read_text().strip() == digest else None
 
 
-def build(root: Path, dest: Path) -> str:
+def build(root: Path, dest: Path, digest: str) -> str:
     """Build iowall's wheel from ``root`` and its dependencies' wheels into ``dest``, and
     ``dest``.tar holding them all (one file to copy: Ansible copies a directory file by file,
     which took minutes for 42 wheels); returns the iowall wheel's file name. An older iowall
-    wheel there is removed first; the sources' digest is written last (``reusable``)."""
+    wheel there is removed first; ``digest``, the sources' (``source_digest``, taken before the
+    build), is written last (``reusable``)."""
     dest.mkdir(parents=True, exist_ok=True)
     (dest / DIGEST).unlink(missing_ok=True)
-    digest = source_digest(root)
     for old in dest.glob("iowall-*.whl"):
         old.unlink()
     _pip(["--no-deps", "-w", str(dest), str(root)], f"the iowall wheel from {root}")

@@ -309,7 +309,7 @@ def _serialised(share: float, b: Budget, dev: Device, who: str, ev: dict[str, An
             "block-aligned; writes into allocated blocks, aligned, go in parallel."
         )
     where = f"{fn} < {caller}" if caller else fn
-    flight, each = _flight(dev), _each(dev)
+    flight, each = _flight(dev), each_io(dev)
     head = "Serialised by the filesystem" if mech == "dio-serialised" else "Synchronous inside its submission"
     return Wall(
         "io-latency",
@@ -361,7 +361,7 @@ def _punted(share: float, b: Budget, dev: Device, who: str, ev: dict[str, Any]) 
         f"I/O. io_uring could not issue the writes without blocking and handed them to {n} io-wq "
         f"worker{'s' if n != 1 else ''}, which waited {fmt_share(waited)} of their time for the "
         f"inode's lock{where} while the write holding it waited for the direct I/O in flight: "
-        f"the I/Os one at a time: {_flight(dev)}{_each(dev)}. The filesystem does this for a direct "
+        f"the I/Os one at a time: {_flight(dev)}{each_io(dev)}. The filesystem does this for a direct "
         "write that extends the file or is not block-aligned; writes into allocated blocks, "
         "aligned, are issued at once and go in parallel.",
         share,
@@ -378,7 +378,7 @@ def _flight(dev: Device) -> str:
     return f"{dev.queue_depth:.1f} request(s) in flight on average{asked}"
 
 
-def _each(dev: Device) -> str:
+def each_io(dev: Device) -> str:
     """Each I/O's time from submission to completion and on the device, when both are known."""
     if not (dev.io_latency_s and dev.await_s):
         return ""

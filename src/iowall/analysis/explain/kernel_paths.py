@@ -354,10 +354,14 @@ def classify(stack: str) -> Decision:
         r = _rule(f)
         if r is not None and r[1]:
             inner = _inner(kernel[kernel.index(f) + 1 :])
-            leaf = sampled_leaf([function(k) for k in kernel])[0]
-            return Decision(r[0], f"{inner.function} ({inner.path})" if inner else leaf)
+            return Decision(r[0], f"{inner.function} ({inner.path})" if inner else _leaf(kernel))
     inner = _inner(kernel)
-    return inner if inner is not None else Decision("other", sampled_leaf([function(k) for k in kernel])[0])
+    return inner if inner is not None else Decision("other", _leaf(kernel))
+
+
+def _leaf(kernel: Sequence[str]) -> str:
+    """The function the samples of these kernel frames (root first) belong to."""
+    return sampled_leaf([function(k) for k in kernel])[0]
 
 
 @dataclass(frozen=True)

@@ -379,11 +379,11 @@ def caller_of(stack: str, reason: str) -> str:
 ASYNC_SUBMIT = ("io_submit_one", "io_wq_submit_work")
 #: the frame of io_uring's io-wq worker running a request for a job
 IO_WQ = "io_wq_submit_work"
-#: a direct write's own path, above its filesystem's lock (XFS's aligned and unaligned paths,
-#: ext4's, btrfs's, iomap's); ext4's is inlined into ext4_file_write_iter on 6.18, which its
-#: buffered writes share (io-wq runs buffered writes of one file one at a time, hashed by
-#: inode, so its workers do not queue on that lock for them)
-DIO_WRITE = re.compile(
+#: the write paths a direct write takes above its filesystem's lock (XFS's aligned and
+#: unaligned paths, ext4's, btrfs's, iomap's); ext4's direct path is inlined into
+#: ext4_file_write_iter on 6.18, which its buffered writes share (io-wq runs buffered writes of
+#: one file one at a time, hashed by inode, so its workers do not queue on that lock for them)
+DIRECT_WRITE_PATH = re.compile(
     r"^(xfs_file_dio_write.*|ext4_dio_write_iter|ext4_file_write_iter|btrfs_direct_write|__?iomap_dio_rw)$"
 )
 #: what an io-wq worker asleep on an inode's lock inside a direct write stands for
@@ -416,6 +416,6 @@ def blocked_mechanism(stack: str) -> str:
         return FORCED_WAIT
     mech = mechanism_of(stack)
     if IO_WQ in frames:
-        queued = classify(stack).reason == "lock" and any(DIO_WRITE.match(f) for f in frames)
+        queued = classify(stack).reason == "lock" and any(DIRECT_WRITE_PATH.match(f) for f in frames)
         return WQ_QUEUED if queued else mech
     return SYNC_BUFFERED if PAGE_CACHE_WAIT.match(leaf) else mech
