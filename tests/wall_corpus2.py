@@ -544,6 +544,19 @@ def t_buffered_aio(e: Evidence) -> Truth:
     )
 
 
+def t_bfq(e: Evidence) -> Truth:
+    """The submitter on a CPU (fio's own CPU share and the looks) and slower than under none."""
+    job = e.job()
+    cpu = (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100
+    run = e.samples.running()
+    fast, vs = versus(e, 0.7)
+    return Truth(
+        cpu >= 0.9 and run >= 0.6 and fast,
+        f"fio's CPU (usr + sys) {cpu:.0%} of its runtime (needs >= 90%); job thread on a CPU or "
+        f"runnable in {run:.0%} of looks (needs >= 60%; {e.samples.summary()}); {vs}",
+    )
+
+
 def t_append_dio(e: Evidence) -> Truth:
     """The writer asleep in io_submit for a direct write's I/O, the control's writer not."""
     return _waits_truth(
@@ -673,11 +686,15 @@ def t_space_ext4(e: Evidence) -> Truth:
 # the kinds: plans (condition, control) and inductions; expectations from the toml
 
 
-def _axes(plan: str, knobs: dict[str, int]) -> str:
+def _axes(plan: str, knobs: dict[str, int | str]) -> str:
     """``plan`` with a one-value axis per bed queue knob (``{"max_sectors_kb": 4}`` →
-    ``"sysfs:queue/max_sectors_kb" = 4``): applied by iowall to the bed's device for the
-    point, restored after it, and recorded with the run."""
-    return plan + "[axes]\n" + "".join(f'"sysfs:queue/{k}" = {int(v)}\n' for k, v in knobs.items())
+    ``"sysfs:queue/max_sectors_kb" = 4``; a word, such as a scheduler's name, quoted): applied
+    by iowall to the bed's device for the point, restored after it, and recorded with the run."""
+    return plan + "[axes]\n" + "".join(f'"sysfs:queue/{k}" = {_toml(v)}\n' for k, v in knobs.items())
+
+
+def _toml(v: int | str) -> str:
+    return f'"{v}"' if isinstance(v, str) else str(int(v))
 
 
 def _ram(fs: str = "xfs", mount_opts: str = "", size: str = "", mkfs_opts: str = "") -> str:
@@ -704,7 +721,7 @@ def _kind(
     *,
     bed: str = DIR_BED,
     control_bed: str | None = None,
-    knobs: dict[str, int] | None = None,
+    knobs: dict[str, int | str] | None = None,
     induce: Induce = nothing,
     control_induce: Induce | None = None,
     timed: bool = True,
@@ -753,6 +770,8 @@ APPEND_QD32 = (
 #: APPEND_QD32 through io_uring
 APPEND_URING = APPEND_QD32.replace('"libaio"', '"io_uring"')
 #: random reads through libaio of a file fio lays out first (and drops from the cache)
+#: direct 4 KiB random reads at iodepth 32 of a 256 MiB file: on the ram bed, a submitter on a CPU
+RR4K_QD32 = 'rw = "randread"\nbs = "4k"\nsize = "256M"\ndirect = 1\nioengine = "libaio"\niodepth = 32'
 RR4K_AIO = 'rw = "randread"\nbs = "4k"\nsize = "1G"\ndirect = {direct}\nioengine = "libaio"\niodepth = 32'
 #: fio lays the file out in full (written) before the job, which then overwrites it
 OVERWRITE = "\n[workload.options]\noverwrite = 1"
@@ -910,6 +929,7 @@ KINDS2: dict[str, Kind] = {
             t_ext4_uring_append_dio,
             bed=_loop("ext4"),
         ),
+        _kind("bfq", RR4K_QD32, RR4K_QD32, t_bfq, bed=_ram(), knobs={"scheduler": "bfq"}),
         _kind(
             "buffered-aio",
             RR4K_AIO.format(direct=0),

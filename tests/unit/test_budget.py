@@ -633,7 +633,9 @@ def test_lock_cpus_are_counted_over_the_threads_lives_not_the_window() -> None:
     assert d.wall is not None and d.wall.kind == "cpu-kernel", d
 
 
-DIO_UNALIGNED = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pwrite64;vfs_write;xfs_file_write_iter;xfs_file_dio_write_unaligned"
+DIO_UNALIGNED = "entry_SYSCALL_64;do_syscall_64;__x64_sys_pwrite64;vfs_write;xfs_file_write_iter;" + (
+    "xfs_file_dio_write_unaligned"
+)
 LOCK_DIO = DIO_UNALIGNED + ";xfs_ilock_iocb_for_write;xfs_ilock;down_write;rwsem_down_write_slowpath"
 IO_DIO = DIO_UNALIGNED + ";iomap_dio_rw;__iomap_dio_rw"
 
