@@ -40,6 +40,21 @@ STACKS = [
     ("x;submit_bio;blk_mq_submit_bio;__blk_mq_alloc_requests;blk_mq_get_tag;io_schedule", "tags"),
     ("x;submit_bio;blk_mq_submit_bio;__rq_qos_throttle;wbt_wait;rq_qos_wait", "wbt"),
     ("x;submit_bio;__rq_qos_throttle;ioc_rqos_throttle", "iocost"),
+    # the I/O scheduler in the submitter (the bfq case, perf of 2026-12-03): its dispatch under
+    # its lock (the sample lands where interrupts come back on), its merge, its io contexts
+    # (blk-ioc.c's ioc_lookup_icq is bfq's, not io.cost's), and mq-deadline's and kyber's own
+    (
+        "fio;blk_finish_plug;__blk_flush_plug;blk_mq_flush_plug_list;blk_mq_dispatch_list;"
+        "blk_mq_run_hw_queue;blk_mq_sched_dispatch_requests;__blk_mq_sched_dispatch_requests;"
+        "bfq_dispatch_request;_raw_spin_unlock_irq",
+        "io-scheduler",
+    ),
+    (
+        "x;submit_bio_noacct_nocheck;__submit_bio;blk_mq_submit_bio;bfq_bio_merge;ioc_lookup_icq",
+        "io-scheduler",
+    ),
+    ("x;blk_mq_dispatch_list;dd_insert_requests;_raw_spin_unlock_irqrestore", "io-scheduler"),
+    ("x;__blk_mq_sched_dispatch_requests;kyber_dispatch_request", "io-scheduler"),
     ("x;filemap_read;copy_page_to_iter;_copy_to_iter;rep_movs_alternative", "copy"),
     ("x;shmem_get_folio_gfp;clear_page_erms", "page-zeroing"),
     ("x;btrfs_check_read_bio;btrfs_calculate_block_csum;crc32c_pcl_intel_update", "checksum"),

@@ -18,6 +18,7 @@ CPU_WORK = (
     "unwritten-conversion",
     "page-tables",
     "spinlock",
+    "io-scheduler",
 )
 #: a named kernel mechanism holding at least this share of the kernel on-CPU time names it
 KERNEL_MECHANISM = 0.30

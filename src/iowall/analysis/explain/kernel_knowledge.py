@@ -40,35 +40,22 @@ class Mechanism:
     meaning: str
 
 
+def _globs(text: str) -> tuple[str, ...]:
+    """A row's patterns written as words (long rows read as a few lines, not one per line)."""
+    return tuple(text.split())
+
+
 #: The table. Patterns are fnmatch globs on function names (without ``_[k]`` or offsets).
 TABLE: tuple[Mechanism, ...] = (
     # -- on a CPU: work the kernel does per byte ---------------------------------------------
     Mechanism(
         "compression",
         OWNER,
-        (
-            "lzo1x_*",
-            "lzorle*",
-            "lz4_compress*",
-            "LZ4_compress*",
-            "lz4_decompress*",
-            "LZ4_decompress*",
-            "zstd_compress*",
-            "ZSTD_compress*",
-            "ZSTD_*Block*",
-            "ZSTD_encode*",
-            "HUF_compress*",
-            "zstd_decompress*",
-            "ZSTD_decompress*",
-            "zlib_deflate*",
-            "deflate_*",
-            "zlib_inflate*",
-            "zcomp_compress",
-            "zcomp_decompress",
-            "btrfs_compress_*",
-            "compress_file_range",
-            "*_compress_folios",
-            "*_compress_pages",
+        _globs(
+            "lzo1x_* lzorle* lz4_compress* LZ4_compress* lz4_decompress* LZ4_decompress* "
+            "zstd_compress* ZSTD_compress* ZSTD_*Block* ZSTD_encode* HUF_compress* zstd_decompress* "
+            "ZSTD_decompress* zlib_deflate* deflate_* zlib_inflate* zcomp_compress zcomp_decompress "
+            "btrfs_compress_* compress_file_range *_compress_folios *_compress_pages"
         ),
         "data compressed or decompressed by the CPU (zram in the submitter's context, btrfs in its workers)",
     ),
@@ -78,58 +65,25 @@ TABLE: tuple[Mechanism, ...] = (
         # extent block a conversion splits, a journal's commit block), and what it is for
         # owns it; with no owner in the stack (btrfs's endio workers) it names the work itself
         INNER,
-        (
-            "crc32c*",
-            "crc32_*",
-            "__crc32c*",
-            "crc_pcl",
-            "crc32c_pcl*",
-            "xxh64*",
-            "xxh32*",
-            "blake2b*",
-            "sha256_*",
-            "csum_partial*",
-            "btrfs_csum_*",
-            "btrfs_calculate_block_csum*",
-            "btrfs_check_read_bio",
-            "btrfs_lookup_bio_sums",
-            "xfs_verify_cksum",
-            "xfs_start_cksum*",
-            "ext4_chksum",
-            "jbd2_chksum",
+        _globs(
+            "crc32c* crc32_* __crc32c* crc_pcl crc32c_pcl* xxh64* xxh32* blake2b* sha256_* "
+            "csum_partial* btrfs_csum_* btrfs_calculate_block_csum* btrfs_check_read_bio "
+            "btrfs_lookup_bio_sums xfs_verify_cksum xfs_start_cksum* ext4_chksum jbd2_chksum"
         ),
         "checksums computed or verified per block (btrfs data checksums, metadata CRCs)",
     ),
     Mechanism(
         "encryption",
         OWNER,
-        (
-            "aesni_*",
-            "aes_*",
-            "*_aes_*",
-            "xts_*",
-            "chacha*",
-            "crypt_convert*",
-            "kcryptd_*",
-            "fscrypt_*crypt*",
-            "blk_crypto_*",
-        ),
+        _globs("aesni_* aes_* *_aes_* xts_* chacha* crypt_convert* kcryptd_* fscrypt_*crypt* blk_crypto_*"),
         "data encrypted or decrypted by the CPU (dm-crypt, fscrypt, inline crypto fallback)",
     ),
     Mechanism(
         "page-zeroing",
         OWNER,
-        (
-            "clear_page*",
-            "clear_user*",
-            "__clear_user",
-            "clear_huge_page",
-            "folio_zero_*",
-            "zero_user_segments",
-            "iomap_zero_*",
-            "clear_highpage*",
-            "folio_zero_user",
-            "process_huge_page",
+        _globs(
+            "clear_page* clear_user* __clear_user clear_huge_page folio_zero_* zero_user_segments "
+            "iomap_zero_* clear_highpage* folio_zero_user process_huge_page"
         ),
         "pages zeroed before use (fresh page-cache folios, holes, huge pages)",
     ),
@@ -319,6 +273,19 @@ TABLE: tuple[Mechanism, ...] = (
         "could not issue without blocking, handed to workers that queue behind the one holding it",
     ),
     Mechanism(
+        "io-scheduler",
+        OWNER,
+        _globs(
+            "bfq_* __bfq_* kyber_* dd_*request* __dd_* dd_bio_merge dd_limit_depth dd_has_work "
+            # the elevator's dispatch loop and the io contexts only bfq uses (blk-mq-sched.c,
+            # blk-ioc.c): none of them runs without a scheduler
+            "*blk_mq_do_dispatch_sched blk_mq_sched_assign_ioc ioc_*_icq"
+        ),
+        "the block layer's I/O scheduler (bfq, mq-deadline or kyber): each request is merged "
+        "against its queues, inserted into it and dispatched from it one at a time under its lock "
+        "(interrupts off), work the submitter pays per request that the none scheduler does not",
+    ),
+    Mechanism(
         "tags",
         OWNER,
         ("blk_mq_get_tag",),
@@ -339,7 +306,8 @@ TABLE: tuple[Mechanism, ...] = (
     Mechanism(
         "iocost",
         OWNER,
-        ("ioc_rqos_throttle", "ioc_*"),
+        # not ``ioc_*``: blk-ioc.c's io contexts (ioc_find_get_icq, ioc_lookup_icq) are bfq's
+        ("ioc_rqos_*", "iocg_*", "ioc_timer_fn", "ioc_refresh_*"),
         "the cgroup io.cost policy (rq-qos) holding I/O over this group's share of the device's cost",
     ),
     Mechanism(
