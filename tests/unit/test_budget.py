@@ -674,6 +674,36 @@ def test_a_lock_held_across_its_holders_io_is_not_a_cpu_headroom() -> None:
     assert d.wall is not None and d.wall.kind == "lock" and "held across" not in d.wall.sentence, d
 
 
+URING_WAIT = "entry_SYSCALL_64;do_syscall_64;__x64_sys_io_uring_enter;io_cqring_wait"
+WQ_IDLE = "ret_from_fork_asm;ret_from_fork;io_wq_worker;schedule_timeout"
+
+
+def test_idle_io_wq_workers_are_not_waiting_for_io() -> None:
+    # an io_uring job (its I/O counts no read/write bytes) and three io-wq workers of its
+    # process waiting for work (io_wq_worker: io-wq keeps a worker up to 5 s after its last
+    # request): idle, they are left out; classified by their io_wq_ frame they were counted as
+    # workers blocked for I/O, 12 s of "I/O completion" beside the job's own 4 s
+    job = _thread(1, wall_s=4.0, cpu=1.0, delay=0.1, user=0.1, blocked={0: 290}, syscw=0)
+    idle = [
+        _thread(i, wall_s=4.0, cpu=0.001, delay=0.0, user=0.0, blocked={1: 399}, syscw=0) for i in (2, 3, 4)
+    ]
+    for th in idle:
+        th.update(pid=1, comm="iou-wrk-1")
+    b = budget.compute(_doc([job, *idle], [URING_WAIT, WQ_IDLE]), (0.0, 4.0), "test")
+    assert b is not None
+    assert offcpu.classify(WQ_IDLE).reason == "wait"
+    assert [t.tid for t in b.threads] == [1]
+    assert b.left_out == tuple(f"iou-wrk-1 ({i})" for i in (2, 3, 4))
+    # the budget is the job's 4 s alone, its I/O wait its own
+    assert b.wall_s == pytest.approx(4.0) and b.totals["blocked:io"] == pytest.approx(
+        b.threads[0].seconds["blocked:io"]
+    )
+    # a worker running a request, blocked where nothing deeper says why, is the request's I/O
+    assert offcpu.classify(
+        WQ_IDLE.replace("schedule_timeout", "io_worker_handle_work;io_wq_submit_work")
+    ).reason == ("io")
+
+
 def test_a_writer_writing_back_in_fadvise_under_fio_is_told_why() -> None:
     # fio's invalidate (on by default) drops a file's pages with fadvise(DONTNEED) before each
     # pass: eight writers of a file each, ram bed, spent 53% of their time writing back there

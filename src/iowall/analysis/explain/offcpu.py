@@ -174,7 +174,9 @@ REASONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "read_events",
             "__x64_sys_io_getevents",
             "__x64_sys_io_uring_enter",
-            "io_wq_*",
+            # an io-wq worker running a request blocked where no frame above says why; not
+            # ``io_wq_*``: an idle worker waits for work in io_wq_worker ("wait", below)
+            "io_wq_submit_work",
             "ext4_*_io_end*",
         ),
     ),
