@@ -151,6 +151,24 @@ def test_runs_of_two_hosts_a_side_pair_each_host_with_its_own() -> None:
     assert len(res.rows) == 2 * len({r.point_text for r in res.rows if r.base_runs[0] < 100})
 
 
+def test_a_marked_row_of_one_invocation_a_side_says_so() -> None:
+    # each side's five runs from one invocation (one batch): their interval cannot see the
+    # drift between the two invocations, and the note says so; five invocations a side, none
+    def batched(rs: list, name: str, per_run: bool) -> list:
+        return [dataclasses.replace(r, batch=f"{name}{r.repeat_index if per_run else ''}") for r in rs]
+
+    slow = {"0": 0.8, "1": 0.8}
+    for per_run, said in ((False, True), (True, False)):
+        base = batched(runs("a"), "a", per_run)
+        new = batched(runs("b", scale=slow, start_id=50, seed=2), "b", per_run)
+        res = compare(Side("a", base), [Side("b", new)])
+        assert any(r.cmp.significant for r in res.rows)
+        assert any(n.startswith("a marked row's sides are one invocation each") for n in res.notes) is said
+    # batches not known (runs stored before them): nothing said
+    res = compare(Side("a", runs("a")), [Side("b", runs("b", scale=slow, start_id=50, seed=2))])
+    assert not any("one invocation each" in n for n in res.notes)
+
+
 def test_one_run_a_side_is_never_marked() -> None:
     res = compare(Side("a", runs("a", n=1)), [Side("b", runs("b", n=1, scale={"0": 0.5}, start_id=50))])
     assert res.rows and not any(r.cmp.significant for r in res.rows)

@@ -449,9 +449,17 @@ def _geomean_ratios(rows: Iterable[Row]) -> dict[str, float]:
     return {m: geomean(v) for m, v in ratios.items()}
 
 
+def _one_invocation_a_side(r: Row) -> bool:
+    """Each side's samples of the row come from one batch (invocation); False when a batch is
+    not known (``""``: runs stored before batches were)."""
+    sides = (set(r.base_batches), set(r.new_batches))
+    return all(len(b) == 1 and "" not in b for b in sides)
+
+
 def _notes(rows: Sequence[Row], emulated: bool, nonfinite: Sequence[str], drop: Iterable[str]) -> list[str]:
     """What a reader must know to read the rows: no verdicts on an emulated guest, none on a
-    single run, the non-finite values left out, the knobs taken as the treatment."""
+    single run, a marked row of one invocation a side, the non-finite values left out, the
+    knobs taken as the treatment."""
     notes = []
     if emulated:
         notes.append(
@@ -463,6 +471,14 @@ def _notes(rows: Sequence[Row], emulated: bool, nonfinite: Sequence[str], drop: 
         notes.append(
             "a point with one run on a side is never marked: repeat it (--repeat 3 or "
             "--repeat auto) to get an interval"
+        )
+    if any(r.cmp.significant and _one_invocation_a_side(r) for r in rows):
+        notes.append(
+            "a marked row's sides are one invocation each: the runs of one invocation share that "
+            "minute's machine state, and the interval, which takes them as independent, cannot see "
+            'the drift between invocations (docs/statistics.md, "Runs of one invocation are not '
+            'independent"); before trusting a small change, interleave the sides (one run an '
+            "invocation, taking turns) or gate with several invocations a side"
         )
     if nonfinite:
         notes.append("non-finite values (NaN, inf) treated as missing, not compared: " + "; ".join(nonfinite))
