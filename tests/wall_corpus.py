@@ -177,6 +177,11 @@ class Evidence:
     def runtime_s(self) -> float:
         return float(self.job().get("job_runtime", 0)) / 1000.0
 
+    def cpu_share(self) -> float:
+        """fio's own CPU (usr + sys) as a share of its runtime."""
+        job = self.job()
+        return (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100
+
     def throughput(self) -> float:
         """fio's bandwidth in bytes/s, reads and writes together."""
         return self.bw("read") + self.bw("write")
@@ -682,8 +687,7 @@ def t_sleep(e: Evidence) -> Truth:
 def t_memcopy(e: Evidence) -> Truth:
     """Never asleep: on a CPU or waiting for one (a neighbour takes CPU time from the copy
     but does not make it wait for anything else), reading a file on tmpfs (no device)."""
-    job = e.job()
-    cpu = (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100
+    cpu = e.cpu_share()
     run = e.samples.running()
     bw = e.bw("read") / MIB
     return Truth(

@@ -546,8 +546,7 @@ def t_buffered_aio(e: Evidence) -> Truth:
 
 def t_bfq(e: Evidence) -> Truth:
     """The submitter on a CPU (fio's own CPU share and the looks) and slower than under none."""
-    job = e.job()
-    cpu = (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100
+    cpu = e.cpu_share()
     run = e.samples.running()
     fast, vs = versus(e, 0.7)
     return Truth(
@@ -769,9 +768,9 @@ APPEND_QD32 = (
 )
 #: APPEND_QD32 through io_uring
 APPEND_URING = APPEND_QD32.replace('"libaio"', '"io_uring"')
-#: random reads through libaio of a file fio lays out first (and drops from the cache)
 #: direct 4 KiB random reads at iodepth 32 of a 256 MiB file: on the ram bed, a submitter on a CPU
 RR4K_QD32 = 'rw = "randread"\nbs = "4k"\nsize = "256M"\ndirect = 1\nioengine = "libaio"\niodepth = 32'
+#: random reads through libaio of a file fio lays out first (and drops from the cache)
 RR4K_AIO = 'rw = "randread"\nbs = "4k"\nsize = "1G"\ndirect = {direct}\nioengine = "libaio"\niodepth = 32'
 #: fio lays the file out in full (written) before the job, which then overwrites it
 OVERWRITE = "\n[workload.options]\noverwrite = 1"

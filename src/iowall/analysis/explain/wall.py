@@ -108,8 +108,14 @@ def held_across_io(b: Budget, dev: Device) -> bool:
     work, 0.95 requests in flight: the CPUs they left unused would carry nothing more."""
     if len(b.threads) < 2 or dev.queue_depth is None:
         return False
-    work = b.oncpu_s - b.kernel_paths.get("lock", 0.0)
-    return b.totals.get("blocked:io", 0.0) > work and dev.queue_depth <= ACROSS_IO_DEPTH * (dev.iodepth or 1)
+    return b.totals.get("blocked:io", 0.0) > _work_s(b) and dev.queue_depth <= ACROSS_IO_DEPTH * (
+        dev.iodepth or 1
+    )
+
+
+def _work_s(b: Budget) -> float:
+    """The threads' seconds on a CPU less their spinning in lock slow paths: their work."""
+    return b.oncpu_s - b.kernel_paths.get("lock", 0.0)
 
 
 def _lock_headroom(w: Wall, b: Budget, dev: Device, ctx: Mapping[str, float]) -> Wall:
@@ -140,8 +146,7 @@ def _lock_headroom(w: Wall, b: Budget, dev: Device, ctx: Mapping[str, float]) ->
 def _across_io(w: Wall, b: Budget, dev: Device) -> Wall:
     """A lock wall whose holder waits for its own I/O under it: the I/O wait, where it slept,
     the work on a CPU beside it and the requests in flight, said instead of a CPU headroom."""
-    io = b.totals.get("blocked:io", 0.0)
-    work = b.oncpu_s - b.kernel_paths.get("lock", 0.0)
+    io, work = b.totals.get("blocked:io", 0.0), _work_s(b)
     fn, caller = b.top_functions.get("io", ("", ""))
     where = f" ({fn} < {caller})" if fn and caller else f" ({fn})" if fn else ""
     what = f"{dev.direction}'s" if dev.direction in ("read", "write") else "I/O's"
@@ -150,7 +155,7 @@ def _across_io(w: Wall, b: Budget, dev: Device) -> Wall:
         w.kind,
         w.sentence + f" It is held across each {what} I/O: outside their waits for it, the {n} threads "
         f"waited {io:.2f} s for I/O{where} against {work:.2f} s of work on a CPU, with "
-        f"{dev.queue_depth or 0:.1f} request(s) in flight on average{each_io(dev)}. More CPUs "
+        f"{dev.queue_depth:.1f} request(s) in flight on average{each_io(dev)}. More CPUs "
         "would not carry more: the time each I/O takes under the lock sets the pace.",
         w.share,
         w.evidence | {"held_across_io": True, "io_wait_s": round(io, 3), "work_cpu_s": round(work, 3)},
