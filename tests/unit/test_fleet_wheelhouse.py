@@ -1,10 +1,17 @@
-"""The fleet's wheelhouse is reused only when it was built from the same sources."""
+"""The fleet's wheelhouse is reused only when it was built from the same sources; the cache
+keeps the few used last."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
-from iowall.fleet.wheelhouse import DIGEST, reusable, source_digest
+import pytest
+
+from iowall.fleet.ansible import Event
+from iowall.fleet.drive import _Progress
+from iowall.fleet.wheelhouse import DIGEST, TAR, prune, reusable, shared, source_digest
 
 
 def _tree(root: Path) -> None:
@@ -21,7 +28,7 @@ def _tree(root: Path) -> None:
 def _house(dest: Path, digest: str) -> None:
     dest.mkdir(parents=True)
     (dest / "iowall-0.1.0-py3-none-linux_x86_64.whl").write_bytes(b"wheel")
-    dest.with_suffix(".tar").write_bytes(b"tar")
+    (dest / TAR).write_bytes(b"tar")
     (dest / DIGEST).write_text(digest + "\n")
 
 
@@ -42,7 +49,7 @@ def test_the_digest_moves_with_the_sources_not_with_what_a_build_leaves(tmp_path
 
 
 def test_a_wheelhouse_is_reused_only_when_whole_and_from_the_same_sources(tmp_path: Path) -> None:
-    root, dest = tmp_path / "src", tmp_path / "fleet" / "wheelhouse"
+    root, dest = tmp_path / "src", tmp_path / "wheelhouse" / "0123456789abcdef"
     _tree(root)
     assert reusable(dest, source_digest(root)) is None  # nothing built yet
     _house(dest, source_digest(root))
@@ -50,5 +57,39 @@ def test_a_wheelhouse_is_reused_only_when_whole_and_from_the_same_sources(tmp_pa
     (root / "src/iowall/a.py").write_text("x = 2")
     assert reusable(dest, source_digest(root)) is None  # edited since
     (dest / DIGEST).write_text(source_digest(root))
-    dest.with_suffix(".tar").unlink()
+    (dest / TAR).unlink()
     assert reusable(dest, source_digest(root)) is None  # the archive the hosts copy is missing
+
+
+def test_one_wheelhouse_per_source_digest_in_the_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert shared("ab" * 32) == tmp_path / "iowall" / "wheelhouse" / ("ab" * 8)
+
+
+def test_the_cache_keeps_the_wheelhouses_used_last_and_no_stale_build(tmp_path: Path) -> None:
+    now = time.time()
+    for i in range(5):  # house 0 used last
+        (tmp_path / f"h{i}").mkdir()
+        os.utime(tmp_path / f"h{i}", (now - i * 60, now - i * 60))
+    (tmp_path / "h9.building-old").mkdir()
+    os.utime(tmp_path / "h9.building-old", (now - 2 * 86400, now - 2 * 86400))
+    (tmp_path / "h8.building-now").mkdir()  # another fleet run's build under way
+    removed = prune(tmp_path)
+    assert sorted(p.name for p in removed) == ["h3", "h4", "h9.building-old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h0", "h1", "h2", "h8.building-now"]
+
+
+def test_a_host_with_the_same_archive_is_said_installed_already() -> None:
+    said: list[str] = []
+    progress = _Progress(said.append)
+    for host, copied in (("web1", "changed"), ("web2", "ok")):
+        progress(Event(copied, host, "iowall: copy wheelhouse"))
+        progress(Event("ok", host, "iowall: dependencies"))
+    assert [ln.split("] ", 1)[1] for ln in said] == [
+        "web1: wheelhouse copied",
+        "web1: installed",
+        "web2: wheelhouse there already (the same archive)",
+        "web2: installed already",
+    ]

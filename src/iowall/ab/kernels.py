@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from ..machine import dirs
 from ..vocab.errors import UserError
 
 
@@ -48,10 +49,9 @@ def split_spec(text: str) -> tuple[str, str]:
 def cache_dir() -> str:
     """``$XDG_CACHE_HOME/iowall/ab`` (default ``~/.cache/iowall/ab``): unpacked kernels and
     each run's shared directories and consoles."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(base, "iowall", "ab")
-    os.makedirs(path, exist_ok=True)
-    return path
+    path = dirs.cache_dir() / "ab"
+    path.mkdir(exist_ok=True)
+    return str(path)
 
 
 def is_bzimage(path: str) -> bool:

@@ -13,6 +13,7 @@ from ..report.emit import emit
 from ..report.fleet import Hosts
 from ..results import IMPORTED
 from ..store import Store
+from ..vocab.units import plural
 from .options import CommitOpt, DbOpt, HoldMemoryOpt, LabelOpt, QuickOpt
 
 fleet_app = typer.Typer(
@@ -52,7 +53,7 @@ def fleet_run(
     failed = [s.host for s in states if s.status != IMPORTED]
     if failed:
         _say(
-            f"iowall: {len(failed)} of {len(states)} hosts failed ({', '.join(failed)}); "
+            f"iowall: {len(failed)} of {plural(len(states), 'host')} failed ({', '.join(failed)}); "
             "run the same command again to complete them"
         )
     bad = [s for s in states if s.status == IMPORTED and s.failed_runs]

@@ -20,7 +20,7 @@ from ..vocab.errors import UserError
 from ..vocab.units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
 from .state import FleetDir, run_key
-from .wheelhouse import build, checkout, reusable, source_digest
+from .wheelhouse import TAR, build, checkout, reusable, shared, source_digest, used
 
 #: The playbook's tasks that mark a stage, and the progress line each one prints.
 STAGES = {
@@ -29,6 +29,12 @@ STAGES = {
     "iowall: doctor": "doctor: limits can run",
     "iowall: run": "measured",
     "iowall: fetch bundle": "bundle fetched",
+}
+#: A stage's line when the host had the wheelhouse's archive already (another label or plan of
+#: the same sources): nothing is unpacked or installed again, only checked.
+UNCHANGED = {
+    "iowall: copy wheelhouse": "wheelhouse there already (the same archive)",
+    "iowall: dependencies": "installed already",
 }
 
 
@@ -73,6 +79,7 @@ class _Progress:
 
     def __init__(self, say: Callable[[str], None]) -> None:
         self.say, self.t0, self.errors = say, time.monotonic(), dict[str, str]()
+        self.had_archive: set[str] = set()
 
     def line(self, host: str, text: str) -> None:
         self.say(f"[{time.monotonic() - self.t0:6.1f}s] {host}: {text}")
@@ -84,6 +91,11 @@ class _Progress:
             self.line(ev.host, error)
         elif ev.event in ("ok", "changed") and ev.task == "iowall: fingerprint":
             self.line(ev.host, _fingerprint_line(ev.stdout))
+        elif ev.event == "ok" and ev.task == "iowall: copy wheelhouse":
+            self.had_archive.add(ev.host)
+            self.line(ev.host, UNCHANGED[ev.task])
+        elif ev.event in ("ok", "changed") and ev.host in self.had_archive and ev.task in UNCHANGED:
+            self.line(ev.host, UNCHANGED[ev.task])
         elif ev.event in ("ok", "changed") and ev.task in STAGES:
             self.line(ev.host, STAGES[ev.task])
 
@@ -110,7 +122,7 @@ def run_fleet(
     hosts = inventory_hosts(spec.inventory)
     fd = FleetDir(run_key(spec.label, keyed, spec.commit), root)
     say(
-        f"fleet: {len(hosts)} hosts, {keyed}, label {spec.label or '-'}, commit "
+        f"fleet: {plural(len(hosts), 'host')}, {keyed}, label {spec.label or '-'}, commit "
         f"{spec.commit or '-'}; state in {fd.path}"
     )
     progress = _Progress(say)
@@ -132,17 +144,18 @@ def run_fleet(
     if todo:
         source = checkout()
         digest = source_digest(source)
-        wheel = reusable(fd.wheelhouse, digest)
+        house = shared(digest)
+        wheel = reusable(house, digest)
         if wheel is not None:
-            said = f"reusing {wheel} and its dependencies in {fd.wheelhouse} (same sources)"
-            progress.line("controller", said)
+            used(house)
+            progress.line("controller", f"reusing {wheel} and its dependencies in {house} (same sources)")
         else:
-            wheel = build(source, fd.wheelhouse, digest)
-            progress.line("controller", f"built {wheel} and its dependencies into {fd.wheelhouse}")
+            wheel = build(source, house, digest)
+            progress.line("controller", f"built {wheel} and its dependencies into {house}")
         for h in todo:
             fd.bundle(h).unlink(missing_ok=True)
         extra = {
-            "iowall_wheelhouse": f"{fd.wheelhouse}.tar",
+            "iowall_wheelhouse": str(house / TAR),
             "iowall_wheel": wheel,
             "iowall_target": target,
             "iowall_label": spec.label,

@@ -24,13 +24,13 @@ def run_key(label: str, target: str, commit: str) -> str:
 
 class FleetDir:
     """``$XDG_DATA_HOME/iowall/fleet/KEY``: ``hosts/HOST.json`` (states), ``fetched/HOST/``
-    (bundle, report, fingerprint), the wheelhouse and Ansible's log."""
+    (bundle, report, fingerprint) and Ansible's log (the wheelhouse is shared by every run of
+    the same sources: ``wheelhouse.shared``)."""
 
     def __init__(self, key: str, root: Path | None = None) -> None:
         self.path = (root or data_dir() / "fleet") / key
         (self.path / "hosts").mkdir(parents=True, exist_ok=True)
         self.fetched = self.path / "fetched"
-        self.wheelhouse = self.path / "wheelhouse"
         self.log = self.path / "ansible.log"
 
     def _state_file(self, host: str) -> Path:

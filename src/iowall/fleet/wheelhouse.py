@@ -4,12 +4,17 @@ its C engine into the wheel) and every dependency as a wheel, so hosts install o
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
+import time
 from pathlib import Path
 
-from ..machine.atomic import open_atomic_bytes, write_text
+from ..machine.atomic import write_text
+from ..machine.dirs import cache_dir
 from ..vocab.errors import IowallError, UserError
 
 
@@ -57,38 +62,72 @@ def source_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+#: the archive of every wheel in a wheelhouse, the one file the hosts copy (Ansible copies a
+#: directory file by file, which took minutes for 42 wheels)
+TAR = "wheels.tar"
+#: wheelhouses kept in the cache, the most recently used: a few checkouts' worth
+KEEP = 3
+
+
+def shared(digest: str) -> Path:
+    """``$XDG_CACHE_HOME/iowall/wheelhouse/DIGEST``: one wheelhouse per ``source_digest``,
+    shared by every fleet run of those sources. Another label or plan on the same checkout
+    builds nothing (10-13 s of ``pip wheel`` here), and its hosts find the archive they
+    already have and skip the install (15-20 s a host)."""
+    return cache_dir() / "wheelhouse" / digest[:16]
+
+
 def reusable(dest: Path, digest: str) -> str | None:
     """The iowall wheel's name when ``dest`` holds a complete wheelhouse built from sources of
-    this ``source_digest`` (a rerun after a host failed: the same install, ten seconds of
-    ``pip wheel`` saved); None when anything differs or is missing."""
+    this ``source_digest``; None when anything differs or is missing."""
     wheels = sorted(dest.glob("iowall-*.whl"))
     stamp = dest / DIGEST
-    if len(wheels) != 1 or not stamp.is_file() or not dest.with_suffix(".tar").is_file():
+    if len(wheels) != 1 or not stamp.is_file() or not (dest / TAR).is_file():
         return None
     return wheels[0].name if stamp.read_text().strip() == digest else None
 
 
 def build(root: Path, dest: Path, digest: str) -> str:
-    """Build iowall's wheel from ``root`` and its dependencies' wheels into ``dest``, and
-    ``dest``.tar holding them all (one file to copy: Ansible copies a directory file by file,
-    which took minutes for 42 wheels); returns the iowall wheel's file name. An older iowall
-    wheel there is removed first; ``digest``, the sources' (``source_digest``, taken before the
-    build), is written last (``reusable``)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / DIGEST).unlink(missing_ok=True)
-    for old in dest.glob("iowall-*.whl"):
-        old.unlink()
-    _pip(["--no-deps", "-w", str(dest), str(root)], f"the iowall wheel from {root}")
-    wheels = sorted(dest.glob("iowall-*.whl"))
-    if len(wheels) != 1:
-        raise IowallError(f"building the iowall wheel left {len(wheels)} wheels in {dest}")
-    _pip(["-w", str(dest), "--find-links", str(dest), str(wheels[0])], "the dependency wheels")
-    tar = dest.with_suffix(".tar")
-    with (
-        open_atomic_bytes(tar, what="wheel archive") as f,
-        tarfile.open(fileobj=f, mode="w") as t,
-    ):  # wheels are compressed already
-        for w in sorted(dest.glob("*.whl")):
-            t.add(w, arcname=w.name)
-    write_text(dest / DIGEST, digest + "\n", what="wheelhouse digest")
+    """Build iowall's wheel from ``root``, its dependencies' wheels and their archive
+    (``TAR``) into ``dest``; returns the iowall wheel's file name. Built in a directory of its
+    own beside ``dest`` and renamed into place when whole: two fleet runs building at once
+    each end with a whole wheelhouse, and a killed build leaves no half of one. ``digest``,
+    the sources' (``source_digest``, taken before the build), is written last."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{dest.name}.building-", dir=dest.parent))
+    try:
+        _pip(["--no-deps", "-w", str(tmp), str(root)], f"the iowall wheel from {root}")
+        wheels = sorted(tmp.glob("iowall-*.whl"))
+        if len(wheels) != 1:
+            raise IowallError(f"building the iowall wheel left {len(wheels)} wheels in {tmp}")
+        _pip(["-w", str(tmp), "--find-links", str(tmp), str(wheels[0])], "the dependency wheels")
+        with tarfile.open(tmp / TAR, mode="w") as t:  # wheels are compressed already
+            for w in sorted(tmp.glob("*.whl")):
+                t.add(w, arcname=w.name)
+        write_text(tmp / DIGEST, digest + "\n", what="wheelhouse digest")
+        if reusable(dest, digest) is None:  # else another build finished first: keep its
+            shutil.rmtree(dest, ignore_errors=True)
+            os.rename(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    prune(dest.parent)
     return wheels[0].name
+
+
+def used(dest: Path) -> None:
+    """Mark a wheelhouse as used now (``prune`` keeps the most recently used)."""
+    os.utime(dest)
+
+
+def prune(cache: Path, keep: int = KEEP) -> list[Path]:
+    """Remove all but the ``keep`` most recently used wheelhouses of ``cache``, and builds
+    left unfinished more than a day ago (a killed fleet run's); returns what it removed."""
+    houses = sorted(
+        (p for p in cache.iterdir() if p.is_dir() and ".building-" not in p.name),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    stale = [p for p in cache.glob("*.building-*") if time.time() - p.stat().st_mtime > 86400]
+    for p in houses[keep:] + stale:
+        shutil.rmtree(p, ignore_errors=True)
+    return houses[keep:] + stale

@@ -1,4 +1,5 @@
-"""Where iowall keeps things: XDG data (store, loop images), state (journal) and run dirs."""
+"""Where iowall keeps things: XDG data (store, loop images), state (journal), cache (the
+fleet's wheelhouses) and run dirs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ def data_dir() -> Path:
 def state_dir() -> Path:
     """``$XDG_STATE_HOME/iowall`` (default ``~/.local/state/iowall``): the undo journal."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    p = Path(base) / "iowall"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/iowall`` (default ``~/.cache/iowall``): what can be built again."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     p = Path(base) / "iowall"
     p.mkdir(parents=True, exist_ok=True)
     return p
