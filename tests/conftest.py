@@ -65,9 +65,10 @@ def reporting_hold(request: pytest.FixtureRequest) -> Iterator[KnobSession | Non
     it is off stays backed by the host, so the first guest-memory touch of the session (the
     first `limits`, `run` or `gate`: all hold guest memory by default) serves every later one
     (guestmem.TOUCHED): each would otherwise touch all free memory again, 20-30 s here."""
-    # the guests' lane (-m guests) measures nothing here and may end while the lane beside
-    # it still runs: its hold, restored then, would move the knob under that lane's tests
-    if not ROOT or reporting_order() is None or request.config.option.markexpr == "guests":
+    # the guests' lane (the guests, then the fuzzers) measures nothing here and may end while
+    # the lane beside it still runs: its hold, restored then, would move the knob under that
+    # lane's tests
+    if not ROOT or reporting_order() is None or request.config.option.markexpr in BACKGROUND_LANE:
         yield None
         return
     with KnobSession() as ks:
@@ -77,17 +78,22 @@ def reporting_hold(request: pytest.FixtureRequest) -> Iterator[KnobSession | Non
 
 #: Test directories that measure nothing on this machine: every test in them is ``beside``.
 BESIDE_DIRS = ("unit", "fuzz", "engine")
+#: make test's background lane in phase 1 (scripts/test-lanes.sh): its marker expression
+#: (it takes no hold of free page reporting)
+BACKGROUND_LANE = ("guests", "guests or fuzz")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Unit, fuzz and engine tests are marked ``beside`` (make test's phase 1 selects by it);
-    tests that let go of the session's reporting hold run last (in their order): one
-    guest-memory touch then serves every test before them."""
+    """Unit, fuzz and engine tests are marked ``beside``, fuzz tests ``fuzz`` too (make test's
+    phase 1 selects by them); tests that let go of the session's reporting hold run last (in
+    their order): one guest-memory touch then serves every test before them."""
     here = Path(__file__).parent
     for item in items:
         rel = Path(str(item.path)).relative_to(here) if Path(str(item.path)).is_relative_to(here) else None
         if rel is not None and rel.parts[0] in BESIDE_DIRS:
             item.add_marker(pytest.mark.beside)
+        if rel is not None and rel.parts[0] == "fuzz":
+            item.add_marker(pytest.mark.fuzz)
     items.sort(key=lambda item: "reporting_released" in getattr(item, "fixturenames", ()))
 
 

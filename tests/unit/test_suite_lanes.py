@@ -11,21 +11,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _selections() -> set[tuple[str, str]]:
-    """(marker expression, path) of each pytest the script runs."""
+def _selections() -> set[tuple[str, tuple[str, ...]]]:
+    """(marker expression, paths) of each pytest the script runs."""
     script = (ROOT / "scripts" / "test-lanes.sh").read_text().replace("\\\n", " ")
-    found = re.findall(r'-m pytest .*?-m (?:"([^"]+)"|(\w+)) (tests\S*)', script)
-    return {(quoted or bare, path) for quoted, bare, path in found}
+    found = re.findall(r'-m pytest .*?-m (?:"([^"]+)"|(\w+)) +((?:tests\S* +)+)', script)
+    return {(quoted or bare, tuple(paths.split())) for quoted, bare, paths in found}
 
 
 def test_the_phases_select_every_test_once() -> None:
-    # guests and beside in phase 1, the complement of both in phase 2: every test once, as
-    # long as guests are only integration tests
+    # guests, then the fuzzers, in the background lane of phase 1, the other beside tests in
+    # the lane beside it, the complement of guests and beside in phase 2: every test once, as
+    # long as guests are only integration tests and every fuzzer is beside (tests/conftest.py
+    # marks the whole of tests/fuzz both)
     assert _selections() == {
-        ("guests", "tests/integration"),
-        ("beside", "tests"),
-        ("not guests and not beside", "tests"),
+        ("guests or fuzz", ("tests/integration", "tests/fuzz")),
+        ("beside and not fuzz", ("tests",)),
+        ("not guests and not beside", ("tests",)),
     }
+    conftest = (ROOT / "tests" / "conftest.py").read_text()
+    assert 'BESIDE_DIRS = ("unit", "fuzz", "engine")' in conftest
+    assert 'rel.parts[0] == "fuzz":\n            item.add_marker(pytest.mark.fuzz)' in conftest
     outside = [
         str(p.relative_to(ROOT))
         for p in (ROOT / "tests").rglob("test_*.py")
