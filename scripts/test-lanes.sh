@@ -14,7 +14,9 @@
 # 299 s instead of 159): phase 1 keeps both CPUs busy, so only less work shortens it, or work
 # moved from the longer lane to the shorter: with one A/A of two boots fewer (2026-12-03),
 # the guests' lane takes the fuzzers (about 100 s) from the lane beside it.
-# Each phase's pytest prints its slowest durations; the exit code is the first failure's.
+# Each phase's pytest prints its slowest durations, and scripts/host_pace.py the host's pace
+# before and after them (a slower hour of the host from a slower suite); the exit code is the
+# first failure's.
 # Usage: scripts/test-lanes.sh VENV
 set -u
 VENV=$1
@@ -23,6 +25,7 @@ tmp=$(mktemp -d /tmp/iowall-lanes.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 fail() { [ "$status" -ne 0 ] || status=$1; }
+"$PY" scripts/host_pace.py "before phase 1"
 t0=$(date +%s)
 
 "$PY" -m pytest -q -rs --durations=15 --basetemp="$tmp/guests" -m "guests or fuzz" \
@@ -42,8 +45,10 @@ echo "== the emulated guests, then the fuzzers (phase 1, in the background) =="
 cat "$tmp/guests.log"
 fail $rc
 echo "== phase 1: $(( $(date +%s) - t0 )) s =="
+"$PY" scripts/host_pace.py "before phase 2"
 
 "$PY" -m pytest -q -rs --durations=40 --basetemp="$tmp/measuring" -m "not guests and not beside" tests \
     || fail $?
 echo "== both phases: $(( $(date +%s) - t0 )) s =="
+"$PY" scripts/host_pace.py "after phase 2"
 exit $status

@@ -99,7 +99,7 @@ def build(root: Path, dest: Path, digest: str) -> str:
         _pip(["--no-deps", "-w", str(tmp), str(root)], f"the iowall wheel from {root}")
         wheels = sorted(tmp.glob("iowall-*.whl"))
         if len(wheels) != 1:
-            raise IowallError(f"building the iowall wheel left {len(wheels)} wheels in {tmp}")
+            raise IowallError(f"building the iowall wheel from {root} left {len(wheels)} wheels")
         _pip(["-w", str(tmp), "--find-links", str(tmp), str(wheels[0])], "the dependency wheels")
         with tarfile.open(tmp / TAR, mode="w") as t:  # wheels are compressed already
             for w in sorted(tmp.glob("*.whl")):
@@ -107,7 +107,11 @@ def build(root: Path, dest: Path, digest: str) -> str:
         write_text(tmp / DIGEST, digest + "\n", what="wheelhouse digest")
         if reusable(dest, digest) is None:  # else another build finished first: keep its
             shutil.rmtree(dest, ignore_errors=True)
-            os.rename(tmp, dest)
+            try:
+                os.rename(tmp, dest)
+            except OSError:  # another build renamed its in between
+                if reusable(dest, digest) is None:
+                    raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     prune(dest.parent)
