@@ -6,14 +6,11 @@
 #      measure nothing here (unit and engine tests, and the integration tests of bundles,
 #      compare, scaling, HTTP and PostgreSQL: no bed, no browser);
 #   2. then, alone on the machine, every other test: those that measure.
-# The guests set phase 1's length (283-292 s against about 200 s for the rest, with the
-# package's bytecode compiled at set-up; 318 s before): the lint and the beside tests run at
-# a lower priority (nice 10), so that they take what the guests leave; measured, it did not
-# shorten them (318 -> 317 s): the guests' time is their own.
-# Nor did running the two-kernel guest beside the other two (phase 1 323 s, the beside tests
-# 299 s instead of 159): phase 1 keeps both CPUs busy, so only less work shortens it, or work
-# moved from the longer lane to the shorter: with one A/A of two boots fewer (2026-12-03),
-# the guests' lane takes the fuzzers (about 100 s) from the lane beside it.
+# Phase 1 keeps both CPUs busy, so only less work shortens it, or work moved from the longer
+# lane to the shorter: the lint and the beside tests run at a lower priority (nice 10), to take
+# what the guests leave (measured, it did not shorten the guests: their time is their own), and
+# the guests' lane also takes the fuzzers (115-120 s), so that both lanes end together (on
+# 2026-12-03: 466 s and 446 s, 523 s and 488 s; docs/testing.md).
 # Each phase's pytest prints its slowest durations, and scripts/host_pace.py the host's pace
 # before and after them (a slower hour of the host from a slower suite); the exit code is the
 # first failure's.

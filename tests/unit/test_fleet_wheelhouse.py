@@ -11,7 +11,7 @@ import pytest
 
 from iowall.fleet.ansible import Event
 from iowall.fleet.drive import _Progress
-from iowall.fleet.wheelhouse import DIGEST, TAR, prune, reusable, shared, source_digest
+from iowall.fleet.wheelhouse import DIGEST, TAR, drop_per_run, prune, reusable, shared, source_digest
 
 
 def _tree(root: Path) -> None:
@@ -93,3 +93,14 @@ def test_a_host_with_the_same_archive_is_said_installed_already() -> None:
         "web2: wheelhouse there already (the same archive)",
         "web2: installed already",
     ]
+
+
+def test_the_wheelhouses_kept_per_fleet_run_before_sharing_are_removed(tmp_path: Path) -> None:
+    for key in ("a", "b"):
+        (tmp_path / key / "hosts").mkdir(parents=True)
+        (tmp_path / key / "hosts" / "h.json").write_text("{}")
+    _house(tmp_path / "a" / "wheelhouse", "d" * 64)
+    assert drop_per_run(tmp_path) == [tmp_path / "a" / "wheelhouse"]
+    assert not (tmp_path / "a" / "wheelhouse").exists()
+    assert (tmp_path / "a" / "hosts" / "h.json").is_file()  # the run's state stays
+    assert drop_per_run(tmp_path) == []

@@ -20,7 +20,7 @@ from ..vocab.errors import UserError
 from ..vocab.units import fmt_bytes, plural
 from .ansible import Event, inventory_hosts, play
 from .state import FleetDir, run_key
-from .wheelhouse import TAR, build, checkout, reusable, shared, source_digest, used
+from .wheelhouse import TAR, build, checkout, drop_per_run, reusable, shared, source_digest, used
 
 #: The playbook's tasks that mark a stage, and the progress line each one prints.
 STAGES = {
@@ -152,6 +152,11 @@ def run_fleet(
         else:
             wheel = build(source, house, digest)
             progress.line("controller", f"built {wheel} and its dependencies into {house}")
+        old = drop_per_run(fd.path.parent)
+        if old:
+            progress.line(
+                "controller", f"removed {plural(len(old), 'wheelhouse')} an earlier iowall kept per fleet run"
+            )
         for h in todo:
             fd.bundle(h).unlink(missing_ok=True)
         extra = {

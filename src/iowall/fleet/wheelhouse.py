@@ -72,7 +72,7 @@ KEEP = 3
 def shared(digest: str) -> Path:
     """``$XDG_CACHE_HOME/iowall/wheelhouse/DIGEST``: one wheelhouse per ``source_digest``,
     shared by every fleet run of those sources. Another label or plan on the same checkout
-    builds nothing (10-13 s of ``pip wheel`` here), and its hosts find the archive they
+    builds nothing (13-15 s of ``pip wheel`` here), and its hosts find the archive they
     already have and skip the install (15-20 s a host)."""
     return cache_dir() / "wheelhouse" / digest[:16]
 
@@ -132,6 +132,17 @@ def prune(cache: Path, keep: int = KEEP) -> list[Path]:
         reverse=True,
     )
     stale = [p for p in cache.glob("*.building-*") if time.time() - p.stat().st_mtime > 86400]
-    for p in houses[keep:] + stale:
+    gone = houses[keep:] + stale
+    for p in gone:
         shutil.rmtree(p, ignore_errors=True)
-    return houses[keep:] + stale
+    return gone
+
+
+def drop_per_run(fleet_root: Path) -> list[Path]:
+    """Remove the wheelhouses iowall kept in each fleet run's state directory before they were
+    shared (``FLEET_ROOT/KEY/wheelhouse``, about 100 MB each, used by nothing since); returns
+    what it removed."""
+    gone = sorted(p for p in fleet_root.glob("*/wheelhouse") if p.is_dir())
+    for p in gone:
+        shutil.rmtree(p, ignore_errors=True)
+    return gone
