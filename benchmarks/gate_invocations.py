@@ -82,7 +82,10 @@ def one_gate(rng: random.Random, k: int, tau: float, shift: float) -> tuple[int,
     def gate(view: Callable[[list[Run]], list[Run]]) -> Callable[[], GateResult]:
         def now() -> GateResult:
             new = [r for rs in rounds for r in rs]
-            res = compare(Side("base", view(base)), [Side("new", view(new))], metrics=["all"])
+            # as `iowall gate` does: its rows by their runs, invocations tested by ``decide``
+            res = compare(
+                Side("base", view(base)), [Side("new", view(new))], metrics=["all"], by_invocation=False
+            )
             return decide(res)
 
         return now

@@ -50,7 +50,8 @@ def _run(label: str, v: float, jobs: int = 1, sys_share: float = 0.5) -> Run:
 
 
 def _gate(base: list[Run], new: list[Run], **kw: object):  # type: ignore[no-untyped-def]
-    res = compare(Side("base", base), [Side("new", new)], metrics=["all"])
+    # as `iowall gate` does: its rows by their runs, invocations tested by ``decide``
+    res = compare(Side("base", base), [Side("new", new)], metrics=["all"], by_invocation=False)
     return decide(res, **kw)  # type: ignore[arg-type]
 
 

@@ -53,7 +53,7 @@ def test_runs_become_checkouts_builds_and_tests_that_kcidb_io_accepts() -> None:
 
 def test_a_gates_verdicts_are_test_statuses_with_the_why() -> None:
     base, new = two_sides()
-    res = decide(compare(Side("base", base), [Side("patched", new)]))
+    res = decide(compare(Side("base", base), [Side("patched", new)], by_invocation=False))
     doc = gate_doc(res, new, {"direct=0": ("The memory-copy wall: …",)}, base)
     _validate(doc)
     statuses = {t["misc"]["verdict"]: t["status"] for t in doc["tests"]}

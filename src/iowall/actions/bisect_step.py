@@ -141,6 +141,7 @@ def judge(good: Sequence[Run], cand: Sequence[Run], labels: tuple[str, str], rul
         metrics=metrics,
         floor=rule.floor,
         compared="label",
+        by_invocation=False,
     )
     if not res.rows:
         return None

@@ -278,7 +278,9 @@ def _verdict(
     then ``decide`` (Welch's t-test, Benjamini-Hochberg at ``fdr``); the sides must be disjoint."""
     if shared_run(sides) is not None:
         raise UserError("the baseline and the new runs share runs: gate disjoint sets")
-    res = compare(sides[0], sides[1:], metrics=metric or ["all"], floor=floor, compared="label")
+    res = compare(
+        sides[0], sides[1:], metrics=metric or ["all"], floor=floor, compared="label", by_invocation=False
+    )
     if not res.rows:
         raise UserError("nothing to gate: no point and metric measured on both sides")
     gated = decide(res, fdr=fdr, accept=accepted, today=today, fail_on=fail_on)

@@ -68,6 +68,12 @@ def fmt_ci(row: Row) -> str:
     return f"[{(ci[0] - 1) * 100:+.1f},{(ci[1] - 1) * 100:+.1f}]"
 
 
+def fmt_n(row: Row) -> str:
+    """Runs base:new, and the invocations they came in where the row was judged by invocation."""
+    k = row.cmp.invocations
+    return f"{row.cmp.n_base}:{row.cmp.n_new}" + (f" in {k[0]}:{k[1]}" if k else "")
+
+
 def mark(row: Row) -> str:
     """``better``/``worse`` when significant, else empty."""
     if not row.cmp.significant:
@@ -154,11 +160,18 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
             line = f"{u.side}: {u.point_text}: {u.reason}"
             out += [f"- {line}"] if markdown else _wrap(line, "  ")
     conf = f"{res.confidence * 100:.0f}%"
+    by_inv = any(r.cmp.invocations for r in res.rows)
     legend = (
         f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
-        f"minus 1; {conf} CI: calibrated, per-side spread; marked better/worse only when the "
-        f"interval excludes 0 and |change| > {res.floor * 100:g}%; n: runs base:new; "
-        f"base/new: medians."
+        f"minus 1; {conf} CI: calibrated, per-side spread"
+        + (
+            "; rows judged by invocation (note below; their n reads '10:10 in 2:2'): change the "
+            "ratio of the sides' geometric means of invocation means, CI Welch's t"
+            if by_inv
+            else ""
+        )
+        + f"; marked better/worse only when the interval excludes 0 and |change| > "
+        f"{res.floor * 100:g}%; n: runs base:new; base/new: medians."
     )
     out += [""] + (["_" + legend + "_"] if markdown else textwrap.wrap(legend, WIDTH))
     for note in res.notes:
@@ -174,7 +187,7 @@ def _two_side_rows(rows: Sequence[Row]) -> list[list[str]]:
             fmt_value(r.cmp.new_median, r.unit),
             _pct(r.cmp.ratio),
             fmt_ci(r),
-            f"{r.cmp.n_base}:{r.cmp.n_new}",
+            fmt_n(r),
             mark(r),
         ]
         for r in rows
@@ -274,7 +287,7 @@ def _full_cells(r: Row) -> list[str]:
         fmt_value(r.cmp.new_median, r.unit),
         _pct(r.cmp.ratio),
         fmt_ci(r),
-        f"{r.cmp.n_base}:{r.cmp.n_new}",
+        fmt_n(r),
         mark(r),
     ]
 
@@ -314,6 +327,7 @@ def row_json(r: Row) -> dict[str, Any]:
         "ci_high": ci[1] if ci else None,
         "significant": c.significant,
         "better": c.better,
+        "invocations": list(c.invocations) if c.invocations else None,
         "base_samples": list(r.base_samples),
         "new_samples": list(r.new_samples),
         "base_runs": list(r.base_runs),

@@ -5,7 +5,8 @@ Points pair by fingerprint (recipe, parameters, bed shape, host shape; never the
 ``pairing`` keys them). Knob parameters (``sysctl:…``, ``sysfs:…``, ``xfs:…``) that are
 constant within a side are the treatment, not the point: they leave the pairing key and show
 as differences. Each pair is judged by ``stats.compare_samples`` (Hodges–Lehmann ratio,
-calibrated 95% interval, significance only beyond the floor); ``stats.geomean`` summarises
+calibrated 95% interval, significance only beyond the floor), or by invocation where its runs
+came in invocations of several runs (``invocations.by_invocation``); ``stats.geomean`` summarises
 each metric. NaN and infinite values are treated as missing: left out, counted in the row and
 named in a note.
 """
@@ -22,6 +23,7 @@ from ...model import MEASURED_STATUSES, Run
 from ...vocab.knob import looks_like_knob
 from .cgroup_env import limits_text
 from .env_numbers import numeric_differences
+from .invocations import by_invocation, clustered, invocation_notes
 from .pairing import by_pair_key, constant_knobs, fact_text, point_text, why_unpaired
 from .stats import Comparison, compare_samples, geomean
 
@@ -289,11 +291,14 @@ def compare(
     floor: float = FLOOR,
     confidence: float = 0.95,
     compared: str = "label",
+    by_invocation: bool = True,
 ) -> CompareResult:
     """Pair the points of each new side with the base's and compare every chosen metric.
 
     Only completed measurements count (status ok or filled). ``compared`` names the field
-    the sides were chosen by; it is left out of the differences."""
+    the sides were chosen by; it is left out of the differences. ``by_invocation`` False: every
+    row by its runs (the gate, which tests invocations by its own rule, ``gate.invocation_p``,
+    and keeps the runs' interval as a row's first condition)."""
     sides = [Side(base.name, [r for r in base.runs if r.status in MEASURED_STATUSES])]
     sides += [Side(s.name, [r for r in s.runs if r.status in MEASURED_STATUSES]) for s in news]
     drop = _treatment_knobs(sides)
@@ -308,7 +313,7 @@ def compare(
     for s, g in zip(sides[1:], groups[1:], strict=True):
         unpaired += _unpaired(base.name, base_g, s.name, g, text_of, drop)
         side_rows, side_nonfinite = _side_rows(
-            s.name, base_g, g, point_of, text_of, metrics, floor, confidence
+            s.name, base_g, g, point_of, text_of, metrics, floor, confidence, by_invocation
         )
         rows += side_rows
         nonfinite += side_nonfinite
@@ -399,6 +404,7 @@ def _side_rows(
     metrics: Sequence[str] | None,
     floor: float,
     confidence: float,
+    by_inv: bool = True,
 ) -> tuple[list[Row], list[str]]:
     """A row per chosen metric of every point both the base and side ``name`` measured, each
     judged by ``compare_samples`` (Hodges–Lehmann ratio, calibrated interval); and where
@@ -417,7 +423,11 @@ def _side_rows(
             if not bv or not nv or min(bv + nv) < 0:
                 continue
             proto = next(x for r in b_runs for x in r.metrics if x.name == m)
-            c = compare_samples(bv, nv, direction=proto.direction, floor=floor, confidence=confidence)
+            c = (
+                by_invocation(bv, nv, bb, nb, direction=proto.direction, floor=floor, confidence=confidence)
+                if by_inv and clustered(bv, nv, bb, nb)
+                else compare_samples(bv, nv, direction=proto.direction, floor=floor, confidence=confidence)
+            )
             rows.append(
                 Row(
                     name,
@@ -449,13 +459,6 @@ def _geomean_ratios(rows: Iterable[Row]) -> dict[str, float]:
     return {m: geomean(v) for m, v in ratios.items()}
 
 
-def _one_invocation_a_side(r: Row) -> bool:
-    """Each side's samples of the row come from one batch (invocation); False when a batch is
-    not known (``""``: runs stored before batches were)."""
-    sides = (set(r.base_batches), set(r.new_batches))
-    return all(len(b) == 1 and "" not in b for b in sides)
-
-
 def _notes(rows: Sequence[Row], emulated: bool, nonfinite: Sequence[str], drop: Iterable[str]) -> list[str]:
     """What a reader must know to read the rows: no verdicts on an emulated guest, none on a
     single run, a marked row of one invocation a side, the non-finite values left out, the
@@ -472,14 +475,7 @@ def _notes(rows: Sequence[Row], emulated: bool, nonfinite: Sequence[str], drop: 
             "a point with one run on a side is never marked: repeat it (--repeat 3 or "
             "--repeat auto) to get an interval"
         )
-    if any(r.cmp.significant and _one_invocation_a_side(r) for r in rows):
-        notes.append(
-            "a marked row's sides are one invocation each: the runs of one invocation share that "
-            "minute's machine state, and the interval, which takes them as independent, cannot see "
-            'the drift between invocations (docs/statistics.md, "Runs of one invocation are not '
-            'independent"); before trusting a small change, interleave the sides (one run an '
-            "invocation, taking turns) or gate with several invocations a side"
-        )
+    notes += invocation_notes([(r.cmp, r.base_batches, r.new_batches) for r in rows])
     if nonfinite:
         notes.append("non-finite values (NaN, inf) treated as missing, not compared: " + "; ".join(nonfinite))
     if drop:

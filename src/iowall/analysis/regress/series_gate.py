@@ -21,15 +21,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ...vocab.units import plural
 from .changepoints import analyse
 from .compare import CompareResult, Row
 from .early import MAX_BASE, MAX_NOISE, MIN_BASE, WINDOWS, Early, Window, early
 from .gate import Accept, GateResult, Verdict, decide
 from .level import recent_window
-from .stats import Comparison
+from .stats import judged
 
 #: The FDR ``iowall gate --series`` uses unless told: the loosest level on the grid whose
 #: replayed false alarms stayed within 0.77 per 100 gated results on each of corpora 1-3
@@ -79,23 +77,13 @@ def _row(s: SeriesResults, e: Early, floor: float) -> Row:
     n = len(s.values)
     base = s.values[w.base_from : n - w.k]
     new = s.values[n - w.k :]
-    ratio, low, high = math.exp(w.shift), math.exp(w.low), math.exp(w.high)
-    significant = (low > 1.0 or high < 1.0) and abs(ratio - 1.0) > floor and w.k >= 2
-    better = None
-    if significant:
-        better = (ratio > 1.0) == (s.direction == "higher")
-    cmp = Comparison(
-        base_median=float(np.median(base)),
-        new_median=float(np.median(new)),
-        n_base=len(base),
-        n_new=len(new),
-        ratio=ratio,
-        ci_low=low,
-        ci_high=high,
-        significant=significant,
-        better=better,
+    cmp = judged(
+        base,
+        new,
+        (math.exp(w.shift), math.exp(w.low), math.exp(w.high)),
         direction="lower" if s.direction == "lower" else "higher",
         floor=floor,
+        enough=w.k >= 2,
     )
     return Row(
         label=s.name,

@@ -274,11 +274,51 @@ class Comparison:
     confidence: float = 0.95
     dropped_base: int = 0
     dropped_new: int = 0
+    #: invocations on each side when the row was judged by invocation (``invocations``: its
+    #: runs came in invocations of several runs), else None (judged by run)
+    invocations: tuple[int, int] | None = None
 
     @property
     def change_pct(self) -> float:
         """(ratio - 1) in percent."""
         return (self.ratio - 1.0) * 100.0
+
+
+def judged(
+    base: Sequence[float] | FloatArray,
+    new: Sequence[float] | FloatArray,
+    interval: tuple[float, float, float],
+    *,
+    direction: Direction,
+    floor: float,
+    confidence: float = 0.95,
+    enough: bool = True,
+    invocations: tuple[int, int] | None = None,
+    dropped: tuple[int, int] = (0, 0),
+) -> Comparison:
+    """The comparison of ``base`` and ``new`` given the ratio new/base and its interval
+    (``interval``: ratio, low, high): marked when the interval excludes 1, the ratio is beyond
+    ``floor`` and there is ``enough`` (the caller's minimum of runs), better by ``direction``."""
+    ratio, low, high = interval
+    significant = bool((low > 1.0 or high < 1.0) and abs(ratio - 1.0) > floor and enough)
+    better = ((ratio > 1.0) == (direction == "higher")) if significant else None
+    return Comparison(
+        base_median=float(np.median(base)),
+        new_median=float(np.median(new)),
+        n_base=len(base),
+        n_new=len(new),
+        ratio=ratio,
+        ci_low=low,
+        ci_high=high,
+        significant=significant,
+        better=better,
+        direction=direction,
+        floor=floor,
+        confidence=confidence,
+        dropped_base=dropped[0],
+        dropped_new=dropped[1],
+        invocations=invocations,
+    )
 
 
 def compare_samples(
@@ -308,26 +348,15 @@ def compare_samples(
     b, drop_b = _finite_part(base, "base")
     x, drop_x = _finite_part(new, "new")
     ci = ratio_ci(b.tolist(), x.tolist(), confidence=confidence)
-    excludes_one = ci.low > 1.0 or ci.high < 1.0
-    significant = bool(excludes_one and abs(ci.ratio - 1.0) > floor and min(b.size, x.size) >= 2)
-    better: bool | None = None
-    if significant:
-        better = ci.ratio > 1.0 if direction == "higher" else ci.ratio < 1.0
-    return Comparison(
-        base_median=float(np.median(b)),
-        new_median=float(np.median(x)),
-        n_base=int(b.size),
-        n_new=int(x.size),
-        ratio=ci.ratio,
-        ci_low=ci.low,
-        ci_high=ci.high,
-        significant=significant,
-        better=better,
+    return judged(
+        b,
+        x,
+        (ci.ratio, ci.low, ci.high),
         direction=direction,
         floor=floor,
         confidence=confidence,
-        dropped_base=drop_b,
-        dropped_new=drop_x,
+        enough=min(b.size, x.size) >= 2,
+        dropped=(drop_b, drop_x),
     )
 
 
