@@ -181,6 +181,10 @@ def test_a_host_killed_mid_run_loses_nothing(
     second = iowall(*args, env=env)
     print(second.stderr)
     assert second.returncode == 0, second.stderr
+    # whatever ran first on these hosts, the killed attempt built or reused the wheelhouse and
+    # installed it before its run began: the rerun reuses both
+    assert "reusing iowall-" in second.stderr and "built " not in second.stderr, second.stderr
+    assert any(ln.endswith("fleet-a: installed already") for ln in host_lines(second.stderr, "fleet-a"))
     runs = Store(db_url).runs(RunFilter())
     uuids = [r.uuid for r in runs]
     assert before <= set(uuids), "a run measured before the kill was lost"

@@ -11,6 +11,7 @@ from iowall.analysis.regress.compare import Side, compare
 from iowall.analysis.regress.invocations import by_invocation, clustered
 from iowall.analysis.regress.stats import compare_samples
 from iowall.report.compare import render_json, render_text
+from iowall.web.pages import compare_context
 
 from .compare_data import runs
 
@@ -85,6 +86,7 @@ def test_compare_judges_clustered_rows_by_invocation_and_says_so() -> None:
     assert "with 4 invocations in all the spread of invocations rests on 2 degrees of freedom" in said
     assert "5:5 in 2:2" in render_text(res)
     assert all(row["invocations"] == [2, 2] for row in render_json(res)["rows"])
+    assert all(row["n"] == "5:5 in 2:2" for row in compare_context(res)["rows"])  # the dashboard's
     # the gate's rows stay by run: the gate tests invocations by its own rule
     gate_rows = compare(Side("a", base), [Side("b", new)], by_invocation=False).rows
     assert all(r.cmp.invocations is None for r in gate_rows)

@@ -13,7 +13,7 @@ from ..actions.explain import batch_runs, explain_run
 from ..analysis.regress.compare import CompareResult
 from ..analysis.regress.history import History, worse
 from ..model import PROFILE_ARTIFACT, Run, primary_metric
-from ..report.compare import fmt_ci, mark, short_metric
+from ..report.compare import fmt_ci, fmt_n, mark, short_metric
 from ..results import Report
 from ..store import Store
 from ..store.db import COUNTED
@@ -198,7 +198,7 @@ def compare_context(res: CompareResult | None) -> dict[str, Any]:
             if math.isfinite(r.cmp.ratio) and r.cmp.ratio > 0
             else "n/a",
             "ci": fmt_ci(r),
-            "n": f"{r.cmp.n_base}:{r.cmp.n_new}",
+            "n": fmt_n(r),
             "mark": mark(r),
             "base_runs": ids_text(list(r.base_runs)) if r.base_runs else "",
             "new_runs": ids_text(list(r.new_runs)) if r.new_runs else "",
