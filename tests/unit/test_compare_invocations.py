@@ -10,7 +10,7 @@ import random
 from iowall.analysis.regress.compare import Side, compare
 from iowall.analysis.regress.invocations import by_invocation, clustered
 from iowall.analysis.regress.stats import compare_samples
-from iowall.report.compare import render_json, render_text
+from iowall.report.compare import render_json, render_md, render_text
 from iowall.web.pages import compare_context
 
 from .compare_data import runs
@@ -84,7 +84,10 @@ def test_compare_judges_clustered_rows_by_invocation_and_says_so() -> None:
     assert res.rows and all(r.cmp.invocations == (2, 2) for r in res.rows)
     (said,) = [n for n in res.notes if "judged by invocation" in n]
     assert "with 4 invocations in all the spread of invocations rests on 2 degrees of freedom" in said
-    assert "5:5 in 2:2" in render_text(res)
+    text = render_text(res)
+    assert "2:2 inv" in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "5:5 in 2:2" in render_md(res)
+    assert "by invocation" in render_json(res)["method"]
     assert all(row["invocations"] == [2, 2] for row in render_json(res)["rows"])
     assert all(row["n"] == "5:5 in 2:2" for row in compare_context(res)["rows"])  # the dashboard's
     # the gate's rows stay by run: the gate tests invocations by its own rule
@@ -94,3 +97,4 @@ def test_compare_judges_clustered_rows_by_invocation_and_says_so() -> None:
     plain = compare(Side("a", runs("a")), [Side("b", runs("b", start_id=50, seed=2))])
     assert all(r.cmp.invocations is None for r in plain.rows)
     assert all(row["invocations"] is None for row in render_json(plain)["rows"])
+    assert "by invocation" not in render_json(plain)["method"]

@@ -68,9 +68,12 @@ def fmt_ci(row: Row) -> str:
     return f"[{(ci[0] - 1) * 100:+.1f},{(ci[1] - 1) * 100:+.1f}]"
 
 
-def fmt_n(row: Row) -> str:
-    """Runs base:new, and the invocations they came in where the row was judged by invocation."""
+def fmt_n(row: Row, *, short: bool = False) -> str:
+    """Runs base:new, and the invocations they came in where the row was judged by invocation
+    (``10:10 in 2:2``); ``short``, for the 80-column text: the invocations alone (``2:2 inv``)."""
     k = row.cmp.invocations
+    if k and short:
+        return f"{k[0]}:{k[1]} inv"
     return f"{row.cmp.n_base}:{row.cmp.n_new}" + (f" in {k[0]}:{k[1]}" if k else "")
 
 
@@ -165,13 +168,20 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
         f"change: Hodges-Lehmann estimate of new/base (median of all pairwise ratios) "
         f"minus 1; {conf} CI: calibrated, per-side spread"
         + (
-            "; rows judged by invocation (note below; their n reads '10:10 in 2:2'): change the "
-            "ratio of the sides' geometric means of invocation means, CI Welch's t"
+            "; rows judged by invocation (note below): change the ratio of the sides' geometric "
+            "means of invocation means, CI Welch's t"
             if by_inv
             else ""
         )
         + f"; marked better/worse only when the interval excludes 0 and |change| > "
-        f"{res.floor * 100:g}%; n: runs base:new; base/new: medians."
+        f"{res.floor * 100:g}%; n: runs base:new"
+        + (" (invocations, '2:2 inv', where judged by invocation)" if by_inv and not markdown else "")
+        + (
+            " (runs in invocations, '10:10 in 2:2', where judged by invocation)"
+            if by_inv and markdown
+            else ""
+        )
+        + "; base/new: medians."
     )
     out += [""] + (["_" + legend + "_"] if markdown else textwrap.wrap(legend, WIDTH))
     for note in res.notes:
@@ -187,7 +197,7 @@ def _two_side_rows(rows: Sequence[Row]) -> list[list[str]]:
             fmt_value(r.cmp.new_median, r.unit),
             _pct(r.cmp.ratio),
             fmt_ci(r),
-            fmt_n(r),
+            fmt_n(r, short=True),
             mark(r),
         ]
         for r in rows

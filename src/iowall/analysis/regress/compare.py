@@ -28,6 +28,11 @@ from .pairing import by_pair_key, constant_knobs, fact_text, point_text, why_unp
 from .stats import Comparison, compare_samples, geomean
 
 SCHEMA_VERSION = 1
+#: the method's words for the rows judged by invocation (``invocations.by_invocation``)
+BY_INVOCATION = (
+    "; rows whose runs came in invocations of several runs: by invocation, Welch's t on the "
+    "means of log values (each side's variance from its invocations' spread, or its runs')"
+)
 
 #: Metrics compared unless ``metrics=`` says otherwise: what a workload delivers, not the
 #: probes' diagnostics (those are one ``--metric`` away).
@@ -334,6 +339,7 @@ def compare(
         confidence=confidence,
         notes=tuple(_notes(rows, bool(emulated), nonfinite, drop)),
         emulated=emulated,
+        **({"method": CompareResult.method + BY_INVOCATION} if any(r.cmp.invocations for r in rows) else {}),
     )
 
 
@@ -407,7 +413,8 @@ def _side_rows(
     by_inv: bool = True,
 ) -> tuple[list[Row], list[str]]:
     """A row per chosen metric of every point both the base and side ``name`` measured, each
-    judged by ``compare_samples`` (Hodges–Lehmann ratio, calibrated interval); and where
+    judged by ``compare_samples`` (Hodges–Lehmann ratio, calibrated interval), or by invocation
+    where ``by_inv`` and its runs came in invocations (``invocations.clustered``); and where
     non-finite values were left out."""
     rows: list[Row] = []
     nonfinite: list[str] = []
