@@ -468,8 +468,9 @@ def _geomean_ratios(rows: Iterable[Row]) -> dict[str, float]:
 
 def _notes(rows: Sequence[Row], emulated: bool, nonfinite: Sequence[str], drop: Iterable[str]) -> list[str]:
     """What a reader must know to read the rows: no verdicts on an emulated guest, none on a
-    single run, a marked row of one invocation a side, the non-finite values left out, the
-    knobs taken as the treatment."""
+    single run, the rows judged by invocation and a marked row of one invocation a side
+    (``invocations.invocation_notes``), the non-finite values left out, the knobs taken as the
+    treatment."""
     notes = []
     if emulated:
         notes.append(

@@ -4,7 +4,7 @@ the run, as the unit that can differ.
 The runs of one invocation (one ``iowall run``: its batch) share that minute's machine state,
 so they are not independent witnesses of a side's level; taken as independent, two like sets
 of two invocations of five runs each are marked in 14-37% of comparisons when the invocations
-hold 20-80% of the variance (docs/statistics.md,
+hold 20-80% of the variance, one invocation against two or three in up to 48% (docs/statistics.md,
 "Runs of one invocation are not independent"). Method: Welch's t on the means of log values,
 each side's mean the mean of its invocations' means, its variance from the invocations'
 spread (the variance of invocation means, pooled over the sides that hold two or more, over
