@@ -4,13 +4,14 @@ the invocation as the unit that can differ (analysis.regress.invocations)."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import math
 import random
 
 from iowall.analysis.regress.compare import Side, compare
 from iowall.analysis.regress.invocations import by_invocation, clustered
 from iowall.analysis.regress.stats import compare_samples
-from iowall.report.compare import render_json, render_md, render_text
+from iowall.report.compare import render_csv, render_html, render_json, render_md, render_text
 from iowall.web.pages import compare_context
 
 from .compare_data import runs
@@ -87,8 +88,14 @@ def test_compare_judges_clustered_rows_by_invocation_and_says_so() -> None:
     text = render_text(res)
     assert "2:2 inv" in text and max(len(line) for line in text.splitlines()) <= 80
     assert "5:5 in 2:2" in render_md(res)
+    # each form's legend names the n its cells show: the text's invocations, the others' runs
+    assert "'2:2 inv'" in text and "'10:10 in 2:2'" not in text
+    for other in (render_md(res), html.unescape(render_html(res))):
+        assert "5:5 in 2:2" in other and "'10:10 in 2:2'" in other and "'2:2 inv'" not in other
     assert "by invocation" in render_json(res)["method"]
     assert all(row["invocations"] == [2, 2] for row in render_json(res)["rows"])
+    header, *lines = render_csv(res).splitlines()
+    assert header.endswith(",inv_base,inv_new") and all(ln.endswith(",2,2") for ln in lines)
     assert all(row["n"] == "5:5 in 2:2" for row in compare_context(res)["rows"])  # the dashboard's
     # the gate's rows stay by run: the gate tests invocations by its own rule
     gate_rows = compare(Side("a", base), [Side("b", new)], by_invocation=False).rows
@@ -97,4 +104,5 @@ def test_compare_judges_clustered_rows_by_invocation_and_says_so() -> None:
     plain = compare(Side("a", runs("a")), [Side("b", runs("b", start_id=50, seed=2))])
     assert all(r.cmp.invocations is None for r in plain.rows)
     assert all(row["invocations"] is None for row in render_json(plain)["rows"])
+    assert all(ln.endswith(",,") for ln in render_csv(plain).splitlines()[1:])
     assert "by invocation" not in render_json(plain)["method"]

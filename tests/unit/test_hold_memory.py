@@ -25,6 +25,7 @@ from iowall.actions.target import Target, execute
 from iowall.cli.main import main
 from iowall.fleet.drive import FleetSpec
 from iowall.measure import session
+from iowall.plan import Plan, Workload
 from iowall.recipes.options import RecipeOptions
 from iowall.recipes.registry import Recipe
 from iowall.results import Report
@@ -228,9 +229,10 @@ def under_execute(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     KnobSession, and the session's state when the recipe ran and after."""
     got: dict[str, Any] = {"holds": 0}
 
-    def hold(ks: KnobSession, progress: Progress) -> GuestMemory:
+    def hold(ks: KnobSession, progress: Progress, need: int | None = None) -> GuestMemory:
         got["holds"] += 1
         got["ks"] = ks
+        got["need"] = need
         return GuestMemory("9", 4 * GIB, 2.0, 4 * GIB)
 
     monkeypatch.setattr(iowall.actions.target, "exclusive", _no_lock)
@@ -248,6 +250,7 @@ def test_run_holds_before_the_recipe_and_says_so(under_execute: dict[str, Any]) 
     report = execute(_target(Recipe("fake", "000", "", body)), NO_STORE, _shown)
     said = GuestMemory("9", 4 * GIB, 2.0, 4 * GIB).note()
     assert under_execute["holds"] == 1 and under_execute["opts"].hold_memory is True
+    assert under_execute["need"] is None  # a recipe's allocation is not known: all free memory
     assert report.notes == ("the recipe's note", said)
     assert report.data["guest_memory"] == said
 
@@ -318,3 +321,19 @@ def test_no_reporting_device_is_no_reporting(tmp_path: Path) -> None:
     assert guestmem.reporting_device(virtio, hyperv) is False
     (hyperv / "1eccfd72-4b41-45ef-b73a-4a6e44c12924").symlink_to(tmp_path)
     assert guestmem.reporting_device(virtio, hyperv) is True
+
+
+def test_a_plan_touches_what_it_can_allocate(
+    under_execute: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan's hold is told the plan's ``memory_need`` (twice its 1 GiB ram bed and 1 GiB);
+    a plan iowall cannot bound (verbatim fio options) touches all free memory."""
+    ran: list[Plan] = []
+    monkeypatch.setattr(iowall.actions.target, "run_plan", lambda plan, *_a: ran.append(plan))
+    monkeypatch.setattr(iowall.actions.target, "plan_report", lambda _res: Report("plan", "p", "p"))
+    plan = Plan(label="p", workload=Workload(params={"rw": "write", "size": "64M"}))
+    execute(Target("p.toml", "plan p", plan, None, RecipeOptions()), NO_STORE, _shown)
+    assert under_execute["need"] == 3 * GIB and ran == [plan]
+    opaque = Plan(label="p", workload=Workload(params={"rw": "write", "size": "64M"}, options={"nrfiles": 9}))
+    execute(Target("p.toml", "plan p", opaque, None, RecipeOptions()), NO_STORE, _shown)
+    assert under_execute["need"] is None

@@ -16,6 +16,7 @@ from iowall.plan import (
     interleave,
     key_line,
     load_plan,
+    memory_need,
     parse_set,
     plan_from_doc,
 )
@@ -438,3 +439,25 @@ def test_plan_from_doc_for_recipes() -> None:
         plan_from_doc({"workload": {"rw": "sideways", "size": "1M"}})
     direct = Plan(label="x", workload=Workload(params={"rw": "read", "size": "1M"}))
     assert direct.recipe == "plan:x" and len(direct.expand()) == 1
+
+
+def test_memory_need_is_the_largest_point_or_none_when_unbounded(tmp_path: Path) -> None:
+    """What the guest-memory hold touches for a plan: on a ram or loop bed twice the bed (the
+    image and the files' page cache), elsewhere the point's bytes, plus 1 GiB; None (all free
+    memory) where iowall cannot bound it."""
+    gib, mib = 1 << 30, 1 << 20
+    ram = load_plan(write(tmp_path, BASE + "[axes]\njobs = [1, 4]\n"))
+    # the largest point writes 4 x 64 MiB: auto bed 1.5 x 256 MiB + 256 MiB, at least 1 GiB
+    assert memory_need(ram) == 2 * gib + gib
+    sized = load_plan(write(tmp_path, BASE + 'size = "3G"\n'))
+    assert memory_need(sized) == 2 * 3 * gib + gib
+    on_dir = load_plan(write(tmp_path, BASE.replace('kind = "ram"', f'kind = "dir:{tmp_path}"')))
+    assert memory_need(on_dir) == 64 * mib + gib
+    jobfile = tmp_path / "my.fio"
+    jobfile.write_text("[global]\nrw=write\nbs=64k\n[j1]\nsize=8m\n")
+    unbounded = [
+        load_plan(write(tmp_path, '[workload]\njobfile = "my.fio"\n')),
+        load_plan(write(tmp_path, BASE.replace("[bed]", "[workload.options]\nnrfiles = 9\n[bed]"))),
+        load_plan(write(tmp_path, BASE + '[axes]\n"sysctl:vm.nr_hugepages" = [0, 512]\n')),
+    ]
+    assert [memory_need(p) for p in unbounded] == [None] * 3

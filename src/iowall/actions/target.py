@@ -16,7 +16,7 @@ from ..machine.machine_lock import exclusive
 from ..machine.signals import interruptible
 from ..measure.repeat import RepeatPolicy
 from ..measure.session import hold_memory_step, memory_note
-from ..plan import Plan, load_jobfile, load_plan, plan_report, preview, run_plan
+from ..plan import Plan, load_jobfile, load_plan, memory_need, plan_report, preview, run_plan
 from ..recipes.options import RecipeOptions
 from ..recipes.registry import Recipe, get
 from ..results import Outcome, Report
@@ -136,15 +136,17 @@ def execute(
     """Run a prepared target under the machine lock, after recovering what a crash left.
     ``hold_memory`` (the default; False is --no-hold-memory): first hold guest memory as
     `limits` does (free page reporting off, the free memory touched), restored on every way
-    out by the KnobSession; a recipe that holds it itself (``Recipe.holds_memory``: limits)
-    is told through its options instead. The report's line on it (``session.memory_note``)
+    out by the KnobSession; a plan touches only what it can allocate where that is known
+    (``plan.execute.memory_need``); a recipe that holds it itself (``Recipe.holds_memory``:
+    limits) is told through its options instead. The report's line on it (``session.memory_note``)
     ends its notes and is its ``data["guest_memory"]``. A store that could not keep a run
     (no room, read-only) is refused first (``Store.check_room``)."""
     own = t.recipe is not None and t.recipe.holds_memory
     store.check_room()  # a store that could not keep the runs: refused before the lock, not after a job
     with exclusive(t.command or f"run {t.name}", wait), interruptible(), KnobSession() as ks:
         journal.recover()
-        gm = hold_memory_step(ks, progress(t.title)) if hold_memory and not own else None
+        need = memory_need(t.plan) if t.plan is not None else None
+        gm = hold_memory_step(ks, progress(t.title), need) if hold_memory and not own else None
         said = None if own else memory_note(hold_memory, gm)
         if t.plan is not None:
             report = plan_report(run_plan(t.plan, store, progress(t.title)))

@@ -11,7 +11,7 @@ See docs/plans.md for every key and the knob syntax.
 from ..vocab.errors import PlanError
 from ..workloads.jobfile import build_job
 from .axes import Axis, check_axis, parse_set
-from .execute import PlanResult, auto_bed_size, interleave, rounds, run_plan
+from .execute import PlanResult, auto_bed_size, interleave, memory_need, rounds, run_plan
 from .load import load_jobfile, load_plan, plan_from_doc
 from .model import BedShape, Plan, PlanPoint, Workload
 from .preview import preview
@@ -33,6 +33,7 @@ __all__ = [
     "build_job",
     "check_axis",
     "interleave",
+    "memory_need",
     "key_line",
     "load_jobfile",
     "load_plan",

@@ -43,6 +43,36 @@ def auto_bed_size(points: Sequence[PlanPoint], workload: Workload) -> int:
     return max(GIB, (need + MIB - 1) // MIB * MIB)
 
 
+def bed_sizes(points: Sequence[PlanPoint], workload: Workload) -> dict[BedShape, int]:
+    """Each bed shape's size: the plan's, else ``auto_bed_size`` of the points on it."""
+    return {
+        shape: shape.size or auto_bed_size([pp for pp in points if pp.shape == shape], workload)
+        for shape in dict.fromkeys(pp.shape for pp in points)
+    }
+
+
+def memory_need(plan: Plan) -> int | None:
+    """The most memory a run of ``plan`` can allocate, what the guest-memory hold touches (as
+    `limits`' ``sizing.memory_need``); None where iowall cannot bound it (a job file, verbatim
+    fio options, a point's bytes unknown, a knob that reserves huge pages): all free memory
+    then. Beds exist one at a time and each point drops its bed's cache first, so the bound is
+    the largest point's: on a ram or loop bed twice the bed (its image, and the page cache of
+    the files in it, which cannot exceed the bed), elsewhere the bytes the point lays down;
+    and 1 GiB for fio, the engine and the probes."""
+    if plan.workload.jobfile or plan.workload.options:
+        return None
+    points = plan.expand()
+    sizes = bed_sizes(points, plan.workload)
+    most = 0
+    for pp in points:
+        data = point_bytes(pp.fio)
+        if data is None or any("hugepages" in knob.name for knob, _ in pp.knobs):
+            return None
+        held = 2 * sizes[pp.shape] if BedSpec.parse(pp.shape.kind).kind in ("ram", "loop") else data
+        most = max(most, held)
+    return most + GIB
+
+
 # ------------------------------------------------------------------------------------------
 # Order
 
@@ -206,9 +236,7 @@ def run_plan(plan: Plan, store: Store, progress: Progress) -> PlanResult:
     """
     points = plan.expand()
     engine = check_points(points, plan)
-    sizes: dict[BedShape, int] = {}
-    for shape in dict.fromkeys(pp.shape for pp in points):
-        sizes[shape] = shape.size or auto_bed_size([pp for pp in points if pp.shape == shape], plan.workload)
+    sizes = bed_sizes(points, plan.workload)
 
     batch = str(uuid.uuid4())
     session = Session(

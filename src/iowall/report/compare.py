@@ -147,8 +147,11 @@ def _header(res: CompareResult, *, markdown: bool = False) -> list[str]:
     return out
 
 
-def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
+def _footer(res: CompareResult, *, markdown: bool = False, short_n: bool = True) -> list[str]:
+    """Geometric means, what was not compared, the legend and the notes; ``short_n`` is how
+    the table's n cells show invocations (``fmt_n``), which the legend must name alike."""
     out: list[str] = []
+    n_form = "invocations, '2:2 inv'" if short_n else "runs in invocations, '10:10 in 2:2'"
     gm = [(lab, m, v) for lab in res.news for m, v in res.geomean.get(lab, {}).items()]
     if gm:
         out += ["", "Geometric mean of new/base over points:"]
@@ -175,12 +178,7 @@ def _footer(res: CompareResult, *, markdown: bool = False) -> list[str]:
         )
         + f"; marked better/worse only when the interval excludes 0 and |change| > "
         f"{res.floor * 100:g}%; n: runs base:new"
-        + (" (invocations, '2:2 inv', where judged by invocation)" if by_inv and not markdown else "")
-        + (
-            " (runs in invocations, '10:10 in 2:2', where judged by invocation)"
-            if by_inv and markdown
-            else ""
-        )
+        + (f" ({n_form}, where judged by invocation)" if by_inv else "")
         + "; base/new: medians."
     )
     out += [""] + (["_" + legend + "_"] if markdown else textwrap.wrap(legend, WIDTH))
@@ -313,7 +311,7 @@ def render_md(res: CompareResult) -> str:
         out += ["", md_table(_FULL_HEAD, rows, left=3)]
     else:
         out += ["", "No metric could be compared."]
-    out += _footer(res, markdown=True)
+    out += _footer(res, markdown=True, short_n=False)
     return "\n".join(out) + "\n"
 
 
@@ -389,18 +387,22 @@ CSV_FIELDS = (
     "ci_high",
     "significant",
     "better",
+    "inv_base",
+    "inv_new",
 )
 
 
 @renders(CompareResult, Format.csv)
 def render_csv(res: CompareResult) -> str:
-    """One line per label, point and metric; numbers unformatted."""
+    """One line per label, point and metric; numbers unformatted; the invocations a side
+    last, empty for a row judged by run."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
     for r in res.rows:
         d = row_json(r)
         d["point"] = r.point_text
+        d["inv_base"], d["inv_new"] = r.cmp.invocations or (None, None)
         w.writerow(["" if d[k] is None else d[k] for k in CSV_FIELDS])
     return buf.getvalue()
 
@@ -440,7 +442,7 @@ def render_html(res: CompareResult, svg: str | None = None) -> str:
         parts.append(
             f"<h2>New/base with {res.confidence * 100:.0f}% intervals</h2><div class=plot>{svg}</div>"
         )
-    parts.append("<pre>" + e("\n".join(_footer(res)).strip()) + "</pre>")
+    parts.append("<pre>" + e("\n".join(_footer(res, short_n=False)).strip()) + "</pre>")
     style = (
         "body{font-family:sans-serif;max-width:70em;margin:1em auto}"
         "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;"

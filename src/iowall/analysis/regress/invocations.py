@@ -18,6 +18,7 @@ Simulated in benchmarks/compare_invocations.py (docs/benchmarks.md)"""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ def clustered(
         return False
     if "" in base_batches or "" in new_batches or min(*base, *new) <= 0:
         return False
-    sizes = [len(g) for g in (*groups(base, base_batches), *groups(new, new_batches))]
+    sizes = (*Counter(base_batches).values(), *Counter(new_batches).values())
     many = len(set(base_batches)) >= 2 or len(set(new_batches)) >= 2
     return many and max(sizes) >= 2 and min(len(base), len(new)) >= 2
 
